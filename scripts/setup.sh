@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Creates .venv and installs gregor into it; with --test also the test dependencies and kcat.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras=""
+if [ "${1:-}" = "--test" ]; then extras="[test]"; fi
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+fi
+.venv/bin/pip install -q -e ".${extras}"
+if [ -n "$extras" ] && ! command -v kcat >/dev/null 2>&1; then
+  echo "installing kcat (Debian package) for the interop tests" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq kcat >/dev/null
+fi

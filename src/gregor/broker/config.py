@@ -1,0 +1,308 @@
+"""Broker configuration: Kafka's `server.properties` keys, types and defaults.
+
+A Kafka operator's `server.properties` works unchanged; keys Gregor does not act on are
+accepted and reported by DescribeConfigs like any other, so tools keep working. Differences
+from Apache Kafka are listed in docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+LONG_MAX = 9223372036854775807
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the key and the fix."""
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str  # boolean, int, long, double, string, list, password
+    default: str | None
+    doc: str
+    read_only: bool = True
+
+
+def _key(name: str, type_: str, default: str | None, doc: str, read_only: bool = True) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, read_only)
+
+
+BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in (
+        _key("node.id", "int", "1", "The node id of this broker (and controller)."),
+        _key("broker.id", "int", None, "Legacy alias of node.id."),
+        _key("process.roles", "list", "broker,controller", "The roles this process plays."),
+        _key("controller.quorum.voters", "list", "", "Controller quorum voters: id@host:port,..."),
+        _key("controller.listener.names", "list", "CONTROLLER", "Listener names used by the controller."),
+        _key("listeners", "list", "PLAINTEXT://localhost:9092", "Listeners the broker binds to."),
+        _key("advertised.listeners", "list", None, "Listeners given to clients; defaults to listeners."),
+        _key("listener.security.protocol.map", "string",
+             "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "Listener name to security protocol."),
+        _key("inter.broker.listener.name", "string", None, "Listener for broker-to-broker traffic."),
+        _key("broker.rack", "string", None, "Rack of this broker."),
+        _key("log.dirs", "list", "./data", "Directories holding the partition logs."),
+        _key("log.dir", "string", "./data", "Single log directory, used when log.dirs is unset."),
+        _key("metadata.log.dir", "string", None, "Directory of the __cluster_metadata log."),
+        _key("num.partitions", "int", "1", "Default number of partitions of a new topic.", False),
+        _key("default.replication.factor", "int", "1", "Default replication factor of a new topic.", False),
+        _key("auto.create.topics.enable", "boolean", "true", "Create unknown topics on metadata requests.", False),
+        _key("delete.topic.enable", "boolean", "true", "Allow topics to be deleted."),
+        _key("message.max.bytes", "int", "1048588", "Largest record batch size allowed.", False),
+        _key("socket.request.max.bytes", "int", "104857600", "Largest request size accepted."),
+        _key("socket.send.buffer.bytes", "int", "102400", "SO_SNDBUF of client sockets (-1: OS default)."),
+        _key("socket.receive.buffer.bytes", "int", "102400", "SO_RCVBUF of client sockets (-1: OS default)."),
+        _key("connections.max.idle.ms", "long", "600000", "Idle connections are closed after this."),
+        _key("num.network.threads", "int", "3", "Accepted for compatibility; Gregor uses one event loop."),
+        _key("num.io.threads", "int", "8", "Accepted for compatibility; Gregor uses one event loop."),
+        _key("log.segment.bytes", "int", "1073741824", "Size at which a segment is rolled.", False),
+        _key("log.roll.ms", "long", None, "Time after which a segment is rolled (overrides hours)."),
+        _key("log.roll.hours", "int", "168", "Time after which a segment is rolled."),
+        _key("log.retention.ms", "long", None, "Retention time (overrides minutes and hours).", False),
+        _key("log.retention.minutes", "int", None, "Retention time in minutes (overrides hours)."),
+        _key("log.retention.hours", "int", "168", "Retention time in hours."),
+        _key("log.retention.bytes", "long", "-1", "Retention size per partition (-1: none).", False),
+        _key("log.retention.check.interval.ms", "long", "300000", "How often retention runs."),
+        _key("log.index.interval.bytes", "int", "4096", "Bytes between offset index entries.", False),
+        _key("log.index.size.max.bytes", "int", "10485760", "Maximum size of an index file.", False),
+        _key("log.flush.interval.messages", "long", str(LONG_MAX), "Messages before a flush.", False),
+        _key("log.flush.interval.ms", "long", None, "Time before a flush.", False),
+        _key("log.flush.scheduler.interval.ms", "long", str(LONG_MAX), "How often flushing is checked."),
+        _key("log.flush.offset.checkpoint.interval.ms", "int", "60000", "How often checkpoints are written."),
+        _key("log.flush.start.offset.checkpoint.interval.ms", "int", "60000",
+             "How often the log-start-offset checkpoint is written."),
+        _key("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.", False),
+        _key("log.message.timestamp.difference.max.ms", "long", str(LONG_MAX),
+             "Allowed difference between record and broker time.", False),
+        _key("log.message.timestamp.before.max.ms", "long", str(LONG_MAX),
+             "Allowed age of a record timestamp.", False),
+        _key("log.message.timestamp.after.max.ms", "long", "3600000",
+             "Allowed future skew of a record timestamp.", False),
+        _key("log.cleanup.policy", "list", "delete", "delete and/or compact.", False),
+        _key("log.cleaner.delete.retention.ms", "long", "86400000", "How long tombstones are kept.", False),
+        _key("log.cleaner.min.cleanable.ratio", "double", "0.5", "Dirty ratio that triggers cleaning.", False),
+        _key("compression.type", "string", "producer", "Compression of stored batches.", False),
+        _key("min.insync.replicas", "int", "1", "Replicas that must acknowledge acks=all.", False),
+        _key("unclean.leader.election.enable", "boolean", "false", "Allow out-of-ISR leaders.", False),
+        _key("replica.lag.time.max.ms", "long", "30000", "Followers behind longer leave the ISR."),
+        _key("offsets.topic.num.partitions", "int", "50", "Partitions of __consumer_offsets."),
+        _key("offsets.topic.replication.factor", "int", "1", "Replication factor of __consumer_offsets."),
+        _key("offsets.retention.minutes", "int", "10080", "Retention of committed offsets."),
+        _key("group.initial.rebalance.delay.ms", "int", "3000", "Delay of a group's first rebalance."),
+        _key("transaction.state.log.num.partitions", "int", "50", "Partitions of __transaction_state."),
+        _key("transaction.state.log.replication.factor", "int", "1",
+             "Replication factor of __transaction_state."),
+        _key("producer.id.expiration.ms", "int", "86400000", "Idle producer ids are forgotten after this."),
+        _key("cluster.id", "string", None, "Cluster id (generated at first start when unset)."),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+
+def parse_listeners(value: str, key: str) -> list[Endpoint]:
+    """Parse `NAME://host:port,...` as Kafka does (empty host means all interfaces)."""
+    endpoints = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        name, sep, rest = item.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or not colon or not port.isdigit() or not name:
+            raise ConfigError(f"{key}: '{item}' is not NAME://host:port (e.g. PLAINTEXT://localhost:9092)")
+        host = host.strip("[]")
+        endpoints.append(Endpoint(name.upper(), host, int(port)))
+    return endpoints
+
+
+def _parse_value(key: ConfigKey, raw: str) -> object:
+    text = raw.strip()
+    try:
+        if key.type == "boolean":
+            if text.lower() not in ("true", "false"):
+                raise ValueError
+            return text.lower() == "true"
+        if key.type in ("int", "long"):
+            return int(text)
+        if key.type == "double":
+            return float(text)
+    except ValueError:
+        raise ConfigError(f"{key.name}: '{raw}' is not a valid {key.type}") from None
+    if key.type == "list":
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return text
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Read a Java-style .properties file (comments, `key=value` or `key: value`, continuations)."""
+    properties: dict[str, str] = {}
+    with open(path, encoding="utf-8") as handle:
+        pending = ""
+        for line_number, raw_line in enumerate(handle, 1):
+            line = pending + raw_line.strip()
+            pending = ""
+            if not line or line[0] in "#!":
+                continue
+            if line.endswith("\\") and not line.endswith("\\\\"):
+                pending = line[:-1]
+                continue
+            key, value = _split_property(line, path, line_number)
+            properties[key] = value
+        if pending:
+            key, value = _split_property(pending, path, line_number)
+            properties[key] = value
+    return properties
+
+
+def _split_property(line: str, path: str, line_number: int) -> tuple[str, str]:
+    for index, char in enumerate(line):
+        if char in "=:" or char.isspace():
+            key = line[:index].strip()
+            value = line[index + 1:].strip() if char in "=:" else line[index:].strip().lstrip("=:").strip()
+            if key:
+                return key, value
+            break
+    else:
+        return line, ""
+    raise ConfigError(f"{path}:{line_number}: no key before '=' in '{line}'")
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override '{item}' is not key=value (e.g. --override num.partitions=3)")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+class BrokerConfig:
+    """Typed view over the broker's properties, with Kafka's defaults and derived values."""
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        self.originals: dict[str, str] = dict(properties or {})
+        self._values: dict[str, object] = {}
+        for name, key in BROKER_CONFIG_KEYS.items():
+            raw = self.originals.get(name, key.default)
+            self._values[name] = None if raw is None else _parse_value(key, raw)
+        if "broker.id" in self.originals and "node.id" not in self.originals:
+            self._values["node.id"] = self._values["broker.id"]
+        self.listeners = parse_listeners(",".join(self._values["listeners"]), "listeners")
+        advertised = self._values["advertised.listeners"]
+        self.advertised_listeners = (
+            parse_listeners(",".join(advertised), "advertised.listeners") if advertised else self.listeners
+        )
+        self._validate()
+
+    def _validate(self) -> None:
+        if not self.client_listeners():
+            raise ConfigError("listeners: no client listener (e.g. PLAINTEXT://localhost:9092)")
+        for name in ("num.partitions", "default.replication.factor", "message.max.bytes",
+                     "socket.request.max.bytes", "log.segment.bytes", "offsets.topic.num.partitions"):
+            if self.get(name) < 1:
+                raise ConfigError(f"{name}: must be at least 1, got {self.get(name)}")
+        if self.get("log.message.timestamp.type") not in ("CreateTime", "LogAppendTime"):
+            raise ConfigError("log.message.timestamp.type: must be CreateTime or LogAppendTime")
+
+    def get(self, name: str):
+        return self._values[name]
+
+    @property
+    def node_id(self) -> int:
+        return self.get("node.id")
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self.get("log.dirs") if "log.dirs" in self.originals or "log.dir" not in self.originals \
+            else [self.get("log.dir")]
+        return [os.path.abspath(d) for d in dirs]
+
+    @property
+    def metadata_log_dir(self) -> str:
+        explicit = self.get("metadata.log.dir")
+        return os.path.abspath(explicit) if explicit else self.log_dirs[0]
+
+    def controller_listener_names(self) -> set[str]:
+        return {name.upper() for name in self.get("controller.listener.names")}
+
+    def client_listeners(self) -> list[Endpoint]:
+        controllers = self.controller_listener_names()
+        return [e for e in self.listeners if e.listener not in controllers]
+
+    def advertised_client_listeners(self) -> list[Endpoint]:
+        controllers = self.controller_listener_names()
+        advertised = [e for e in self.advertised_listeners if e.listener not in controllers]
+        return [
+            Endpoint(e.listener, e.host or "localhost", e.port) for e in advertised
+        ]
+
+    @property
+    def log_retention_ms(self) -> int:
+        return _first_set(self, ("log.retention.ms", 1), ("log.retention.minutes", 60_000),
+                          ("log.retention.hours", 3_600_000))
+
+    @property
+    def log_roll_ms(self) -> int:
+        return _first_set(self, ("log.roll.ms", 1), ("log.roll.hours", 3_600_000))
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        return _first_set(self, ("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Broker-level values of the topic configs, keyed by topic config name."""
+        return {
+            "segment.bytes": str(self.get("log.segment.bytes")),
+            "segment.ms": str(self.log_roll_ms),
+            "retention.ms": str(self.log_retention_ms),
+            "retention.bytes": str(self.get("log.retention.bytes")),
+            "index.interval.bytes": str(self.get("log.index.interval.bytes")),
+            "segment.index.bytes": str(self.get("log.index.size.max.bytes")),
+            "flush.messages": str(self.get("log.flush.interval.messages")),
+            "flush.ms": str(self.log_flush_interval_ms),
+            "message.timestamp.type": self.get("log.message.timestamp.type"),
+            "message.timestamp.difference.max.ms": str(self.get("log.message.timestamp.difference.max.ms")),
+            "message.timestamp.before.max.ms": str(self.get("log.message.timestamp.before.max.ms")),
+            "message.timestamp.after.max.ms": str(self.get("log.message.timestamp.after.max.ms")),
+            "max.message.bytes": str(self.get("message.max.bytes")),
+            "cleanup.policy": ",".join(self.get("log.cleanup.policy")),
+            "delete.retention.ms": str(self.get("log.cleaner.delete.retention.ms")),
+            "min.cleanable.dirty.ratio": str(self.get("log.cleaner.min.cleanable.ratio")),
+            "compression.type": self.get("compression.type"),
+            "min.insync.replicas": str(self.get("min.insync.replicas")),
+            "unclean.leader.election.enable": str(self.get("unclean.leader.election.enable")).lower(),
+        }
+
+    def describe(self) -> list[tuple[str, str | None, bool]]:
+        """(name, value, is_default) of every known key, for DescribeConfigs on the broker."""
+        rows = []
+        for name, key in sorted(BROKER_CONFIG_KEYS.items()):
+            value = self.originals.get(name, key.default)
+            rows.append((name, value, name not in self.originals))
+        return rows
+
+
+def _first_set(config: BrokerConfig, *keys: tuple[str, int]) -> int:
+    for name, unit_ms in keys:
+        value = config.get(name)
+        if value is not None:
+            return -1 if value < 0 else value * unit_ms
+    raise ConfigError(f"none of {', '.join(k for k, _ in keys)} is set")
+
+
+def load_config(path: str | None, overrides: Mapping[str, str],
+                reader: Callable[[str], dict[str, str]] = read_properties) -> BrokerConfig:
+    properties = reader(path) if path else {}
+    properties.update(overrides)
+    return BrokerConfig(properties)

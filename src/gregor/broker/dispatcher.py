@@ -1,0 +1,67 @@
+"""Request dispatch: header parsing, version checks, handler lookup, error answers.
+
+Each handler module (gregor.broker.handlers.*) declares the API it serves and the versions it
+honours; ApiVersions advertises exactly those. A request that cannot be decoded is answered
+with the handler's error response when the header could be read, and the connection is closed
+when not, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from gregor.broker.handlers import Handler, RequestContext, register_all
+from gregor.broker.network import CloseConnection, ConnectionInfo
+from gregor.protocol.exceptions import DecodeError
+from gregor.protocol.headers import encode_response, parse_request_header
+from gregor.protocol.messages import REQUESTS
+
+if TYPE_CHECKING:
+    from gregor.broker.server import Broker
+
+log = logging.getLogger("gregor.dispatcher")
+
+
+class Dispatcher:
+    def __init__(self, broker: "Broker") -> None:
+        self._broker = broker
+        self._handlers: dict[int, Handler] = register_all()
+
+    def dispatch(self, frame: bytearray, info: ConnectionInfo) -> Any:
+        view = memoryview(frame)
+        try:
+            header, body_offset = parse_request_header(view)
+        except DecodeError as error:
+            raise CloseConnection(f"unreadable request header: {error}") from None
+        api_key = header.request_api_key
+        version = header.request_api_version
+        handler = self._handlers.get(api_key)
+        if handler is None:
+            raise CloseConnection(f"unsupported API key {api_key}")
+        if not handler.min_version <= version <= handler.max_version:
+            if handler.answers_unsupported_version:
+                return self._encode(header, handler.unsupported_version_response(), 0)
+            raise CloseConnection(f"unsupported version {version} of API key {api_key}")
+        request_class = REQUESTS[api_key]
+        try:
+            request = request_class.decode(view[body_offset:], version)
+        except DecodeError as error:
+            log.info("closing connection from %s: malformed %s v%d: %s",
+                     info.peer, request_class.__name__, version, error)
+            raise CloseConnection(f"malformed {request_class.__name__}") from None
+        context = RequestContext(self._broker, header, info)
+        result = handler.handle(context, request)
+        if result is None:
+            return None
+        if hasattr(result, "__await__"):
+            return self._finish_later(header, result, version)
+        return self._encode(header, result, version)
+
+    async def _finish_later(self, header: Any, pending: Any, version: int) -> Any:
+        response = await pending
+        return None if response is None else self._encode(header, response, version)
+
+    @staticmethod
+    def _encode(header: Any, response: Any, version: int) -> list:
+        return encode_response(header.correlation_id, response, header.request_api_key, version)

@@ -1,0 +1,66 @@
+"""One module per Kafka API; each declares the versions whose semantics it honours.
+
+ApiVersions advertises exactly the ranges registered here (DESIGN.md principle 4).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from gregor.broker.network import ConnectionInfo
+
+if TYPE_CHECKING:
+    from gregor.broker.server import Broker
+
+
+class RequestContext:
+    """What a handler knows about the request it answers."""
+
+    __slots__ = ("broker", "header", "connection", "now_ms")
+
+    def __init__(self, broker: "Broker", header: Any, connection: ConnectionInfo) -> None:
+        self.broker = broker
+        self.header = header
+        self.connection = connection
+        self.now_ms = int(time.time() * 1000)
+
+    @property
+    def version(self) -> int:
+        return self.header.request_api_version
+
+
+@dataclass(frozen=True)
+class Handler:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Callable[[RequestContext, Any], Any]
+    answers_unsupported_version: bool = False
+    unsupported_version_response: Callable[[], Any] | None = None
+
+
+def _collect() -> dict[int, Handler]:
+    from gregor.broker.handlers import (
+        api_versions, create_partitions, create_topics, delete_records, delete_topics,
+        describe_cluster, describe_configs, alter_configs, fetch, init_producer_id,
+        list_offsets, metadata, produce,
+    )
+    modules = (api_versions, metadata, produce, fetch, list_offsets, create_topics, delete_topics,
+               create_partitions, describe_configs, alter_configs, delete_records,
+               describe_cluster, init_producer_id)
+    handlers: dict[int, Handler] = {}
+    for module in modules:
+        for handler in module.HANDLERS:
+            handlers[handler.api_key] = handler
+    return handlers
+
+
+HANDLERS: dict[int, Handler] = {}
+
+
+def register_all() -> dict[int, Handler]:
+    if not HANDLERS:
+        HANDLERS.update(_collect())
+    return HANDLERS

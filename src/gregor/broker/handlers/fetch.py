@@ -1,0 +1,148 @@
+"""Fetch (key 1), v0–v17, for consumers.
+
+Long-poll: when fewer than `min_bytes` are available the answer waits up to `max_wait_ms`,
+woken by appends to any requested partition. Fetch sessions (KIP-227) are answered sessionless:
+a full fetch gets session id 0, which tells the client that no session was created, and an
+incremental fetch for an unknown session gets FETCH_SESSION_ID_NOT_FOUND so the client falls
+back to full fetches. v13+ name topics by id. v0–v3 receive legacy message sets, down-converted.
+Follower fetches (replica id >= 0) arrive with replication, a later issue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from gregor.broker.errors import error_code_of
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FetchRequest, FetchResponse
+from gregor.records.convert import downconvert
+
+API_KEY = 1
+MIN_VERSION, MAX_VERSION = 0, 17
+
+_Topic = FetchResponse.FetchableTopicResponse
+_Partition = FetchResponse.PartitionData
+
+
+class _FetchPlan:
+    """The partitions of one request, resolved once, re-read on every wake-up."""
+
+    def __init__(self, context: RequestContext, request: FetchRequest) -> None:
+        self.context = context
+        self.request = request
+        self.by_id = context.version >= 13
+        self.keys: list[tuple[str, int]] = []
+
+    def read(self) -> tuple[list[_Topic], int, bool]:
+        broker = self.context.broker
+        request = self.request
+        version = self.context.version
+        remaining = request.max_bytes if version >= 3 else 0x7FFFFFFF
+        total = 0
+        any_error = False
+        topics = []
+        self.keys = []
+        for fetch_topic in request.topics:
+            if self.by_id:
+                name = broker.topic_name(fetch_topic.topic_id)
+            else:
+                name = fetch_topic.topic
+            partitions = []
+            for fetch_partition in fetch_topic.partitions:
+                response = _Partition(partition_index=fetch_partition.partition, high_watermark=-1,
+                                      last_stable_offset=-1, log_start_offset=-1,
+                                      aborted_transactions=[] if version >= 4 else None)
+                partitions.append(response)
+                partition = broker.partition(name, fetch_partition.partition) if name else None
+                if partition is None:
+                    response.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if self.by_id and name is None
+                                           else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    any_error = True
+                    continue
+                self.keys.append((name, fetch_partition.partition))
+                code = _check_leader_epoch(fetch_partition, partition, version)
+                log = partition.log
+                response.high_watermark = partition.high_watermark
+                response.last_stable_offset = partition.high_watermark
+                response.log_start_offset = log.log_start_offset
+                if code is not ErrorCode.NONE:
+                    response.error_code = code
+                    any_error = True
+                    continue
+                limit = min(fetch_partition.partition_max_bytes, remaining)
+                try:
+                    data = log.read_bytes(fetch_partition.fetch_offset, max(limit, 0),
+                                          partition.high_watermark, total == 0)
+                    if version <= 3 and data:
+                        magic = 1 if version >= 2 else 0
+                        data = downconvert(data, magic, broker.max_uncompressed_bytes)
+                except Exception as error:  # noqa: BLE001 - failures become partition errors
+                    response.error_code, _ = error_code_of(error)
+                    any_error = True
+                    continue
+                response.records = data
+                total += len(data)
+                remaining -= len(data)
+            topic = _Topic(topic="" if self.by_id else name, partitions=partitions)
+            if self.by_id:
+                topic.topic_id = fetch_topic.topic_id
+            topics.append(topic)
+        return topics, total, any_error
+
+
+def _check_leader_epoch(fetch_partition, partition, version: int) -> ErrorCode:
+    if version < 9 or fetch_partition.current_leader_epoch < 0:
+        return ErrorCode.NONE
+    if fetch_partition.current_leader_epoch > partition.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    if fetch_partition.current_leader_epoch < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.NONE
+
+
+def handle(context: RequestContext, request: FetchRequest):
+    if context.version >= 7 and request.session_id != 0:
+        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
+    plan = _FetchPlan(context, request)
+    topics, total, any_error = plan.read()
+    if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
+        return _response(topics)
+    return _wait(plan, topics)
+
+
+async def _wait(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
+    broker = plan.context.broker
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+    expired = False
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(True)
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        wake()
+
+    keys = list(plan.keys)
+    handle = broker.fetch_waiters.register(keys, wake)
+    timer = loop.call_later(plan.request.max_wait_ms / 1000.0, expire)
+    try:
+        while True:
+            await woken
+            topics, total, any_error = plan.read()
+            if any_error or total >= plan.request.min_bytes or expired:
+                return _response(topics)
+            woken = loop.create_future()
+    finally:
+        timer.cancel()
+        broker.fetch_waiters.cancel(keys, handle)
+
+
+def _response(topics: list[_Topic]) -> FetchResponse:
+    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
+
+
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle)]

@@ -1,0 +1,67 @@
+"""ListOffsets (key 2), v0–v8: earliest, latest, by timestamp, max timestamp, earliest local.
+
+Special timestamps as in Kafka: -1 latest (the high watermark), -2 earliest (log start offset),
+-3 the offset of the largest timestamp (v7+), -4 earliest local (v8+; all data is local, so it is
+the log start offset). v0 answers with the old-style offsets array.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.errors import error_code_of
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+
+API_KEY = 2
+MIN_VERSION, MAX_VERSION = 0, 8
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+
+_Topic = ListOffsetsResponse.ListOffsetsTopicResponse
+_Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def handle(context: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    topics = []
+    for topic in request.topics:
+        partitions = [_lookup(context, topic.name, p) for p in topic.partitions]
+        topics.append(_Topic(name=topic.name, partitions=partitions))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def _lookup(context: RequestContext, topic: str, request_partition) -> _Partition:
+    response = _Partition(partition_index=request_partition.partition_index, timestamp=-1, offset=-1)
+    partition = context.broker.partition(topic, request_partition.partition_index)
+    if partition is None:
+        response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return response
+    epoch = request_partition.current_leader_epoch
+    if context.version >= 4 and epoch >= 0 and epoch != partition.leader_epoch:
+        response.error_code = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
+                               else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return response
+    log = partition.log
+    timestamp = request_partition.timestamp
+    try:
+        if timestamp == LATEST:
+            offset, found_timestamp = partition.high_watermark, -1
+        elif timestamp in (EARLIEST, EARLIEST_LOCAL):
+            offset, found_timestamp = log.log_start_offset, -1
+        elif timestamp == MAX_TIMESTAMP:
+            found = log.max_timestamp_offset()
+            offset, found_timestamp = found if found is not None else (-1, -1)
+        else:
+            found = log.offset_for_timestamp(timestamp)
+            offset, found_timestamp = found if found is not None else (-1, -1)
+    except Exception as error:  # noqa: BLE001 - failures become partition errors
+        response.error_code, _ = error_code_of(error)
+        return response
+    response.leader_epoch = partition.leader_epoch
+    if context.version == 0:
+        response.old_style_offsets = [offset] if offset >= 0 else []
+    response.offset = offset
+    response.timestamp = found_timestamp
+    return response
+
+
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle)]

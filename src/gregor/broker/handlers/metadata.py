@@ -1,0 +1,86 @@
+"""Metadata (key 3), v0–v12: brokers, controller, topics and partition leadership.
+
+Unknown topics are created when `auto.create.topics.enable` is on and the request allows it
+(v4+ carries the client's wish; older versions always allow it). Creation is synchronous on a
+single node, so the answer already lists the new topic's partitions. v12 may name topics by id.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import MetadataRequest, MetadataResponse
+
+API_KEY = 3
+MIN_VERSION, MAX_VERSION = 0, 12
+
+ZERO_UUID = uuid.UUID(int=0)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+_Broker = MetadataResponse.MetadataResponseBroker
+_Topic = MetadataResponse.MetadataResponseTopic
+_Partition = MetadataResponse.MetadataResponsePartition
+
+
+def handle(context: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    broker = context.broker
+    version = context.version
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    if all_topics:
+        names = sorted(broker.image.topics)
+        wanted = [(name, None) for name in names]
+    else:
+        wanted = []
+        for requested in request.topics:
+            if version >= 10 and requested.name is None and requested.topic_id != ZERO_UUID:
+                wanted.append((broker.topic_name(requested.topic_id), requested.topic_id))
+            else:
+                wanted.append((requested.name, None))
+        allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
+        missing = [name for name, _ in wanted if name is not None and name not in broker.image.topics]
+        if missing and allow_auto_create and broker.config.get("auto.create.topics.enable"):
+            broker.auto_create_topics(missing, context.now_ms)
+    topics = [_describe_topic(broker, name, topic_id) for name, topic_id in wanted]
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=_brokers(broker, context.connection.listener),
+        cluster_id=broker.image.cluster_id,
+        controller_id=broker.controller_id,
+        topics=topics,
+    )
+
+
+def _brokers(broker, listener: str) -> list[_Broker]:
+    result = []
+    for node_id, endpoint in broker.endpoints_for(listener):
+        result.append(_Broker(node_id=node_id, host=endpoint.host, port=endpoint.port,
+                              rack=endpoint.rack))
+    return result
+
+
+def _describe_topic(broker, name: str | None, topic_id: uuid.UUID | None) -> _Topic:
+    topic_image = broker.image.topics.get(name) if name is not None else None
+    if topic_image is None:
+        code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else (
+            ErrorCode.INVALID_TOPIC_EXCEPTION if name is not None and not broker.is_valid_topic_name(name)
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _Topic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID, partitions=[],
+                      topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+    partitions = []
+    for index, registration in sorted(topic_image.partitions.items()):
+        leader = registration.leader
+        partitions.append(_Partition(
+            error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=index, leader_id=leader, leader_epoch=registration.leader_epoch,
+            replica_nodes=list(registration.replicas), isr_nodes=list(registration.isr),
+            offline_replicas=[],
+        ))
+    return _Topic(error_code=ErrorCode.NONE, name=name, topic_id=topic_image.topic_id,
+                  is_internal=name in INTERNAL_TOPICS, partitions=partitions,
+                  topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle)]

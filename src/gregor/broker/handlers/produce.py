@@ -1,0 +1,80 @@
+"""Produce (key 0), v0–v11.
+
+v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batches before they
+are stored; v3+ must carry v2 batches. Transactions are not implemented yet, so a
+transactional batch is refused with INVALID_TXN_STATE (the answer Kafka gives for a partition
+that is not part of an ongoing transaction). acks=0 gets no response; acks=1 and acks=-1 are answered after the append (one replica: the
+high watermark moves with the append).
+"""
+
+from __future__ import annotations
+
+from gregor.broker.errors import error_code_of
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import ProduceRequest, ProduceResponse
+from gregor.records.batch import parse_header
+from gregor.records.convert import detect_magic, upconvert_to_v2
+
+API_KEY = 0
+MIN_VERSION, MAX_VERSION = 0, 11
+
+_PartitionResponse = ProduceResponse.PartitionProduceResponse
+_TopicResponse = ProduceResponse.TopicProduceResponse
+
+
+def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+    broker = context.broker
+    acks = request.acks
+    topics = []
+    for topic_data in request.topic_data:
+        partitions = []
+        for partition_data in topic_data.partition_data:
+            if acks not in (0, 1, -1):
+                code = ErrorCode.INVALID_REQUIRED_ACKS
+                partitions.append(_PartitionResponse(index=partition_data.index, error_code=code,
+                                                     base_offset=-1))
+                continue
+            partitions.append(_append(context, topic_data.name, partition_data, acks))
+        topics.append(_TopicResponse(name=topic_data.name, partition_responses=partitions))
+    if acks == 0:
+        return None
+    return ProduceResponse(responses=topics, throttle_time_ms=0)
+
+
+def _append(context: RequestContext, topic: str, partition_data, acks: int) -> _PartitionResponse:
+    broker = context.broker
+    index = partition_data.index
+    partition = broker.partition(topic, index)
+    if partition is None:
+        return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    records = partition_data.records
+    if records is None or len(records) == 0:
+        return _failed(index, ErrorCode.CORRUPT_MESSAGE, "empty records")
+    if acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
+        return _failed(index, ErrorCode.NOT_ENOUGH_REPLICAS)
+    try:
+        magic = detect_magic(records)
+        if magic < 2:
+            if context.version >= 3:
+                return _failed(index, ErrorCode.INVALID_RECORD,
+                               "produce v3+ requires record batches of magic 2")
+            records = memoryview(upconvert_to_v2(records, broker.max_uncompressed_bytes))
+        elif parse_header(records).is_transactional:
+            return _failed(index, ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
+        info = partition.append_as_leader(records, context.now_ms)
+    except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
+        code, message = error_code_of(error)
+        return _failed(index, code, message)
+    return _PartitionResponse(
+        index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+        log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
+    )
+
+
+def _failed(index: int, code: ErrorCode, message: str | None = None) -> _PartitionResponse:
+    return _PartitionResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                              log_start_offset=-1, error_message=message)
+
+
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle)]

@@ -1,0 +1,213 @@
+"""The network edge: Kafka framing over asyncio, one receive buffer per connection.
+
+Requests on one connection are answered strictly in order (Kafka's clients match responses by
+order as well as correlation id). Synchronous handlers answer inline from `buffer_updated`; a
+handler that must wait (a long-poll fetch) returns an awaitable, and later requests of that
+connection queue behind it, as Kafka mutes a channel while a request is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import socket
+import struct
+from collections import deque
+from typing import Awaitable, Callable, Protocol, Sequence
+
+log = logging.getLogger("gregor.network")
+
+_SIZE = struct.Struct(">i")
+_INITIAL_BUFFER = 64 * 1024
+_MAX_QUEUED_REQUESTS = 64
+
+Response = "bytes | Sequence[bytes] | None"
+
+
+class ConnectionInfo:
+    """What handlers may know about the peer of a request."""
+
+    __slots__ = ("peer", "listener", "connection_id")
+
+    def __init__(self, peer: str, listener: str, connection_id: int) -> None:
+        self.peer = peer
+        self.listener = listener
+        self.connection_id = connection_id
+
+
+class Dispatcher(Protocol):
+    def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
+        """Answer one request frame (without its size prefix).
+
+        Returns the encoded response (bytes or a list of chunks, size prefix included), None
+        for no response (acks=0 produce), an awaitable of either, or raises
+        `CloseConnection` when the protocol has no way to answer.
+        """
+
+
+class CloseConnection(Exception):
+    """Raised by a dispatcher when the only correct answer is to close the connection."""
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    """One client connection: frame splitting, size limits, ordered responses."""
+
+    _next_id = 0
+
+    def __init__(self, dispatcher: Dispatcher, listener: str, max_request_size: int,
+                 on_close: Callable[["KafkaConnection"], None] | None = None) -> None:
+        self._dispatcher = dispatcher
+        self._listener = listener
+        self._max_request_size = max_request_size
+        self._on_close = on_close
+        self._buffer = bytearray(_INITIAL_BUFFER)
+        self._start = 0
+        self._end = 0
+        self._queue: deque[bytearray] = deque()
+        self._waiting: asyncio.Task | None = None
+        self._transport: asyncio.Transport | None = None
+        self._reading_paused = False
+        self.info: ConnectionInfo | None = None
+        KafkaConnection._next_id += 1
+        self.connection_id = KafkaConnection._next_id
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.info = ConnectionInfo(peer_text, self._listener, self.connection_id)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._queue.clear()
+        if self._waiting is not None:
+            self._waiting.cancel()
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        free = len(self._buffer) - self._end
+        if free < 4096:
+            self._compact(max(sizehint, 4096))
+        return memoryview(self._buffer)[self._end:]
+
+    def _compact(self, wanted: int) -> None:
+        pending = self._end - self._start
+        if self._start:
+            self._buffer[:pending] = self._buffer[self._start:self._end]
+            self._start, self._end = 0, pending
+        if len(self._buffer) - self._end < wanted:
+            self._buffer.extend(bytes(max(wanted, len(self._buffer))))
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._end += nbytes
+        buffer = self._buffer
+        while self._end - self._start >= 4:
+            (size,) = _SIZE.unpack_from(buffer, self._start)
+            if size < 0 or size > self._max_request_size:
+                log.warning("closing connection from %s: request size %d outside 0..%d "
+                            "(socket.request.max.bytes)", self.info.peer, size, self._max_request_size)
+                self._close()
+                return
+            frame_end = self._start + 4 + size
+            if frame_end > self._end:
+                if frame_end - self._start > len(buffer):
+                    self._compact(size + 4)
+                break
+            frame = buffer[self._start + 4:frame_end]
+            self._start = frame_end
+            self._queue.append(frame)
+        if self._start == self._end:
+            self._start = self._end = 0
+        if self._waiting is None:
+            self._drain()
+        elif len(self._queue) >= _MAX_QUEUED_REQUESTS and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+
+    def _drain(self) -> None:
+        """Answer queued requests in order until one needs to wait."""
+        while self._queue and self._transport is not None:
+            frame = self._queue.popleft()
+            try:
+                result = self._dispatcher.dispatch(frame, self.info)
+            except CloseConnection as reason:
+                log.info("closing connection from %s: %s", self.info.peer, reason)
+                self._close()
+                return
+            if inspect.isawaitable(result):
+                self._waiting = asyncio.ensure_future(self._await_response(result))
+                return
+            self._send(result)
+        if self._reading_paused and self._transport is not None:
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+    async def _await_response(self, pending: Awaitable[object]) -> None:
+        try:
+            result = await pending
+        except CloseConnection as reason:
+            log.info("closing connection from %s: %s", self.info.peer, reason)
+            self._close()
+            return
+        except asyncio.CancelledError:
+            return
+        except Exception:
+            log.exception("request from %s failed; closing its connection", self.info.peer)
+            self._close()
+            return
+        finally:
+            self._waiting = None
+        self._send(result)
+        self._drain()
+
+    def _send(self, result: object) -> None:
+        if result is None or self._transport is None:
+            return
+        if isinstance(result, (bytes, bytearray, memoryview)):
+            self._transport.write(result)
+        else:
+            self._transport.writelines(result)
+
+    def _close(self) -> None:
+        self._queue.clear()
+        if self._transport is not None:
+            self._transport.close()
+
+
+class KafkaServer:
+    """Listens on the broker's client endpoints and tracks open connections."""
+
+    def __init__(self, dispatcher: Dispatcher, max_request_size: int) -> None:
+        self._dispatcher = dispatcher
+        self._max_request_size = max_request_size
+        self._servers: list[asyncio.base_events.Server] = []
+        self.connections: set[KafkaConnection] = set()
+
+    async def listen(self, listener: str, host: str, port: int) -> int:
+        loop = asyncio.get_running_loop()
+
+        def factory() -> KafkaConnection:
+            connection = KafkaConnection(self._dispatcher, listener, self._max_request_size,
+                                         self.connections.discard)
+            self.connections.add(connection)
+            return connection
+
+        server = await loop.create_server(factory, host or None, port, reuse_address=True, backlog=512)
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for connection in list(self.connections):
+            connection._close()
+        for server in self._servers:
+            await server.wait_closed()

@@ -1,0 +1,33 @@
+"""`gregor <tool>`: one entry point for the server and the Kafka-style tools."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gregor import __version__
+from gregor.cli import server
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gregor",
+        description="Gregor: a Kafka-compatible event streaming platform in Python.",
+    )
+    parser.add_argument("--version", action="version", version=f"gregor {__version__}")
+    tools = parser.add_subparsers(dest="tool", metavar="<tool>")
+    server.register(tools)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.tool is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""`gregor server`: run one broker (with its controller) in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from gregor.broker.config import ConfigError, load_config, parse_overrides
+
+EPILOG = """examples:
+  gregor server                                   # localhost:9092, data in ./data
+  gregor server --config config/server.properties
+  gregor server --override listeners=PLAINTEXT://127.0.0.1:19092 --override log.dirs=/tmp/g1
+"""
+
+
+def register(tools: argparse._SubParsersAction) -> None:
+    parser = tools.add_parser(
+        "server", help="run a broker", description="Run a Gregor broker in the foreground.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", metavar="FILE", help="a Kafka-style server.properties file")
+    parser.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
+                        help="set a config key on top of the file (repeatable)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="log level (default INFO)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    try:
+        config = load_config(args.config, parse_overrides(args.override))
+    except (ConfigError, OSError) as error:
+        print(f"gregor server: {error}", file=sys.stderr)
+        return 2
+    from gregor.broker.server import Broker
+
+    async def serve() -> None:
+        broker = Broker(config)
+        await broker.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        await broker.stop()
+
+    try:
+        asyncio.run(serve())
+    except ConfigError as error:
+        print(f"gregor server: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"gregor server: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Partition replicas on this broker: leader state, high watermark, delayed operations."""

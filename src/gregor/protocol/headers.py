@@ -1,0 +1,68 @@
+"""Request and response headers around message bodies.
+
+The header version depends on the API and its version (flexible versions use request header
+v2 / response header v1, with exceptions the generated classes know), so it is chosen from the
+request's first four bytes before the rest is read.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from gregor.protocol.exceptions import DecodeError
+from gregor.protocol.messages import REQUESTS, RESPONSES, RequestHeader, ResponseHeader
+from gregor.protocol.primitives import Reader, Writer
+
+_KEY_AND_VERSION = struct.Struct(">hh")
+_SIZE = struct.Struct(">i")
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    request_class = REQUESTS.get(api_key)
+    if request_class is None:
+        return 1
+    return request_class.header_version(api_version)
+
+
+def parse_request_header(frame: memoryview) -> tuple[Any, int]:
+    """Decode the header of a request frame; returns the header and where the body starts."""
+    if len(frame) < 4:
+        raise DecodeError("request shorter than its api key and version")
+    api_key, api_version = _KEY_AND_VERSION.unpack_from(frame, 0)
+    reader = Reader(frame)
+    header = RequestHeader.decode(reader, request_header_version(api_key, api_version))
+    return header, reader.pos
+
+
+def encode_request(correlation_id: int, client_id: str | None, request: Any, version: int) -> bytes:
+    """A whole request frame, size prefix included (used by clients and tests)."""
+    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    writer = Writer()
+    header.encode_into(writer, request.header_version(version))
+    request.encode_into(writer, version)
+    body = writer.getvalue()
+    return _SIZE.pack(len(body)) + body
+
+
+def encode_response(correlation_id: int, response: Any, api_key: int, version: int) -> list:
+    """A whole response frame as a list of parts, size prefix first; opaque parts stay uncopied."""
+    writer = Writer()
+    header_version = RESPONSES[api_key].header_version(version)
+    ResponseHeader(correlation_id=correlation_id).encode_into(writer, header_version)
+    response.encode_into(writer, version)
+    parts = writer.parts()
+    size = writer.size()
+    first = parts[0]
+    if isinstance(first, bytes):
+        parts[0] = _SIZE.pack(size) + first
+    else:
+        parts.insert(0, _SIZE.pack(size))
+    return parts
+
+
+def decode_response_header(frame: memoryview, api_key: int, version: int) -> tuple[Any, int]:
+    reader = Reader(frame)
+    header = ResponseHeader.decode(reader, RESPONSES[api_key].header_version(version))
+    return header, reader.pos

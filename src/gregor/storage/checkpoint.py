@@ -1,0 +1,40 @@
+"""Kafka's offset checkpoint files: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`.
+
+Text format: a version line (0), a count line, then `topic partition offset` per line. Written to
+a temporary file, fsynced and renamed, so a crash leaves the old or the new file, never half.
+"""
+
+from __future__ import annotations
+
+import os
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
+    lines = ["0", str(len(offsets))]
+    lines.extend(f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items()))
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def read_checkpoint(path: str) -> dict[tuple[str, int], int]:
+    """The offsets of a checkpoint file; a missing or malformed file reads as empty."""
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0" or not lines[1].strip().isdigit():
+        return {}
+    offsets = {}
+    for line in lines[2:2 + int(lines[1])]:
+        parts = line.split()
+        if len(parts) != 3 or not parts[1].isdigit():
+            return {}
+        offsets[(parts[0], int(parts[1]))] = int(parts[2])
+    return offsets

@@ -4,6 +4,8 @@ Reads `../shared/kafka-protocol/` (clients/, metadata/, group-coordinator/, raft
 and writes `src/gregor/protocol/error_codes.py` and the package
 `src/gregor/protocol/messages/`: one module per spec family member, each class with
 straight-line decode/encode functions per version (no per-field interpretation at run time).
+Fields that a version does not carry are left out when encoding at that version, as franz-go's
+kmsg does, so one response object serves every version a client may ask for.
 
     python tools/generate_protocol.py [--spec-dir DIR] [--out DIR]
 """
@@ -135,7 +137,7 @@ class Message:
 
 def parse_default(raw: object, type_: str, nullable_any: bool) -> object:
     if type_.startswith("[]"):
-        return "[]"
+        return "None" if raw == "null" else "[]"
     if raw is None or raw == "":
         if raw is None:
             pass
@@ -183,7 +185,7 @@ def parse_fields(raw_fields: list[dict], structs: dict[str, Struct], owner: Stru
         nullable = Versions.parse(raw.get("nullableVersions"), top)
         fields.append(Field(
             name=raw["name"], attr=snake(raw["name"]), type=type_, versions=versions,
-            nullable=nullable, tagged=tagged, tag=raw.get("tag"),
+            nullable=nullable, tagged=tagged, tag=int(raw["tag"]) if "tag" in raw else None,
             flexible_override_none=raw.get("flexibleVersions") == "none",
             ignorable=bool(raw.get("ignorable", False)),
             default=parse_default(raw.get("default"), type_, nullable.low <= nullable.high),
@@ -359,12 +361,8 @@ class Emitter:
             if f.tagged is not None:
                 if flexible and version in f.tagged:
                     tagged.append(f)
-                else:
-                    body.extend(self.absent_check(f, version))
             elif version in f.versions:
                 body.extend(self.write_stmt(f, f"o.{f.attr}", version, flexible, "    "))
-            else:
-                body.extend(self.absent_check(f, version))
         if flexible:
             body.append("    _t = list(o._unknown_tagged_fields or ())")
             for f in tagged:
@@ -378,15 +376,6 @@ class Emitter:
         if not body:
             body.append("    pass")
         self.emit_function(self.encoder_name(struct, version), "w, o", body)
-
-    def absent_check(self, f: Field, version: int) -> list[str]:
-        if f.ignorable:
-            return []
-        default = self.default_expr(f)
-        return [
-            f"    if o.{f.attr} != {default}:",
-            f"        raise EncodeError('{self.message.root.name}.{f.name} is not in version {version}')",
-        ]
 
     def emit_function(self, name: str, args: str, body: list[str]) -> None:
         key = args + "\n" + "\n".join(body)
@@ -445,7 +434,6 @@ def class_source(message: Message, struct: Struct, indent: str) -> list[str]:
 
 
 IMPORTS = (
-    "from gregor.protocol.exceptions import EncodeError\n"
     "from gregor.protocol.messages._base import (\n"
     "    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,\n"
     "    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,\n"

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AddPartitionsToTxnRequest, AddPartitionsToTxnResponse (AddPartitionsToTxnRequest.json, AddPartitionsToTxnResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -86,16 +85,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnRequest.TransactionalId is not in version 0')
-    if o.producer_id != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerId is not in version 0')
-    if o.producer_epoch != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerEpoch is not in version 0')
-    if o.verify_only != False:
-        raise EncodeError('AddPartitionsToTxnRequest.VerifyOnly is not in version 0')
-    if o.topics != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Topics is not in version 0')
+    pass
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(r):
@@ -110,8 +100,6 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(w, o):
-    if o.transactions != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Transactions is not in version 0')
     w.string(o.v3_and_below_transactional_id)
     w.int64(o.v3_and_below_producer_id)
     w.int16(o.v3_and_below_producer_epoch)
@@ -125,19 +113,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(w, o):
 _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1 = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0
 _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1 = _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0
 _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v1 = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0
-def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v1(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnRequest.TransactionalId is not in version 1')
-    if o.producer_id != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerId is not in version 1')
-    if o.producer_epoch != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerEpoch is not in version 1')
-    if o.verify_only != False:
-        raise EncodeError('AddPartitionsToTxnRequest.VerifyOnly is not in version 1')
-    if o.topics != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Topics is not in version 1')
-
-
+_e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v1 = _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(r):
     o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
@@ -150,8 +126,6 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(w, o):
-    if o.transactions != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Transactions is not in version 1')
     w.string(o.v3_and_below_transactional_id)
     w.int64(o.v3_and_below_producer_id)
     w.int16(o.v3_and_below_producer_epoch)
@@ -165,19 +139,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(w, o):
 _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2 = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0
 _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2 = _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0
 _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v2 = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0
-def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v2(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnRequest.TransactionalId is not in version 2')
-    if o.producer_id != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerId is not in version 2')
-    if o.producer_epoch != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerEpoch is not in version 2')
-    if o.verify_only != False:
-        raise EncodeError('AddPartitionsToTxnRequest.VerifyOnly is not in version 2')
-    if o.topics != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Topics is not in version 2')
-
-
+_e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v2 = _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v0
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(r):
     o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
@@ -190,8 +152,6 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(w, o):
-    if o.transactions != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Transactions is not in version 2')
     w.string(o.v3_and_below_transactional_id)
     w.int64(o.v3_and_below_producer_id)
     w.int16(o.v3_and_below_producer_epoch)
@@ -233,16 +193,6 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnRequest.TransactionalId is not in version 3')
-    if o.producer_id != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerId is not in version 3')
-    if o.producer_epoch != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.ProducerEpoch is not in version 3')
-    if o.verify_only != False:
-        raise EncodeError('AddPartitionsToTxnRequest.VerifyOnly is not in version 3')
-    if o.topics != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Topics is not in version 3')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -259,8 +209,6 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3(w, o):
-    if o.transactions != []:
-        raise EncodeError('AddPartitionsToTxnRequest.Transactions is not in version 3')
     w.compact_string(o.v3_and_below_transactional_id)
     w.int64(o.v3_and_below_producer_id)
     w.int16(o.v3_and_below_producer_epoch)
@@ -317,14 +265,6 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(w, _x)
-    if o.v3_and_below_transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowTransactionalId is not in version 4')
-    if o.v3_and_below_producer_id != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowProducerId is not in version 4')
-    if o.v3_and_below_producer_epoch != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowProducerEpoch is not in version 4')
-    if o.v3_and_below_topics != []:
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowTopics is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -373,14 +313,6 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(w, _x)
-    if o.v3_and_below_transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowTransactionalId is not in version 5')
-    if o.v3_and_below_producer_id != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowProducerId is not in version 5')
-    if o.v3_and_below_producer_epoch != 0:
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowProducerEpoch is not in version 5')
-    if o.v3_and_below_topics != []:
-        raise EncodeError('AddPartitionsToTxnRequest.V3AndBelowTopics is not in version 5')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -479,10 +411,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(r):
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnResponse.TransactionalId is not in version 0')
-    if o.topic_results != []:
-        raise EncodeError('AddPartitionsToTxnResponse.TopicResults is not in version 0')
+    pass
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0(r):
@@ -497,8 +426,6 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0(r):
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0(w, o):
     w.int32(o.throttle_time_ms)
-    if o.results_by_transaction != []:
-        raise EncodeError('AddPartitionsToTxnResponse.ResultsByTransaction is not in version 0')
     _v = o.results_by_topic_v3_and_below
     w.array_length(_v, False)
     if _v:
@@ -526,13 +453,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1(w, o):
 _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1 = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0
 _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1 = _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0
 _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1 = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0
-def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnResponse.TransactionalId is not in version 1')
-    if o.topic_results != []:
-        raise EncodeError('AddPartitionsToTxnResponse.TopicResults is not in version 1')
-
-
+_e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1 = _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1(r):
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms = r.int32()
@@ -545,8 +466,6 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1(r):
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1(w, o):
     w.int32(o.throttle_time_ms)
-    if o.results_by_transaction != []:
-        raise EncodeError('AddPartitionsToTxnResponse.ResultsByTransaction is not in version 1')
     _v = o.results_by_topic_v3_and_below
     w.array_length(_v, False)
     if _v:
@@ -574,13 +493,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2(w, o):
 _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2 = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0
 _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2 = _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0
 _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2 = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0
-def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnResponse.TransactionalId is not in version 2')
-    if o.topic_results != []:
-        raise EncodeError('AddPartitionsToTxnResponse.TopicResults is not in version 2')
-
-
+_e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2 = _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2(r):
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms = r.int32()
@@ -593,8 +506,6 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2(r):
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2(w, o):
     w.int32(o.throttle_time_ms)
-    if o.results_by_transaction != []:
-        raise EncodeError('AddPartitionsToTxnResponse.ResultsByTransaction is not in version 2')
     _v = o.results_by_topic_v3_and_below
     w.array_length(_v, False)
     if _v:
@@ -645,10 +556,6 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(r):
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(w, o):
-    if o.transactional_id != "":
-        raise EncodeError('AddPartitionsToTxnResponse.TransactionalId is not in version 3')
-    if o.topic_results != []:
-        raise EncodeError('AddPartitionsToTxnResponse.TopicResults is not in version 3')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -665,8 +572,6 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3(r):
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3(w, o):
     w.int32(o.throttle_time_ms)
-    if o.results_by_transaction != []:
-        raise EncodeError('AddPartitionsToTxnResponse.ResultsByTransaction is not in version 3')
     _v = o.results_by_topic_v3_and_below
     w.compact_array_length(_v, False)
     if _v:
@@ -734,8 +639,6 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(w, _x)
-    if o.results_by_topic_v3_and_below != []:
-        raise EncodeError('AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -798,8 +701,6 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5(w, _x)
-    if o.results_by_topic_v3_and_below != []:
-        raise EncodeError('AddPartitionsToTxnResponse.ResultsByTopicV3AndBelow is not in version 5')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

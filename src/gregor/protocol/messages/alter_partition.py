@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterPartitionRequest, AlterPartitionResponse (AlterPartitionRequest.json, AlterPartitionResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -74,10 +73,6 @@ def _d_AlterPartitionRequest_BrokerState_v0(r):
 
 
 def _e_AlterPartitionRequest_BrokerState_v0(w, o):
-    if o.broker_id != 0:
-        raise EncodeError('AlterPartitionRequest.BrokerId is not in version 0')
-    if o.broker_epoch != -1:
-        raise EncodeError('AlterPartitionRequest.BrokerEpoch is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -102,10 +97,6 @@ def _e_AlterPartitionRequest_PartitionData_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    if o.new_isr_with_epochs != []:
-        raise EncodeError('AlterPartitionRequest.NewIsrWithEpochs is not in version 0')
-    if o.leader_recovery_state != 0:
-        raise EncodeError('AlterPartitionRequest.LeaderRecoveryState is not in version 0')
     w.int32(o.partition_epoch)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -153,15 +144,7 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_v0(w, o):
 
 
 _d_AlterPartitionRequest_BrokerState_v1 = _d_AlterPartitionRequest_BrokerState_v0
-def _e_AlterPartitionRequest_BrokerState_v1(w, o):
-    if o.broker_id != 0:
-        raise EncodeError('AlterPartitionRequest.BrokerId is not in version 1')
-    if o.broker_epoch != -1:
-        raise EncodeError('AlterPartitionRequest.BrokerEpoch is not in version 1')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_AlterPartitionRequest_BrokerState_v1 = _e_AlterPartitionRequest_BrokerState_v0
 def _d_AlterPartitionRequest_PartitionData_v1(r):
     o = _new(AlterPartitionRequest.PartitionData)
     o.partition_index = r.int32()
@@ -182,8 +165,6 @@ def _e_AlterPartitionRequest_PartitionData_v1(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    if o.new_isr_with_epochs != []:
-        raise EncodeError('AlterPartitionRequest.NewIsrWithEpochs is not in version 1')
     w.int8(o.leader_recovery_state)
     w.int32(o.partition_epoch)
     _t = list(o._unknown_tagged_fields or ())
@@ -232,32 +213,9 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_v1(w, o):
 
 
 _d_AlterPartitionRequest_BrokerState_v2 = _d_AlterPartitionRequest_BrokerState_v0
-def _e_AlterPartitionRequest_BrokerState_v2(w, o):
-    if o.broker_id != 0:
-        raise EncodeError('AlterPartitionRequest.BrokerId is not in version 2')
-    if o.broker_epoch != -1:
-        raise EncodeError('AlterPartitionRequest.BrokerEpoch is not in version 2')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_AlterPartitionRequest_BrokerState_v2 = _e_AlterPartitionRequest_BrokerState_v0
 _d_AlterPartitionRequest_PartitionData_v2 = _d_AlterPartitionRequest_PartitionData_v1
-def _e_AlterPartitionRequest_PartitionData_v2(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_epoch)
-    _v = o.new_isr
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.int32(_x)
-    if o.new_isr_with_epochs != []:
-        raise EncodeError('AlterPartitionRequest.NewIsrWithEpochs is not in version 2')
-    w.int8(o.leader_recovery_state)
-    w.int32(o.partition_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_AlterPartitionRequest_PartitionData_v2 = _e_AlterPartitionRequest_PartitionData_v1
 def _d_AlterPartitionRequest_TopicData_v2(r):
     o = _new(AlterPartitionRequest.TopicData)
     o.topic_name = ""
@@ -329,8 +287,6 @@ def _d_AlterPartitionRequest_PartitionData_v3(r):
 def _e_AlterPartitionRequest_PartitionData_v3(w, o):
     w.int32(o.partition_index)
     w.int32(o.leader_epoch)
-    if o.new_isr != []:
-        raise EncodeError('AlterPartitionRequest.NewIsr is not in version 3')
     _v = o.new_isr_with_epochs
     w.compact_array_length(_v, False)
     if _v:

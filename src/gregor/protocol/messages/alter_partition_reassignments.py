@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse (AlterPartitionReassignmentsRequest.json, AlterPartitionReassignmentsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -17,9 +16,9 @@ class AlterPartitionReassignmentsRequest(Struct):
     class ReassignablePartition(Struct):
         __slots__ = ('partition_index', 'replicas', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('replicas', '[]int32', (0, 0), (0, 0), None, None))
-        def __init__(self, *, partition_index=0, replicas=_UNSET):
+        def __init__(self, *, partition_index=0, replicas=None):
             self.partition_index = partition_index
-            self.replicas = [] if replicas is _UNSET else replicas
+            self.replicas = replicas
             self._unknown_tagged_fields = None
 
     class ReassignableTopic(Struct):

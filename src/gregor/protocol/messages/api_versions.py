@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ApiVersionsRequest, ApiVersionsResponse (ApiVersionsRequest.json, ApiVersionsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -154,12 +153,7 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_v0(r):
 
 
 def _e_ApiVersionsResponse_SupportedFeatureKey_v0(w, o):
-    if o.name != "":
-        raise EncodeError('ApiVersionsResponse.Name is not in version 0')
-    if o.min_version != 0:
-        raise EncodeError('ApiVersionsResponse.MinVersion is not in version 0')
-    if o.max_version != 0:
-        raise EncodeError('ApiVersionsResponse.MaxVersion is not in version 0')
+    pass
 
 
 def _d_ApiVersionsResponse_FinalizedFeatureKey_v0(r):
@@ -171,15 +165,7 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_v0(r):
     return o
 
 
-def _e_ApiVersionsResponse_FinalizedFeatureKey_v0(w, o):
-    if o.name != "":
-        raise EncodeError('ApiVersionsResponse.Name is not in version 0')
-    if o.max_version_level != 0:
-        raise EncodeError('ApiVersionsResponse.MaxVersionLevel is not in version 0')
-    if o.min_version_level != 0:
-        raise EncodeError('ApiVersionsResponse.MinVersionLevel is not in version 0')
-
-
+_e_ApiVersionsResponse_FinalizedFeatureKey_v0 = _e_ApiVersionsResponse_SupportedFeatureKey_v0
 def _d_ApiVersionsResponse_ApiVersionsResponse_v0(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
@@ -205,25 +191,9 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_v0(w, o):
 _d_ApiVersionsResponse_ApiVersion_v1 = _d_ApiVersionsResponse_ApiVersion_v0
 _e_ApiVersionsResponse_ApiVersion_v1 = _e_ApiVersionsResponse_ApiVersion_v0
 _d_ApiVersionsResponse_SupportedFeatureKey_v1 = _d_ApiVersionsResponse_SupportedFeatureKey_v0
-def _e_ApiVersionsResponse_SupportedFeatureKey_v1(w, o):
-    if o.name != "":
-        raise EncodeError('ApiVersionsResponse.Name is not in version 1')
-    if o.min_version != 0:
-        raise EncodeError('ApiVersionsResponse.MinVersion is not in version 1')
-    if o.max_version != 0:
-        raise EncodeError('ApiVersionsResponse.MaxVersion is not in version 1')
-
-
+_e_ApiVersionsResponse_SupportedFeatureKey_v1 = _e_ApiVersionsResponse_SupportedFeatureKey_v0
 _d_ApiVersionsResponse_FinalizedFeatureKey_v1 = _d_ApiVersionsResponse_FinalizedFeatureKey_v0
-def _e_ApiVersionsResponse_FinalizedFeatureKey_v1(w, o):
-    if o.name != "":
-        raise EncodeError('ApiVersionsResponse.Name is not in version 1')
-    if o.max_version_level != 0:
-        raise EncodeError('ApiVersionsResponse.MaxVersionLevel is not in version 1')
-    if o.min_version_level != 0:
-        raise EncodeError('ApiVersionsResponse.MinVersionLevel is not in version 1')
-
-
+_e_ApiVersionsResponse_FinalizedFeatureKey_v1 = _e_ApiVersionsResponse_SupportedFeatureKey_v0
 def _d_ApiVersionsResponse_ApiVersionsResponse_v1(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
@@ -250,25 +220,9 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_v1(w, o):
 _d_ApiVersionsResponse_ApiVersion_v2 = _d_ApiVersionsResponse_ApiVersion_v0
 _e_ApiVersionsResponse_ApiVersion_v2 = _e_ApiVersionsResponse_ApiVersion_v0
 _d_ApiVersionsResponse_SupportedFeatureKey_v2 = _d_ApiVersionsResponse_SupportedFeatureKey_v0
-def _e_ApiVersionsResponse_SupportedFeatureKey_v2(w, o):
-    if o.name != "":
-        raise EncodeError('ApiVersionsResponse.Name is not in version 2')
-    if o.min_version != 0:
-        raise EncodeError('ApiVersionsResponse.MinVersion is not in version 2')
-    if o.max_version != 0:
-        raise EncodeError('ApiVersionsResponse.MaxVersion is not in version 2')
-
-
+_e_ApiVersionsResponse_SupportedFeatureKey_v2 = _e_ApiVersionsResponse_SupportedFeatureKey_v0
 _d_ApiVersionsResponse_FinalizedFeatureKey_v2 = _d_ApiVersionsResponse_FinalizedFeatureKey_v0
-def _e_ApiVersionsResponse_FinalizedFeatureKey_v2(w, o):
-    if o.name != "":
-        raise EncodeError('ApiVersionsResponse.Name is not in version 2')
-    if o.max_version_level != 0:
-        raise EncodeError('ApiVersionsResponse.MaxVersionLevel is not in version 2')
-    if o.min_version_level != 0:
-        raise EncodeError('ApiVersionsResponse.MinVersionLevel is not in version 2')
-
-
+_e_ApiVersionsResponse_FinalizedFeatureKey_v2 = _e_ApiVersionsResponse_SupportedFeatureKey_v0
 def _d_ApiVersionsResponse_ApiVersionsResponse_v2(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BeginQuorumEpochRequest, BeginQuorumEpochResponse (BeginQuorumEpochRequest.json, BeginQuorumEpochResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -107,12 +106,7 @@ def _d_BeginQuorumEpochRequest_LeaderEndpoint_v0(r):
 
 
 def _e_BeginQuorumEpochRequest_LeaderEndpoint_v0(w, o):
-    if o.name != "":
-        raise EncodeError('BeginQuorumEpochRequest.Name is not in version 0')
-    if o.host != "":
-        raise EncodeError('BeginQuorumEpochRequest.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('BeginQuorumEpochRequest.Port is not in version 0')
+    pass
 
 
 def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0(r):
@@ -317,12 +311,7 @@ def _d_BeginQuorumEpochResponse_NodeEndpoint_v0(r):
 
 
 def _e_BeginQuorumEpochResponse_NodeEndpoint_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('BeginQuorumEpochResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('BeginQuorumEpochResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('BeginQuorumEpochResponse.Port is not in version 0')
+    pass
 
 
 def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0(r):
@@ -341,8 +330,6 @@ def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_BeginQuorumEpochResponse_TopicData_v0(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('BeginQuorumEpochResponse.NodeEndpoints is not in version 0')
 
 
 def _d_BeginQuorumEpochResponse_PartitionData_v1(r):

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BrokerHeartbeatRequest, BrokerHeartbeatResponse (BrokerHeartbeatRequest.json, BrokerHeartbeatResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -13,7 +12,7 @@ from gregor.protocol.messages._base import (
 
 class BrokerHeartbeatRequest(Struct):
     __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', '_unknown_tagged_fields')
-    _SCHEMA = (('broker_id', 'int32', (0, 1), (1, 0), None, None), ('broker_epoch', 'int64', (0, 1), (1, 0), None, None), ('current_metadata_offset', 'int64', (0, 1), (1, 0), None, None), ('want_fence', 'bool', (0, 1), (1, 0), None, None), ('want_shut_down', 'bool', (0, 1), (1, 0), None, None), ('offline_log_dirs', '[]uuid', (1, 1), (1, 0), (1, 1), '0'))
+    _SCHEMA = (('broker_id', 'int32', (0, 1), (1, 0), None, None), ('broker_epoch', 'int64', (0, 1), (1, 0), None, None), ('current_metadata_offset', 'int64', (0, 1), (1, 0), None, None), ('want_fence', 'bool', (0, 1), (1, 0), None, None), ('want_shut_down', 'bool', (0, 1), (1, 0), None, None), ('offline_log_dirs', '[]uuid', (1, 1), (1, 0), (1, 1), 0))
     def __init__(self, *, broker_id=0, broker_epoch=-1, current_metadata_offset=0, want_fence=False, want_shut_down=False, offline_log_dirs=_UNSET):
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -57,8 +56,6 @@ def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0(w, o):
     w.int64(o.current_metadata_offset)
     w.bool(o.want_fence)
     w.bool(o.want_shut_down)
-    if o.offline_log_dirs != []:
-        raise EncodeError('BrokerHeartbeatRequest.OfflineLogDirs is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BrokerRegistrationRequest, BrokerRegistrationResponse (BrokerRegistrationRequest.json, BrokerRegistrationResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -127,8 +126,6 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v0(w, o):
         for _x in _v:
             _e_BrokerRegistrationRequest_Feature_v0(w, _x)
     w.compact_nullable_string(o.rack)
-    if o.is_migrating_zk_broker != False:
-        raise EncodeError('BrokerRegistrationRequest.IsMigratingZkBroker is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse (ConsumerGroupHeartbeatRequest.json, ConsumerGroupHeartbeatResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -22,17 +21,17 @@ class ConsumerGroupHeartbeatRequest(Struct):
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", member_id="", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=_UNSET, subscribed_topic_regex=None, server_assignor=None, topic_partitions=_UNSET):
+    def __init__(self, *, group_id="", member_id="", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None, server_assignor=None, topic_partitions=None):
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.subscribed_topic_names = [] if subscribed_topic_names is _UNSET else subscribed_topic_names
+        self.subscribed_topic_names = subscribed_topic_names
         self.subscribed_topic_regex = subscribed_topic_regex
         self.server_assignor = server_assignor
-        self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
+        self.topic_partitions = topic_partitions
         self._unknown_tagged_fields = None
 
     API_KEY = 68
@@ -98,8 +97,6 @@ def _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    if o.subscribed_topic_regex != None:
-        raise EncodeError('ConsumerGroupHeartbeatRequest.SubscribedTopicRegex is not in version 0')
     w.compact_nullable_string(o.server_assignor)
     _v = o.topic_partitions
     w.compact_array_length(_v, True)

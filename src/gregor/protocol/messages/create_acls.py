@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreateAclsRequest, CreateAclsResponse (CreateAclsRequest.json, CreateAclsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -63,8 +62,6 @@ def _d_CreateAclsRequest_AclCreation_v0(r):
 def _e_CreateAclsRequest_AclCreation_v0(w, o):
     w.int8(o.resource_type)
     w.string(o.resource_name)
-    if o.resource_pattern_type != 3:
-        raise EncodeError('CreateAclsRequest.ResourcePatternType is not in version 0')
     w.string(o.principal)
     w.string(o.host)
     w.int8(o.operation)

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreateDelegationTokenRequest, CreateDelegationTokenResponse (CreateDelegationTokenRequest.json, CreateDelegationTokenResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -69,10 +68,6 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0(r):
 
 
 def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0(w, o):
-    if o.owner_principal_type != "":
-        raise EncodeError('CreateDelegationTokenRequest.OwnerPrincipalType is not in version 0')
-    if o.owner_principal_name != "":
-        raise EncodeError('CreateDelegationTokenRequest.OwnerPrincipalName is not in version 0')
     _v = o.renewers
     w.array_length(_v, False)
     if _v:
@@ -94,10 +89,6 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1(r):
 
 
 def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1(w, o):
-    if o.owner_principal_type != "":
-        raise EncodeError('CreateDelegationTokenRequest.OwnerPrincipalType is not in version 1')
-    if o.owner_principal_name != "":
-        raise EncodeError('CreateDelegationTokenRequest.OwnerPrincipalName is not in version 1')
     _v = o.renewers
     w.array_length(_v, False)
     if _v:
@@ -132,10 +123,6 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2(r):
 
 
 def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2(w, o):
-    if o.owner_principal_type != "":
-        raise EncodeError('CreateDelegationTokenRequest.OwnerPrincipalType is not in version 2')
-    if o.owner_principal_name != "":
-        raise EncodeError('CreateDelegationTokenRequest.OwnerPrincipalName is not in version 2')
     _v = o.renewers
     w.compact_array_length(_v, False)
     if _v:
@@ -230,10 +217,6 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0(w, o):
     w.int16(o.error_code)
     w.string(o.principal_type)
     w.string(o.principal_name)
-    if o.token_requester_principal_type != "":
-        raise EncodeError('CreateDelegationTokenResponse.TokenRequesterPrincipalType is not in version 0')
-    if o.token_requester_principal_name != "":
-        raise EncodeError('CreateDelegationTokenResponse.TokenRequesterPrincipalName is not in version 0')
     w.int64(o.issue_timestamp_ms)
     w.int64(o.expiry_timestamp_ms)
     w.int64(o.max_timestamp_ms)
@@ -243,22 +226,7 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0(w, o):
 
 
 _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1 = _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0
-def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1(w, o):
-    w.int16(o.error_code)
-    w.string(o.principal_type)
-    w.string(o.principal_name)
-    if o.token_requester_principal_type != "":
-        raise EncodeError('CreateDelegationTokenResponse.TokenRequesterPrincipalType is not in version 1')
-    if o.token_requester_principal_name != "":
-        raise EncodeError('CreateDelegationTokenResponse.TokenRequesterPrincipalName is not in version 1')
-    w.int64(o.issue_timestamp_ms)
-    w.int64(o.expiry_timestamp_ms)
-    w.int64(o.max_timestamp_ms)
-    w.string(o.token_id)
-    w.bytes(o.hmac)
-    w.int32(o.throttle_time_ms)
-
-
+_e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1 = _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0
 def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2(r):
     o = _new(CreateDelegationTokenResponse)
     o.error_code = r.int16()
@@ -280,10 +248,6 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2(w, o):
     w.int16(o.error_code)
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    if o.token_requester_principal_type != "":
-        raise EncodeError('CreateDelegationTokenResponse.TokenRequesterPrincipalType is not in version 2')
-    if o.token_requester_principal_name != "":
-        raise EncodeError('CreateDelegationTokenResponse.TokenRequesterPrincipalName is not in version 2')
     w.int64(o.issue_timestamp_ms)
     w.int64(o.expiry_timestamp_ms)
     w.int64(o.max_timestamp_ms)

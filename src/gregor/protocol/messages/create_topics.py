@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreateTopicsRequest, CreateTopicsResponse (CreateTopicsRequest.json, CreateTopicsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -136,8 +135,6 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v0(w, o):
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v0(w, _x)
     w.int32(o.timeout_ms)
-    if o.validate_only != False:
-        raise EncodeError('CreateTopicsRequest.validateOnly is not in version 0')
 
 
 _d_CreateTopicsRequest_CreatableReplicaAssignment_v1 = _d_CreateTopicsRequest_CreatableReplicaAssignment_v0
@@ -598,14 +595,7 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v0(r):
 
 
 def _e_CreateTopicsResponse_CreatableTopicConfigs_v0(w, o):
-    if o.name != "":
-        raise EncodeError('CreateTopicsResponse.Name is not in version 0')
-    if o.value != "":
-        raise EncodeError('CreateTopicsResponse.Value is not in version 0')
-    if o.read_only != False:
-        raise EncodeError('CreateTopicsResponse.ReadOnly is not in version 0')
-    if o.is_sensitive != False:
-        raise EncodeError('CreateTopicsResponse.IsSensitive is not in version 0')
+    pass
 
 
 def _d_CreateTopicsResponse_CreatableTopicResult_v0(r):
@@ -644,17 +634,7 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v0(w, o):
 
 
 _d_CreateTopicsResponse_CreatableTopicConfigs_v1 = _d_CreateTopicsResponse_CreatableTopicConfigs_v0
-def _e_CreateTopicsResponse_CreatableTopicConfigs_v1(w, o):
-    if o.name != "":
-        raise EncodeError('CreateTopicsResponse.Name is not in version 1')
-    if o.value != "":
-        raise EncodeError('CreateTopicsResponse.Value is not in version 1')
-    if o.read_only != False:
-        raise EncodeError('CreateTopicsResponse.ReadOnly is not in version 1')
-    if o.is_sensitive != False:
-        raise EncodeError('CreateTopicsResponse.IsSensitive is not in version 1')
-
-
+_e_CreateTopicsResponse_CreatableTopicConfigs_v1 = _e_CreateTopicsResponse_CreatableTopicConfigs_v0
 def _d_CreateTopicsResponse_CreatableTopicResult_v1(r):
     o = _new(CreateTopicsResponse.CreatableTopicResult)
     o.name = r.string()
@@ -692,17 +672,7 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v1(w, o):
 
 
 _d_CreateTopicsResponse_CreatableTopicConfigs_v2 = _d_CreateTopicsResponse_CreatableTopicConfigs_v0
-def _e_CreateTopicsResponse_CreatableTopicConfigs_v2(w, o):
-    if o.name != "":
-        raise EncodeError('CreateTopicsResponse.Name is not in version 2')
-    if o.value != "":
-        raise EncodeError('CreateTopicsResponse.Value is not in version 2')
-    if o.read_only != False:
-        raise EncodeError('CreateTopicsResponse.ReadOnly is not in version 2')
-    if o.is_sensitive != False:
-        raise EncodeError('CreateTopicsResponse.IsSensitive is not in version 2')
-
-
+_e_CreateTopicsResponse_CreatableTopicConfigs_v2 = _e_CreateTopicsResponse_CreatableTopicConfigs_v0
 _d_CreateTopicsResponse_CreatableTopicResult_v2 = _d_CreateTopicsResponse_CreatableTopicResult_v1
 _e_CreateTopicsResponse_CreatableTopicResult_v2 = _e_CreateTopicsResponse_CreatableTopicResult_v1
 def _d_CreateTopicsResponse_CreateTopicsResponse_v2(r):
@@ -723,17 +693,7 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v2(w, o):
 
 
 _d_CreateTopicsResponse_CreatableTopicConfigs_v3 = _d_CreateTopicsResponse_CreatableTopicConfigs_v0
-def _e_CreateTopicsResponse_CreatableTopicConfigs_v3(w, o):
-    if o.name != "":
-        raise EncodeError('CreateTopicsResponse.Name is not in version 3')
-    if o.value != "":
-        raise EncodeError('CreateTopicsResponse.Value is not in version 3')
-    if o.read_only != False:
-        raise EncodeError('CreateTopicsResponse.ReadOnly is not in version 3')
-    if o.is_sensitive != False:
-        raise EncodeError('CreateTopicsResponse.IsSensitive is not in version 3')
-
-
+_e_CreateTopicsResponse_CreatableTopicConfigs_v3 = _e_CreateTopicsResponse_CreatableTopicConfigs_v0
 _d_CreateTopicsResponse_CreatableTopicResult_v3 = _d_CreateTopicsResponse_CreatableTopicResult_v1
 _e_CreateTopicsResponse_CreatableTopicResult_v3 = _e_CreateTopicsResponse_CreatableTopicResult_v1
 def _d_CreateTopicsResponse_CreateTopicsResponse_v3(r):
@@ -754,17 +714,7 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v3(w, o):
 
 
 _d_CreateTopicsResponse_CreatableTopicConfigs_v4 = _d_CreateTopicsResponse_CreatableTopicConfigs_v0
-def _e_CreateTopicsResponse_CreatableTopicConfigs_v4(w, o):
-    if o.name != "":
-        raise EncodeError('CreateTopicsResponse.Name is not in version 4')
-    if o.value != "":
-        raise EncodeError('CreateTopicsResponse.Value is not in version 4')
-    if o.read_only != False:
-        raise EncodeError('CreateTopicsResponse.ReadOnly is not in version 4')
-    if o.is_sensitive != False:
-        raise EncodeError('CreateTopicsResponse.IsSensitive is not in version 4')
-
-
+_e_CreateTopicsResponse_CreatableTopicConfigs_v4 = _e_CreateTopicsResponse_CreatableTopicConfigs_v0
 _d_CreateTopicsResponse_CreatableTopicResult_v4 = _d_CreateTopicsResponse_CreatableTopicResult_v1
 _e_CreateTopicsResponse_CreatableTopicResult_v4 = _e_CreateTopicsResponse_CreatableTopicResult_v1
 def _d_CreateTopicsResponse_CreateTopicsResponse_v4(r):

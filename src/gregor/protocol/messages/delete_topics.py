@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DeleteTopicsRequest, DeleteTopicsResponse (DeleteTopicsRequest.json, DeleteTopicsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -53,10 +52,7 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v0(r):
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v0(w, o):
-    if o.name != None:
-        raise EncodeError('DeleteTopicsRequest.Name is not in version 0')
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('DeleteTopicsRequest.TopicId is not in version 0')
+    pass
 
 
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_v0(r):
@@ -69,8 +65,6 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_v0(r):
 
 
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_v0(w, o):
-    if o.topics != []:
-        raise EncodeError('DeleteTopicsRequest.Topics is not in version 0')
     _v = o.topic_names
     w.array_length(_v, False)
     if _v:
@@ -80,65 +74,17 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_v0(w, o):
 
 
 _d_DeleteTopicsRequest_DeleteTopicState_v1 = _d_DeleteTopicsRequest_DeleteTopicState_v0
-def _e_DeleteTopicsRequest_DeleteTopicState_v1(w, o):
-    if o.name != None:
-        raise EncodeError('DeleteTopicsRequest.Name is not in version 1')
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('DeleteTopicsRequest.TopicId is not in version 1')
-
-
+_e_DeleteTopicsRequest_DeleteTopicState_v1 = _e_DeleteTopicsRequest_DeleteTopicState_v0
 _d_DeleteTopicsRequest_DeleteTopicsRequest_v1 = _d_DeleteTopicsRequest_DeleteTopicsRequest_v0
-def _e_DeleteTopicsRequest_DeleteTopicsRequest_v1(w, o):
-    if o.topics != []:
-        raise EncodeError('DeleteTopicsRequest.Topics is not in version 1')
-    _v = o.topic_names
-    w.array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.string(_x)
-    w.int32(o.timeout_ms)
-
-
+_e_DeleteTopicsRequest_DeleteTopicsRequest_v1 = _e_DeleteTopicsRequest_DeleteTopicsRequest_v0
 _d_DeleteTopicsRequest_DeleteTopicState_v2 = _d_DeleteTopicsRequest_DeleteTopicState_v0
-def _e_DeleteTopicsRequest_DeleteTopicState_v2(w, o):
-    if o.name != None:
-        raise EncodeError('DeleteTopicsRequest.Name is not in version 2')
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('DeleteTopicsRequest.TopicId is not in version 2')
-
-
+_e_DeleteTopicsRequest_DeleteTopicState_v2 = _e_DeleteTopicsRequest_DeleteTopicState_v0
 _d_DeleteTopicsRequest_DeleteTopicsRequest_v2 = _d_DeleteTopicsRequest_DeleteTopicsRequest_v0
-def _e_DeleteTopicsRequest_DeleteTopicsRequest_v2(w, o):
-    if o.topics != []:
-        raise EncodeError('DeleteTopicsRequest.Topics is not in version 2')
-    _v = o.topic_names
-    w.array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.string(_x)
-    w.int32(o.timeout_ms)
-
-
+_e_DeleteTopicsRequest_DeleteTopicsRequest_v2 = _e_DeleteTopicsRequest_DeleteTopicsRequest_v0
 _d_DeleteTopicsRequest_DeleteTopicState_v3 = _d_DeleteTopicsRequest_DeleteTopicState_v0
-def _e_DeleteTopicsRequest_DeleteTopicState_v3(w, o):
-    if o.name != None:
-        raise EncodeError('DeleteTopicsRequest.Name is not in version 3')
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('DeleteTopicsRequest.TopicId is not in version 3')
-
-
+_e_DeleteTopicsRequest_DeleteTopicState_v3 = _e_DeleteTopicsRequest_DeleteTopicState_v0
 _d_DeleteTopicsRequest_DeleteTopicsRequest_v3 = _d_DeleteTopicsRequest_DeleteTopicsRequest_v0
-def _e_DeleteTopicsRequest_DeleteTopicsRequest_v3(w, o):
-    if o.topics != []:
-        raise EncodeError('DeleteTopicsRequest.Topics is not in version 3')
-    _v = o.topic_names
-    w.array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.string(_x)
-    w.int32(o.timeout_ms)
-
-
+_e_DeleteTopicsRequest_DeleteTopicsRequest_v3 = _e_DeleteTopicsRequest_DeleteTopicsRequest_v0
 def _d_DeleteTopicsRequest_DeleteTopicState_v4(r):
     o = _new(DeleteTopicsRequest.DeleteTopicState)
     o.name = None
@@ -148,10 +94,6 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v4(r):
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v4(w, o):
-    if o.name != None:
-        raise EncodeError('DeleteTopicsRequest.Name is not in version 4')
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('DeleteTopicsRequest.TopicId is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -166,8 +108,6 @@ def _d_DeleteTopicsRequest_DeleteTopicsRequest_v4(r):
 
 
 def _e_DeleteTopicsRequest_DeleteTopicsRequest_v4(w, o):
-    if o.topics != []:
-        raise EncodeError('DeleteTopicsRequest.Topics is not in version 4')
     _v = o.topic_names
     w.compact_array_length(_v, False)
     if _v:
@@ -179,29 +119,9 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_v4(w, o):
 
 
 _d_DeleteTopicsRequest_DeleteTopicState_v5 = _d_DeleteTopicsRequest_DeleteTopicState_v4
-def _e_DeleteTopicsRequest_DeleteTopicState_v5(w, o):
-    if o.name != None:
-        raise EncodeError('DeleteTopicsRequest.Name is not in version 5')
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('DeleteTopicsRequest.TopicId is not in version 5')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_DeleteTopicsRequest_DeleteTopicState_v5 = _e_DeleteTopicsRequest_DeleteTopicState_v4
 _d_DeleteTopicsRequest_DeleteTopicsRequest_v5 = _d_DeleteTopicsRequest_DeleteTopicsRequest_v4
-def _e_DeleteTopicsRequest_DeleteTopicsRequest_v5(w, o):
-    if o.topics != []:
-        raise EncodeError('DeleteTopicsRequest.Topics is not in version 5')
-    _v = o.topic_names
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.compact_string(_x)
-    w.int32(o.timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_DeleteTopicsRequest_DeleteTopicsRequest_v5 = _e_DeleteTopicsRequest_DeleteTopicsRequest_v4
 def _d_DeleteTopicsRequest_DeleteTopicState_v6(r):
     o = _new(DeleteTopicsRequest.DeleteTopicState)
     o.name = r.compact_nullable_string()

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeAclsRequest, DescribeAclsResponse (DescribeAclsRequest.json, DescribeAclsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -56,8 +55,6 @@ def _d_DescribeAclsRequest_DescribeAclsRequest_v0(r):
 def _e_DescribeAclsRequest_DescribeAclsRequest_v0(w, o):
     w.int8(o.resource_type_filter)
     w.nullable_string(o.resource_name_filter)
-    if o.pattern_type_filter != 3:
-        raise EncodeError('DescribeAclsRequest.PatternTypeFilter is not in version 0')
     w.nullable_string(o.principal_filter)
     w.nullable_string(o.host_filter)
     w.int8(o.operation)
@@ -195,8 +192,6 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v0(r):
 def _e_DescribeAclsResponse_DescribeAclsResource_v0(w, o):
     w.int8(o.resource_type)
     w.string(o.resource_name)
-    if o.pattern_type != 3:
-        raise EncodeError('DescribeAclsResponse.PatternType is not in version 0')
     _v = o.acls
     w.array_length(_v, False)
     if _v:

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeClusterRequest, DescribeClusterResponse (DescribeClusterRequest.json, DescribeClusterResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -45,8 +44,6 @@ def _d_DescribeClusterRequest_DescribeClusterRequest_v0(r):
 
 def _e_DescribeClusterRequest_DescribeClusterRequest_v0(w, o):
     w.bool(o.include_cluster_authorized_operations)
-    if o.endpoint_type != 1:
-        raise EncodeError('DescribeClusterRequest.EndpointType is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -148,8 +145,6 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_v0(w, o):
     w.int32(o.throttle_time_ms)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    if o.endpoint_type != 1:
-        raise EncodeError('DescribeClusterResponse.EndpointType is not in version 0')
     w.compact_string(o.cluster_id)
     w.int32(o.controller_id)
     _v = o.brokers

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeConfigsRequest, DescribeConfigsResponse (DescribeConfigsRequest.json, DescribeConfigsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -79,10 +78,6 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeConfigsRequest_DescribeConfigsResource_v0(w, _x)
-    if o.include_synonyms != False:
-        raise EncodeError('DescribeConfigsRequest.IncludeSynonyms is not in version 0')
-    if o.include_documentation != False:
-        raise EncodeError('DescribeConfigsRequest.IncludeDocumentation is not in version 0')
 
 
 _d_DescribeConfigsRequest_DescribeConfigsResource_v1 = _d_DescribeConfigsRequest_DescribeConfigsResource_v0
@@ -103,8 +98,6 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_v1(w, o):
         for _x in _v:
             _e_DescribeConfigsRequest_DescribeConfigsResource_v1(w, _x)
     w.bool(o.include_synonyms)
-    if o.include_documentation != False:
-        raise EncodeError('DescribeConfigsRequest.IncludeDocumentation is not in version 1')
 
 
 _d_DescribeConfigsRequest_DescribeConfigsResource_v2 = _d_DescribeConfigsRequest_DescribeConfigsResource_v0
@@ -125,8 +118,6 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_v2(w, o):
         for _x in _v:
             _e_DescribeConfigsRequest_DescribeConfigsResource_v2(w, _x)
     w.bool(o.include_synonyms)
-    if o.include_documentation != False:
-        raise EncodeError('DescribeConfigsRequest.IncludeDocumentation is not in version 2')
 
 
 _d_DescribeConfigsRequest_DescribeConfigsResource_v3 = _d_DescribeConfigsRequest_DescribeConfigsResource_v0
@@ -266,12 +257,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v0(r):
 
 
 def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v0(w, o):
-    if o.name != "":
-        raise EncodeError('DescribeConfigsResponse.Name is not in version 0')
-    if o.value != "":
-        raise EncodeError('DescribeConfigsResponse.Value is not in version 0')
-    if o.source != 0:
-        raise EncodeError('DescribeConfigsResponse.Source is not in version 0')
+    pass
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(r):
@@ -371,8 +357,6 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
     w.bool(o.read_only)
-    if o.is_default != False:
-        raise EncodeError('DescribeConfigsResponse.IsDefault is not in version 1')
     w.int8(o.config_source)
     w.bool(o.is_sensitive)
     _v = o.synonyms
@@ -443,8 +427,6 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
     w.bool(o.read_only)
-    if o.is_default != False:
-        raise EncodeError('DescribeConfigsResponse.IsDefault is not in version 2')
     w.int8(o.config_source)
     w.bool(o.is_sensitive)
     _v = o.synonyms
@@ -515,8 +497,6 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
     w.bool(o.read_only)
-    if o.is_default != False:
-        raise EncodeError('DescribeConfigsResponse.IsDefault is not in version 3')
     w.int8(o.config_source)
     w.bool(o.is_sensitive)
     _v = o.synonyms
@@ -604,8 +584,6 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, o):
     w.compact_string(o.name)
     w.compact_nullable_string(o.value)
     w.bool(o.read_only)
-    if o.is_default != False:
-        raise EncodeError('DescribeConfigsResponse.IsDefault is not in version 4')
     w.int8(o.config_source)
     w.bool(o.is_sensitive)
     _v = o.synonyms

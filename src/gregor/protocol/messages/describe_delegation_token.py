@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeDelegationTokenRequest, DescribeDelegationTokenResponse (DescribeDelegationTokenRequest.json, DescribeDelegationTokenResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -224,10 +223,6 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(w, o):
     w.string(o.principal_type)
     w.string(o.principal_name)
-    if o.token_requester_principal_type != "":
-        raise EncodeError('DescribeDelegationTokenResponse.TokenRequesterPrincipalType is not in version 0')
-    if o.token_requester_principal_name != "":
-        raise EncodeError('DescribeDelegationTokenResponse.TokenRequesterPrincipalName is not in version 0')
     w.int64(o.issue_timestamp)
     w.int64(o.expiry_timestamp)
     w.int64(o.max_timestamp)
@@ -280,10 +275,6 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(w, o):
     w.string(o.principal_type)
     w.string(o.principal_name)
-    if o.token_requester_principal_type != "":
-        raise EncodeError('DescribeDelegationTokenResponse.TokenRequesterPrincipalType is not in version 1')
-    if o.token_requester_principal_name != "":
-        raise EncodeError('DescribeDelegationTokenResponse.TokenRequesterPrincipalName is not in version 1')
     w.int64(o.issue_timestamp)
     w.int64(o.expiry_timestamp)
     w.int64(o.max_timestamp)
@@ -349,10 +340,6 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, o):
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    if o.token_requester_principal_type != "":
-        raise EncodeError('DescribeDelegationTokenResponse.TokenRequesterPrincipalType is not in version 2')
-    if o.token_requester_principal_name != "":
-        raise EncodeError('DescribeDelegationTokenResponse.TokenRequesterPrincipalName is not in version 2')
     w.int64(o.issue_timestamp)
     w.int64(o.expiry_timestamp)
     w.int64(o.max_timestamp)

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeGroupsRequest, DescribeGroupsResponse (DescribeGroupsRequest.json, DescribeGroupsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -49,32 +48,12 @@ def _e_DescribeGroupsRequest_DescribeGroupsRequest_v0(w, o):
     if _v:
         for _x in _v:
             w.string(_x)
-    if o.include_authorized_operations != False:
-        raise EncodeError('DescribeGroupsRequest.IncludeAuthorizedOperations is not in version 0')
 
 
 _d_DescribeGroupsRequest_DescribeGroupsRequest_v1 = _d_DescribeGroupsRequest_DescribeGroupsRequest_v0
-def _e_DescribeGroupsRequest_DescribeGroupsRequest_v1(w, o):
-    _v = o.groups
-    w.array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.string(_x)
-    if o.include_authorized_operations != False:
-        raise EncodeError('DescribeGroupsRequest.IncludeAuthorizedOperations is not in version 1')
-
-
+_e_DescribeGroupsRequest_DescribeGroupsRequest_v1 = _e_DescribeGroupsRequest_DescribeGroupsRequest_v0
 _d_DescribeGroupsRequest_DescribeGroupsRequest_v2 = _d_DescribeGroupsRequest_DescribeGroupsRequest_v0
-def _e_DescribeGroupsRequest_DescribeGroupsRequest_v2(w, o):
-    _v = o.groups
-    w.array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.string(_x)
-    if o.include_authorized_operations != False:
-        raise EncodeError('DescribeGroupsRequest.IncludeAuthorizedOperations is not in version 2')
-
-
+_e_DescribeGroupsRequest_DescribeGroupsRequest_v2 = _e_DescribeGroupsRequest_DescribeGroupsRequest_v0
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_v3(r):
     o = _new(DescribeGroupsRequest)
     o.groups = r.array(_R_string, 1)
@@ -211,8 +190,6 @@ def _e_DescribeGroupsResponse_DescribedGroup_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeGroupsResponse_DescribedGroupMember_v0(w, _x)
-    if o.authorized_operations != -2147483648:
-        raise EncodeError('DescribeGroupsResponse.AuthorizedOperations is not in version 0')
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v0(r):
@@ -257,8 +234,6 @@ def _e_DescribeGroupsResponse_DescribedGroup_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeGroupsResponse_DescribedGroupMember_v1(w, _x)
-    if o.authorized_operations != -2147483648:
-        raise EncodeError('DescribeGroupsResponse.AuthorizedOperations is not in version 1')
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v1(r):
@@ -304,8 +279,6 @@ def _e_DescribeGroupsResponse_DescribedGroup_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeGroupsResponse_DescribedGroupMember_v2(w, _x)
-    if o.authorized_operations != -2147483648:
-        raise EncodeError('DescribeGroupsResponse.AuthorizedOperations is not in version 2')
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v2(r):

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeQuorumRequest, DescribeQuorumResponse (DescribeQuorumRequest.json, DescribeQuorumResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -268,8 +267,6 @@ def _d_DescribeQuorumResponse_ReplicaState_v0(r):
 
 def _e_DescribeQuorumResponse_ReplicaState_v0(w, o):
     w.int32(o.replica_id)
-    if o.replica_directory_id != ZERO_UUID:
-        raise EncodeError('DescribeQuorumResponse.ReplicaDirectoryId is not in version 0')
     w.int64(o.log_end_offset)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -338,12 +335,6 @@ def _d_DescribeQuorumResponse_Listener_v0(r):
 
 
 def _e_DescribeQuorumResponse_Listener_v0(w, o):
-    if o.name != "":
-        raise EncodeError('DescribeQuorumResponse.Name is not in version 0')
-    if o.host != "":
-        raise EncodeError('DescribeQuorumResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('DescribeQuorumResponse.Port is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -356,15 +347,7 @@ def _d_DescribeQuorumResponse_Node_v0(r):
     return o
 
 
-def _e_DescribeQuorumResponse_Node_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('DescribeQuorumResponse.NodeId is not in version 0')
-    if o.listeners != []:
-        raise EncodeError('DescribeQuorumResponse.Listeners is not in version 0')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_DescribeQuorumResponse_Node_v0 = _e_DescribeQuorumResponse_Listener_v0
 def _d_DescribeQuorumResponse_DescribeQuorumResponse_v0(r):
     o = _new(DescribeQuorumResponse)
     o.error_code = r.int16()
@@ -382,8 +365,6 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_TopicData_v0(w, _x)
-    if o.nodes != []:
-        raise EncodeError('DescribeQuorumResponse.Nodes is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -401,8 +382,6 @@ def _d_DescribeQuorumResponse_ReplicaState_v1(r):
 
 def _e_DescribeQuorumResponse_ReplicaState_v1(w, o):
     w.int32(o.replica_id)
-    if o.replica_directory_id != ZERO_UUID:
-        raise EncodeError('DescribeQuorumResponse.ReplicaDirectoryId is not in version 1')
     w.int64(o.log_end_offset)
     w.int64(o.last_fetch_timestamp)
     w.int64(o.last_caught_up_timestamp)
@@ -464,27 +443,9 @@ def _e_DescribeQuorumResponse_TopicData_v1(w, o):
 
 
 _d_DescribeQuorumResponse_Listener_v1 = _d_DescribeQuorumResponse_Listener_v0
-def _e_DescribeQuorumResponse_Listener_v1(w, o):
-    if o.name != "":
-        raise EncodeError('DescribeQuorumResponse.Name is not in version 1')
-    if o.host != "":
-        raise EncodeError('DescribeQuorumResponse.Host is not in version 1')
-    if o.port != 0:
-        raise EncodeError('DescribeQuorumResponse.Port is not in version 1')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_DescribeQuorumResponse_Listener_v1 = _e_DescribeQuorumResponse_Listener_v0
 _d_DescribeQuorumResponse_Node_v1 = _d_DescribeQuorumResponse_Node_v0
-def _e_DescribeQuorumResponse_Node_v1(w, o):
-    if o.node_id != 0:
-        raise EncodeError('DescribeQuorumResponse.NodeId is not in version 1')
-    if o.listeners != []:
-        raise EncodeError('DescribeQuorumResponse.Listeners is not in version 1')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_DescribeQuorumResponse_Node_v1 = _e_DescribeQuorumResponse_Listener_v0
 def _d_DescribeQuorumResponse_DescribeQuorumResponse_v1(r):
     o = _new(DescribeQuorumResponse)
     o.error_code = r.int16()
@@ -502,8 +463,6 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_TopicData_v1(w, _x)
-    if o.nodes != []:
-        raise EncodeError('DescribeQuorumResponse.Nodes is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse (DescribeTopicPartitionsRequest.json, DescribeTopicPartitionsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -111,15 +110,15 @@ class DescribeTopicPartitionsResponse(Struct):
     class DescribeTopicPartitionsResponsePartition(Struct):
         __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 0), (1, 0), None, None), ('partition_index', 'int32', (0, 0), (1, 0), None, None), ('leader_id', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None), ('replica_nodes', '[]int32', (0, 0), (1, 0), None, None), ('isr_nodes', '[]int32', (0, 0), (1, 0), None, None), ('eligible_leader_replicas', '[]int32', (0, 0), (0, 0), None, None), ('last_known_elr', '[]int32', (0, 0), (0, 0), None, None), ('offline_replicas', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, error_code=0, partition_index=0, leader_id=0, leader_epoch=-1, replica_nodes=_UNSET, isr_nodes=_UNSET, eligible_leader_replicas=_UNSET, last_known_elr=_UNSET, offline_replicas=_UNSET):
+        def __init__(self, *, error_code=0, partition_index=0, leader_id=0, leader_epoch=-1, replica_nodes=_UNSET, isr_nodes=_UNSET, eligible_leader_replicas=None, last_known_elr=None, offline_replicas=_UNSET):
             self.error_code = error_code
             self.partition_index = partition_index
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.replica_nodes = [] if replica_nodes is _UNSET else replica_nodes
             self.isr_nodes = [] if isr_nodes is _UNSET else isr_nodes
-            self.eligible_leader_replicas = [] if eligible_leader_replicas is _UNSET else eligible_leader_replicas
-            self.last_known_elr = [] if last_known_elr is _UNSET else last_known_elr
+            self.eligible_leader_replicas = eligible_leader_replicas
+            self.last_known_elr = last_known_elr
             self.offline_replicas = [] if offline_replicas is _UNSET else offline_replicas
             self._unknown_tagged_fields = None
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ElectLeadersRequest, ElectLeadersResponse (ElectLeadersRequest.json, ElectLeadersResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -71,8 +70,6 @@ def _d_ElectLeadersRequest_ElectLeadersRequest_v0(r):
 
 
 def _e_ElectLeadersRequest_ElectLeadersRequest_v0(w, o):
-    if o.election_type != 0:
-        raise EncodeError('ElectLeadersRequest.ElectionType is not in version 0')
     _v = o.topic_partitions
     w.array_length(_v, True)
     if _v:
@@ -232,8 +229,6 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_v0(r):
 
 def _e_ElectLeadersResponse_ElectLeadersResponse_v0(w, o):
     w.int32(o.throttle_time_ms)
-    if o.error_code != 0:
-        raise EncodeError('ElectLeadersResponse.ErrorCode is not in version 0')
     _v = o.replica_election_results
     w.array_length(_v, False)
     if _v:

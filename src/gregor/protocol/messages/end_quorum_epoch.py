@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """EndQuorumEpochRequest, EndQuorumEpochResponse (EndQuorumEpochRequest.json, EndQuorumEpochResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -81,10 +80,7 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_v0(r):
 
 
 def _e_EndQuorumEpochRequest_ReplicaInfo_v0(w, o):
-    if o.candidate_id != 0:
-        raise EncodeError('EndQuorumEpochRequest.CandidateId is not in version 0')
-    if o.candidate_directory_id != ZERO_UUID:
-        raise EncodeError('EndQuorumEpochRequest.CandidateDirectoryId is not in version 0')
+    pass
 
 
 def _d_EndQuorumEpochRequest_PartitionData_v0(r):
@@ -135,15 +131,7 @@ def _d_EndQuorumEpochRequest_LeaderEndpoint_v0(r):
     return o
 
 
-def _e_EndQuorumEpochRequest_LeaderEndpoint_v0(w, o):
-    if o.name != "":
-        raise EncodeError('EndQuorumEpochRequest.Name is not in version 0')
-    if o.host != "":
-        raise EncodeError('EndQuorumEpochRequest.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('EndQuorumEpochRequest.Port is not in version 0')
-
-
+_e_EndQuorumEpochRequest_LeaderEndpoint_v0 = _e_EndQuorumEpochRequest_ReplicaInfo_v0
 def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v0(r):
     o = _new(EndQuorumEpochRequest)
     o.cluster_id = r.nullable_string()
@@ -363,12 +351,7 @@ def _d_EndQuorumEpochResponse_NodeEndpoint_v0(r):
 
 
 def _e_EndQuorumEpochResponse_NodeEndpoint_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('EndQuorumEpochResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('EndQuorumEpochResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('EndQuorumEpochResponse.Port is not in version 0')
+    pass
 
 
 def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v0(r):
@@ -387,8 +370,6 @@ def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_EndQuorumEpochResponse_TopicData_v0(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('EndQuorumEpochResponse.NodeEndpoints is not in version 0')
 
 
 def _d_EndQuorumEpochResponse_PartitionData_v1(r):

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """FetchRequest, FetchResponse (FetchRequest.json, FetchResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -93,10 +92,7 @@ def _d_FetchRequest_ReplicaState_v0(r):
 
 
 def _e_FetchRequest_ReplicaState_v0(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 0')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 0')
+    pass
 
 
 def _d_FetchRequest_FetchPartition_v0(r):
@@ -115,8 +111,6 @@ def _d_FetchRequest_FetchPartition_v0(r):
 def _e_FetchRequest_FetchPartition_v0(w, o):
     w.int32(o.partition)
     w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 0')
     w.int32(o.partition_max_bytes)
 
 
@@ -147,11 +141,7 @@ def _d_FetchRequest_ForgottenTopic_v0(r):
     return o
 
 
-def _e_FetchRequest_ForgottenTopic_v0(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 0')
-
-
+_e_FetchRequest_ForgottenTopic_v0 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v0(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -172,8 +162,6 @@ def _d_FetchRequest_FetchRequest_v0(r):
 
 def _e_FetchRequest_FetchRequest_v0(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 0')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     _v = o.topics
@@ -181,27 +169,12 @@ def _e_FetchRequest_FetchRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v0(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 0')
 
 
 _d_FetchRequest_ReplicaState_v1 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v1(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 1')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 1')
-
-
+_e_FetchRequest_ReplicaState_v1 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v1 = _d_FetchRequest_FetchPartition_v0
-def _e_FetchRequest_FetchPartition_v1(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 1')
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v1 = _e_FetchRequest_FetchPartition_v0
 def _d_FetchRequest_FetchTopic_v1(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -221,11 +194,7 @@ def _e_FetchRequest_FetchTopic_v1(w, o):
 
 
 _d_FetchRequest_ForgottenTopic_v1 = _d_FetchRequest_ForgottenTopic_v0
-def _e_FetchRequest_ForgottenTopic_v1(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 1')
-
-
+_e_FetchRequest_ForgottenTopic_v1 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v1(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -246,8 +215,6 @@ def _d_FetchRequest_FetchRequest_v1(r):
 
 def _e_FetchRequest_FetchRequest_v1(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 1')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     _v = o.topics
@@ -255,27 +222,12 @@ def _e_FetchRequest_FetchRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v1(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 1')
 
 
 _d_FetchRequest_ReplicaState_v2 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v2(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 2')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 2')
-
-
+_e_FetchRequest_ReplicaState_v2 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v2 = _d_FetchRequest_FetchPartition_v0
-def _e_FetchRequest_FetchPartition_v2(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 2')
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v2 = _e_FetchRequest_FetchPartition_v0
 def _d_FetchRequest_FetchTopic_v2(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -295,11 +247,7 @@ def _e_FetchRequest_FetchTopic_v2(w, o):
 
 
 _d_FetchRequest_ForgottenTopic_v2 = _d_FetchRequest_ForgottenTopic_v0
-def _e_FetchRequest_ForgottenTopic_v2(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 2')
-
-
+_e_FetchRequest_ForgottenTopic_v2 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v2(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -320,8 +268,6 @@ def _d_FetchRequest_FetchRequest_v2(r):
 
 def _e_FetchRequest_FetchRequest_v2(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 2')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     _v = o.topics
@@ -329,27 +275,12 @@ def _e_FetchRequest_FetchRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v2(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 2')
 
 
 _d_FetchRequest_ReplicaState_v3 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v3(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 3')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 3')
-
-
+_e_FetchRequest_ReplicaState_v3 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v3 = _d_FetchRequest_FetchPartition_v0
-def _e_FetchRequest_FetchPartition_v3(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 3')
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v3 = _e_FetchRequest_FetchPartition_v0
 def _d_FetchRequest_FetchTopic_v3(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -369,11 +300,7 @@ def _e_FetchRequest_FetchTopic_v3(w, o):
 
 
 _d_FetchRequest_ForgottenTopic_v3 = _d_FetchRequest_ForgottenTopic_v0
-def _e_FetchRequest_ForgottenTopic_v3(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 3')
-
-
+_e_FetchRequest_ForgottenTopic_v3 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v3(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -394,8 +321,6 @@ def _d_FetchRequest_FetchRequest_v3(r):
 
 def _e_FetchRequest_FetchRequest_v3(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 3')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -404,27 +329,12 @@ def _e_FetchRequest_FetchRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v3(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 3')
 
 
 _d_FetchRequest_ReplicaState_v4 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v4(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 4')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 4')
-
-
+_e_FetchRequest_ReplicaState_v4 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v4 = _d_FetchRequest_FetchPartition_v0
-def _e_FetchRequest_FetchPartition_v4(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 4')
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v4 = _e_FetchRequest_FetchPartition_v0
 def _d_FetchRequest_FetchTopic_v4(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -444,11 +354,7 @@ def _e_FetchRequest_FetchTopic_v4(w, o):
 
 
 _d_FetchRequest_ForgottenTopic_v4 = _d_FetchRequest_ForgottenTopic_v0
-def _e_FetchRequest_ForgottenTopic_v4(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 4')
-
-
+_e_FetchRequest_ForgottenTopic_v4 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v4(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -469,8 +375,6 @@ def _d_FetchRequest_FetchRequest_v4(r):
 
 def _e_FetchRequest_FetchRequest_v4(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 4')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -480,18 +384,10 @@ def _e_FetchRequest_FetchRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v4(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 4')
 
 
 _d_FetchRequest_ReplicaState_v5 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v5(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 5')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 5')
-
-
+_e_FetchRequest_ReplicaState_v5 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchPartition_v5(r):
     o = _new(FetchRequest.FetchPartition)
     o.partition = r.int32()
@@ -508,8 +404,6 @@ def _d_FetchRequest_FetchPartition_v5(r):
 def _e_FetchRequest_FetchPartition_v5(w, o):
     w.int32(o.partition)
     w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 5')
     w.int64(o.log_start_offset)
     w.int32(o.partition_max_bytes)
 
@@ -533,11 +427,7 @@ def _e_FetchRequest_FetchTopic_v5(w, o):
 
 
 _d_FetchRequest_ForgottenTopic_v5 = _d_FetchRequest_ForgottenTopic_v0
-def _e_FetchRequest_ForgottenTopic_v5(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 5')
-
-
+_e_FetchRequest_ForgottenTopic_v5 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v5(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -558,8 +448,6 @@ def _d_FetchRequest_FetchRequest_v5(r):
 
 def _e_FetchRequest_FetchRequest_v5(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 5')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -569,28 +457,12 @@ def _e_FetchRequest_FetchRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v5(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 5')
 
 
 _d_FetchRequest_ReplicaState_v6 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v6(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 6')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 6')
-
-
+_e_FetchRequest_ReplicaState_v6 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v6 = _d_FetchRequest_FetchPartition_v5
-def _e_FetchRequest_FetchPartition_v6(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 6')
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v6 = _e_FetchRequest_FetchPartition_v5
 def _d_FetchRequest_FetchTopic_v6(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -610,11 +482,7 @@ def _e_FetchRequest_FetchTopic_v6(w, o):
 
 
 _d_FetchRequest_ForgottenTopic_v6 = _d_FetchRequest_ForgottenTopic_v0
-def _e_FetchRequest_ForgottenTopic_v6(w, o):
-    if o.partitions != []:
-        raise EncodeError('FetchRequest.Partitions is not in version 6')
-
-
+_e_FetchRequest_ForgottenTopic_v6 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v6(r):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -635,8 +503,6 @@ def _d_FetchRequest_FetchRequest_v6(r):
 
 def _e_FetchRequest_FetchRequest_v6(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 6')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -646,28 +512,12 @@ def _e_FetchRequest_FetchRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchTopic_v6(w, _x)
-    if o.forgotten_topics_data != []:
-        raise EncodeError('FetchRequest.ForgottenTopicsData is not in version 6')
 
 
 _d_FetchRequest_ReplicaState_v7 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v7(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 7')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 7')
-
-
+_e_FetchRequest_ReplicaState_v7 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v7 = _d_FetchRequest_FetchPartition_v5
-def _e_FetchRequest_FetchPartition_v7(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 7')
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v7 = _e_FetchRequest_FetchPartition_v5
 def _d_FetchRequest_FetchTopic_v7(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -724,8 +574,6 @@ def _d_FetchRequest_FetchRequest_v7(r):
 
 def _e_FetchRequest_FetchRequest_v7(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 7')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -745,23 +593,9 @@ def _e_FetchRequest_FetchRequest_v7(w, o):
 
 
 _d_FetchRequest_ReplicaState_v8 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v8(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 8')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 8')
-
-
+_e_FetchRequest_ReplicaState_v8 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v8 = _d_FetchRequest_FetchPartition_v5
-def _e_FetchRequest_FetchPartition_v8(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 8')
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v8 = _e_FetchRequest_FetchPartition_v5
 def _d_FetchRequest_FetchTopic_v8(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -802,8 +636,6 @@ def _d_FetchRequest_FetchRequest_v8(r):
 
 def _e_FetchRequest_FetchRequest_v8(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 8')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -823,13 +655,7 @@ def _e_FetchRequest_FetchRequest_v8(w, o):
 
 
 _d_FetchRequest_ReplicaState_v9 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v9(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 9')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 9')
-
-
+_e_FetchRequest_ReplicaState_v9 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchPartition_v9(r):
     o = _new(FetchRequest.FetchPartition)
     o.partition = r.int32()
@@ -847,8 +673,6 @@ def _e_FetchRequest_FetchPartition_v9(w, o):
     w.int32(o.partition)
     w.int32(o.current_leader_epoch)
     w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 9')
     w.int64(o.log_start_offset)
     w.int32(o.partition_max_bytes)
 
@@ -893,8 +717,6 @@ def _d_FetchRequest_FetchRequest_v9(r):
 
 def _e_FetchRequest_FetchRequest_v9(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 9')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -914,24 +736,9 @@ def _e_FetchRequest_FetchRequest_v9(w, o):
 
 
 _d_FetchRequest_ReplicaState_v10 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v10(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 10')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 10')
-
-
+_e_FetchRequest_ReplicaState_v10 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v10 = _d_FetchRequest_FetchPartition_v9
-def _e_FetchRequest_FetchPartition_v10(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 10')
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v10 = _e_FetchRequest_FetchPartition_v9
 def _d_FetchRequest_FetchTopic_v10(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -972,8 +779,6 @@ def _d_FetchRequest_FetchRequest_v10(r):
 
 def _e_FetchRequest_FetchRequest_v10(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 10')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -993,24 +798,9 @@ def _e_FetchRequest_FetchRequest_v10(w, o):
 
 
 _d_FetchRequest_ReplicaState_v11 = _d_FetchRequest_ReplicaState_v0
-def _e_FetchRequest_ReplicaState_v11(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 11')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 11')
-
-
+_e_FetchRequest_ReplicaState_v11 = _e_FetchRequest_ReplicaState_v0
 _d_FetchRequest_FetchPartition_v11 = _d_FetchRequest_FetchPartition_v9
-def _e_FetchRequest_FetchPartition_v11(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.fetch_offset)
-    if o.last_fetched_epoch != -1:
-        raise EncodeError('FetchRequest.LastFetchedEpoch is not in version 11')
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
-
-
+_e_FetchRequest_FetchPartition_v11 = _e_FetchRequest_FetchPartition_v9
 def _d_FetchRequest_FetchTopic_v11(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
@@ -1051,8 +841,6 @@ def _d_FetchRequest_FetchRequest_v11(r):
 
 def _e_FetchRequest_FetchRequest_v11(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 11')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1081,10 +869,6 @@ def _d_FetchRequest_ReplicaState_v12(r):
 
 
 def _e_FetchRequest_ReplicaState_v12(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 12')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 12')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1179,8 +963,6 @@ def _d_FetchRequest_FetchRequest_v12(r):
 
 def _e_FetchRequest_FetchRequest_v12(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 12')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1208,15 +990,7 @@ def _e_FetchRequest_FetchRequest_v12(w, o):
 
 
 _d_FetchRequest_ReplicaState_v13 = _d_FetchRequest_ReplicaState_v12
-def _e_FetchRequest_ReplicaState_v13(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 13')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 13')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FetchRequest_ReplicaState_v13 = _e_FetchRequest_ReplicaState_v12
 _d_FetchRequest_FetchPartition_v13 = _d_FetchRequest_FetchPartition_v12
 _e_FetchRequest_FetchPartition_v13 = _e_FetchRequest_FetchPartition_v12
 def _d_FetchRequest_FetchTopic_v13(r):
@@ -1285,8 +1059,6 @@ def _d_FetchRequest_FetchRequest_v13(r):
 
 def _e_FetchRequest_FetchRequest_v13(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 13')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1314,15 +1086,7 @@ def _e_FetchRequest_FetchRequest_v13(w, o):
 
 
 _d_FetchRequest_ReplicaState_v14 = _d_FetchRequest_ReplicaState_v12
-def _e_FetchRequest_ReplicaState_v14(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 14')
-    if o.replica_epoch != -1:
-        raise EncodeError('FetchRequest.ReplicaEpoch is not in version 14')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FetchRequest_ReplicaState_v14 = _e_FetchRequest_ReplicaState_v12
 _d_FetchRequest_FetchPartition_v14 = _d_FetchRequest_FetchPartition_v12
 _e_FetchRequest_FetchPartition_v14 = _e_FetchRequest_FetchPartition_v12
 def _d_FetchRequest_FetchTopic_v14(r):
@@ -1373,8 +1137,6 @@ def _d_FetchRequest_FetchRequest_v14(r):
 
 def _e_FetchRequest_FetchRequest_v14(w, o):
     w.int32(o.replica_id)
-    if o.replica_state != FetchRequest.ReplicaState():
-        raise EncodeError('FetchRequest.ReplicaState is not in version 14')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1468,8 +1230,6 @@ def _d_FetchRequest_FetchRequest_v15(r):
 
 
 def _e_FetchRequest_FetchRequest_v15(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 15')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1555,8 +1315,6 @@ def _d_FetchRequest_FetchRequest_v16(r):
 
 
 def _e_FetchRequest_FetchRequest_v16(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 16')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1675,8 +1433,6 @@ def _d_FetchRequest_FetchRequest_v17(r):
 
 
 def _e_FetchRequest_FetchRequest_v17(w, o):
-    if o.replica_id != -1:
-        raise EncodeError('FetchRequest.ReplicaId is not in version 17')
     w.int32(o.max_wait_ms)
     w.int32(o.min_bytes)
     w.int32(o.max_bytes)
@@ -1817,10 +1573,7 @@ def _d_FetchResponse_EpochEndOffset_v0(r):
 
 
 def _e_FetchResponse_EpochEndOffset_v0(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 0')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 0')
+    pass
 
 
 def _d_FetchResponse_LeaderIdAndEpoch_v0(r):
@@ -1831,13 +1584,7 @@ def _d_FetchResponse_LeaderIdAndEpoch_v0(r):
     return o
 
 
-def _e_FetchResponse_LeaderIdAndEpoch_v0(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 0')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 0')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v0 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_SnapshotId_v0(r):
     o = _new(FetchResponse.SnapshotId)
     o.end_offset = r.int64()
@@ -1859,13 +1606,7 @@ def _d_FetchResponse_AbortedTransaction_v0(r):
     return o
 
 
-def _e_FetchResponse_AbortedTransaction_v0(w, o):
-    if o.producer_id != 0:
-        raise EncodeError('FetchResponse.ProducerId is not in version 0')
-    if o.first_offset != 0:
-        raise EncodeError('FetchResponse.FirstOffset is not in version 0')
-
-
+_e_FetchResponse_AbortedTransaction_v0 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_PartitionData_v0(r):
     o = _new(FetchResponse.PartitionData)
     o.partition_index = r.int32()
@@ -1887,14 +1628,6 @@ def _e_FetchResponse_PartitionData_v0(w, o):
     w.int32(o.partition_index)
     w.int16(o.error_code)
     w.int64(o.high_watermark)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 0')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 0')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 0')
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 0')
     w.records(o.records)
 
 
@@ -1926,17 +1659,7 @@ def _d_FetchResponse_NodeEndpoint_v0(r):
     return o
 
 
-def _e_FetchResponse_NodeEndpoint_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 0')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 0')
-
-
+_e_FetchResponse_NodeEndpoint_v0 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v0(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = 0
@@ -1949,59 +1672,23 @@ def _d_FetchResponse_FetchResponse_v0(r):
 
 
 def _e_FetchResponse_FetchResponse_v0(w, o):
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 0')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v0(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 0')
 
 
 _d_FetchResponse_EpochEndOffset_v1 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v1(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 1')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 1')
-
-
+_e_FetchResponse_EpochEndOffset_v1 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v1 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v1(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 1')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 1')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v1 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v1 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v1 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v1 = _d_FetchResponse_AbortedTransaction_v0
-def _e_FetchResponse_AbortedTransaction_v1(w, o):
-    if o.producer_id != 0:
-        raise EncodeError('FetchResponse.ProducerId is not in version 1')
-    if o.first_offset != 0:
-        raise EncodeError('FetchResponse.FirstOffset is not in version 1')
-
-
+_e_FetchResponse_AbortedTransaction_v1 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_PartitionData_v1 = _d_FetchResponse_PartitionData_v0
-def _e_FetchResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 1')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 1')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 1')
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 1')
-    w.records(o.records)
-
-
+_e_FetchResponse_PartitionData_v1 = _e_FetchResponse_PartitionData_v0
 def _d_FetchResponse_FetchableTopicResponse_v1(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
@@ -2021,17 +1708,7 @@ def _e_FetchResponse_FetchableTopicResponse_v1(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v1 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v1(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 1')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 1')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 1')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 1')
-
-
+_e_FetchResponse_NodeEndpoint_v1 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v1(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2045,59 +1722,23 @@ def _d_FetchResponse_FetchResponse_v1(r):
 
 def _e_FetchResponse_FetchResponse_v1(w, o):
     w.int32(o.throttle_time_ms)
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 1')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v1(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 1')
 
 
 _d_FetchResponse_EpochEndOffset_v2 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v2(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 2')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 2')
-
-
+_e_FetchResponse_EpochEndOffset_v2 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v2 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v2(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 2')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 2')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v2 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v2 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v2 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v2 = _d_FetchResponse_AbortedTransaction_v0
-def _e_FetchResponse_AbortedTransaction_v2(w, o):
-    if o.producer_id != 0:
-        raise EncodeError('FetchResponse.ProducerId is not in version 2')
-    if o.first_offset != 0:
-        raise EncodeError('FetchResponse.FirstOffset is not in version 2')
-
-
+_e_FetchResponse_AbortedTransaction_v2 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_PartitionData_v2 = _d_FetchResponse_PartitionData_v0
-def _e_FetchResponse_PartitionData_v2(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 2')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 2')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 2')
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 2')
-    w.records(o.records)
-
-
+_e_FetchResponse_PartitionData_v2 = _e_FetchResponse_PartitionData_v0
 def _d_FetchResponse_FetchableTopicResponse_v2(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
@@ -2117,17 +1758,7 @@ def _e_FetchResponse_FetchableTopicResponse_v2(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v2 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v2(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 2')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 2')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 2')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 2')
-
-
+_e_FetchResponse_NodeEndpoint_v2 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v2(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2141,59 +1772,23 @@ def _d_FetchResponse_FetchResponse_v2(r):
 
 def _e_FetchResponse_FetchResponse_v2(w, o):
     w.int32(o.throttle_time_ms)
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 2')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v2(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 2')
 
 
 _d_FetchResponse_EpochEndOffset_v3 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v3(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 3')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 3')
-
-
+_e_FetchResponse_EpochEndOffset_v3 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v3 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v3(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 3')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 3')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v3 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v3 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v3 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v3 = _d_FetchResponse_AbortedTransaction_v0
-def _e_FetchResponse_AbortedTransaction_v3(w, o):
-    if o.producer_id != 0:
-        raise EncodeError('FetchResponse.ProducerId is not in version 3')
-    if o.first_offset != 0:
-        raise EncodeError('FetchResponse.FirstOffset is not in version 3')
-
-
+_e_FetchResponse_AbortedTransaction_v3 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_PartitionData_v3 = _d_FetchResponse_PartitionData_v0
-def _e_FetchResponse_PartitionData_v3(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 3')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 3')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 3')
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 3')
-    w.records(o.records)
-
-
+_e_FetchResponse_PartitionData_v3 = _e_FetchResponse_PartitionData_v0
 def _d_FetchResponse_FetchableTopicResponse_v3(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
@@ -2213,17 +1808,7 @@ def _e_FetchResponse_FetchableTopicResponse_v3(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v3 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v3(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 3')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 3')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 3')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 3')
-
-
+_e_FetchResponse_NodeEndpoint_v3 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v3(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2237,33 +1822,17 @@ def _d_FetchResponse_FetchResponse_v3(r):
 
 def _e_FetchResponse_FetchResponse_v3(w, o):
     w.int32(o.throttle_time_ms)
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 3')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v3(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 3')
 
 
 _d_FetchResponse_EpochEndOffset_v4 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v4(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 4')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 4')
-
-
+_e_FetchResponse_EpochEndOffset_v4 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v4 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v4(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 4')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 4')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v4 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v4 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v4 = _e_FetchResponse_SnapshotId_v0
 def _d_FetchResponse_AbortedTransaction_v4(r):
@@ -2301,19 +1870,11 @@ def _e_FetchResponse_PartitionData_v4(w, o):
     w.int16(o.error_code)
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 4')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 4')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 4')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v4(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 4')
     w.records(o.records)
 
 
@@ -2336,17 +1897,7 @@ def _e_FetchResponse_FetchableTopicResponse_v4(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v4 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v4(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 4')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 4')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 4')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 4')
-
-
+_e_FetchResponse_NodeEndpoint_v4 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v4(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2360,33 +1911,17 @@ def _d_FetchResponse_FetchResponse_v4(r):
 
 def _e_FetchResponse_FetchResponse_v4(w, o):
     w.int32(o.throttle_time_ms)
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 4')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v4(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 4')
 
 
 _d_FetchResponse_EpochEndOffset_v5 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v5(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 5')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 5')
-
-
+_e_FetchResponse_EpochEndOffset_v5 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v5 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v5(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 5')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 5')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v5 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v5 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v5 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v5 = _d_FetchResponse_AbortedTransaction_v4
@@ -2414,19 +1949,11 @@ def _e_FetchResponse_PartitionData_v5(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 5')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 5')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 5')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v5(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 5')
     w.records(o.records)
 
 
@@ -2449,17 +1976,7 @@ def _e_FetchResponse_FetchableTopicResponse_v5(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v5 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v5(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 5')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 5')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 5')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 5')
-
-
+_e_FetchResponse_NodeEndpoint_v5 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v5(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2473,33 +1990,17 @@ def _d_FetchResponse_FetchResponse_v5(r):
 
 def _e_FetchResponse_FetchResponse_v5(w, o):
     w.int32(o.throttle_time_ms)
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 5')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v5(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 5')
 
 
 _d_FetchResponse_EpochEndOffset_v6 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v6(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 6')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 6')
-
-
+_e_FetchResponse_EpochEndOffset_v6 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v6 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v6(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 6')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 6')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v6 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v6 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v6 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v6 = _d_FetchResponse_AbortedTransaction_v4
@@ -2527,19 +2028,11 @@ def _e_FetchResponse_PartitionData_v6(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 6')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 6')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 6')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v6(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 6')
     w.records(o.records)
 
 
@@ -2562,17 +2055,7 @@ def _e_FetchResponse_FetchableTopicResponse_v6(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v6 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v6(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 6')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 6')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 6')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 6')
-
-
+_e_FetchResponse_NodeEndpoint_v6 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v6(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2586,33 +2069,17 @@ def _d_FetchResponse_FetchResponse_v6(r):
 
 def _e_FetchResponse_FetchResponse_v6(w, o):
     w.int32(o.throttle_time_ms)
-    if o.session_id != 0:
-        raise EncodeError('FetchResponse.SessionId is not in version 6')
     _v = o.responses
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v6(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 6')
 
 
 _d_FetchResponse_EpochEndOffset_v7 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v7(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 7')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 7')
-
-
+_e_FetchResponse_EpochEndOffset_v7 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v7 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v7(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 7')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 7')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v7 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v7 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v7 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v7 = _d_FetchResponse_AbortedTransaction_v4
@@ -2640,19 +2107,11 @@ def _e_FetchResponse_PartitionData_v7(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 7')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 7')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 7')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v7(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 7')
     w.records(o.records)
 
 
@@ -2675,17 +2134,7 @@ def _e_FetchResponse_FetchableTopicResponse_v7(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v7 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v7(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 7')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 7')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 7')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 7')
-
-
+_e_FetchResponse_NodeEndpoint_v7 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v7(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2706,26 +2155,12 @@ def _e_FetchResponse_FetchResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v7(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 7')
 
 
 _d_FetchResponse_EpochEndOffset_v8 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v8(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 8')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 8')
-
-
+_e_FetchResponse_EpochEndOffset_v8 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v8 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v8(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 8')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 8')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v8 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v8 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v8 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v8 = _d_FetchResponse_AbortedTransaction_v4
@@ -2753,19 +2188,11 @@ def _e_FetchResponse_PartitionData_v8(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 8')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 8')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 8')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v8(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 8')
     w.records(o.records)
 
 
@@ -2788,17 +2215,7 @@ def _e_FetchResponse_FetchableTopicResponse_v8(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v8 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v8(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 8')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 8')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 8')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 8')
-
-
+_e_FetchResponse_NodeEndpoint_v8 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v8(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2819,26 +2236,12 @@ def _e_FetchResponse_FetchResponse_v8(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v8(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 8')
 
 
 _d_FetchResponse_EpochEndOffset_v9 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v9(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 9')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 9')
-
-
+_e_FetchResponse_EpochEndOffset_v9 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v9 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v9(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 9')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 9')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v9 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v9 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v9 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v9 = _d_FetchResponse_AbortedTransaction_v4
@@ -2866,19 +2269,11 @@ def _e_FetchResponse_PartitionData_v9(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 9')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 9')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 9')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v9(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 9')
     w.records(o.records)
 
 
@@ -2901,17 +2296,7 @@ def _e_FetchResponse_FetchableTopicResponse_v9(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v9 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v9(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 9')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 9')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 9')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 9')
-
-
+_e_FetchResponse_NodeEndpoint_v9 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v9(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -2932,26 +2317,12 @@ def _e_FetchResponse_FetchResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v9(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 9')
 
 
 _d_FetchResponse_EpochEndOffset_v10 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v10(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 10')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 10')
-
-
+_e_FetchResponse_EpochEndOffset_v10 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v10 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v10(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 10')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 10')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v10 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v10 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v10 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v10 = _d_FetchResponse_AbortedTransaction_v4
@@ -2979,19 +2350,11 @@ def _e_FetchResponse_PartitionData_v10(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 10')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 10')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 10')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_FetchResponse_AbortedTransaction_v10(w, _x)
-    if o.preferred_read_replica != -1:
-        raise EncodeError('FetchResponse.PreferredReadReplica is not in version 10')
     w.records(o.records)
 
 
@@ -3014,17 +2377,7 @@ def _e_FetchResponse_FetchableTopicResponse_v10(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v10 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v10(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 10')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 10')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 10')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 10')
-
-
+_e_FetchResponse_NodeEndpoint_v10 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v10(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -3045,26 +2398,12 @@ def _e_FetchResponse_FetchResponse_v10(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v10(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 10')
 
 
 _d_FetchResponse_EpochEndOffset_v11 = _d_FetchResponse_EpochEndOffset_v0
-def _e_FetchResponse_EpochEndOffset_v11(w, o):
-    if o.epoch != -1:
-        raise EncodeError('FetchResponse.Epoch is not in version 11')
-    if o.end_offset != -1:
-        raise EncodeError('FetchResponse.EndOffset is not in version 11')
-
-
+_e_FetchResponse_EpochEndOffset_v11 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_LeaderIdAndEpoch_v11 = _d_FetchResponse_LeaderIdAndEpoch_v0
-def _e_FetchResponse_LeaderIdAndEpoch_v11(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('FetchResponse.LeaderId is not in version 11')
-    if o.leader_epoch != -1:
-        raise EncodeError('FetchResponse.LeaderEpoch is not in version 11')
-
-
+_e_FetchResponse_LeaderIdAndEpoch_v11 = _e_FetchResponse_EpochEndOffset_v0
 _d_FetchResponse_SnapshotId_v11 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v11 = _e_FetchResponse_SnapshotId_v0
 _d_FetchResponse_AbortedTransaction_v11 = _d_FetchResponse_AbortedTransaction_v4
@@ -3092,12 +2431,6 @@ def _e_FetchResponse_PartitionData_v11(w, o):
     w.int64(o.high_watermark)
     w.int64(o.last_stable_offset)
     w.int64(o.log_start_offset)
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        raise EncodeError('FetchResponse.DivergingEpoch is not in version 11')
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        raise EncodeError('FetchResponse.CurrentLeader is not in version 11')
-    if o.snapshot_id != FetchResponse.SnapshotId():
-        raise EncodeError('FetchResponse.SnapshotId is not in version 11')
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -3126,17 +2459,7 @@ def _e_FetchResponse_FetchableTopicResponse_v11(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v11 = _d_FetchResponse_NodeEndpoint_v0
-def _e_FetchResponse_NodeEndpoint_v11(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 11')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 11')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 11')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 11')
-
-
+_e_FetchResponse_NodeEndpoint_v11 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v11(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -3157,8 +2480,6 @@ def _e_FetchResponse_FetchResponse_v11(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v11(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 11')
 
 
 def _d_FetchResponse_EpochEndOffset_v12(r):
@@ -3313,14 +2634,6 @@ def _d_FetchResponse_NodeEndpoint_v12(r):
 
 
 def _e_FetchResponse_NodeEndpoint_v12(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 12')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 12')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 12')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 12')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -3345,8 +2658,6 @@ def _e_FetchResponse_FetchResponse_v12(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v12(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 12')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -3441,19 +2752,7 @@ def _e_FetchResponse_FetchableTopicResponse_v13(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v13 = _d_FetchResponse_NodeEndpoint_v12
-def _e_FetchResponse_NodeEndpoint_v13(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 13')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 13')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 13')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 13')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FetchResponse_NodeEndpoint_v13 = _e_FetchResponse_NodeEndpoint_v12
 def _d_FetchResponse_FetchResponse_v13(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -3474,8 +2773,6 @@ def _e_FetchResponse_FetchResponse_v13(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v13(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 13')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -3570,19 +2867,7 @@ def _e_FetchResponse_FetchableTopicResponse_v14(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v14 = _d_FetchResponse_NodeEndpoint_v12
-def _e_FetchResponse_NodeEndpoint_v14(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 14')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 14')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 14')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 14')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FetchResponse_NodeEndpoint_v14 = _e_FetchResponse_NodeEndpoint_v12
 def _d_FetchResponse_FetchResponse_v14(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -3603,8 +2888,6 @@ def _e_FetchResponse_FetchResponse_v14(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v14(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 14')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -3699,19 +2982,7 @@ def _e_FetchResponse_FetchableTopicResponse_v15(w, o):
 
 
 _d_FetchResponse_NodeEndpoint_v15 = _d_FetchResponse_NodeEndpoint_v12
-def _e_FetchResponse_NodeEndpoint_v15(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchResponse.NodeId is not in version 15')
-    if o.host != "":
-        raise EncodeError('FetchResponse.Host is not in version 15')
-    if o.port != 0:
-        raise EncodeError('FetchResponse.Port is not in version 15')
-    if o.rack != None:
-        raise EncodeError('FetchResponse.Rack is not in version 15')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FetchResponse_NodeEndpoint_v15 = _e_FetchResponse_NodeEndpoint_v12
 def _d_FetchResponse_FetchResponse_v15(r):
     o = _new(FetchResponse)
     o.throttle_time_ms = r.int32()
@@ -3732,8 +3003,6 @@ def _e_FetchResponse_FetchResponse_v15(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v15(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchResponse.NodeEndpoints is not in version 15')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """FetchSnapshotRequest, FetchSnapshotResponse (FetchSnapshotRequest.json, FetchSnapshotResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -407,12 +406,6 @@ def _d_FetchSnapshotResponse_NodeEndpoint_v0(r):
 
 
 def _e_FetchSnapshotResponse_NodeEndpoint_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('FetchSnapshotResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('FetchSnapshotResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('FetchSnapshotResponse.Port is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -435,8 +428,6 @@ def _e_FetchSnapshotResponse_FetchSnapshotResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_FetchSnapshotResponse_TopicSnapshot_v0(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('FetchSnapshotResponse.NodeEndpoints is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

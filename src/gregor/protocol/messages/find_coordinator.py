@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """FindCoordinatorRequest, FindCoordinatorResponse (FindCoordinatorRequest.json, FindCoordinatorResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -47,10 +46,6 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_v0(r):
 
 def _e_FindCoordinatorRequest_FindCoordinatorRequest_v0(w, o):
     w.string(o.key)
-    if o.key_type != 0:
-        raise EncodeError('FindCoordinatorRequest.KeyType is not in version 0')
-    if o.coordinator_keys != []:
-        raise EncodeError('FindCoordinatorRequest.CoordinatorKeys is not in version 0')
 
 
 def _d_FindCoordinatorRequest_FindCoordinatorRequest_v1(r):
@@ -65,18 +60,10 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_v1(r):
 def _e_FindCoordinatorRequest_FindCoordinatorRequest_v1(w, o):
     w.string(o.key)
     w.int8(o.key_type)
-    if o.coordinator_keys != []:
-        raise EncodeError('FindCoordinatorRequest.CoordinatorKeys is not in version 1')
 
 
 _d_FindCoordinatorRequest_FindCoordinatorRequest_v2 = _d_FindCoordinatorRequest_FindCoordinatorRequest_v1
-def _e_FindCoordinatorRequest_FindCoordinatorRequest_v2(w, o):
-    w.string(o.key)
-    w.int8(o.key_type)
-    if o.coordinator_keys != []:
-        raise EncodeError('FindCoordinatorRequest.CoordinatorKeys is not in version 2')
-
-
+_e_FindCoordinatorRequest_FindCoordinatorRequest_v2 = _e_FindCoordinatorRequest_FindCoordinatorRequest_v1
 def _d_FindCoordinatorRequest_FindCoordinatorRequest_v3(r):
     o = _new(FindCoordinatorRequest)
     o.key = r.compact_string()
@@ -89,8 +76,6 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_v3(r):
 def _e_FindCoordinatorRequest_FindCoordinatorRequest_v3(w, o):
     w.compact_string(o.key)
     w.int8(o.key_type)
-    if o.coordinator_keys != []:
-        raise EncodeError('FindCoordinatorRequest.CoordinatorKeys is not in version 3')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -105,8 +90,6 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_v4(r):
 
 
 def _e_FindCoordinatorRequest_FindCoordinatorRequest_v4(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorRequest.Key is not in version 4')
     w.int8(o.key_type)
     _v = o.coordinator_keys
     w.compact_array_length(_v, False)
@@ -118,33 +101,9 @@ def _e_FindCoordinatorRequest_FindCoordinatorRequest_v4(w, o):
 
 
 _d_FindCoordinatorRequest_FindCoordinatorRequest_v5 = _d_FindCoordinatorRequest_FindCoordinatorRequest_v4
-def _e_FindCoordinatorRequest_FindCoordinatorRequest_v5(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorRequest.Key is not in version 5')
-    w.int8(o.key_type)
-    _v = o.coordinator_keys
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FindCoordinatorRequest_FindCoordinatorRequest_v5 = _e_FindCoordinatorRequest_FindCoordinatorRequest_v4
 _d_FindCoordinatorRequest_FindCoordinatorRequest_v6 = _d_FindCoordinatorRequest_FindCoordinatorRequest_v4
-def _e_FindCoordinatorRequest_FindCoordinatorRequest_v6(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorRequest.Key is not in version 6')
-    w.int8(o.key_type)
-    _v = o.coordinator_keys
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_FindCoordinatorRequest_FindCoordinatorRequest_v6 = _e_FindCoordinatorRequest_FindCoordinatorRequest_v4
 _DECODERS_FindCoordinatorRequest = {0: _d_FindCoordinatorRequest_FindCoordinatorRequest_v0, 1: _d_FindCoordinatorRequest_FindCoordinatorRequest_v1, 2: _d_FindCoordinatorRequest_FindCoordinatorRequest_v2, 3: _d_FindCoordinatorRequest_FindCoordinatorRequest_v3, 4: _d_FindCoordinatorRequest_FindCoordinatorRequest_v4, 5: _d_FindCoordinatorRequest_FindCoordinatorRequest_v5, 6: _d_FindCoordinatorRequest_FindCoordinatorRequest_v6}
 _ENCODERS_FindCoordinatorRequest = {0: _e_FindCoordinatorRequest_FindCoordinatorRequest_v0, 1: _e_FindCoordinatorRequest_FindCoordinatorRequest_v1, 2: _e_FindCoordinatorRequest_FindCoordinatorRequest_v2, 3: _e_FindCoordinatorRequest_FindCoordinatorRequest_v3, 4: _e_FindCoordinatorRequest_FindCoordinatorRequest_v4, 5: _e_FindCoordinatorRequest_FindCoordinatorRequest_v5, 6: _e_FindCoordinatorRequest_FindCoordinatorRequest_v6}
 
@@ -204,16 +163,7 @@ def _d_FindCoordinatorResponse_Coordinator_v0(r):
 
 
 def _e_FindCoordinatorResponse_Coordinator_v0(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorResponse.Key is not in version 0')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 0')
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 0')
+    pass
 
 
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v0(r):
@@ -234,24 +184,10 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v0(w, o):
     w.int32(o.node_id)
     w.string(o.host)
     w.int32(o.port)
-    if o.coordinators != []:
-        raise EncodeError('FindCoordinatorResponse.Coordinators is not in version 0')
 
 
 _d_FindCoordinatorResponse_Coordinator_v1 = _d_FindCoordinatorResponse_Coordinator_v0
-def _e_FindCoordinatorResponse_Coordinator_v1(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorResponse.Key is not in version 1')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 1')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 1')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 1')
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 1')
-
-
+_e_FindCoordinatorResponse_Coordinator_v1 = _e_FindCoordinatorResponse_Coordinator_v0
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v1(r):
     o = _new(FindCoordinatorResponse)
     o.throttle_time_ms = r.int32()
@@ -272,36 +208,12 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v1(w, o):
     w.int32(o.node_id)
     w.string(o.host)
     w.int32(o.port)
-    if o.coordinators != []:
-        raise EncodeError('FindCoordinatorResponse.Coordinators is not in version 1')
 
 
 _d_FindCoordinatorResponse_Coordinator_v2 = _d_FindCoordinatorResponse_Coordinator_v0
-def _e_FindCoordinatorResponse_Coordinator_v2(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorResponse.Key is not in version 2')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 2')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 2')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 2')
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 2')
-
-
+_e_FindCoordinatorResponse_Coordinator_v2 = _e_FindCoordinatorResponse_Coordinator_v0
 _d_FindCoordinatorResponse_FindCoordinatorResponse_v2 = _d_FindCoordinatorResponse_FindCoordinatorResponse_v1
-def _e_FindCoordinatorResponse_FindCoordinatorResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.nullable_string(o.error_message)
-    w.int32(o.node_id)
-    w.string(o.host)
-    w.int32(o.port)
-    if o.coordinators != []:
-        raise EncodeError('FindCoordinatorResponse.Coordinators is not in version 2')
-
-
+_e_FindCoordinatorResponse_FindCoordinatorResponse_v2 = _e_FindCoordinatorResponse_FindCoordinatorResponse_v1
 def _d_FindCoordinatorResponse_Coordinator_v3(r):
     o = _new(FindCoordinatorResponse.Coordinator)
     o.key = ""
@@ -315,16 +227,6 @@ def _d_FindCoordinatorResponse_Coordinator_v3(r):
 
 
 def _e_FindCoordinatorResponse_Coordinator_v3(w, o):
-    if o.key != "":
-        raise EncodeError('FindCoordinatorResponse.Key is not in version 3')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 3')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 3')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 3')
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 3')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -349,8 +251,6 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v3(w, o):
     w.int32(o.node_id)
     w.compact_string(o.host)
     w.int32(o.port)
-    if o.coordinators != []:
-        raise EncodeError('FindCoordinatorResponse.Coordinators is not in version 3')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -393,14 +293,6 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_v4(r):
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_v4(w, o):
     w.int32(o.throttle_time_ms)
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 4')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 4')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 4')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 4')
     _v = o.coordinators
     w.compact_array_length(_v, False)
     if _v:
@@ -427,14 +319,6 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_v5(r):
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_v5(w, o):
     w.int32(o.throttle_time_ms)
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 5')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 5')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 5')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 5')
     _v = o.coordinators
     w.compact_array_length(_v, False)
     if _v:
@@ -461,14 +345,6 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_v6(r):
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_v6(w, o):
     w.int32(o.throttle_time_ms)
-    if o.error_code != 0:
-        raise EncodeError('FindCoordinatorResponse.ErrorCode is not in version 6')
-    if o.node_id != 0:
-        raise EncodeError('FindCoordinatorResponse.NodeId is not in version 6')
-    if o.host != "":
-        raise EncodeError('FindCoordinatorResponse.Host is not in version 6')
-    if o.port != 0:
-        raise EncodeError('FindCoordinatorResponse.Port is not in version 6')
     _v = o.coordinators
     w.compact_array_length(_v, False)
     if _v:

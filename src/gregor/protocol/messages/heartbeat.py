@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """HeartbeatRequest, HeartbeatResponse (HeartbeatRequest.json, HeartbeatResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -51,28 +50,12 @@ def _e_HeartbeatRequest_HeartbeatRequest_v0(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('HeartbeatRequest.GroupInstanceId is not in version 0')
 
 
 _d_HeartbeatRequest_HeartbeatRequest_v1 = _d_HeartbeatRequest_HeartbeatRequest_v0
-def _e_HeartbeatRequest_HeartbeatRequest_v1(w, o):
-    w.string(o.group_id)
-    w.int32(o.generation_id)
-    w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('HeartbeatRequest.GroupInstanceId is not in version 1')
-
-
+_e_HeartbeatRequest_HeartbeatRequest_v1 = _e_HeartbeatRequest_HeartbeatRequest_v0
 _d_HeartbeatRequest_HeartbeatRequest_v2 = _d_HeartbeatRequest_HeartbeatRequest_v0
-def _e_HeartbeatRequest_HeartbeatRequest_v2(w, o):
-    w.string(o.group_id)
-    w.int32(o.generation_id)
-    w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('HeartbeatRequest.GroupInstanceId is not in version 2')
-
-
+_e_HeartbeatRequest_HeartbeatRequest_v2 = _e_HeartbeatRequest_HeartbeatRequest_v0
 def _d_HeartbeatRequest_HeartbeatRequest_v3(r):
     o = _new(HeartbeatRequest)
     o.group_id = r.string()

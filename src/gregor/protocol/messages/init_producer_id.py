@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """InitProducerIdRequest, InitProducerIdResponse (InitProducerIdRequest.json, InitProducerIdResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -50,22 +49,10 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_v0(r):
 def _e_InitProducerIdRequest_InitProducerIdRequest_v0(w, o):
     w.nullable_string(o.transactional_id)
     w.int32(o.transaction_timeout_ms)
-    if o.producer_id != -1:
-        raise EncodeError('InitProducerIdRequest.ProducerId is not in version 0')
-    if o.producer_epoch != -1:
-        raise EncodeError('InitProducerIdRequest.ProducerEpoch is not in version 0')
 
 
 _d_InitProducerIdRequest_InitProducerIdRequest_v1 = _d_InitProducerIdRequest_InitProducerIdRequest_v0
-def _e_InitProducerIdRequest_InitProducerIdRequest_v1(w, o):
-    w.nullable_string(o.transactional_id)
-    w.int32(o.transaction_timeout_ms)
-    if o.producer_id != -1:
-        raise EncodeError('InitProducerIdRequest.ProducerId is not in version 1')
-    if o.producer_epoch != -1:
-        raise EncodeError('InitProducerIdRequest.ProducerEpoch is not in version 1')
-
-
+_e_InitProducerIdRequest_InitProducerIdRequest_v1 = _e_InitProducerIdRequest_InitProducerIdRequest_v0
 def _d_InitProducerIdRequest_InitProducerIdRequest_v2(r):
     o = _new(InitProducerIdRequest)
     o.transactional_id = r.compact_nullable_string()
@@ -79,10 +66,6 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_v2(r):
 def _e_InitProducerIdRequest_InitProducerIdRequest_v2(w, o):
     w.compact_nullable_string(o.transactional_id)
     w.int32(o.transaction_timeout_ms)
-    if o.producer_id != -1:
-        raise EncodeError('InitProducerIdRequest.ProducerId is not in version 2')
-    if o.producer_epoch != -1:
-        raise EncodeError('InitProducerIdRequest.ProducerEpoch is not in version 2')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

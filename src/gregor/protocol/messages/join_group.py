@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """JoinGroupRequest, JoinGroupResponse (JoinGroupRequest.json, JoinGroupResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -80,8 +79,6 @@ def _e_JoinGroupRequest_JoinGroupRequest_v0(w, o):
     w.string(o.group_id)
     w.int32(o.session_timeout_ms)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('JoinGroupRequest.GroupInstanceId is not in version 0')
     w.string(o.protocol_type)
     _v = o.protocols
     w.array_length(_v, False)
@@ -111,8 +108,6 @@ def _e_JoinGroupRequest_JoinGroupRequest_v1(w, o):
     w.int32(o.session_timeout_ms)
     w.int32(o.rebalance_timeout_ms)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('JoinGroupRequest.GroupInstanceId is not in version 1')
     w.string(o.protocol_type)
     _v = o.protocols
     w.array_length(_v, False)
@@ -142,8 +137,6 @@ def _e_JoinGroupRequest_JoinGroupRequest_v2(w, o):
     w.int32(o.session_timeout_ms)
     w.int32(o.rebalance_timeout_ms)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('JoinGroupRequest.GroupInstanceId is not in version 2')
     w.string(o.protocol_type)
     _v = o.protocols
     w.array_length(_v, False)
@@ -173,8 +166,6 @@ def _e_JoinGroupRequest_JoinGroupRequest_v3(w, o):
     w.int32(o.session_timeout_ms)
     w.int32(o.rebalance_timeout_ms)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('JoinGroupRequest.GroupInstanceId is not in version 3')
     w.string(o.protocol_type)
     _v = o.protocols
     w.array_length(_v, False)
@@ -204,8 +195,6 @@ def _e_JoinGroupRequest_JoinGroupRequest_v4(w, o):
     w.int32(o.session_timeout_ms)
     w.int32(o.rebalance_timeout_ms)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('JoinGroupRequest.GroupInstanceId is not in version 4')
     w.string(o.protocol_type)
     _v = o.protocols
     w.array_length(_v, False)
@@ -466,8 +455,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v0(w, o):
     w.int32(o.generation_id)
     w.string(o.protocol_name)
     w.string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 0')
     w.string(o.member_id)
     _v = o.members
     w.array_length(_v, False)
@@ -498,8 +485,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v1(w, o):
     w.int32(o.generation_id)
     w.string(o.protocol_name)
     w.string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 1')
     w.string(o.member_id)
     _v = o.members
     w.array_length(_v, False)
@@ -531,8 +516,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v2(w, o):
     w.int32(o.generation_id)
     w.string(o.protocol_name)
     w.string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 2')
     w.string(o.member_id)
     _v = o.members
     w.array_length(_v, False)
@@ -564,8 +547,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v3(w, o):
     w.int32(o.generation_id)
     w.string(o.protocol_name)
     w.string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 3')
     w.string(o.member_id)
     _v = o.members
     w.array_length(_v, False)
@@ -597,8 +578,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v4(w, o):
     w.int32(o.generation_id)
     w.string(o.protocol_name)
     w.string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 4')
     w.string(o.member_id)
     _v = o.members
     w.array_length(_v, False)
@@ -643,8 +622,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v5(w, o):
     w.int32(o.generation_id)
     w.string(o.protocol_name)
     w.string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 5')
     w.string(o.member_id)
     _v = o.members
     w.array_length(_v, False)
@@ -691,8 +668,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v6(w, o):
     w.int32(o.generation_id)
     w.compact_string(o.protocol_name)
     w.compact_string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 6')
     w.compact_string(o.member_id)
     _v = o.members
     w.compact_array_length(_v, False)
@@ -727,8 +702,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v7(w, o):
     w.compact_nullable_string(o.protocol_type)
     w.compact_nullable_string(o.protocol_name)
     w.compact_string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 7')
     w.compact_string(o.member_id)
     _v = o.members
     w.compact_array_length(_v, False)
@@ -763,8 +736,6 @@ def _e_JoinGroupResponse_JoinGroupResponse_v8(w, o):
     w.compact_nullable_string(o.protocol_type)
     w.compact_nullable_string(o.protocol_name)
     w.compact_string(o.leader)
-    if o.skip_assignment != False:
-        raise EncodeError('JoinGroupResponse.SkipAssignment is not in version 8')
     w.compact_string(o.member_id)
     _v = o.members
     w.compact_array_length(_v, False)

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """LeaderAndIsrRequest, LeaderAndIsrResponse (LeaderAndIsrRequest.json, LeaderAndIsrResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -112,8 +111,6 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    if o.leader_recovery_state != 0:
-        raise EncodeError('LeaderAndIsrRequest.LeaderRecoveryState is not in version 0')
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0(r):
@@ -126,10 +123,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0(w, o):
-    if o.topic_name != "":
-        raise EncodeError('LeaderAndIsrRequest.TopicName is not in version 0')
-    if o.partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.PartitionStates is not in version 0')
+    pass
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(r):
@@ -163,18 +157,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 0')
     w.int32(o.controller_epoch)
-    if o.type != 0:
-        raise EncodeError('LeaderAndIsrRequest.Type is not in version 0')
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('LeaderAndIsrRequest.TopicStates is not in version 0')
     _v = o.live_leaders
     w.array_length(_v, False)
     if _v:
@@ -218,18 +206,10 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w, o):
         for _x in _v:
             w.int32(_x)
     w.bool(o.is_new)
-    if o.leader_recovery_state != 0:
-        raise EncodeError('LeaderAndIsrRequest.LeaderRecoveryState is not in version 1')
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v1 = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0
-def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v1(w, o):
-    if o.topic_name != "":
-        raise EncodeError('LeaderAndIsrRequest.TopicName is not in version 1')
-    if o.partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.PartitionStates is not in version 1')
-
-
+_e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v1 = _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v0
 _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1 = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(r):
@@ -248,18 +228,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 1')
     w.int32(o.controller_epoch)
-    if o.type != 0:
-        raise EncodeError('LeaderAndIsrRequest.Type is not in version 1')
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('LeaderAndIsrRequest.TopicStates is not in version 1')
     _v = o.live_leaders
     w.array_length(_v, False)
     if _v:
@@ -302,8 +276,6 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w, o):
         for _x in _v:
             w.int32(_x)
     w.bool(o.is_new)
-    if o.leader_recovery_state != 0:
-        raise EncodeError('LeaderAndIsrRequest.LeaderRecoveryState is not in version 2')
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(r):
@@ -342,14 +314,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 2')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.type != 0:
-        raise EncodeError('LeaderAndIsrRequest.Type is not in version 2')
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.UngroupedPartitionStates is not in version 2')
     _v = o.topic_states
     w.array_length(_v, False)
     if _v:
@@ -407,8 +373,6 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w, o):
         for _x in _v:
             w.int32(_x)
     w.bool(o.is_new)
-    if o.leader_recovery_state != 0:
-        raise EncodeError('LeaderAndIsrRequest.LeaderRecoveryState is not in version 3')
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(r):
@@ -447,14 +411,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 3')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.type != 0:
-        raise EncodeError('LeaderAndIsrRequest.Type is not in version 3')
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.UngroupedPartitionStates is not in version 3')
     _v = o.topic_states
     w.array_length(_v, False)
     if _v:
@@ -512,8 +470,6 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(w, o):
         for _x in _v:
             w.int32(_x)
     w.bool(o.is_new)
-    if o.leader_recovery_state != 0:
-        raise EncodeError('LeaderAndIsrRequest.LeaderRecoveryState is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -571,14 +527,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 4')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.type != 0:
-        raise EncodeError('LeaderAndIsrRequest.Type is not in version 4')
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.UngroupedPartitionStates is not in version 4')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -594,39 +544,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(w, o):
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5 = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4
-def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
-    _v = o.isr
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.int32(_x)
-    w.int32(o.partition_epoch)
-    _v = o.replicas
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.int32(_x)
-    _v = o.adding_replicas
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.int32(_x)
-    _v = o.removing_replicas
-    w.compact_array_length(_v, False)
-    if _v:
-        for _x in _v:
-            w.int32(_x)
-    w.bool(o.is_new)
-    if o.leader_recovery_state != 0:
-        raise EncodeError('LeaderAndIsrRequest.LeaderRecoveryState is not in version 5')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5 = _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.compact_string()
@@ -666,13 +584,9 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 5')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
     w.int8(o.type)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.UngroupedPartitionStates is not in version 5')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -776,13 +690,9 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('LeaderAndIsrRequest.isKRaftController is not in version 6')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
     w.int8(o.type)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.UngroupedPartitionStates is not in version 6')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -842,8 +752,6 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(w, o):
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
     w.int8(o.type)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('LeaderAndIsrRequest.UngroupedPartitionStates is not in version 7')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -929,10 +837,7 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0(r):
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0(w, o):
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('LeaderAndIsrResponse.TopicId is not in version 0')
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 0')
+    pass
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v0(r):
@@ -951,20 +856,12 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(w, _x)
-    if o.topics != []:
-        raise EncodeError('LeaderAndIsrResponse.Topics is not in version 0')
 
 
 _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v1 = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0
 _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v1 = _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0
 _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v1 = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0
-def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v1(w, o):
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('LeaderAndIsrResponse.TopicId is not in version 1')
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 1')
-
-
+_e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v1 = _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v1(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
@@ -981,20 +878,12 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v1(w, _x)
-    if o.topics != []:
-        raise EncodeError('LeaderAndIsrResponse.Topics is not in version 1')
 
 
 _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v2 = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0
 _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v2 = _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0
 _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v2 = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0
-def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v2(w, o):
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('LeaderAndIsrResponse.TopicId is not in version 2')
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 2')
-
-
+_e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v2 = _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v2(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
@@ -1011,20 +900,12 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v2(w, _x)
-    if o.topics != []:
-        raise EncodeError('LeaderAndIsrResponse.Topics is not in version 2')
 
 
 _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v3 = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0
 _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v3 = _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0
 _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v3 = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0
-def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v3(w, o):
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('LeaderAndIsrResponse.TopicId is not in version 3')
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 3')
-
-
+_e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v3 = _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v3(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
@@ -1041,8 +922,6 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v3(w, _x)
-    if o.topics != []:
-        raise EncodeError('LeaderAndIsrResponse.Topics is not in version 3')
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(r):
@@ -1071,10 +950,6 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(r):
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(w, o):
-    if o.topic_id != ZERO_UUID:
-        raise EncodeError('LeaderAndIsrResponse.TopicId is not in version 4')
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1095,8 +970,6 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w, _x)
-    if o.topics != []:
-        raise EncodeError('LeaderAndIsrResponse.Topics is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1147,8 +1020,6 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v5(r):
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v5(w, o):
     w.int16(o.error_code)
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 5')
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1190,8 +1061,6 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v6(r):
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v6(w, o):
     w.int16(o.error_code)
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 6')
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1233,8 +1102,6 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v7(r):
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v7(w, o):
     w.int16(o.error_code)
-    if o.partition_errors != []:
-        raise EncodeError('LeaderAndIsrResponse.PartitionErrors is not in version 7')
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:

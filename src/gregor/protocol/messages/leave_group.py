@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """LeaveGroupRequest, LeaveGroupResponse (LeaveGroupRequest.json, LeaveGroupResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -55,10 +54,7 @@ def _d_LeaveGroupRequest_MemberIdentity_v0(r):
 
 
 def _e_LeaveGroupRequest_MemberIdentity_v0(w, o):
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupRequest.MemberId is not in version 0')
-    if o.group_instance_id != None:
-        raise EncodeError('LeaveGroupRequest.GroupInstanceId is not in version 0')
+    pass
 
 
 def _d_LeaveGroupRequest_LeaveGroupRequest_v0(r):
@@ -73,42 +69,16 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v0(r):
 def _e_LeaveGroupRequest_LeaveGroupRequest_v0(w, o):
     w.string(o.group_id)
     w.string(o.member_id)
-    if o.members != []:
-        raise EncodeError('LeaveGroupRequest.Members is not in version 0')
 
 
 _d_LeaveGroupRequest_MemberIdentity_v1 = _d_LeaveGroupRequest_MemberIdentity_v0
-def _e_LeaveGroupRequest_MemberIdentity_v1(w, o):
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupRequest.MemberId is not in version 1')
-    if o.group_instance_id != None:
-        raise EncodeError('LeaveGroupRequest.GroupInstanceId is not in version 1')
-
-
+_e_LeaveGroupRequest_MemberIdentity_v1 = _e_LeaveGroupRequest_MemberIdentity_v0
 _d_LeaveGroupRequest_LeaveGroupRequest_v1 = _d_LeaveGroupRequest_LeaveGroupRequest_v0
-def _e_LeaveGroupRequest_LeaveGroupRequest_v1(w, o):
-    w.string(o.group_id)
-    w.string(o.member_id)
-    if o.members != []:
-        raise EncodeError('LeaveGroupRequest.Members is not in version 1')
-
-
+_e_LeaveGroupRequest_LeaveGroupRequest_v1 = _e_LeaveGroupRequest_LeaveGroupRequest_v0
 _d_LeaveGroupRequest_MemberIdentity_v2 = _d_LeaveGroupRequest_MemberIdentity_v0
-def _e_LeaveGroupRequest_MemberIdentity_v2(w, o):
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupRequest.MemberId is not in version 2')
-    if o.group_instance_id != None:
-        raise EncodeError('LeaveGroupRequest.GroupInstanceId is not in version 2')
-
-
+_e_LeaveGroupRequest_MemberIdentity_v2 = _e_LeaveGroupRequest_MemberIdentity_v0
 _d_LeaveGroupRequest_LeaveGroupRequest_v2 = _d_LeaveGroupRequest_LeaveGroupRequest_v0
-def _e_LeaveGroupRequest_LeaveGroupRequest_v2(w, o):
-    w.string(o.group_id)
-    w.string(o.member_id)
-    if o.members != []:
-        raise EncodeError('LeaveGroupRequest.Members is not in version 2')
-
-
+_e_LeaveGroupRequest_LeaveGroupRequest_v2 = _e_LeaveGroupRequest_LeaveGroupRequest_v0
 def _d_LeaveGroupRequest_MemberIdentity_v3(r):
     o = _new(LeaveGroupRequest.MemberIdentity)
     o.member_id = r.string()
@@ -134,8 +104,6 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v3(r):
 
 def _e_LeaveGroupRequest_LeaveGroupRequest_v3(w, o):
     w.string(o.group_id)
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupRequest.MemberId is not in version 3')
     _v = o.members
     w.array_length(_v, False)
     if _v:
@@ -170,8 +138,6 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v4(r):
 
 def _e_LeaveGroupRequest_LeaveGroupRequest_v4(w, o):
     w.compact_string(o.group_id)
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupRequest.MemberId is not in version 4')
     _v = o.members
     w.compact_array_length(_v, False)
     if _v:
@@ -209,8 +175,6 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v5(r):
 
 def _e_LeaveGroupRequest_LeaveGroupRequest_v5(w, o):
     w.compact_string(o.group_id)
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupRequest.MemberId is not in version 5')
     _v = o.members
     w.compact_array_length(_v, False)
     if _v:
@@ -269,12 +233,7 @@ def _d_LeaveGroupResponse_MemberResponse_v0(r):
 
 
 def _e_LeaveGroupResponse_MemberResponse_v0(w, o):
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupResponse.MemberId is not in version 0')
-    if o.group_instance_id != "":
-        raise EncodeError('LeaveGroupResponse.GroupInstanceId is not in version 0')
-    if o.error_code != 0:
-        raise EncodeError('LeaveGroupResponse.ErrorCode is not in version 0')
+    pass
 
 
 def _d_LeaveGroupResponse_LeaveGroupResponse_v0(r):
@@ -288,20 +247,10 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_v0(r):
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_v0(w, o):
     w.int16(o.error_code)
-    if o.members != []:
-        raise EncodeError('LeaveGroupResponse.Members is not in version 0')
 
 
 _d_LeaveGroupResponse_MemberResponse_v1 = _d_LeaveGroupResponse_MemberResponse_v0
-def _e_LeaveGroupResponse_MemberResponse_v1(w, o):
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupResponse.MemberId is not in version 1')
-    if o.group_instance_id != "":
-        raise EncodeError('LeaveGroupResponse.GroupInstanceId is not in version 1')
-    if o.error_code != 0:
-        raise EncodeError('LeaveGroupResponse.ErrorCode is not in version 1')
-
-
+_e_LeaveGroupResponse_MemberResponse_v1 = _e_LeaveGroupResponse_MemberResponse_v0
 def _d_LeaveGroupResponse_LeaveGroupResponse_v1(r):
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms = r.int32()
@@ -314,28 +263,12 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_v1(r):
 def _e_LeaveGroupResponse_LeaveGroupResponse_v1(w, o):
     w.int32(o.throttle_time_ms)
     w.int16(o.error_code)
-    if o.members != []:
-        raise EncodeError('LeaveGroupResponse.Members is not in version 1')
 
 
 _d_LeaveGroupResponse_MemberResponse_v2 = _d_LeaveGroupResponse_MemberResponse_v0
-def _e_LeaveGroupResponse_MemberResponse_v2(w, o):
-    if o.member_id != "":
-        raise EncodeError('LeaveGroupResponse.MemberId is not in version 2')
-    if o.group_instance_id != "":
-        raise EncodeError('LeaveGroupResponse.GroupInstanceId is not in version 2')
-    if o.error_code != 0:
-        raise EncodeError('LeaveGroupResponse.ErrorCode is not in version 2')
-
-
+_e_LeaveGroupResponse_MemberResponse_v2 = _e_LeaveGroupResponse_MemberResponse_v0
 _d_LeaveGroupResponse_LeaveGroupResponse_v2 = _d_LeaveGroupResponse_LeaveGroupResponse_v1
-def _e_LeaveGroupResponse_LeaveGroupResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    if o.members != []:
-        raise EncodeError('LeaveGroupResponse.Members is not in version 2')
-
-
+_e_LeaveGroupResponse_LeaveGroupResponse_v2 = _e_LeaveGroupResponse_LeaveGroupResponse_v1
 def _d_LeaveGroupResponse_MemberResponse_v3(r):
     o = _new(LeaveGroupResponse.MemberResponse)
     o.member_id = r.string()

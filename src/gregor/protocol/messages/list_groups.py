@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListGroupsRequest, ListGroupsResponse (ListGroupsRequest.json, ListGroupsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -44,28 +43,13 @@ def _d_ListGroupsRequest_ListGroupsRequest_v0(r):
 
 
 def _e_ListGroupsRequest_ListGroupsRequest_v0(w, o):
-    if o.states_filter != []:
-        raise EncodeError('ListGroupsRequest.StatesFilter is not in version 0')
-    if o.types_filter != []:
-        raise EncodeError('ListGroupsRequest.TypesFilter is not in version 0')
+    pass
 
 
 _d_ListGroupsRequest_ListGroupsRequest_v1 = _d_ListGroupsRequest_ListGroupsRequest_v0
-def _e_ListGroupsRequest_ListGroupsRequest_v1(w, o):
-    if o.states_filter != []:
-        raise EncodeError('ListGroupsRequest.StatesFilter is not in version 1')
-    if o.types_filter != []:
-        raise EncodeError('ListGroupsRequest.TypesFilter is not in version 1')
-
-
+_e_ListGroupsRequest_ListGroupsRequest_v1 = _e_ListGroupsRequest_ListGroupsRequest_v0
 _d_ListGroupsRequest_ListGroupsRequest_v2 = _d_ListGroupsRequest_ListGroupsRequest_v0
-def _e_ListGroupsRequest_ListGroupsRequest_v2(w, o):
-    if o.states_filter != []:
-        raise EncodeError('ListGroupsRequest.StatesFilter is not in version 2')
-    if o.types_filter != []:
-        raise EncodeError('ListGroupsRequest.TypesFilter is not in version 2')
-
-
+_e_ListGroupsRequest_ListGroupsRequest_v2 = _e_ListGroupsRequest_ListGroupsRequest_v0
 def _d_ListGroupsRequest_ListGroupsRequest_v3(r):
     o = _new(ListGroupsRequest)
     o.states_filter = []
@@ -75,10 +59,6 @@ def _d_ListGroupsRequest_ListGroupsRequest_v3(r):
 
 
 def _e_ListGroupsRequest_ListGroupsRequest_v3(w, o):
-    if o.states_filter != []:
-        raise EncodeError('ListGroupsRequest.StatesFilter is not in version 3')
-    if o.types_filter != []:
-        raise EncodeError('ListGroupsRequest.TypesFilter is not in version 3')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -97,8 +77,6 @@ def _e_ListGroupsRequest_ListGroupsRequest_v4(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    if o.types_filter != []:
-        raise EncodeError('ListGroupsRequest.TypesFilter is not in version 4')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListOffsetsRequest, ListOffsetsResponse (ListOffsetsRequest.json, ListOffsetsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -100,8 +99,6 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v0(r):
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v0(w, o):
     w.int32(o.replica_id)
-    if o.isolation_level != 0:
-        raise EncodeError('ListOffsetsRequest.IsolationLevel is not in version 0')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -122,8 +119,6 @@ def _d_ListOffsetsRequest_ListOffsetsPartition_v1(r):
 def _e_ListOffsetsRequest_ListOffsetsPartition_v1(w, o):
     w.int32(o.partition_index)
     w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 1')
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v1(r):
@@ -155,8 +150,6 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v1(r):
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v1(w, o):
     w.int32(o.replica_id)
-    if o.isolation_level != 0:
-        raise EncodeError('ListOffsetsRequest.IsolationLevel is not in version 1')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -165,13 +158,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v1(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v2 = _d_ListOffsetsRequest_ListOffsetsPartition_v1
-def _e_ListOffsetsRequest_ListOffsetsPartition_v2(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 2')
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v2 = _e_ListOffsetsRequest_ListOffsetsPartition_v1
 def _d_ListOffsetsRequest_ListOffsetsTopic_v2(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
@@ -210,13 +197,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v2(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v3 = _d_ListOffsetsRequest_ListOffsetsPartition_v1
-def _e_ListOffsetsRequest_ListOffsetsPartition_v3(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 3')
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v3 = _e_ListOffsetsRequest_ListOffsetsPartition_v1
 def _d_ListOffsetsRequest_ListOffsetsTopic_v3(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
@@ -268,8 +249,6 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v4(w, o):
     w.int32(o.partition_index)
     w.int32(o.current_leader_epoch)
     w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 4')
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v4(r):
@@ -310,14 +289,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v4(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v5 = _d_ListOffsetsRequest_ListOffsetsPartition_v4
-def _e_ListOffsetsRequest_ListOffsetsPartition_v5(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 5')
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v5 = _e_ListOffsetsRequest_ListOffsetsPartition_v4
 def _d_ListOffsetsRequest_ListOffsetsTopic_v5(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
@@ -369,8 +341,6 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v6(w, o):
     w.int32(o.partition_index)
     w.int32(o.current_leader_epoch)
     w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 6')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -417,16 +387,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v6(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v7 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
-def _e_ListOffsetsRequest_ListOffsetsPartition_v7(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 7')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v7 = _e_ListOffsetsRequest_ListOffsetsPartition_v6
 def _d_ListOffsetsRequest_ListOffsetsTopic_v7(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
@@ -469,16 +430,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v7(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v8 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
-def _e_ListOffsetsRequest_ListOffsetsPartition_v8(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 8')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v8 = _e_ListOffsetsRequest_ListOffsetsPartition_v6
 def _d_ListOffsetsRequest_ListOffsetsTopic_v8(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
@@ -521,16 +473,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v8(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v9 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
-def _e_ListOffsetsRequest_ListOffsetsPartition_v9(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 9')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v9 = _e_ListOffsetsRequest_ListOffsetsPartition_v6
 def _d_ListOffsetsRequest_ListOffsetsTopic_v9(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
@@ -573,16 +516,7 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v9(w, o):
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v10 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
-def _e_ListOffsetsRequest_ListOffsetsPartition_v10(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
-    if o.max_num_offsets != 1:
-        raise EncodeError('ListOffsetsRequest.MaxNumOffsets is not in version 10')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsRequest_ListOffsetsPartition_v10 = _e_ListOffsetsRequest_ListOffsetsPartition_v6
 def _d_ListOffsetsRequest_ListOffsetsTopic_v10(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
@@ -694,12 +628,6 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w, o):
     if _v:
         for _x in _v:
             w.int64(_x)
-    if o.timestamp != -1:
-        raise EncodeError('ListOffsetsResponse.Timestamp is not in version 0')
-    if o.offset != -1:
-        raise EncodeError('ListOffsetsResponse.Offset is not in version 0')
-    if o.leader_epoch != -1:
-        raise EncodeError('ListOffsetsResponse.LeaderEpoch is not in version 0')
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v0(r):
@@ -750,12 +678,8 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(r):
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(w, o):
     w.int32(o.partition_index)
     w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 1')
     w.int64(o.timestamp)
     w.int64(o.offset)
-    if o.leader_epoch != -1:
-        raise EncodeError('ListOffsetsResponse.LeaderEpoch is not in version 1')
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v1(r):
@@ -792,17 +716,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v1(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v2 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v2(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 2')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    if o.leader_epoch != -1:
-        raise EncodeError('ListOffsetsResponse.LeaderEpoch is not in version 2')
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v2 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v2(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
@@ -838,17 +752,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v2(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v3 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v3(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 3')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    if o.leader_epoch != -1:
-        raise EncodeError('ListOffsetsResponse.LeaderEpoch is not in version 3')
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v3 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v3(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
@@ -898,8 +802,6 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(r):
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(w, o):
     w.int32(o.partition_index)
     w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 4')
     w.int64(o.timestamp)
     w.int64(o.offset)
     w.int32(o.leader_epoch)
@@ -940,16 +842,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v4(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v5 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 5')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v5(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
@@ -999,8 +892,6 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(r):
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(w, o):
     w.int32(o.partition_index)
     w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 6')
     w.int64(o.timestamp)
     w.int64(o.offset)
     w.int32(o.leader_epoch)
@@ -1047,18 +938,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v6(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v7 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v7(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 7')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v7 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v7(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
@@ -1098,18 +978,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v7(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v8 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v8(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 8')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v8 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v8(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
@@ -1149,18 +1018,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v8(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v9 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v9(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 9')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v9 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v9(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
@@ -1200,18 +1058,7 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v9(w, o):
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v10 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
-def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v10(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    if o.old_style_offsets != []:
-        raise EncodeError('ListOffsetsResponse.OldStyleOffsets is not in version 10')
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ListOffsetsResponse_ListOffsetsPartitionResponse_v10 = _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v10(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()

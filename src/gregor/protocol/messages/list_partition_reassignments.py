@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse (ListPartitionReassignmentsRequest.json, ListPartitionReassignmentsResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -22,9 +21,9 @@ class ListPartitionReassignmentsRequest(Struct):
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, timeout_ms=60000, topics=_UNSET):
+    def __init__(self, *, timeout_ms=60000, topics=None):
         self.timeout_ms = timeout_ms
-        self.topics = [] if topics is _UNSET else topics
+        self.topics = topics
         self._unknown_tagged_fields = None
 
     API_KEY = 46

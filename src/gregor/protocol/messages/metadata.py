@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """MetadataRequest, MetadataResponse (MetadataRequest.json, MetadataResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -73,12 +72,6 @@ def _e_MetadataRequest_MetadataRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v0(w, _x)
-    if o.allow_auto_topic_creation != True:
-        raise EncodeError('MetadataRequest.AllowAutoTopicCreation is not in version 0')
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 0')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 0')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v1 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -99,12 +92,6 @@ def _e_MetadataRequest_MetadataRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v1(w, _x)
-    if o.allow_auto_topic_creation != True:
-        raise EncodeError('MetadataRequest.AllowAutoTopicCreation is not in version 1')
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 1')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 1')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v2 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -125,12 +112,6 @@ def _e_MetadataRequest_MetadataRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v2(w, _x)
-    if o.allow_auto_topic_creation != True:
-        raise EncodeError('MetadataRequest.AllowAutoTopicCreation is not in version 2')
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 2')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 2')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v3 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -151,12 +132,6 @@ def _e_MetadataRequest_MetadataRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v3(w, _x)
-    if o.allow_auto_topic_creation != True:
-        raise EncodeError('MetadataRequest.AllowAutoTopicCreation is not in version 3')
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 3')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 3')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v4 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -178,10 +153,6 @@ def _e_MetadataRequest_MetadataRequest_v4(w, o):
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v4(w, _x)
     w.bool(o.allow_auto_topic_creation)
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 4')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 4')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v5 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -203,10 +174,6 @@ def _e_MetadataRequest_MetadataRequest_v5(w, o):
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v5(w, _x)
     w.bool(o.allow_auto_topic_creation)
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 5')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 5')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v6 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -228,10 +195,6 @@ def _e_MetadataRequest_MetadataRequest_v6(w, o):
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v6(w, _x)
     w.bool(o.allow_auto_topic_creation)
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 6')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 6')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v7 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -253,10 +216,6 @@ def _e_MetadataRequest_MetadataRequest_v7(w, o):
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v7(w, _x)
     w.bool(o.allow_auto_topic_creation)
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 7')
-    if o.include_topic_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeTopicAuthorizedOperations is not in version 7')
 
 
 _d_MetadataRequest_MetadataRequestTopic_v8 = _d_MetadataRequest_MetadataRequestTopic_v0
@@ -376,8 +335,6 @@ def _e_MetadataRequest_MetadataRequest_v11(w, o):
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v11(w, _x)
     w.bool(o.allow_auto_topic_creation)
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 11')
     w.bool(o.include_topic_authorized_operations)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -402,8 +359,6 @@ def _e_MetadataRequest_MetadataRequest_v12(w, o):
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v12(w, _x)
     w.bool(o.allow_auto_topic_creation)
-    if o.include_cluster_authorized_operations != False:
-        raise EncodeError('MetadataRequest.IncludeClusterAuthorizedOperations is not in version 12')
     w.bool(o.include_topic_authorized_operations)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -542,8 +497,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v0(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v0(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 0')
 
 
 def _d_MetadataResponse_MetadataResponse_v0(r):
@@ -569,8 +522,6 @@ def _e_MetadataResponse_MetadataResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v0(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 0')
 
 
 def _d_MetadataResponse_MetadataResponseBroker_v1(r):
@@ -613,8 +564,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v1(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v1(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 1')
 
 
 def _d_MetadataResponse_MetadataResponse_v1(r):
@@ -641,8 +590,6 @@ def _e_MetadataResponse_MetadataResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v1(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 1')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v2 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -670,8 +617,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v2(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v2(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 2')
 
 
 def _d_MetadataResponse_MetadataResponse_v2(r):
@@ -699,8 +644,6 @@ def _e_MetadataResponse_MetadataResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v2(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 2')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v3 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -728,8 +671,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v3(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v3(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 3')
 
 
 def _d_MetadataResponse_MetadataResponse_v3(r):
@@ -758,8 +699,6 @@ def _e_MetadataResponse_MetadataResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v3(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 3')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v4 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -787,8 +726,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v4(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v4(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 4')
 
 
 def _d_MetadataResponse_MetadataResponse_v4(r):
@@ -817,8 +754,6 @@ def _e_MetadataResponse_MetadataResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v4(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 4')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v5 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -878,8 +813,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v5(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v5(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 5')
 
 
 def _d_MetadataResponse_MetadataResponse_v5(r):
@@ -908,8 +841,6 @@ def _e_MetadataResponse_MetadataResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v5(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 5')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v6 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -937,8 +868,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v6(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v6(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 6')
 
 
 def _d_MetadataResponse_MetadataResponse_v6(r):
@@ -967,8 +896,6 @@ def _e_MetadataResponse_MetadataResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v6(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 6')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v7 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -1029,8 +956,6 @@ def _e_MetadataResponse_MetadataResponseTopic_v7(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v7(w, _x)
-    if o.topic_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.TopicAuthorizedOperations is not in version 7')
 
 
 def _d_MetadataResponse_MetadataResponse_v7(r):
@@ -1059,8 +984,6 @@ def _e_MetadataResponse_MetadataResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v7(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 7')
 
 
 _d_MetadataResponse_MetadataResponseBroker_v8 = _d_MetadataResponse_MetadataResponseBroker_v1
@@ -1352,8 +1275,6 @@ def _e_MetadataResponse_MetadataResponse_v11(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v11(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 11')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1415,8 +1336,6 @@ def _e_MetadataResponse_MetadataResponse_v12(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v12(w, _x)
-    if o.cluster_authorized_operations != -2147483648:
-        raise EncodeError('MetadataResponse.ClusterAuthorizedOperations is not in version 12')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

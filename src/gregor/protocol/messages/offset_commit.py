@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetCommitRequest, OffsetCommitResponse (OffsetCommitRequest.json, OffsetCommitResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -72,8 +71,6 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v0(r):
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, o):
     w.int32(o.partition_index)
     w.int64(o.committed_offset)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 0')
     w.nullable_string(o.committed_metadata)
 
 
@@ -108,8 +105,6 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v0(r):
 
 def _e_OffsetCommitRequest_OffsetCommitRequest_v0(w, o):
     w.string(o.group_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 0')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -168,8 +163,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v1(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id_or_member_epoch)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 1')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -178,14 +171,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v1(w, o):
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v2 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v0
-def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v2(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 2')
-    w.nullable_string(o.committed_metadata)
-
-
+_e_OffsetCommitRequest_OffsetCommitRequestPartition_v2 = _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v2(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
@@ -219,8 +205,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v2(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id_or_member_epoch)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 2')
     w.int64(o.retention_time_ms)
     _v = o.topics
     w.array_length(_v, False)
@@ -230,14 +214,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v2(w, o):
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v3 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v0
-def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v3(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 3')
-    w.nullable_string(o.committed_metadata)
-
-
+_e_OffsetCommitRequest_OffsetCommitRequestPartition_v3 = _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v3(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
@@ -271,8 +248,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v3(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id_or_member_epoch)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 3')
     w.int64(o.retention_time_ms)
     _v = o.topics
     w.array_length(_v, False)
@@ -282,14 +257,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v3(w, o):
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v4 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v0
-def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v4(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 4')
-    w.nullable_string(o.committed_metadata)
-
-
+_e_OffsetCommitRequest_OffsetCommitRequestPartition_v4 = _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v4(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
@@ -323,8 +291,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v4(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id_or_member_epoch)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 4')
     w.int64(o.retention_time_ms)
     _v = o.topics
     w.array_length(_v, False)
@@ -334,14 +300,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v4(w, o):
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v5 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v0
-def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v5(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 5')
-    w.nullable_string(o.committed_metadata)
-
-
+_e_OffsetCommitRequest_OffsetCommitRequestPartition_v5 = _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v5(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
@@ -375,8 +334,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v5(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id_or_member_epoch)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 5')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -399,8 +356,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v6(w, o):
     w.int32(o.partition_index)
     w.int64(o.committed_offset)
     w.int32(o.committed_leader_epoch)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 6')
     w.nullable_string(o.committed_metadata)
 
 
@@ -437,8 +392,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v6(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id_or_member_epoch)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('OffsetCommitRequest.GroupInstanceId is not in version 6')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -447,15 +400,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v6(w, o):
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v7 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v6
-def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v7(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 7')
-    w.nullable_string(o.committed_metadata)
-
-
+_e_OffsetCommitRequest_OffsetCommitRequestPartition_v7 = _e_OffsetCommitRequest_OffsetCommitRequestPartition_v6
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v7(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
@@ -512,8 +457,6 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8(w, o):
     w.int32(o.partition_index)
     w.int64(o.committed_offset)
     w.int32(o.committed_leader_epoch)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 8')
     w.compact_nullable_string(o.committed_metadata)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -565,17 +508,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v8(w, o):
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v9 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v8
-def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v9(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
-    if o.commit_timestamp != -1:
-        raise EncodeError('OffsetCommitRequest.CommitTimestamp is not in version 9')
-    w.compact_nullable_string(o.committed_metadata)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetCommitRequest_OffsetCommitRequestPartition_v9 = _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v9(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.compact_string()

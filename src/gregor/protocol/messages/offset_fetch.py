@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetFetchRequest, OffsetFetchResponse (OffsetFetchRequest.json, OffsetFetchResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -89,10 +88,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v0(r):
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 0')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 0')
+    pass
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0(r):
@@ -105,13 +101,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0(r):
     return o
 
 
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v0(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 0')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 0')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v0 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 def _d_OffsetFetchRequest_OffsetFetchRequest_v0(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
@@ -129,30 +119,14 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v0(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 0')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 0')
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v1 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v1 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v1(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 1')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 1')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopics_v1 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 _d_OffsetFetchRequest_OffsetFetchRequestGroup_v1 = _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v1(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 1')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 1')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v1 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 def _d_OffsetFetchRequest_OffsetFetchRequest_v1(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
@@ -170,30 +144,14 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v1(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 1')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 1')
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v2 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _e_OffsetFetchRequest_OffsetFetchRequestTopic_v2 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v2 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v2(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 2')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 2')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopics_v2 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 _d_OffsetFetchRequest_OffsetFetchRequestGroup_v2 = _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v2(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 2')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 2')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v2 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 def _d_OffsetFetchRequest_OffsetFetchRequest_v2(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
@@ -211,30 +169,14 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v2(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 2')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 2')
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v3 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _e_OffsetFetchRequest_OffsetFetchRequestTopic_v3 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v3 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v3(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 3')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 3')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopics_v3 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 _d_OffsetFetchRequest_OffsetFetchRequestGroup_v3 = _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v3(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 3')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 3')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v3 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 def _d_OffsetFetchRequest_OffsetFetchRequest_v3(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
@@ -252,30 +194,14 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v3(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 3')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 3')
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v4 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _e_OffsetFetchRequest_OffsetFetchRequestTopic_v4 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v4 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v4(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 4')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 4')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopics_v4 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 _d_OffsetFetchRequest_OffsetFetchRequestGroup_v4 = _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v4(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 4')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 4')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v4 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 def _d_OffsetFetchRequest_OffsetFetchRequest_v4(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
@@ -293,30 +219,14 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v4(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 4')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 4')
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v5 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _e_OffsetFetchRequest_OffsetFetchRequestTopic_v5 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v0
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v5 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v5(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 5')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 5')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopics_v5 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 _d_OffsetFetchRequest_OffsetFetchRequestGroup_v5 = _d_OffsetFetchRequest_OffsetFetchRequestGroup_v0
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v5(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 5')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 5')
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v5 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v0
 def _d_OffsetFetchRequest_OffsetFetchRequest_v5(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
@@ -334,10 +244,6 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v5(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 5')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 5')
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6(r):
@@ -368,10 +274,6 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6(r):
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 6')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 6')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -386,15 +288,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v6(r):
     return o
 
 
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v6(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 6')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 6')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v6 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6
 def _d_OffsetFetchRequest_OffsetFetchRequest_v6(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.compact_string()
@@ -412,10 +306,6 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 6')
-    if o.require_stable != False:
-        raise EncodeError('OffsetFetchRequest.RequireStable is not in version 6')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -423,25 +313,9 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v6(w, o):
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v7 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6
 _e_OffsetFetchRequest_OffsetFetchRequestTopic_v7 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v7 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6
-def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v7(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 7')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 7')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopics_v7 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6
 _d_OffsetFetchRequest_OffsetFetchRequestGroup_v7 = _d_OffsetFetchRequest_OffsetFetchRequestGroup_v6
-def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v7(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 7')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 7')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestGroup_v7 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6
 def _d_OffsetFetchRequest_OffsetFetchRequest_v7(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.compact_string()
@@ -459,8 +333,6 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v7(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v7(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchRequest.Groups is not in version 7')
     w.bool(o.require_stable)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -474,15 +346,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8(r):
     return o
 
 
-def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v8(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 8')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 8')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopic_v8 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6
 def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v8(r):
     o = _new(OffsetFetchRequest.OffsetFetchRequestTopics)
     o.name = r.compact_string()
@@ -524,10 +388,6 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_v8(r):
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_v8(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 8')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 8')
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:
@@ -539,15 +399,7 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v8(w, o):
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v9 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8
-def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v9(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchRequest.Name is not in version 9')
-    if o.partition_indexes != []:
-        raise EncodeError('OffsetFetchRequest.PartitionIndexes is not in version 9')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchRequest_OffsetFetchRequestTopic_v9 = _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6
 _d_OffsetFetchRequest_OffsetFetchRequestTopics_v9 = _d_OffsetFetchRequest_OffsetFetchRequestTopics_v8
 _e_OffsetFetchRequest_OffsetFetchRequestTopics_v9 = _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v9(r):
@@ -584,10 +436,6 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_v9(r):
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequest_v9(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchRequest.GroupId is not in version 9')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchRequest.Topics is not in version 9')
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:
@@ -723,14 +571,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v0(r):
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 0')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 0')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 0')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 0')
+    pass
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0(r):
@@ -741,13 +582,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0(r):
     return o
 
 
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v0(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 0')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 0')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v0 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseGroup)
     o.group_id = ""
@@ -757,15 +592,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0(r):
     return o
 
 
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v0(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 0')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 0')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 0')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v0 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponse_v0(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
@@ -782,8 +609,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v0(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 0')
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v1 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v0
@@ -806,35 +631,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v1(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v1 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
-def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v1(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 1')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 1')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 1')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 1')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartitions_v1 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseTopics_v1 = _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v1(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 1')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 1')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v1 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseGroup_v1 = _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v1(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 1')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 1')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 1')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v1 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponse_v1(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
@@ -851,8 +652,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v1(w, _x)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 1')
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v2 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v0
@@ -875,35 +674,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v2(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v2 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
-def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v2(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 2')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 2')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 2')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 2')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartitions_v2 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseTopics_v2 = _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v2(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 2')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 2')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v2 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseGroup_v2 = _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v2(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 2')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 2')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 2')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v2 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponse_v2(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
@@ -921,8 +696,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v2(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v2(w, _x)
     w.int16(o.error_code)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 2')
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v3 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v0
@@ -945,35 +718,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v3(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v3 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
-def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v3(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 3')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 3')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 3')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 3')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartitions_v3 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseTopics_v3 = _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v3(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 3')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 3')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v3 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseGroup_v3 = _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v3(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 3')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 3')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 3')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v3 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponse_v3(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
@@ -992,8 +741,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v3(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v3(w, _x)
     w.int16(o.error_code)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 3')
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v4 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v0
@@ -1016,35 +763,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v4(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v4 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
-def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v4(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 4')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 4')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 4')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 4')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartitions_v4 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseTopics_v4 = _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v4(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 4')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 4')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v4 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseGroup_v4 = _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v4(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 4')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 4')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 4')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v4 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponse_v4(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
@@ -1063,8 +786,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v4(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v4(w, _x)
     w.int16(o.error_code)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 4')
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v5(r):
@@ -1104,35 +825,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v5 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
-def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v5(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 5')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 5')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 5')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 5')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartitions_v5 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseTopics_v5 = _d_OffsetFetchResponse_OffsetFetchResponseTopics_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v5(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 5')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 5')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v5 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 _d_OffsetFetchResponse_OffsetFetchResponseGroup_v5 = _d_OffsetFetchResponse_OffsetFetchResponseGroup_v0
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v5(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 5')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 5')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 5')
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v5 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v0
 def _d_OffsetFetchResponse_OffsetFetchResponse_v5(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
@@ -1151,8 +848,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v5(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v5(w, _x)
     w.int16(o.error_code)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 5')
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6(r):
@@ -1207,14 +902,6 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(r):
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 6')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 6')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 6')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 6')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1227,15 +914,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v6(r):
     return o
 
 
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v6(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 6')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 6')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v6 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v6(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseGroup)
     o.group_id = ""
@@ -1245,17 +924,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v6(r):
     return o
 
 
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v6(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 6')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 6')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 6')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v6 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 def _d_OffsetFetchResponse_OffsetFetchResponse_v6(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
@@ -1274,8 +943,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v6(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v6(w, _x)
     w.int16(o.error_code)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 6')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1302,41 +969,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v7(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v7 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
-def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v7(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 7')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 7')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 7')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 7')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartitions_v7 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 _d_OffsetFetchResponse_OffsetFetchResponseTopics_v7 = _d_OffsetFetchResponse_OffsetFetchResponseTopics_v6
-def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v7(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 7')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 7')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopics_v7 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 _d_OffsetFetchResponse_OffsetFetchResponseGroup_v7 = _d_OffsetFetchResponse_OffsetFetchResponseGroup_v6
-def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v7(w, o):
-    if o.group_id != "":
-        raise EncodeError('OffsetFetchResponse.GroupId is not in version 7')
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 7')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 7')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseGroup_v7 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 def _d_OffsetFetchResponse_OffsetFetchResponse_v7(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
@@ -1355,8 +992,6 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v7(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v7(w, _x)
     w.int16(o.error_code)
-    if o.groups != []:
-        raise EncodeError('OffsetFetchResponse.Groups is not in version 7')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1372,19 +1007,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8(r):
     return o
 
 
-def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v8(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 8')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 8')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 8')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 8')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartition_v8 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = ""
@@ -1393,15 +1016,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8(r):
     return o
 
 
-def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v8(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 8')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 8')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopic_v8 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponsePartitions)
     o.partition_index = r.int32()
@@ -1466,8 +1081,6 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v8(r):
 
 def _e_OffsetFetchResponse_OffsetFetchResponse_v8(w, o):
     w.int32(o.throttle_time_ms)
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 8')
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:
@@ -1478,29 +1091,9 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v8(w, o):
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v9 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8
-def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v9(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('OffsetFetchResponse.PartitionIndex is not in version 9')
-    if o.committed_offset != 0:
-        raise EncodeError('OffsetFetchResponse.CommittedOffset is not in version 9')
-    if o.metadata != "":
-        raise EncodeError('OffsetFetchResponse.Metadata is not in version 9')
-    if o.error_code != 0:
-        raise EncodeError('OffsetFetchResponse.ErrorCode is not in version 9')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponsePartition_v9 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 _d_OffsetFetchResponse_OffsetFetchResponseTopic_v9 = _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8
-def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v9(w, o):
-    if o.name != "":
-        raise EncodeError('OffsetFetchResponse.Name is not in version 9')
-    if o.partitions != []:
-        raise EncodeError('OffsetFetchResponse.Partitions is not in version 9')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_OffsetFetchResponse_OffsetFetchResponseTopic_v9 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v9 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8
 _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v9 = _e_OffsetFetchResponse_OffsetFetchResponsePartition_v6
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v9(r):
@@ -1555,8 +1148,6 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v9(r):
 
 def _e_OffsetFetchResponse_OffsetFetchResponse_v9(w, o):
     w.int32(o.throttle_time_ms)
-    if o.topics != []:
-        raise EncodeError('OffsetFetchResponse.Topics is not in version 9')
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:

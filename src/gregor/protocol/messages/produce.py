@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ProduceRequest, ProduceResponse (ProduceRequest.json, ProduceResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -94,8 +93,6 @@ def _d_ProduceRequest_ProduceRequest_v0(r):
 
 
 def _e_ProduceRequest_ProduceRequest_v0(w, o):
-    if o.transactional_id != None:
-        raise EncodeError('ProduceRequest.TransactionalId is not in version 0')
     w.int16(o.acks)
     w.int32(o.timeout_ms)
     _v = o.topic_data
@@ -135,8 +132,6 @@ def _d_ProduceRequest_ProduceRequest_v1(r):
 
 
 def _e_ProduceRequest_ProduceRequest_v1(w, o):
-    if o.transactional_id != None:
-        raise EncodeError('ProduceRequest.TransactionalId is not in version 1')
     w.int16(o.acks)
     w.int32(o.timeout_ms)
     _v = o.topic_data
@@ -176,8 +171,6 @@ def _d_ProduceRequest_ProduceRequest_v2(r):
 
 
 def _e_ProduceRequest_ProduceRequest_v2(w, o):
-    if o.transactional_id != None:
-        raise EncodeError('ProduceRequest.TransactionalId is not in version 2')
     w.int16(o.acks)
     w.int32(o.timeout_ms)
     _v = o.topic_data
@@ -659,10 +652,7 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v0(r):
 
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v0(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 0')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 0')
+    pass
 
 
 def _d_ProduceResponse_LeaderIdAndEpoch_v0(r):
@@ -673,13 +663,7 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v0(r):
     return o
 
 
-def _e_ProduceResponse_LeaderIdAndEpoch_v0(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 0')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 0')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v0 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v0(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
     o.index = r.int32()
@@ -698,8 +682,6 @@ def _e_ProduceResponse_PartitionProduceResponse_v0(w, o):
     w.int32(o.index)
     w.int16(o.error_code)
     w.int64(o.base_offset)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 0')
 
 
 def _d_ProduceResponse_TopicProduceResponse_v0(r):
@@ -729,17 +711,7 @@ def _d_ProduceResponse_NodeEndpoint_v0(r):
     return o
 
 
-def _e_ProduceResponse_NodeEndpoint_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 0')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 0')
-
-
+_e_ProduceResponse_NodeEndpoint_v0 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v0(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v0, 1)
@@ -755,35 +727,14 @@ def _e_ProduceResponse_ProduceResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v0(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 0')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v1 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v1(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 1')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 1')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v1 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v1 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v1(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 1')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 1')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v1 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_PartitionProduceResponse_v1 = _d_ProduceResponse_PartitionProduceResponse_v0
-def _e_ProduceResponse_PartitionProduceResponse_v1(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 1')
-
-
+_e_ProduceResponse_PartitionProduceResponse_v1 = _e_ProduceResponse_PartitionProduceResponse_v0
 def _d_ProduceResponse_TopicProduceResponse_v1(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
@@ -802,17 +753,7 @@ def _e_ProduceResponse_TopicProduceResponse_v1(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v1 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v1(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 1')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 1')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 1')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 1')
-
-
+_e_ProduceResponse_NodeEndpoint_v1 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v1(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v1, 1)
@@ -829,26 +770,12 @@ def _e_ProduceResponse_ProduceResponse_v1(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v1(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 1')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v2 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v2(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 2')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 2')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v2 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v2 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v2(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 2')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 2')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v2 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v2(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
     o.index = r.int32()
@@ -868,8 +795,6 @@ def _e_ProduceResponse_PartitionProduceResponse_v2(w, o):
     w.int16(o.error_code)
     w.int64(o.base_offset)
     w.int64(o.log_append_time_ms)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 2')
 
 
 def _d_ProduceResponse_TopicProduceResponse_v2(r):
@@ -890,17 +815,7 @@ def _e_ProduceResponse_TopicProduceResponse_v2(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v2 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v2(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 2')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 2')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 2')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 2')
-
-
+_e_ProduceResponse_NodeEndpoint_v2 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v2(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v2, 1)
@@ -917,36 +832,14 @@ def _e_ProduceResponse_ProduceResponse_v2(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v2(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 2')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v3 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v3(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 3')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 3')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v3 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v3 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v3(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 3')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 3')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v3 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_PartitionProduceResponse_v3 = _d_ProduceResponse_PartitionProduceResponse_v2
-def _e_ProduceResponse_PartitionProduceResponse_v3(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 3')
-
-
+_e_ProduceResponse_PartitionProduceResponse_v3 = _e_ProduceResponse_PartitionProduceResponse_v2
 def _d_ProduceResponse_TopicProduceResponse_v3(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
@@ -965,17 +858,7 @@ def _e_ProduceResponse_TopicProduceResponse_v3(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v3 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v3(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 3')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 3')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 3')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 3')
-
-
+_e_ProduceResponse_NodeEndpoint_v3 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v3(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v3, 1)
@@ -992,36 +875,14 @@ def _e_ProduceResponse_ProduceResponse_v3(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v3(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 3')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v4 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v4(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 4')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 4')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v4 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v4 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v4(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 4')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 4')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v4 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_PartitionProduceResponse_v4 = _d_ProduceResponse_PartitionProduceResponse_v2
-def _e_ProduceResponse_PartitionProduceResponse_v4(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 4')
-
-
+_e_ProduceResponse_PartitionProduceResponse_v4 = _e_ProduceResponse_PartitionProduceResponse_v2
 def _d_ProduceResponse_TopicProduceResponse_v4(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
@@ -1040,17 +901,7 @@ def _e_ProduceResponse_TopicProduceResponse_v4(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v4 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v4(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 4')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 4')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 4')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 4')
-
-
+_e_ProduceResponse_NodeEndpoint_v4 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v4(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v4, 1)
@@ -1067,26 +918,12 @@ def _e_ProduceResponse_ProduceResponse_v4(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v4(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 4')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v5 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v5(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 5')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 5')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v5 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v5 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v5(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 5')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 5')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v5 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v5(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
     o.index = r.int32()
@@ -1107,8 +944,6 @@ def _e_ProduceResponse_PartitionProduceResponse_v5(w, o):
     w.int64(o.base_offset)
     w.int64(o.log_append_time_ms)
     w.int64(o.log_start_offset)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 5')
 
 
 def _d_ProduceResponse_TopicProduceResponse_v5(r):
@@ -1129,17 +964,7 @@ def _e_ProduceResponse_TopicProduceResponse_v5(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v5 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v5(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 5')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 5')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 5')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 5')
-
-
+_e_ProduceResponse_NodeEndpoint_v5 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v5(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v5, 1)
@@ -1156,37 +981,14 @@ def _e_ProduceResponse_ProduceResponse_v5(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v5(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 5')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v6 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v6(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 6')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 6')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v6 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v6 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v6(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 6')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 6')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v6 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_PartitionProduceResponse_v6 = _d_ProduceResponse_PartitionProduceResponse_v5
-def _e_ProduceResponse_PartitionProduceResponse_v6(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 6')
-
-
+_e_ProduceResponse_PartitionProduceResponse_v6 = _e_ProduceResponse_PartitionProduceResponse_v5
 def _d_ProduceResponse_TopicProduceResponse_v6(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
@@ -1205,17 +1007,7 @@ def _e_ProduceResponse_TopicProduceResponse_v6(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v6 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v6(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 6')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 6')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 6')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 6')
-
-
+_e_ProduceResponse_NodeEndpoint_v6 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v6(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v6, 1)
@@ -1232,37 +1024,14 @@ def _e_ProduceResponse_ProduceResponse_v6(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v6(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 6')
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v7 = _d_ProduceResponse_BatchIndexAndErrorMessage_v0
-def _e_ProduceResponse_BatchIndexAndErrorMessage_v7(w, o):
-    if o.batch_index != 0:
-        raise EncodeError('ProduceResponse.BatchIndex is not in version 7')
-    if o.batch_index_error_message != None:
-        raise EncodeError('ProduceResponse.BatchIndexErrorMessage is not in version 7')
-
-
+_e_ProduceResponse_BatchIndexAndErrorMessage_v7 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_LeaderIdAndEpoch_v7 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v7(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 7')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 7')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v7 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 _d_ProduceResponse_PartitionProduceResponse_v7 = _d_ProduceResponse_PartitionProduceResponse_v5
-def _e_ProduceResponse_PartitionProduceResponse_v7(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 7')
-
-
+_e_ProduceResponse_PartitionProduceResponse_v7 = _e_ProduceResponse_PartitionProduceResponse_v5
 def _d_ProduceResponse_TopicProduceResponse_v7(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
@@ -1281,17 +1050,7 @@ def _e_ProduceResponse_TopicProduceResponse_v7(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v7 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v7(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 7')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 7')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 7')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 7')
-
-
+_e_ProduceResponse_NodeEndpoint_v7 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v7(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v7, 1)
@@ -1308,8 +1067,6 @@ def _e_ProduceResponse_ProduceResponse_v7(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v7(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 7')
 
 
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v8(r):
@@ -1326,13 +1083,7 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_v8(w, o):
 
 
 _d_ProduceResponse_LeaderIdAndEpoch_v8 = _d_ProduceResponse_LeaderIdAndEpoch_v0
-def _e_ProduceResponse_LeaderIdAndEpoch_v8(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 8')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 8')
-
-
+_e_ProduceResponse_LeaderIdAndEpoch_v8 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v8(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
     o.index = r.int32()
@@ -1359,8 +1110,6 @@ def _e_ProduceResponse_PartitionProduceResponse_v8(w, o):
         for _x in _v:
             _e_ProduceResponse_BatchIndexAndErrorMessage_v8(w, _x)
     w.nullable_string(o.error_message)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 8')
 
 
 def _d_ProduceResponse_TopicProduceResponse_v8(r):
@@ -1381,17 +1130,7 @@ def _e_ProduceResponse_TopicProduceResponse_v8(w, o):
 
 
 _d_ProduceResponse_NodeEndpoint_v8 = _d_ProduceResponse_NodeEndpoint_v0
-def _e_ProduceResponse_NodeEndpoint_v8(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 8')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 8')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 8')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 8')
-
-
+_e_ProduceResponse_NodeEndpoint_v8 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v8(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v8, 1)
@@ -1408,8 +1147,6 @@ def _e_ProduceResponse_ProduceResponse_v8(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v8(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 8')
 
 
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v9(r):
@@ -1436,10 +1173,6 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v9(r):
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v9(w, o):
-    if o.leader_id != -1:
-        raise EncodeError('ProduceResponse.LeaderId is not in version 9')
-    if o.leader_epoch != -1:
-        raise EncodeError('ProduceResponse.LeaderEpoch is not in version 9')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1470,8 +1203,6 @@ def _e_ProduceResponse_PartitionProduceResponse_v9(w, o):
         for _x in _v:
             _e_ProduceResponse_BatchIndexAndErrorMessage_v9(w, _x)
     w.compact_nullable_string(o.error_message)
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        raise EncodeError('ProduceResponse.CurrentLeader is not in version 9')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -1505,19 +1236,7 @@ def _d_ProduceResponse_NodeEndpoint_v9(r):
     return o
 
 
-def _e_ProduceResponse_NodeEndpoint_v9(w, o):
-    if o.node_id != 0:
-        raise EncodeError('ProduceResponse.NodeId is not in version 9')
-    if o.host != "":
-        raise EncodeError('ProduceResponse.Host is not in version 9')
-    if o.port != 0:
-        raise EncodeError('ProduceResponse.Port is not in version 9')
-    if o.rack != None:
-        raise EncodeError('ProduceResponse.Rack is not in version 9')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_ProduceResponse_NodeEndpoint_v9 = _e_ProduceResponse_LeaderIdAndEpoch_v9
 def _d_ProduceResponse_ProduceResponse_v9(r):
     o = _new(ProduceResponse)
     o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v9, 1)
@@ -1534,8 +1253,6 @@ def _e_ProduceResponse_ProduceResponse_v9(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v9(w, _x)
     w.int32(o.throttle_time_ms)
-    if o.node_endpoints != []:
-        raise EncodeError('ProduceResponse.NodeEndpoints is not in version 9')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse (ShareGroupHeartbeatRequest.json, ShareGroupHeartbeatResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -14,12 +13,12 @@ from gregor.protocol.messages._base import (
 class ShareGroupHeartbeatRequest(Struct):
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('member_id', 'string', (0, 0), (1, 0), None, None), ('member_epoch', 'int32', (0, 0), (1, 0), None, None), ('rack_id', 'string', (0, 0), (0, 0), None, None), ('subscribed_topic_names', '[]string', (0, 0), (0, 0), None, None))
-    def __init__(self, *, group_id="", member_id="", member_epoch=0, rack_id=None, subscribed_topic_names=_UNSET):
+    def __init__(self, *, group_id="", member_id="", member_epoch=0, rack_id=None, subscribed_topic_names=None):
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
         self.rack_id = rack_id
-        self.subscribed_topic_names = [] if subscribed_topic_names is _UNSET else subscribed_topic_names
+        self.subscribed_topic_names = subscribed_topic_names
         self._unknown_tagged_fields = None
 
     API_KEY = 76

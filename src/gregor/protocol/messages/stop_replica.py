@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """StopReplicaRequest, StopReplicaResponse (StopReplicaRequest.json, StopReplicaResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -96,10 +95,7 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_v0(r):
 
 
 def _e_StopReplicaRequest_StopReplicaTopicV1_v0(w, o):
-    if o.name != "":
-        raise EncodeError('StopReplicaRequest.Name is not in version 0')
-    if o.partition_indexes != []:
-        raise EncodeError('StopReplicaRequest.PartitionIndexes is not in version 0')
+    pass
 
 
 def _d_StopReplicaRequest_StopReplicaPartitionState_v0(r):
@@ -111,15 +107,7 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_v0(r):
     return o
 
 
-def _e_StopReplicaRequest_StopReplicaPartitionState_v0(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 0')
-    if o.leader_epoch != -1:
-        raise EncodeError('StopReplicaRequest.LeaderEpoch is not in version 0')
-    if o.delete_partition != False:
-        raise EncodeError('StopReplicaRequest.DeletePartition is not in version 0')
-
-
+_e_StopReplicaRequest_StopReplicaPartitionState_v0 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 def _d_StopReplicaRequest_StopReplicaTopicState_v0(r):
     o = _new(StopReplicaRequest.StopReplicaTopicState)
     o.topic_name = ""
@@ -128,13 +116,7 @@ def _d_StopReplicaRequest_StopReplicaTopicState_v0(r):
     return o
 
 
-def _e_StopReplicaRequest_StopReplicaTopicState_v0(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 0')
-    if o.partition_states != []:
-        raise EncodeError('StopReplicaRequest.PartitionStates is not in version 0')
-
-
+_e_StopReplicaRequest_StopReplicaTopicState_v0 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 def _d_StopReplicaRequest_StopReplicaRequest_v0(r):
     o = _new(StopReplicaRequest)
     o.controller_id = r.int32()
@@ -151,8 +133,6 @@ def _d_StopReplicaRequest_StopReplicaRequest_v0(r):
 
 def _e_StopReplicaRequest_StopReplicaRequest_v0(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('StopReplicaRequest.isKRaftController is not in version 0')
     w.int32(o.controller_epoch)
     w.bool(o.delete_partitions)
     _v = o.ungrouped_partitions
@@ -160,10 +140,6 @@ def _e_StopReplicaRequest_StopReplicaRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaPartitionV0_v0(w, _x)
-    if o.topics != []:
-        raise EncodeError('StopReplicaRequest.Topics is not in version 0')
-    if o.topic_states != []:
-        raise EncodeError('StopReplicaRequest.TopicStates is not in version 0')
 
 
 def _d_StopReplicaRequest_StopReplicaPartitionV0_v1(r):
@@ -174,13 +150,7 @@ def _d_StopReplicaRequest_StopReplicaPartitionV0_v1(r):
     return o
 
 
-def _e_StopReplicaRequest_StopReplicaPartitionV0_v1(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 1')
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 1')
-
-
+_e_StopReplicaRequest_StopReplicaPartitionV0_v1 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 def _d_StopReplicaRequest_StopReplicaTopicV1_v1(r):
     o = _new(StopReplicaRequest.StopReplicaTopicV1)
     o.name = r.string()
@@ -199,23 +169,9 @@ def _e_StopReplicaRequest_StopReplicaTopicV1_v1(w, o):
 
 
 _d_StopReplicaRequest_StopReplicaPartitionState_v1 = _d_StopReplicaRequest_StopReplicaPartitionState_v0
-def _e_StopReplicaRequest_StopReplicaPartitionState_v1(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 1')
-    if o.leader_epoch != -1:
-        raise EncodeError('StopReplicaRequest.LeaderEpoch is not in version 1')
-    if o.delete_partition != False:
-        raise EncodeError('StopReplicaRequest.DeletePartition is not in version 1')
-
-
+_e_StopReplicaRequest_StopReplicaPartitionState_v1 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 _d_StopReplicaRequest_StopReplicaTopicState_v1 = _d_StopReplicaRequest_StopReplicaTopicState_v0
-def _e_StopReplicaRequest_StopReplicaTopicState_v1(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 1')
-    if o.partition_states != []:
-        raise EncodeError('StopReplicaRequest.PartitionStates is not in version 1')
-
-
+_e_StopReplicaRequest_StopReplicaTopicState_v1 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 def _d_StopReplicaRequest_StopReplicaRequest_v1(r):
     o = _new(StopReplicaRequest)
     o.controller_id = r.int32()
@@ -232,20 +188,14 @@ def _d_StopReplicaRequest_StopReplicaRequest_v1(r):
 
 def _e_StopReplicaRequest_StopReplicaRequest_v1(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('StopReplicaRequest.isKRaftController is not in version 1')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
     w.bool(o.delete_partitions)
-    if o.ungrouped_partitions != []:
-        raise EncodeError('StopReplicaRequest.UngroupedPartitions is not in version 1')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaTopicV1_v1(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('StopReplicaRequest.TopicStates is not in version 1')
 
 
 def _d_StopReplicaRequest_StopReplicaPartitionV0_v2(r):
@@ -257,10 +207,6 @@ def _d_StopReplicaRequest_StopReplicaPartitionV0_v2(r):
 
 
 def _e_StopReplicaRequest_StopReplicaPartitionV0_v2(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 2')
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 2')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -293,17 +239,7 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_v2(r):
     return o
 
 
-def _e_StopReplicaRequest_StopReplicaPartitionState_v2(w, o):
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 2')
-    if o.leader_epoch != -1:
-        raise EncodeError('StopReplicaRequest.LeaderEpoch is not in version 2')
-    if o.delete_partition != False:
-        raise EncodeError('StopReplicaRequest.DeletePartition is not in version 2')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_StopReplicaRequest_StopReplicaPartitionState_v2 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 def _d_StopReplicaRequest_StopReplicaTopicState_v2(r):
     o = _new(StopReplicaRequest.StopReplicaTopicState)
     o.topic_name = ""
@@ -312,15 +248,7 @@ def _d_StopReplicaRequest_StopReplicaTopicState_v2(r):
     return o
 
 
-def _e_StopReplicaRequest_StopReplicaTopicState_v2(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 2')
-    if o.partition_states != []:
-        raise EncodeError('StopReplicaRequest.PartitionStates is not in version 2')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_StopReplicaRequest_StopReplicaTopicState_v2 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 def _d_StopReplicaRequest_StopReplicaRequest_v2(r):
     o = _new(StopReplicaRequest)
     o.controller_id = r.int32()
@@ -337,34 +265,20 @@ def _d_StopReplicaRequest_StopReplicaRequest_v2(r):
 
 def _e_StopReplicaRequest_StopReplicaRequest_v2(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('StopReplicaRequest.isKRaftController is not in version 2')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
     w.bool(o.delete_partitions)
-    if o.ungrouped_partitions != []:
-        raise EncodeError('StopReplicaRequest.UngroupedPartitions is not in version 2')
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaTopicV1_v2(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('StopReplicaRequest.TopicStates is not in version 2')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
 
 _d_StopReplicaRequest_StopReplicaPartitionV0_v3 = _d_StopReplicaRequest_StopReplicaPartitionV0_v2
-def _e_StopReplicaRequest_StopReplicaPartitionV0_v3(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 3')
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 3')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_StopReplicaRequest_StopReplicaPartitionV0_v3 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 def _d_StopReplicaRequest_StopReplicaTopicV1_v3(r):
     o = _new(StopReplicaRequest.StopReplicaTopicV1)
     o.name = ""
@@ -373,15 +287,7 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_v3(r):
     return o
 
 
-def _e_StopReplicaRequest_StopReplicaTopicV1_v3(w, o):
-    if o.name != "":
-        raise EncodeError('StopReplicaRequest.Name is not in version 3')
-    if o.partition_indexes != []:
-        raise EncodeError('StopReplicaRequest.PartitionIndexes is not in version 3')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_StopReplicaRequest_StopReplicaTopicV1_v3 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 def _d_StopReplicaRequest_StopReplicaPartitionState_v3(r):
     o = _new(StopReplicaRequest.StopReplicaPartitionState)
     o.partition_index = r.int32()
@@ -434,16 +340,8 @@ def _d_StopReplicaRequest_StopReplicaRequest_v3(r):
 
 def _e_StopReplicaRequest_StopReplicaRequest_v3(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('StopReplicaRequest.isKRaftController is not in version 3')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.delete_partitions != False:
-        raise EncodeError('StopReplicaRequest.DeletePartitions is not in version 3')
-    if o.ungrouped_partitions != []:
-        raise EncodeError('StopReplicaRequest.UngroupedPartitions is not in version 3')
-    if o.topics != []:
-        raise EncodeError('StopReplicaRequest.Topics is not in version 3')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -454,25 +352,9 @@ def _e_StopReplicaRequest_StopReplicaRequest_v3(w, o):
 
 
 _d_StopReplicaRequest_StopReplicaPartitionV0_v4 = _d_StopReplicaRequest_StopReplicaPartitionV0_v2
-def _e_StopReplicaRequest_StopReplicaPartitionV0_v4(w, o):
-    if o.topic_name != "":
-        raise EncodeError('StopReplicaRequest.TopicName is not in version 4')
-    if o.partition_index != 0:
-        raise EncodeError('StopReplicaRequest.PartitionIndex is not in version 4')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_StopReplicaRequest_StopReplicaPartitionV0_v4 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 _d_StopReplicaRequest_StopReplicaTopicV1_v4 = _d_StopReplicaRequest_StopReplicaTopicV1_v3
-def _e_StopReplicaRequest_StopReplicaTopicV1_v4(w, o):
-    if o.name != "":
-        raise EncodeError('StopReplicaRequest.Name is not in version 4')
-    if o.partition_indexes != []:
-        raise EncodeError('StopReplicaRequest.PartitionIndexes is not in version 4')
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_StopReplicaRequest_StopReplicaTopicV1_v4 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 _d_StopReplicaRequest_StopReplicaPartitionState_v4 = _d_StopReplicaRequest_StopReplicaPartitionState_v3
 _e_StopReplicaRequest_StopReplicaPartitionState_v4 = _e_StopReplicaRequest_StopReplicaPartitionState_v3
 def _d_StopReplicaRequest_StopReplicaTopicState_v4(r):
@@ -513,12 +395,6 @@ def _e_StopReplicaRequest_StopReplicaRequest_v4(w, o):
     w.bool(o.is_k_raft_controller)
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.delete_partitions != False:
-        raise EncodeError('StopReplicaRequest.DeletePartitions is not in version 4')
-    if o.ungrouped_partitions != []:
-        raise EncodeError('StopReplicaRequest.UngroupedPartitions is not in version 4')
-    if o.topics != []:
-        raise EncodeError('StopReplicaRequest.Topics is not in version 4')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:

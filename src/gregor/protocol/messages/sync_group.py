@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """SyncGroupRequest, SyncGroupResponse (SyncGroupRequest.json, SyncGroupResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -78,8 +77,6 @@ def _e_SyncGroupRequest_SyncGroupRequest_v0(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('SyncGroupRequest.GroupInstanceId is not in version 0')
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -106,8 +103,6 @@ def _e_SyncGroupRequest_SyncGroupRequest_v1(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('SyncGroupRequest.GroupInstanceId is not in version 1')
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -134,8 +129,6 @@ def _e_SyncGroupRequest_SyncGroupRequest_v2(w, o):
     w.string(o.group_id)
     w.int32(o.generation_id)
     w.string(o.member_id)
-    if o.group_instance_id != None:
-        raise EncodeError('SyncGroupRequest.GroupInstanceId is not in version 2')
     _v = o.assignments
     w.array_length(_v, False)
     if _v:

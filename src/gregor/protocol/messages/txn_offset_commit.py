@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """TxnOffsetCommitRequest, TxnOffsetCommitResponse (TxnOffsetCommitRequest.json, TxnOffsetCommitResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -111,12 +110,6 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0(w, o):
     w.string(o.group_id)
     w.int64(o.producer_id)
     w.int16(o.producer_epoch)
-    if o.generation_id != -1:
-        raise EncodeError('TxnOffsetCommitRequest.GenerationId is not in version 0')
-    if o.member_id != "":
-        raise EncodeError('TxnOffsetCommitRequest.MemberId is not in version 0')
-    if o.group_instance_id != None:
-        raise EncodeError('TxnOffsetCommitRequest.GroupInstanceId is not in version 0')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -162,12 +155,6 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1(w, o):
     w.string(o.group_id)
     w.int64(o.producer_id)
     w.int16(o.producer_epoch)
-    if o.generation_id != -1:
-        raise EncodeError('TxnOffsetCommitRequest.GenerationId is not in version 1')
-    if o.member_id != "":
-        raise EncodeError('TxnOffsetCommitRequest.MemberId is not in version 1')
-    if o.group_instance_id != None:
-        raise EncodeError('TxnOffsetCommitRequest.GroupInstanceId is not in version 1')
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -228,12 +215,6 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2(w, o):
     w.string(o.group_id)
     w.int64(o.producer_id)
     w.int16(o.producer_epoch)
-    if o.generation_id != -1:
-        raise EncodeError('TxnOffsetCommitRequest.GenerationId is not in version 2')
-    if o.member_id != "":
-        raise EncodeError('TxnOffsetCommitRequest.MemberId is not in version 2')
-    if o.group_instance_id != None:
-        raise EncodeError('TxnOffsetCommitRequest.GroupInstanceId is not in version 2')
     _v = o.topics
     w.array_length(_v, False)
     if _v:

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """UpdateFeaturesRequest, UpdateFeaturesResponse (UpdateFeaturesRequest.json, UpdateFeaturesResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -60,8 +59,6 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, o):
     w.compact_string(o.feature)
     w.int16(o.max_version_level)
     w.bool(o.allow_downgrade)
-    if o.upgrade_type != 1:
-        raise EncodeError('UpdateFeaturesRequest.UpgradeType is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -82,8 +79,6 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, _x)
-    if o.validate_only != False:
-        raise EncodeError('UpdateFeaturesRequest.ValidateOnly is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -101,8 +96,6 @@ def _d_UpdateFeaturesRequest_FeatureUpdateKey_v1(r):
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_v1(w, o):
     w.compact_string(o.feature)
     w.int16(o.max_version_level)
-    if o.allow_downgrade != False:
-        raise EncodeError('UpdateFeaturesRequest.AllowDowngrade is not in version 1')
     w.int8(o.upgrade_type)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
@@ -130,16 +123,7 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v1(w, o):
 
 
 _d_UpdateFeaturesRequest_FeatureUpdateKey_v2 = _d_UpdateFeaturesRequest_FeatureUpdateKey_v1
-def _e_UpdateFeaturesRequest_FeatureUpdateKey_v2(w, o):
-    w.compact_string(o.feature)
-    w.int16(o.max_version_level)
-    if o.allow_downgrade != False:
-        raise EncodeError('UpdateFeaturesRequest.AllowDowngrade is not in version 2')
-    w.int8(o.upgrade_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
-
-
+_e_UpdateFeaturesRequest_FeatureUpdateKey_v2 = _e_UpdateFeaturesRequest_FeatureUpdateKey_v1
 def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v2(r):
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms = r.int32()

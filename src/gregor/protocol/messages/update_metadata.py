@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """UpdateMetadataRequest, UpdateMetadataResponse (UpdateMetadataRequest.json, UpdateMetadataResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -130,10 +129,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_v0(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v0(w, o):
-    if o.topic_name != "":
-        raise EncodeError('UpdateMetadataRequest.TopicName is not in version 0')
-    if o.partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.PartitionStates is not in version 0')
+    pass
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(r):
@@ -146,15 +142,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(r):
     return o
 
 
-def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v0(w, o):
-    if o.port != 0:
-        raise EncodeError('UpdateMetadataRequest.Port is not in version 0')
-    if o.host != "":
-        raise EncodeError('UpdateMetadataRequest.Host is not in version 0')
-    if o.security_protocol != 0:
-        raise EncodeError('UpdateMetadataRequest.SecurityProtocol is not in version 0')
-
-
+_e_UpdateMetadataRequest_UpdateMetadataEndpoint_v0 = _e_UpdateMetadataRequest_UpdateMetadataTopicState_v0
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v0(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
     o.id = r.int32()
@@ -188,18 +176,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v0(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v0(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 0')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 0')
     w.int32(o.controller_epoch)
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('UpdateMetadataRequest.TopicStates is not in version 0')
     _v = o.live_brokers
     w.array_length(_v, False)
     if _v:
@@ -210,13 +192,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v0(w, o):
 _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v1 = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0
 _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v1 = _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0
 _d_UpdateMetadataRequest_UpdateMetadataTopicState_v1 = _d_UpdateMetadataRequest_UpdateMetadataTopicState_v0
-def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v1(w, o):
-    if o.topic_name != "":
-        raise EncodeError('UpdateMetadataRequest.TopicName is not in version 1')
-    if o.partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.PartitionStates is not in version 1')
-
-
+_e_UpdateMetadataRequest_UpdateMetadataTopicState_v1 = _e_UpdateMetadataRequest_UpdateMetadataTopicState_v0
 def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v1(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataEndpoint)
     o.port = r.int32()
@@ -269,18 +245,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v1(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v1(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 1')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 1')
     w.int32(o.controller_epoch)
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v1(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('UpdateMetadataRequest.TopicStates is not in version 1')
     _v = o.live_brokers
     w.array_length(_v, False)
     if _v:
@@ -291,13 +261,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v1(w, o):
 _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v2 = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0
 _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v2 = _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0
 _d_UpdateMetadataRequest_UpdateMetadataTopicState_v2 = _d_UpdateMetadataRequest_UpdateMetadataTopicState_v0
-def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v2(w, o):
-    if o.topic_name != "":
-        raise EncodeError('UpdateMetadataRequest.TopicName is not in version 2')
-    if o.partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.PartitionStates is not in version 2')
-
-
+_e_UpdateMetadataRequest_UpdateMetadataTopicState_v2 = _e_UpdateMetadataRequest_UpdateMetadataTopicState_v0
 _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v2 = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v1
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v2 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v1
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v2(r):
@@ -337,18 +301,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v2(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v2(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 2')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 2')
     w.int32(o.controller_epoch)
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v2(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('UpdateMetadataRequest.TopicStates is not in version 2')
     _v = o.live_brokers
     w.array_length(_v, False)
     if _v:
@@ -359,13 +317,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v2(w, o):
 _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v3 = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0
 _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v3 = _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0
 _d_UpdateMetadataRequest_UpdateMetadataTopicState_v3 = _d_UpdateMetadataRequest_UpdateMetadataTopicState_v0
-def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v3(w, o):
-    if o.topic_name != "":
-        raise EncodeError('UpdateMetadataRequest.TopicName is not in version 3')
-    if o.partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.PartitionStates is not in version 3')
-
-
+_e_UpdateMetadataRequest_UpdateMetadataTopicState_v3 = _e_UpdateMetadataRequest_UpdateMetadataTopicState_v0
 def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v3(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataEndpoint)
     o.port = r.int32()
@@ -420,18 +372,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v3(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v3(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 3')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 3')
     w.int32(o.controller_epoch)
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v3(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('UpdateMetadataRequest.TopicStates is not in version 3')
     _v = o.live_brokers
     w.array_length(_v, False)
     if _v:
@@ -479,13 +425,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w, o):
 
 
 _d_UpdateMetadataRequest_UpdateMetadataTopicState_v4 = _d_UpdateMetadataRequest_UpdateMetadataTopicState_v0
-def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v4(w, o):
-    if o.topic_name != "":
-        raise EncodeError('UpdateMetadataRequest.TopicName is not in version 4')
-    if o.partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.PartitionStates is not in version 4')
-
-
+_e_UpdateMetadataRequest_UpdateMetadataTopicState_v4 = _e_UpdateMetadataRequest_UpdateMetadataTopicState_v0
 _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v4 = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v3
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v4 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v3
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v4(r):
@@ -525,18 +465,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v4(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v4(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 4')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 4')
     w.int32(o.controller_epoch)
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w, _x)
-    if o.topic_states != []:
-        raise EncodeError('UpdateMetadataRequest.TopicStates is not in version 4')
     _v = o.live_brokers
     w.array_length(_v, False)
     if _v:
@@ -639,14 +573,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v5(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v5(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 5')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 5')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.UngroupedPartitionStates is not in version 5')
     _v = o.topic_states
     w.array_length(_v, False)
     if _v:
@@ -777,14 +705,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v6(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v6(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 6')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 6')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.UngroupedPartitionStates is not in version 6')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -863,14 +785,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v7(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v7(w, o):
     w.int32(o.controller_id)
-    if o.is_k_raft_controller != False:
-        raise EncodeError('UpdateMetadataRequest.isKRaftController is not in version 7')
-    if o.type != 0:
-        raise EncodeError('UpdateMetadataRequest.Type is not in version 7')
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.UngroupedPartitionStates is not in version 7')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -958,8 +874,6 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v8(w, o):
     w.bool(o.is_k_raft_controller)
     w.int32(o.controller_epoch)
     w.int64(o.broker_epoch)
-    if o.ungrouped_partition_states != []:
-        raise EncodeError('UpdateMetadataRequest.UngroupedPartitionStates is not in version 8')
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """VoteRequest, VoteResponse (VoteRequest.json, VoteResponse.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -292,12 +291,6 @@ def _d_VoteResponse_NodeEndpoint_v0(r):
 
 
 def _e_VoteResponse_NodeEndpoint_v0(w, o):
-    if o.node_id != 0:
-        raise EncodeError('VoteResponse.NodeId is not in version 0')
-    if o.host != "":
-        raise EncodeError('VoteResponse.Host is not in version 0')
-    if o.port != 0:
-        raise EncodeError('VoteResponse.Port is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -318,8 +311,6 @@ def _e_VoteResponse_VoteResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_VoteResponse_TopicData_v0(w, _x)
-    if o.node_endpoints != []:
-        raise EncodeError('VoteResponse.NodeEndpoints is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

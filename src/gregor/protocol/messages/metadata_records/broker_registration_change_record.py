@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BrokerRegistrationChangeRecord (BrokerRegistrationChangeRecord.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -13,7 +12,7 @@ from gregor.protocol.messages._base import (
 
 class BrokerRegistrationChangeRecord(Struct):
     __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs', '_unknown_tagged_fields')
-    _SCHEMA = (('broker_id', 'int32', (0, 2), (1, 0), None, None), ('broker_epoch', 'int64', (0, 2), (1, 0), None, None), ('fenced', 'int8', (0, 2), (1, 0), (0, 2), 0), ('in_controlled_shutdown', 'int8', (1, 2), (1, 0), (1, 2), 1), ('log_dirs', '[]uuid', (2, 2), (1, 0), (2, 2), '2'))
+    _SCHEMA = (('broker_id', 'int32', (0, 2), (1, 0), None, None), ('broker_epoch', 'int64', (0, 2), (1, 0), None, None), ('fenced', 'int8', (0, 2), (1, 0), (0, 2), 0), ('in_controlled_shutdown', 'int8', (1, 2), (1, 0), (1, 2), 1), ('log_dirs', '[]uuid', (2, 2), (1, 0), (2, 2), 2))
     def __init__(self, *, broker_id=0, broker_epoch=0, fenced=0, in_controlled_shutdown=0, log_dirs=_UNSET):
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -54,10 +53,6 @@ def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0(r):
 def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0(w, o):
     w.int32(o.broker_id)
     w.int64(o.broker_epoch)
-    if o.in_controlled_shutdown != 0:
-        raise EncodeError('BrokerRegistrationChangeRecord.InControlledShutdown is not in version 0')
-    if o.log_dirs != []:
-        raise EncodeError('BrokerRegistrationChangeRecord.LogDirs is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     if o.fenced != 0:
         _w, w = w, Writer()
@@ -90,8 +85,6 @@ def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1(r):
 def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1(w, o):
     w.int32(o.broker_id)
     w.int64(o.broker_epoch)
-    if o.log_dirs != []:
-        raise EncodeError('BrokerRegistrationChangeRecord.LogDirs is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
     if o.fenced != 0:
         _w, w = w, Writer()

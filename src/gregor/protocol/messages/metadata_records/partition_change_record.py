@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """PartitionChangeRecord (PartitionChangeRecord.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -14,18 +13,18 @@ from gregor.protocol.messages._base import (
 class PartitionChangeRecord(Struct):
     __slots__ = ('partition_id', 'topic_id', 'isr', 'leader', 'replicas', 'removing_replicas', 'adding_replicas', 'leader_recovery_state', 'directories', 'eligible_leader_replicas', 'last_known_elr', '_unknown_tagged_fields')
     _SCHEMA = (('partition_id', 'int32', (0, 2), (1, 0), None, None), ('topic_id', 'uuid', (0, 2), (1, 0), None, None), ('isr', '[]int32', (0, 2), (0, 2), (0, 2), 0), ('leader', 'int32', (0, 2), (1, 0), (0, 2), 1), ('replicas', '[]int32', (0, 2), (0, 2), (0, 2), 2), ('removing_replicas', '[]int32', (0, 2), (0, 2), (0, 2), 3), ('adding_replicas', '[]int32', (0, 2), (0, 2), (0, 2), 4), ('leader_recovery_state', 'int8', (0, 2), (1, 0), (0, 2), 5), ('directories', '[]uuid', (1, 2), (1, 2), (1, 2), 8), ('eligible_leader_replicas', '[]int32', (2, 2), (2, 2), (2, 2), 6), ('last_known_elr', '[]int32', (2, 2), (2, 2), (2, 2), 7))
-    def __init__(self, *, partition_id=-1, topic_id=ZERO_UUID, isr=_UNSET, leader=-2, replicas=_UNSET, removing_replicas=_UNSET, adding_replicas=_UNSET, leader_recovery_state=-1, directories=_UNSET, eligible_leader_replicas=_UNSET, last_known_elr=_UNSET):
+    def __init__(self, *, partition_id=-1, topic_id=ZERO_UUID, isr=None, leader=-2, replicas=None, removing_replicas=None, adding_replicas=None, leader_recovery_state=-1, directories=None, eligible_leader_replicas=None, last_known_elr=None):
         self.partition_id = partition_id
         self.topic_id = topic_id
-        self.isr = [] if isr is _UNSET else isr
+        self.isr = isr
         self.leader = leader
-        self.replicas = [] if replicas is _UNSET else replicas
-        self.removing_replicas = [] if removing_replicas is _UNSET else removing_replicas
-        self.adding_replicas = [] if adding_replicas is _UNSET else adding_replicas
+        self.replicas = replicas
+        self.removing_replicas = removing_replicas
+        self.adding_replicas = adding_replicas
         self.leader_recovery_state = leader_recovery_state
-        self.directories = [] if directories is _UNSET else directories
-        self.eligible_leader_replicas = [] if eligible_leader_replicas is _UNSET else eligible_leader_replicas
-        self.last_known_elr = [] if last_known_elr is _UNSET else last_known_elr
+        self.directories = directories
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
         self._unknown_tagged_fields = None
 
     API_KEY = 5
@@ -44,15 +43,15 @@ def _d_PartitionChangeRecord_PartitionChangeRecord_v0(r):
     o = _new(PartitionChangeRecord)
     o.partition_id = r.int32()
     o.topic_id = r.uuid()
-    o.isr = []
+    o.isr = None
     o.leader = -2
-    o.replicas = []
-    o.removing_replicas = []
-    o.adding_replicas = []
+    o.replicas = None
+    o.removing_replicas = None
+    o.adding_replicas = None
     o.leader_recovery_state = -1
-    o.directories = []
-    o.eligible_leader_replicas = []
-    o.last_known_elr = []
+    o.directories = None
+    o.eligible_leader_replicas = None
+    o.last_known_elr = None
 
     def known(r, tag, size):
         if tag == 0:
@@ -81,14 +80,8 @@ def _d_PartitionChangeRecord_PartitionChangeRecord_v0(r):
 def _e_PartitionChangeRecord_PartitionChangeRecord_v0(w, o):
     w.int32(o.partition_id)
     w.uuid(o.topic_id)
-    if o.directories != []:
-        raise EncodeError('PartitionChangeRecord.Directories is not in version 0')
-    if o.eligible_leader_replicas != []:
-        raise EncodeError('PartitionChangeRecord.EligibleLeaderReplicas is not in version 0')
-    if o.last_known_elr != []:
-        raise EncodeError('PartitionChangeRecord.LastKnownElr is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
-    if o.isr != []:
+    if o.isr != None:
         _w, w = w, Writer()
         _v = o.isr
         w.compact_array_length(_v, True)
@@ -102,7 +95,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v0(w, o):
         w.int32(o.leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.replicas != []:
+    if o.replicas != None:
         _w, w = w, Writer()
         _v = o.replicas
         w.compact_array_length(_v, True)
@@ -111,7 +104,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v0(w, o):
                 w.int32(_x)
         _t.append((2, w.getvalue()))
         w = _w
-    if o.removing_replicas != []:
+    if o.removing_replicas != None:
         _w, w = w, Writer()
         _v = o.removing_replicas
         w.compact_array_length(_v, True)
@@ -120,7 +113,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v0(w, o):
                 w.int32(_x)
         _t.append((3, w.getvalue()))
         w = _w
-    if o.adding_replicas != []:
+    if o.adding_replicas != None:
         _w, w = w, Writer()
         _v = o.adding_replicas
         w.compact_array_length(_v, True)
@@ -141,15 +134,15 @@ def _d_PartitionChangeRecord_PartitionChangeRecord_v1(r):
     o = _new(PartitionChangeRecord)
     o.partition_id = r.int32()
     o.topic_id = r.uuid()
-    o.isr = []
+    o.isr = None
     o.leader = -2
-    o.replicas = []
-    o.removing_replicas = []
-    o.adding_replicas = []
+    o.replicas = None
+    o.removing_replicas = None
+    o.adding_replicas = None
     o.leader_recovery_state = -1
-    o.directories = []
-    o.eligible_leader_replicas = []
-    o.last_known_elr = []
+    o.directories = None
+    o.eligible_leader_replicas = None
+    o.last_known_elr = None
 
     def known(r, tag, size):
         if tag == 0:
@@ -181,12 +174,8 @@ def _d_PartitionChangeRecord_PartitionChangeRecord_v1(r):
 def _e_PartitionChangeRecord_PartitionChangeRecord_v1(w, o):
     w.int32(o.partition_id)
     w.uuid(o.topic_id)
-    if o.eligible_leader_replicas != []:
-        raise EncodeError('PartitionChangeRecord.EligibleLeaderReplicas is not in version 1')
-    if o.last_known_elr != []:
-        raise EncodeError('PartitionChangeRecord.LastKnownElr is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
-    if o.isr != []:
+    if o.isr != None:
         _w, w = w, Writer()
         _v = o.isr
         w.compact_array_length(_v, True)
@@ -200,7 +189,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v1(w, o):
         w.int32(o.leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.replicas != []:
+    if o.replicas != None:
         _w, w = w, Writer()
         _v = o.replicas
         w.compact_array_length(_v, True)
@@ -209,7 +198,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v1(w, o):
                 w.int32(_x)
         _t.append((2, w.getvalue()))
         w = _w
-    if o.removing_replicas != []:
+    if o.removing_replicas != None:
         _w, w = w, Writer()
         _v = o.removing_replicas
         w.compact_array_length(_v, True)
@@ -218,7 +207,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v1(w, o):
                 w.int32(_x)
         _t.append((3, w.getvalue()))
         w = _w
-    if o.adding_replicas != []:
+    if o.adding_replicas != None:
         _w, w = w, Writer()
         _v = o.adding_replicas
         w.compact_array_length(_v, True)
@@ -232,7 +221,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v1(w, o):
         w.int8(o.leader_recovery_state)
         _t.append((5, w.getvalue()))
         w = _w
-    if o.directories != []:
+    if o.directories != None:
         _w, w = w, Writer()
         _v = o.directories
         w.compact_array_length(_v, True)
@@ -248,15 +237,15 @@ def _d_PartitionChangeRecord_PartitionChangeRecord_v2(r):
     o = _new(PartitionChangeRecord)
     o.partition_id = r.int32()
     o.topic_id = r.uuid()
-    o.isr = []
+    o.isr = None
     o.leader = -2
-    o.replicas = []
-    o.removing_replicas = []
-    o.adding_replicas = []
+    o.replicas = None
+    o.removing_replicas = None
+    o.adding_replicas = None
     o.leader_recovery_state = -1
-    o.directories = []
-    o.eligible_leader_replicas = []
-    o.last_known_elr = []
+    o.directories = None
+    o.eligible_leader_replicas = None
+    o.last_known_elr = None
 
     def known(r, tag, size):
         if tag == 0:
@@ -295,7 +284,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
     w.int32(o.partition_id)
     w.uuid(o.topic_id)
     _t = list(o._unknown_tagged_fields or ())
-    if o.isr != []:
+    if o.isr != None:
         _w, w = w, Writer()
         _v = o.isr
         w.compact_array_length(_v, True)
@@ -309,7 +298,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
         w.int32(o.leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.replicas != []:
+    if o.replicas != None:
         _w, w = w, Writer()
         _v = o.replicas
         w.compact_array_length(_v, True)
@@ -318,7 +307,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
                 w.int32(_x)
         _t.append((2, w.getvalue()))
         w = _w
-    if o.removing_replicas != []:
+    if o.removing_replicas != None:
         _w, w = w, Writer()
         _v = o.removing_replicas
         w.compact_array_length(_v, True)
@@ -327,7 +316,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
                 w.int32(_x)
         _t.append((3, w.getvalue()))
         w = _w
-    if o.adding_replicas != []:
+    if o.adding_replicas != None:
         _w, w = w, Writer()
         _v = o.adding_replicas
         w.compact_array_length(_v, True)
@@ -341,7 +330,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
         w.int8(o.leader_recovery_state)
         _t.append((5, w.getvalue()))
         w = _w
-    if o.directories != []:
+    if o.directories != None:
         _w, w = w, Writer()
         _v = o.directories
         w.compact_array_length(_v, True)
@@ -350,7 +339,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
                 w.uuid(_x)
         _t.append((8, w.getvalue()))
         w = _w
-    if o.eligible_leader_replicas != []:
+    if o.eligible_leader_replicas != None:
         _w, w = w, Writer()
         _v = o.eligible_leader_replicas
         w.compact_array_length(_v, True)
@@ -359,7 +348,7 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
                 w.int32(_x)
         _t.append((6, w.getvalue()))
         w = _w
-    if o.last_known_elr != []:
+    if o.last_known_elr != None:
         _w, w = w, Writer()
         _v = o.last_known_elr
         w.compact_array_length(_v, True)

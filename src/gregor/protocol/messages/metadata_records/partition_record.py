@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """PartitionRecord (PartitionRecord.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -14,7 +13,7 @@ from gregor.protocol.messages._base import (
 class PartitionRecord(Struct):
     __slots__ = ('partition_id', 'topic_id', 'replicas', 'isr', 'removing_replicas', 'adding_replicas', 'leader', 'leader_recovery_state', 'leader_epoch', 'partition_epoch', 'directories', 'eligible_leader_replicas', 'last_known_elr', '_unknown_tagged_fields')
     _SCHEMA = (('partition_id', 'int32', (0, 2), (1, 0), None, None), ('topic_id', 'uuid', (0, 2), (1, 0), None, None), ('replicas', '[]int32', (0, 2), (1, 0), None, None), ('isr', '[]int32', (0, 2), (1, 0), None, None), ('removing_replicas', '[]int32', (0, 2), (1, 0), None, None), ('adding_replicas', '[]int32', (0, 2), (1, 0), None, None), ('leader', 'int32', (0, 2), (1, 0), None, None), ('leader_recovery_state', 'int8', (0, 2), (1, 0), (0, 2), 0), ('leader_epoch', 'int32', (0, 2), (1, 0), None, None), ('partition_epoch', 'int32', (0, 2), (1, 0), None, None), ('directories', '[]uuid', (1, 2), (1, 0), None, None), ('eligible_leader_replicas', '[]int32', (2, 2), (2, 2), (2, 2), 1), ('last_known_elr', '[]int32', (2, 2), (2, 2), (2, 2), 2))
-    def __init__(self, *, partition_id=-1, topic_id=ZERO_UUID, replicas=_UNSET, isr=_UNSET, removing_replicas=_UNSET, adding_replicas=_UNSET, leader=-1, leader_recovery_state=0, leader_epoch=-1, partition_epoch=-1, directories=_UNSET, eligible_leader_replicas=_UNSET, last_known_elr=_UNSET):
+    def __init__(self, *, partition_id=-1, topic_id=ZERO_UUID, replicas=_UNSET, isr=_UNSET, removing_replicas=_UNSET, adding_replicas=_UNSET, leader=-1, leader_recovery_state=0, leader_epoch=-1, partition_epoch=-1, directories=_UNSET, eligible_leader_replicas=None, last_known_elr=None):
         self.partition_id = partition_id
         self.topic_id = topic_id
         self.replicas = [] if replicas is _UNSET else replicas
@@ -26,8 +25,8 @@ class PartitionRecord(Struct):
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
         self.directories = [] if directories is _UNSET else directories
-        self.eligible_leader_replicas = [] if eligible_leader_replicas is _UNSET else eligible_leader_replicas
-        self.last_known_elr = [] if last_known_elr is _UNSET else last_known_elr
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
         self._unknown_tagged_fields = None
 
     API_KEY = 3
@@ -55,8 +54,8 @@ def _d_PartitionRecord_PartitionRecord_v0(r):
     o.leader_epoch = r.int32()
     o.partition_epoch = r.int32()
     o.directories = []
-    o.eligible_leader_replicas = []
-    o.last_known_elr = []
+    o.eligible_leader_replicas = None
+    o.last_known_elr = None
 
     def known(r, tag, size):
         if tag == 0:
@@ -93,12 +92,6 @@ def _e_PartitionRecord_PartitionRecord_v0(w, o):
     w.int32(o.leader)
     w.int32(o.leader_epoch)
     w.int32(o.partition_epoch)
-    if o.directories != []:
-        raise EncodeError('PartitionRecord.Directories is not in version 0')
-    if o.eligible_leader_replicas != []:
-        raise EncodeError('PartitionRecord.EligibleLeaderReplicas is not in version 0')
-    if o.last_known_elr != []:
-        raise EncodeError('PartitionRecord.LastKnownElr is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     if o.leader_recovery_state != 0:
         _w, w = w, Writer()
@@ -121,8 +114,8 @@ def _d_PartitionRecord_PartitionRecord_v1(r):
     o.leader_epoch = r.int32()
     o.partition_epoch = r.int32()
     o.directories = r.compact_array(_R_uuid, 16)
-    o.eligible_leader_replicas = []
-    o.last_known_elr = []
+    o.eligible_leader_replicas = None
+    o.last_known_elr = None
 
     def known(r, tag, size):
         if tag == 0:
@@ -164,10 +157,6 @@ def _e_PartitionRecord_PartitionRecord_v1(w, o):
     if _v:
         for _x in _v:
             w.uuid(_x)
-    if o.eligible_leader_replicas != []:
-        raise EncodeError('PartitionRecord.EligibleLeaderReplicas is not in version 1')
-    if o.last_known_elr != []:
-        raise EncodeError('PartitionRecord.LastKnownElr is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
     if o.leader_recovery_state != 0:
         _w, w = w, Writer()
@@ -190,8 +179,8 @@ def _d_PartitionRecord_PartitionRecord_v2(r):
     o.leader_epoch = r.int32()
     o.partition_epoch = r.int32()
     o.directories = r.compact_array(_R_uuid, 16)
-    o.eligible_leader_replicas = []
-    o.last_known_elr = []
+    o.eligible_leader_replicas = None
+    o.last_known_elr = None
 
     def known(r, tag, size):
         if tag == 0:
@@ -245,7 +234,7 @@ def _e_PartitionRecord_PartitionRecord_v2(w, o):
         w.int8(o.leader_recovery_state)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.eligible_leader_replicas != []:
+    if o.eligible_leader_replicas != None:
         _w, w = w, Writer()
         _v = o.eligible_leader_replicas
         w.compact_array_length(_v, True)
@@ -254,7 +243,7 @@ def _e_PartitionRecord_PartitionRecord_v2(w, o):
                 w.int32(_x)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.last_known_elr != []:
+    if o.last_known_elr != None:
         _w, w = w, Writer()
         _v = o.last_known_elr
         w.compact_array_length(_v, True)

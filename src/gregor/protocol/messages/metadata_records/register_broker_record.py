@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """RegisterBrokerRecord (RegisterBrokerRecord.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -13,7 +12,7 @@ from gregor.protocol.messages._base import (
 
 class RegisterBrokerRecord(Struct):
     __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs', '_unknown_tagged_fields')
-    _SCHEMA = (('broker_id', 'int32', (0, 3), (1, 0), None, None), ('is_migrating_zk_broker', 'bool', (2, 3), (1, 0), None, None), ('incarnation_id', 'uuid', (0, 3), (1, 0), None, None), ('broker_epoch', 'int64', (0, 3), (1, 0), None, None), ('end_points', '[]BrokerEndpoint', (0, 3), (1, 0), None, None), ('features', '[]BrokerFeature', (0, 3), (1, 0), None, None), ('rack', 'string', (0, 3), (0, 3), None, None), ('fenced', 'bool', (0, 3), (1, 0), None, None), ('in_controlled_shutdown', 'bool', (1, 3), (1, 0), None, None), ('log_dirs', '[]uuid', (3, 3), (1, 0), (3, 3), '0'))
+    _SCHEMA = (('broker_id', 'int32', (0, 3), (1, 0), None, None), ('is_migrating_zk_broker', 'bool', (2, 3), (1, 0), None, None), ('incarnation_id', 'uuid', (0, 3), (1, 0), None, None), ('broker_epoch', 'int64', (0, 3), (1, 0), None, None), ('end_points', '[]BrokerEndpoint', (0, 3), (1, 0), None, None), ('features', '[]BrokerFeature', (0, 3), (1, 0), None, None), ('rack', 'string', (0, 3), (0, 3), None, None), ('fenced', 'bool', (0, 3), (1, 0), None, None), ('in_controlled_shutdown', 'bool', (1, 3), (1, 0), None, None), ('log_dirs', '[]uuid', (3, 3), (1, 0), (3, 3), 0))
     class BrokerEndpoint(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 3), (1, 0), None, None), ('host', 'string', (0, 3), (1, 0), None, None), ('port', 'uint16', (0, 3), (1, 0), None, None), ('security_protocol', 'int16', (0, 3), (1, 0), None, None))
@@ -112,8 +111,6 @@ def _d_RegisterBrokerRecord_RegisterBrokerRecord_v0(r):
 
 def _e_RegisterBrokerRecord_RegisterBrokerRecord_v0(w, o):
     w.int32(o.broker_id)
-    if o.is_migrating_zk_broker != False:
-        raise EncodeError('RegisterBrokerRecord.IsMigratingZkBroker is not in version 0')
     w.uuid(o.incarnation_id)
     w.int64(o.broker_epoch)
     _v = o.end_points
@@ -128,10 +125,6 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v0(w, o):
             _e_RegisterBrokerRecord_BrokerFeature_v0(w, _x)
     w.compact_nullable_string(o.rack)
     w.bool(o.fenced)
-    if o.in_controlled_shutdown != False:
-        raise EncodeError('RegisterBrokerRecord.InControlledShutdown is not in version 0')
-    if o.log_dirs != []:
-        raise EncodeError('RegisterBrokerRecord.LogDirs is not in version 0')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -158,8 +151,6 @@ def _d_RegisterBrokerRecord_RegisterBrokerRecord_v1(r):
 
 def _e_RegisterBrokerRecord_RegisterBrokerRecord_v1(w, o):
     w.int32(o.broker_id)
-    if o.is_migrating_zk_broker != False:
-        raise EncodeError('RegisterBrokerRecord.IsMigratingZkBroker is not in version 1')
     w.uuid(o.incarnation_id)
     w.int64(o.broker_epoch)
     _v = o.end_points
@@ -175,8 +166,6 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v1(w, o):
     w.compact_nullable_string(o.rack)
     w.bool(o.fenced)
     w.bool(o.in_controlled_shutdown)
-    if o.log_dirs != []:
-        raise EncodeError('RegisterBrokerRecord.LogDirs is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -219,8 +208,6 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v2(w, o):
     w.compact_nullable_string(o.rack)
     w.bool(o.fenced)
     w.bool(o.in_controlled_shutdown)
-    if o.log_dirs != []:
-        raise EncodeError('RegisterBrokerRecord.LogDirs is not in version 2')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

@@ -2,7 +2,6 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """QuorumStateData (QuorumStateData.json)."""
 
-from gregor.protocol.exceptions import EncodeError
 from gregor.protocol.messages._base import (
     ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
     _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
@@ -74,8 +73,6 @@ def _e_QuorumStateData_QuorumStateData_v0(w, o):
     w.int32(o.leader_id)
     w.int32(o.leader_epoch)
     w.int32(o.voted_id)
-    if o.voted_directory_id != ZERO_UUID:
-        raise EncodeError('QuorumStateData.VotedDirectoryId is not in version 0')
     w.int64(o.applied_offset)
     _v = o.current_voters
     w.compact_array_length(_v, True)
@@ -94,8 +91,6 @@ def _d_QuorumStateData_Voter_v1(r):
 
 
 def _e_QuorumStateData_Voter_v1(w, o):
-    if o.voter_id != 0:
-        raise EncodeError('QuorumStateData.VoterId is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -114,16 +109,10 @@ def _d_QuorumStateData_QuorumStateData_v1(r):
 
 
 def _e_QuorumStateData_QuorumStateData_v1(w, o):
-    if o.cluster_id != "":
-        raise EncodeError('QuorumStateData.ClusterId is not in version 1')
     w.int32(o.leader_id)
     w.int32(o.leader_epoch)
     w.int32(o.voted_id)
     w.uuid(o.voted_directory_id)
-    if o.applied_offset != 0:
-        raise EncodeError('QuorumStateData.AppliedOffset is not in version 1')
-    if o.current_voters != []:
-        raise EncodeError('QuorumStateData.CurrentVoters is not in version 1')
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

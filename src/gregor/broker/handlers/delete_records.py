@@ -1,0 +1,35 @@
+"""DeleteRecords (key 21), v0–v2: advance a partition's log start offset (-1: to the high watermark)."""
+
+from __future__ import annotations
+
+from gregor.broker.errors import error_code_of
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
+
+API_KEY = 21
+_Partition = DeleteRecordsResponse.DeleteRecordsPartitionResult
+
+
+def handle(context: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    broker = context.broker
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for requested in topic.partitions:
+            result = _Partition(partition_index=requested.partition_index, low_watermark=-1)
+            partition = broker.partition(topic.name, requested.partition_index)
+            if partition is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                offset = partition.high_watermark if requested.offset == -1 else requested.offset
+                try:
+                    result.low_watermark = partition.log.delete_records_before(offset)
+                except Exception as error:  # noqa: BLE001 - failures become partition errors
+                    result.error_code, _ = error_code_of(error)
+            partitions.append(result)
+        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name, partitions=partitions))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
+
+
+HANDLERS = [Handler(API_KEY, 0, 2, handle)]

@@ -1,0 +1,24 @@
+"""DescribeCluster (key 60), v0–v1: brokers, controller and cluster id for admin clients."""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
+
+API_KEY = 60
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def handle(context: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    broker = context.broker
+    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=node_id, host=e.host, port=e.port, rack=e.rack)
+               for node_id, e in broker.endpoints_for(context.connection.listener)]
+    return DescribeClusterResponse(
+        error_code=ErrorCode.NONE, endpoint_type=1, cluster_id=broker.image.cluster_id,
+        controller_id=broker.controller_id, brokers=brokers,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+HANDLERS = [Handler(API_KEY, 0, 1, handle)]

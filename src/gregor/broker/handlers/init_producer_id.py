@@ -1,0 +1,30 @@
+"""InitProducerId (key 22), v0–v5, for idempotent producers.
+
+Producer ids come from blocks the controller allocates through the metadata log, so ids are
+never reused across restarts. Transactional ids wait for the transaction coordinator (a later
+issue): such requests are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error
+that clients report instead of retrying forever.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+
+API_KEY = 22
+
+
+def handle(context: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if request.transactional_id is not None:
+        return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                      producer_id=-1, producer_epoch=-1)
+    broker = context.broker
+    if request.producer_id >= 0:
+        return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=request.producer_id,
+                                      producer_epoch=(request.producer_epoch + 1) % 32767)
+    producer_id = broker.next_producer_id()
+    return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
+
+
+HANDLERS = [Handler(API_KEY, 0, 5, handle)]

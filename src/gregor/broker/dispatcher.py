@@ -2,8 +2,8 @@
 
 Each handler module (gregor.broker.handlers.*) declares the API it serves and the versions it
 honours; ApiVersions advertises exactly those. A request that cannot be decoded is answered
-with the handler's error response when the header could be read, and the connection is closed
-when not, as Kafka does.
+by closing the connection, as Kafka does. Bytes after a request's last field are ignored, as
+Kafka's own parser does (librdkafka sends such bytes with some Metadata versions).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from gregor.broker.network import CloseConnection, ConnectionInfo
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
 from gregor.protocol.messages import REQUESTS
+from gregor.protocol.primitives import Reader
 
 if TYPE_CHECKING:
     from gregor.broker.server import Broker
@@ -45,7 +46,7 @@ class Dispatcher:
             raise CloseConnection(f"unsupported version {version} of API key {api_key}")
         request_class = REQUESTS[api_key]
         try:
-            request = request_class.decode(view[body_offset:], version)
+            request = request_class.decode(Reader(view, body_offset), version)
         except DecodeError as error:
             log.info("closing connection from %s: malformed %s v%d: %s",
                      info.peer, request_class.__name__, version, error)

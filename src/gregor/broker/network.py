@@ -99,12 +99,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return memoryview(self._buffer)[self._end:]
 
     def _compact(self, wanted: int) -> None:
+        """Move pending bytes to the front, into a larger buffer when `wanted` does not fit.
+
+        The transport may still hold a view of the old buffer, so it is replaced, never resized.
+        """
         pending = self._end - self._start
-        if self._start:
-            self._buffer[:pending] = self._buffer[self._start:self._end]
-            self._start, self._end = 0, pending
-        if len(self._buffer) - self._end < wanted:
-            self._buffer.extend(bytes(max(wanted, len(self._buffer))))
+        size = len(self._buffer)
+        if pending + wanted > size:
+            size = max(pending + wanted, size * 2)
+        buffer = bytearray(size)
+        buffer[:pending] = self._buffer[self._start:self._end]
+        self._buffer = buffer
+        self._start, self._end = 0, pending
 
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes

@@ -1,0 +1,82 @@
+"""Start and stop real `gregor server` processes for interop and chaos tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def api_versions_ok(port: int) -> bool:
+    """One ApiVersions v0 round trip over a raw socket."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            body = struct.pack(">hhih", 18, 0, 1, 4) + b"test"
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", sock.recv(4))[0]
+            return size > 0
+    except OSError:
+        return False
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: str, overrides: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.overrides = dict(overrides or {})
+        self.proc: subprocess.Popen | None = None
+        self.log_path = os.path.join(os.path.dirname(data_dir), f"broker-{self.port}.log")
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> None:
+        args = [sys.executable, "-m", "gregor.cli.main", "server",
+                "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "--override", f"log.dirs={self.data_dir}"]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gregor server exited with {self.proc.returncode}:\n{self.output()}")
+            if api_versions_ok(self.port):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"gregor server did not answer within {timeout}s:\n{self.output()}")
+
+    def output(self) -> str:
+        with open(self.log_path, "rb") as handle:
+            return handle.read().decode(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def kill9(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+    def restart(self) -> None:
+        self.start()

@@ -1,0 +1,53 @@
+"""From committed metadata log entries to published images (Kafka's MetadataLoader).
+
+The loader owns the current image. Each call to `load` replays a run of committed entries into
+one delta, applies it, and hands (delta, new image) to every installed publisher, in install
+order: the broker creates and deletes partition logs from it, the controller refreshes the
+state it decides on. Replaying the whole log at start is one `load` from the empty image.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple, Protocol
+
+from gregor.metadata.delta import MetadataDelta
+from gregor.metadata.image import MetadataImage
+from gregor.metadata.record_codec import decode_metadata_record
+
+
+class LogEntry(NamedTuple):
+    """One committed value of `__cluster_metadata`: its offset, leader epoch and bytes."""
+
+    offset: int
+    epoch: int
+    value: bytes
+
+
+class MetadataPublisher(Protocol):
+    def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Called with each new image and the delta that made it from the previous one."""
+
+
+class MetadataLoader:
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self._publishers: list[MetadataPublisher] = []
+
+    def install(self, publisher: MetadataPublisher) -> None:
+        """Add a publisher; it is told about the current image at once (with an empty delta)."""
+        self._publishers.append(publisher)
+        publisher.on_metadata_update(MetadataDelta(self.image), self.image)
+
+    def load(self, entries: Iterable[LogEntry]) -> MetadataDelta | None:
+        """Replay `entries` (framed values), publish the new image; None if there were none."""
+        delta = MetadataDelta(self.image)
+        replayed = False
+        for offset, epoch, value in entries:
+            delta.replay(decode_metadata_record(value), offset, epoch)
+            replayed = True
+        if not replayed:
+            return None
+        self.image = delta.apply()
+        for publisher in self._publishers:
+            publisher.on_metadata_update(delta, self.image)
+        return delta

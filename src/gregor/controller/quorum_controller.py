@@ -26,7 +26,9 @@ from gregor.controller.placement import place_replicas
 from gregor.controller.topic_names import colliding_topic, topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import METADATA_VERSION_FEATURE, TOPIC_RESOURCE, MetadataImage
-from gregor.metadata.topic_configs import describe_topic_config, validate_broker_log_config, validate_topic_configs
+from gregor.metadata.topic_configs import (
+    ConfigEntry, describe_topic_config, validate_broker_log_config, validate_topic_configs,
+)
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
     ConfigRecord, FeatureLevelRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
@@ -191,7 +193,7 @@ class QuorumController:
                         f"{factor} cannot be reached because only {len(brokers)} broker(s) are registered.")
         return place_replicas(brokers, range(partitions), factor, self.rng), None
 
-    def _effective_configs(self, overrides: Mapping[str, str]) -> tuple:
+    def _effective_configs(self, overrides: Mapping[str, str]) -> tuple[ConfigEntry, ...]:
         return tuple(describe_topic_config(overrides, self.config.broker_config,
                                            self.image.broker_config(self.config.node_id),
                                            self.image.broker_config("")))

@@ -10,10 +10,11 @@ import os
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+VERSION = 0
 
 
 def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
-    lines = ["0", str(len(offsets))]
+    lines = [str(VERSION), str(len(offsets))]
     lines.extend(f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items()))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -24,17 +25,26 @@ def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
 
 
 def read_checkpoint(path: str) -> dict[tuple[str, int], int]:
-    """The offsets of a checkpoint file; a missing or malformed file reads as empty."""
-    if not os.path.exists(path):
+    """The offsets of a checkpoint file; a missing or malformed file reads as empty.
+
+    Empty means every log recovers from offset 0 and keeps its first segment's base as log
+    start: slower, never wrong.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
         return {}
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
-    if len(lines) < 2 or lines[0].strip() != "0" or not lines[1].strip().isdigit():
+    if len(lines) < 2 or lines[0].strip() != str(VERSION) or not lines[1].strip().isdigit():
+        return {}
+    count = int(lines[1])
+    entries = lines[2:2 + count]
+    if len(entries) != count:
         return {}
     offsets = {}
-    for line in lines[2:2 + int(lines[1])]:
+    for line in entries:
         parts = line.split()
-        if len(parts) != 3 or not parts[1].isdigit():
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
             return {}
         offsets[(parts[0], int(parts[1]))] = int(parts[2])
     return offsets

@@ -1,76 +1,59 @@
-"""The log of one partition: a directory `<topic>-<partition>` of segments.
+"""The log of one partition: a directory `<topic>-<partition>` of segments, as Kafka's UnifiedLog.
 
-Appending validates each batch of a produce request (CRC, counts, size, timestamps, producer
-sequence) with O(1) Python work per batch, numbers it in place and writes it to the active
-segment; nothing is written unless every batch of the request is valid. Recovery after an
-unclean stop re-validates every batch from the recovery point and truncates at the first bad one.
+Appending validates each batch of a produce request (size, CRC, counts, timestamps, producer
+sequence) with O(1) Python work per batch, numbers it in place and writes the request with one
+`pwrite`; nothing is written unless every batch is valid. Reads return file regions of whole
+batches. Recovery after an unclean stop re-validates every batch from the recovery point and
+truncates at the first bad one.
+
+Choices where Kafka leaves room or Gregor differs:
+- Reads stop before the first batch that reaches `max_offset` (the high watermark), so a batch
+  straddling it is returned only once the high watermark has passed its last offset.
+- Reads continue into the following segments until `max_bytes` is used (Kafka reads one segment).
+- Retention follows Kafka: only segments wholly below the high watermark go; the active segment
+  goes too when it qualifies, after a roll to a new empty active segment.
+- Deleted segments are renamed `*.deleted` and closed after `file.delete.delay.ms`, so file
+  regions handed to a fetch stay readable meanwhile.
+- A roll fsyncs the finished segment and advances the recovery point (Kafka does it in the
+  background); with the default flush settings that is the only fsync before shutdown.
+- `high_watermark` starts at the log end offset on open and is never moved by appends: the
+  replication layer (or raft) owns it.
+- Transactional batches are refused with INVALID_TXN_STATE (no transaction state here). Control
+  batches are accepted (raft writes them); refusing them from clients (Kafka: INVALID_RECORD) is
+  the produce handler's job, as only it knows where the request came from.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
-from typing import Mapping
+from bisect import bisect_right
+from operator import attrgetter
+from typing import Callable, NamedTuple
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import (
-    BatchHeader, scan_batches, set_base_offset, set_log_append_time,
+    LOG_OVERHEAD, BatchHeader, scan_batches, set_base_offset, set_log_append_time,
     set_partition_leader_epoch, validate_batch,
 )
-from gregor.records.errors import RecordsError
 from gregor.storage.errors import StorageError
+from gregor.storage.file_slice import FetchDataInfo
+from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import ProducerStateManager
-from gregor.storage.segment import LogSegment
+from gregor.storage.segment import (
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
+)
 
-LONG_MAX = 9223372036854775807
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
+_STALE_SUFFIXES = (".tmp", ".cleaned", ".swap", DELETED_SUFFIX)
+_base_offset = attrgetter("base_offset")
+
+__all__ = ["AppendInfo", "Log", "LogConfig", "parse_partition_dir"]
 
 
-@dataclass(frozen=True)
-class LogConfig:
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    retention_ms: int = 604800000
-    retention_bytes: int = -1
-    index_interval_bytes: int = 4096
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    message_timestamp_type: str = "CreateTime"
-    max_message_bytes: int = 1048588
-    timestamp_before_max_ms: int = LONG_MAX
-    timestamp_after_max_ms: int = LONG_MAX
-    cleanup_policy: str = "delete"
-    min_insync_replicas: int = 1
+class AppendInfo(NamedTuple):
+    """Outcome of an append: offsets given to the records, or those of the original on a duplicate."""
 
-    @staticmethod
-    def from_properties(properties: Mapping[str, str]) -> "LogConfig":
-        """Build from Kafka's topic-level keys (already resolved against broker defaults)."""
-        def number(key: str, default: int) -> int:
-            value = properties.get(key)
-            return default if value is None else int(value)
-
-        before = number("message.timestamp.before.max.ms", LONG_MAX)
-        difference = number("message.timestamp.difference.max.ms", LONG_MAX)
-        return LogConfig(
-            segment_bytes=number("segment.bytes", 1073741824),
-            segment_ms=number("segment.ms", 604800000),
-            retention_ms=number("retention.ms", 604800000),
-            retention_bytes=number("retention.bytes", -1),
-            index_interval_bytes=number("index.interval.bytes", 4096),
-            flush_messages=number("flush.messages", LONG_MAX),
-            flush_ms=number("flush.ms", LONG_MAX),
-            message_timestamp_type=properties.get("message.timestamp.type", "CreateTime"),
-            max_message_bytes=number("max.message.bytes", 1048588),
-            timestamp_before_max_ms=min(before, difference),
-            timestamp_after_max_ms=min(number("message.timestamp.after.max.ms", LONG_MAX), difference),
-            cleanup_policy=properties.get("cleanup.policy", "delete"),
-            min_insync_replicas=number("min.insync.replicas", 1),
-        )
-
-
-@dataclass(frozen=True)
-class AppendInfo:
     first_offset: int
     last_offset: int
     log_append_time: int
@@ -80,77 +63,93 @@ class AppendInfo:
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a directory named `<topic>-<partition>`, else None."""
     topic, dash, index = name.rpartition("-")
     if not dash or not topic or not index.isdigit():
         return None
     return topic, int(index)
 
 
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Log:
+    """One partition's segments, offsets, producer state and retention."""
+
     def __init__(self, directory: str, config: LogConfig, now_ms: int, recovery_point: int = 0,
                  log_start_offset: int = 0, clean_shutdown: bool = False) -> None:
         self.directory = directory
         self.config = config
         os.makedirs(directory, exist_ok=True)
         name = os.path.basename(directory)
-        parsed = parse_partition_dir(name)
-        self.topic, self.partition = parsed if parsed else (name, 0)
+        self.topic, self.partition = parse_partition_dir(name) or (name, 0)
         self.segments: list[LogSegment] = []
         self.producer_state = ProducerStateManager(directory)
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
         self.high_watermark = 0
-        self.unflushed_messages = 0
         self.last_flush_ms = now_ms
         self.truncated_bytes_at_load = 0
+        self._deleted: list[LogSegment] = []
+        self._now_ms = now_ms
         self._load(now_ms, clean_shutdown)
 
     # -- loading
 
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        return LogSegment(self.directory, base_offset, self.config.index_interval_bytes,
+                          self.config.segment_index_bytes, now_ms)
+
     def _load(self, now_ms: int, clean_shutdown: bool) -> None:
-        for name in os.listdir(self.directory):
-            if name.endswith((".tmp", ".cleaned", ".swap")):
+        names = os.listdir(self.directory)
+        for name in names:
+            if name.endswith(_STALE_SUFFIXES):
                 os.remove(os.path.join(self.directory, name))
-        bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
-                       if n.endswith(".log") and n[:-4].isdigit())
-        damaged = False
+        bases = sorted(int(n[:-len(LOG_SUFFIX)]) for n in names
+                       if n.endswith(LOG_SUFFIX) and n[:-len(LOG_SUFFIX)].isdigit())
+        self._remove_orphan_indexes(names, set(bases))
+        recover_from = max((b for b in bases if b <= self.recovery_point), default=0)
+        broken = False
         for base in bases:
-            segment = LogSegment(self.directory, base, self.config.index_interval_bytes, now_ms)
-            if damaged or (self.segments and base < self.segments[-1].next_offset):
-                segment.delete()
+            segment = self._new_segment(base, now_ms)
+            if broken or (self.segments and base < self.segments[-1].next_offset):
+                segment.destroy()
+                broken = True
                 continue
-            needs_recovery = not clean_shutdown and base >= self._recovery_segment_base(bases)
-            if not needs_recovery:
-                try:
-                    segment.load()
-                except (ValueError, RecordsError):
-                    needs_recovery = True
-            if needs_recovery:
+            needs_recovery = not clean_shutdown and base >= recover_from
+            if needs_recovery or not segment.load():
                 truncated = segment.recover()
-                self.truncated_bytes_at_load += truncated
-                damaged = truncated > 0
-            if segment.is_empty and self.segments:
-                segment.delete()
-                continue
+                if truncated:
+                    self.truncated_bytes_at_load += truncated
+                    broken = True
             self.segments.append(segment)
+        for segment in self.segments[:-1]:
+            segment.seal()
         if not self.segments:
-            self.segments.append(LogSegment(self.directory, max(self.log_start_offset, 0),
-                                            self.config.index_interval_bytes, now_ms))
+            self.segments.append(self._new_segment(max(self.log_start_offset, 0), now_ms))
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        if self.log_start_offset > self.log_end_offset:
+            self._truncate_fully_and_start_at(self.log_start_offset, now_ms)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._load_producer_state()
         self.high_watermark = self.log_end_offset
 
-    def _recovery_segment_base(self, bases: list[int]) -> int:
-        candidates = [b for b in bases if b <= self.recovery_point]
-        return candidates[-1] if candidates else 0
+    def _remove_orphan_indexes(self, names: list[str], bases: set[int]) -> None:
+        for name in names:
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                stem = name[:-len(suffix)]
+                if name.endswith(suffix) and stem.isdigit() and int(stem) not in bases:
+                    os.remove(os.path.join(self.directory, name))
 
     def _load_producer_state(self) -> None:
-        snapshot_offset = self.producer_state.load_snapshot(self.log_end_offset)
-        start = max(snapshot_offset, 0)
-        for segment in self.segments:
-            if segment.next_offset <= start:
-                continue
+        """Newest snapshot at or below the log end, then the batch headers after it."""
+        start = max(self.producer_state.load_snapshot(self.log_end_offset), 0)
+        for segment in self.segments[self._segment_index(start):]:
             for _, header in segment.batches(segment.offset_index.lookup(start)[1]):
                 if header.base_offset >= start:
                     self.producer_state.update(header, header.base_offset)
@@ -168,221 +167,317 @@ class Log:
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self.segments)
 
+    def _segment_index(self, offset: int) -> int:
+        """Index in `segments` of the segment that holds `offset` (0 below the first)."""
+        return max(bisect_right(self.segments, offset, key=_base_offset) - 1, 0)
+
     # -- appending
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
                          now_ms: int) -> AppendInfo:
+        """Validate, number and append the batches of one produce request for this partition.
+
+        Raises StorageError/RecordsError (both KafkaError with `.code`): CORRUPT_MESSAGE (bad CRC,
+        no complete batch, trailing bytes, magic other than 2), INVALID_RECORD (counts and offset
+        deltas disagree), MESSAGE_TOO_LARGE (a batch above max.message.bytes),
+        RECORD_LIST_TOO_LARGE (request above segment.bytes), INVALID_TIMESTAMP,
+        INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE,
+        KAFKA_STORAGE_ERROR (the write failed).
+        """
+        self._now_ms = now_ms
         data = bytearray(records)
+        config = self.config
+        if len(data) > config.segment_bytes:
+            raise StorageError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                               f"{len(data)} bytes of records exceed segment.bytes {config.segment_bytes}")
         batches, valid_end = scan_batches(data)
         if not batches or valid_end != len(data):
             raise StorageError(ErrorCode.CORRUPT_MESSAGE,
                                "records are not a whole number of complete record batches")
-        config = self.config
-        log_append_time = config.message_timestamp_type == "LogAppendTime"
-        duplicate = None
+        log_append_time = config.log_append_time
+        producers = None
+        first_offset = offset = self.log_end_offset
+        described = []
+        record_count = 0
+        max_timestamp = -1
         for header, pos in batches:
-            if header.size > config.max_message_bytes:
+            size = header.batch_length + LOG_OVERHEAD
+            if size > config.max_message_bytes:
                 raise StorageError(ErrorCode.MESSAGE_TOO_LARGE,
-                                   f"record batch of {header.size} bytes exceeds max.message.bytes "
+                                   f"record batch of {size} bytes exceeds max.message.bytes "
                                    f"{config.max_message_bytes}")
             validate_batch(data, pos, header)
-            if not log_append_time:
-                self._check_timestamp(header, now_ms)
+            if header.is_transactional:
+                raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactional batches are not supported by this log")
             if header.producer_id >= 0:
-                if header.is_transactional:
-                    raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
-                duplicate = self.producer_state.check(header)
-        if duplicate is not None and len(batches) == 1:
-            return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1,
-                              self.log_start_offset, 0, duplicate=True)
-        first_offset = self.log_end_offset
-        offset = first_offset
-        max_timestamp = -1
-        record_count = 0
-        for header, pos in batches:
-            set_base_offset(data, pos, offset)
-            set_partition_leader_epoch(data, pos, leader_epoch)
+                if producers is None:
+                    producers = self.producer_state.begin_append()
+                duplicate = producers.check(header, offset)
+                if duplicate is not None:
+                    return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1,
+                                      self.log_start_offset, 0, duplicate=True)
             if log_append_time:
                 set_log_append_time(data, pos, header, now_ms)
-            self.producer_state.update(header, offset)
-            offset += header.last_offset_delta + 1
+                timestamp = now_ms
+            else:
+                timestamp = header.max_timestamp
+                if timestamp >= 0:
+                    self._check_timestamps(header, now_ms)
+            set_base_offset(data, pos, offset)
+            set_partition_leader_epoch(data, pos, leader_epoch)
+            last = offset + header.last_offset_delta
+            described.append((offset, last, size, timestamp))
+            offset = last + 1
             record_count += header.records_count
-            max_timestamp = max(max_timestamp, now_ms if log_append_time else header.max_timestamp)
+            if timestamp > max_timestamp:
+                max_timestamp = timestamp
         last_offset = offset - 1
-        self._maybe_roll(len(data), now_ms)
-        self.active_segment.append(data, first_offset, last_offset, max_timestamp)
-        self.unflushed_messages += record_count
-        if self.unflushed_messages >= config.flush_messages:
+        segment = self._maybe_roll(len(data), last_offset, max_timestamp, now_ms)
+        try:
+            segment.append(data, described, now_ms)
+        except OSError as error:
+            raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
+        if producers is not None:
+            producers.commit()
+        if self.log_end_offset - self.recovery_point >= config.flush_messages:
             self.flush(now_ms)
         return AppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,
                           self.log_start_offset, record_count)
 
-    def _check_timestamp(self, header: BatchHeader, now_ms: int) -> None:
-        timestamp = header.max_timestamp
-        if timestamp < 0:
-            return
-        if now_ms - timestamp > self.config.timestamp_before_max_ms or \
-                timestamp - now_ms > self.config.timestamp_after_max_ms:
+    def _check_timestamps(self, header: BatchHeader, now_ms: int) -> None:
+        """CreateTime bounds on the batch's first and largest timestamps (no per-record decode)."""
+        config = self.config
+        earliest = min(header.base_timestamp, header.max_timestamp)
+        if header.max_timestamp - now_ms > config.timestamp_after_max_ms or \
+                (earliest >= 0 and now_ms - earliest > config.timestamp_before_max_ms):
             raise StorageError(ErrorCode.INVALID_TIMESTAMP,
-                               f"timestamp {timestamp} is out of the range allowed around {now_ms}")
+                               f"timestamps {header.base_timestamp}..{header.max_timestamp} are out of the "
+                               f"range allowed around {now_ms}")
 
-    def _maybe_roll(self, incoming: int, now_ms: int) -> None:
+    def _maybe_roll(self, incoming_bytes: int, last_offset: int, max_timestamp: int, now_ms: int) -> LogSegment:
         segment = self.active_segment
-        if segment.is_empty:
-            return
-        if segment.size + incoming > self.config.segment_bytes or \
-                now_ms - segment.created_ms >= self.config.segment_ms:
-            self.roll(now_ms)
+        if not segment.can_hold(incoming_bytes, last_offset, self.config.segment_bytes) or (
+                not segment.is_empty
+                and segment.time_waited_for_roll(now_ms, max_timestamp) > self.config.segment_ms):
+            return self.roll(now_ms)
+        return segment
 
     def roll(self, now_ms: int) -> LogSegment:
-        """Start a new active segment at the log end offset."""
+        """Start a new active segment at the log end offset (a no-op while the active one is empty).
+
+        Snapshots the producer state at the new base offset and fsyncs the finished segment.
+        """
+        self._now_ms = now_ms
         old = self.active_segment
         if old.is_empty:
             return old
-        old.flush()
-        segment = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes, now_ms)
+        old.seal()
+        segment = self._new_segment(self.log_end_offset, now_ms)
         self.segments.append(segment)
         self.producer_state.write_snapshot(segment.base_offset)
+        self.flush(now_ms)
+        _fsync_dir(self.directory)
         return segment
 
     # -- reading
 
-    def read_bytes(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
-                   min_one_batch: bool = True) -> bytes:
-        """Whole batches from the one containing `fetch_offset`, never past `max_offset`."""
+    def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchDataInfo:
+        """Whole batches from the one holding `fetch_offset`, all below `max_offset`, within `max_bytes`.
+
+        `max_offset` (exclusive; the high watermark for consumers, None for the log end) excludes
+        any batch that reaches it. `min_one_batch` returns the first batch even when it is larger
+        than `max_bytes`. Raises OFFSET_OUT_OF_RANGE when `fetch_offset` is below the log start
+        offset or above the log end offset.
+        """
         end = self.log_end_offset
         if fetch_offset < self.log_start_offset or fetch_offset > end:
             raise StorageError(ErrorCode.OFFSET_OUT_OF_RANGE,
                                f"offset {fetch_offset} is outside {self.log_start_offset}..{end}")
         limit = end if max_offset is None else min(max_offset, end)
-        if fetch_offset >= limit:
-            return b""
-        for segment in self._segments_from(fetch_offset):
-            data = segment.read(fetch_offset, max_bytes, limit, min_one_batch)
-            if data:
-                return data
-        return b""
+        slices = []
+        remaining = max_bytes
+        offset = fetch_offset
+        for segment in self.segments[self._segment_index(fetch_offset):]:
+            if offset >= limit or segment.base_offset >= limit:
+                break
+            piece = segment.read(offset, remaining, segment.position_bound(limit), min_one_batch and not slices)
+            if piece is None:
+                if segment.next_offset > offset:
+                    break
+                continue
+            slices.append(piece)
+            remaining -= piece.length
+            if remaining <= 0 or piece.position + piece.length < segment.size:
+                break
+            offset = segment.next_offset
+        return FetchDataInfo(fetch_offset, tuple(slices))
 
-    def _segments_from(self, offset: int) -> list[LogSegment]:
-        for i, segment in enumerate(self.segments):
-            if segment.next_offset > offset:
-                return self.segments[i:]
-        return []
+    def read_bytes(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
+                   min_one_batch: bool = True) -> bytes:
+        """`read` copied into one bytes object."""
+        return self.read(fetch_offset, max_bytes, max_offset, min_one_batch).read_bytes()
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        for segment in self.segments:
+        """(offset, timestamp) of the first record at or after the log start with timestamp >= `timestamp`."""
+        for segment in self.segments[self._segment_index(self.log_start_offset):]:
             if segment.max_timestamp >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, MAX_UNCOMPRESSED_BYTES)
-                if found is not None and found[0] >= self.log_start_offset:
-                    return found
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset, MAX_UNCOMPRESSED_BYTES)
                 if found is not None:
-                    return self.log_start_offset, found[1]
+                    return found
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        """(offset, timestamp) of the first record with the largest timestamp (ListOffsets -3)."""
         best = None
         for segment in self.segments:
-            for _, header in segment.batches():
-                if header.base_offset >= self.log_start_offset or header.last_offset >= self.log_start_offset:
-                    if best is None or header.max_timestamp > best[1]:
-                        best = (header.last_offset, header.max_timestamp)
-        return best
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        return None if best is None else best.max_timestamp_record(MAX_UNCOMPRESSED_BYTES)
 
     # -- deleting
 
     def delete_records_before(self, offset: int) -> int:
-        """Advance the log start offset (DeleteRecords); whole segments below it are removed."""
-        if offset > self.high_watermark:
+        """Advance the log start offset (DeleteRecords) and drop segments wholly below it.
+
+        Returns the new log start offset. Raises OFFSET_OUT_OF_RANGE beyond the high watermark.
+        """
+        if offset < 0 or offset > self.high_watermark:
             raise StorageError(ErrorCode.OFFSET_OUT_OF_RANGE,
                                f"cannot delete before {offset}: the high watermark is {self.high_watermark}")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            self._delete_segments_below(offset)
+            self._delete_first(self._deletable(self._below_log_start), self._now_ms)
         return self.log_start_offset
 
-    def _delete_segments_below(self, offset: int) -> int:
-        deleted = 0
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            self.segments.pop(0).delete()
-            deleted += 1
-        if len(self.segments) == 1 and self.active_segment.next_offset <= offset and \
-                not self.active_segment.is_empty:
-            self.roll(self.active_segment.created_ms)
-            self.segments.pop(0).delete()
-            deleted += 1
-        return deleted
+    def _below_log_start(self, segment: LogSegment, following: LogSegment | None) -> bool:
+        return following is not None and following.base_offset <= self.log_start_offset
 
     def apply_retention(self, now_ms: int) -> int:
-        """Delete whole segments past `retention.ms` or beyond `retention.bytes`; returns how many."""
-        if "delete" not in self.config.cleanup_policy:
-            return 0
-        doomed = 0
-        retention_ms = self.config.retention_ms
-        if retention_ms >= 0:
-            for segment in self.segments:
-                if segment.is_empty or now_ms - segment.max_timestamp <= retention_ms or segment.max_timestamp < 0:
-                    break
-                doomed += 1
-        retention_bytes = self.config.retention_bytes
-        if retention_bytes >= 0:
-            excess = self.size_in_bytes() - retention_bytes
-            by_size = 0
-            for segment in self.segments[:-1]:
+        """Delete segments past retention.ms, beyond retention.bytes, or below the log start offset.
+
+        Returns the number of segments deleted; also closes deleted segments whose
+        file.delete.delay.ms has passed and forgets producers idle for producer.id.expiration.ms.
+        """
+        self._now_ms = now_ms
+        self._purge_deleted(now_ms)
+        config = self.config
+        deleted = 0
+        if config.deletes and config.retention_ms >= 0:
+            deleted += self._delete_first(self._deletable(
+                lambda segment, _: now_ms - segment.largest_timestamp > config.retention_ms), now_ms)
+        if config.deletes and config.retention_bytes >= 0:
+            excess = self.size_in_bytes() - config.retention_bytes
+
+            def beyond_size(segment: LogSegment, _: LogSegment | None) -> bool:
+                nonlocal excess
                 if excess - segment.size < 0:
-                    break
+                    return False
                 excess -= segment.size
-                by_size += 1
-            doomed = max(doomed, by_size)
-        if doomed == 0:
+                return True
+
+            deleted += self._delete_first(self._deletable(beyond_size), now_ms)
+        deleted += self._delete_first(self._deletable(self._below_log_start), now_ms)
+        self.producer_state.remove_expired(now_ms, config.producer_id_expiration_ms)
+        return deleted
+
+    def _deletable(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        """How many leading segments qualify: wholly below the high watermark, predicate true."""
+        count = 0
+        for i, segment in enumerate(self.segments):
+            following = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            upper = following.base_offset if following is not None else self.log_end_offset
+            if self.high_watermark < upper or (following is None and segment.is_empty) \
+                    or not predicate(segment, following):
+                break
+            count += 1
+        return count
+
+    def _delete_first(self, count: int, now_ms: int) -> int:
+        if count == 0:
             return 0
-        if doomed >= len(self.segments):
+        if count == len(self.segments):
             self.roll(now_ms)
-        new_start = self.segments[doomed].base_offset
-        for _ in range(doomed):
-            self.segments.pop(0).delete()
-        self.log_start_offset = max(self.log_start_offset, new_start)
-        return doomed
+        doomed = self.segments[:count]
+        del self.segments[:count]
+        for segment in doomed:
+            self._schedule_delete(segment, now_ms)
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return count
+
+    def _schedule_delete(self, segment: LogSegment, now_ms: int) -> None:
+        segment.mark_deleted(now_ms)
+        self._deleted.append(segment)
+
+    def _purge_deleted(self, now_ms: int) -> None:
+        delay = self.config.file_delete_delay_ms
+        keep = []
+        for segment in self._deleted:
+            if segment.deleted_at_ms is not None and now_ms - segment.deleted_at_ms >= delay:
+                segment.destroy()
+            else:
+                keep.append(segment)
+        self._deleted = keep
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every record at or after `offset` (replication's divergence repair)."""
+        """Remove every batch that holds an offset at or after `offset` (replication's repair).
+
+        A batch is never split, so the log end offset may end up below `offset` when it falls
+        inside a batch. Below the log start offset the log is emptied and restarted at `offset`.
+        """
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            self._truncate_fully_and_start_at(offset, self._now_ms)
+            return
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
-            self.segments.pop().delete()
+            self._schedule_delete(self.segments.pop(), self._now_ms)
         self.active_segment.truncate_to(offset)
-        self.producer_state.truncate()
         self._load_producer_state()
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
 
+    def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        for segment in self.segments:
+            self._schedule_delete(segment, now_ms)
+        self.segments = [self._new_segment(offset, now_ms)]
+        self.producer_state.clear()
+        self.producer_state.delete_snapshots_above(-1)
+        self.log_start_offset = self.recovery_point = self.high_watermark = offset
+
     # -- durability and lifecycle
 
     def flush(self, now_ms: int) -> None:
-        for segment in self.segments:
-            if segment.next_offset > self.recovery_point:
+        """fsync every segment holding data past the recovery point; the recovery point becomes the log end."""
+        for segment in self.segments[self._segment_index(self.recovery_point):]:
+            if segment.next_offset > self.recovery_point and not segment.is_empty:
                 segment.fsync()
         self.recovery_point = self.log_end_offset
-        self.unflushed_messages = 0
         self.last_flush_ms = now_ms
 
     def flush_if_due(self, now_ms: int) -> None:
-        if self.unflushed_messages and now_ms - self.last_flush_ms >= self.config.flush_ms:
+        """flush.ms: flush when there is unflushed data and the last flush is that old."""
+        if self.log_end_offset > self.recovery_point and now_ms - self.last_flush_ms >= self.config.flush_ms:
             self.flush(now_ms)
 
-    def checkpoint_flush(self) -> None:
-        """Make appended data visible to index files without fsync (page cache is enough)."""
-        for segment in self.segments:
-            segment.flush()
-
     def update_config(self, config: LogConfig) -> None:
+        """Take new topic configs; index sizes apply to segments created from now on."""
         self.config = config
+        self.active_segment.index_interval_bytes = config.index_interval_bytes
 
     def close(self) -> None:
+        """Snapshot the producer state at the log end and close every file (no fsync: call `flush`)."""
         self.producer_state.write_snapshot(self.log_end_offset)
+        for segment in self._deleted:
+            segment.destroy()
+        self._deleted = []
         for segment in self.segments:
             segment.close()
 
     def delete(self) -> None:
-        for segment in self.segments:
-            segment.close()
+        """Close everything and remove the partition directory."""
+        for segment in self._deleted + self.segments:
+            segment.destroy()
+        self._deleted = []
         self.segments = []
         shutil.rmtree(self.directory, ignore_errors=True)

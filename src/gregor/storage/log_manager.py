@@ -1,8 +1,12 @@
 """All partition logs of a broker across its `log.dirs`, with checkpoints and clean shutdown.
 
-A log dir holds `topic-N` partition directories, the recovery-point and log-start-offset
-checkpoints, and `.kafka_cleanshutdown` while the broker is stopped cleanly: its absence at
-start means an unclean stop, so every log is recovered from its recovery point.
+A log dir holds `topic-N` partition directories, the `recovery-point-offset-checkpoint` and
+`log-start-offset-checkpoint` files, and `.kafka_cleanshutdown` while the broker is stopped
+cleanly. Its absence at start means an unclean stop: every log is then recovered from its
+checkpointed recovery point. The marker is removed once the logs are loaded.
+
+Periodic work is plain methods the broker calls with its clock: `cleanup` (retention),
+`flush_dirty` (flush.ms) and `checkpoint`.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ import logging
 import os
 import shutil
 import uuid
+from typing import Collection, Mapping
 
 from gregor.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_checkpoint, write_checkpoint,
 )
-from gregor.storage.log import Log, LogConfig, parse_partition_dir
+from gregor.storage.log import Log, parse_partition_dir
+from gregor.storage.log_config import LogConfig
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_SUFFIX = "-delete"
@@ -24,86 +30,103 @@ log = logging.getLogger("gregor.storage")
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[str], now_ms: int) -> None:
-        self.log_dirs = log_dirs
+    """Opens every partition log found in `log_dirs` at construction.
+
+    `topic_configs` gives per-topic configs (others get `default_config`); directories named in
+    `skip` (e.g. `__cluster_metadata-0`, owned by raft) are left alone.
+    """
+
+    def __init__(self, log_dirs: list[str], default_config: LogConfig, now_ms: int,
+                 topic_configs: Mapping[str, LogConfig] | None = None, skip: Collection[str] = ()) -> None:
+        self.log_dirs = list(log_dirs)
+        self.default_config = default_config
         self.logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         self.clean_shutdown = True
-        for directory in log_dirs:
-            os.makedirs(directory, exist_ok=True)
-
-    def load(self, configs: dict[tuple[str, int], LogConfig], default: LogConfig, now_ms: int,
-             skip: frozenset[str] = frozenset()) -> None:
-        """Open every partition directory, recovering when the last stop was unclean."""
+        topic_configs = topic_configs or {}
         for directory in self.log_dirs:
-            marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
-            clean = os.path.exists(marker)
-            self.clean_shutdown = self.clean_shutdown and clean
-            recovery_points = read_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT))
-            start_offsets = read_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT))
-            for name in sorted(os.listdir(directory)):
-                path = os.path.join(directory, name)
-                if not os.path.isdir(path) or name in skip:
-                    continue
-                if name.endswith(DELETE_SUFFIX):
-                    shutil.rmtree(path, ignore_errors=True)
-                    continue
-                key = parse_partition_dir(name)
-                if key is None:
-                    continue
-                partition_log = Log(path, configs.get(key, default), now_ms,
-                                    recovery_point=recovery_points.get(key, 0),
-                                    log_start_offset=start_offsets.get(key, 0), clean_shutdown=clean)
-                if partition_log.truncated_bytes_at_load:
-                    log.warning("recovered %s-%d: truncated %d bytes of torn or corrupt batches",
-                                key[0], key[1], partition_log.truncated_bytes_at_load)
-                self.logs[key] = partition_log
-                self._dir_of[key] = directory
-            if clean:
-                os.remove(marker)
+            os.makedirs(directory, exist_ok=True)
+            self._load_dir(directory, topic_configs, skip, now_ms)
+
+    def _load_dir(self, directory: str, topic_configs: Mapping[str, LogConfig], skip: Collection[str],
+                  now_ms: int) -> None:
+        marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.clean_shutdown = self.clean_shutdown and clean
+        recovery_points = read_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT))
+        start_offsets = read_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT))
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if not os.path.isdir(path) or name in skip:
+                continue
+            if name.endswith(DELETE_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            key = parse_partition_dir(name)
+            if key is None:
+                continue
+            partition_log = Log(path, topic_configs.get(key[0], self.default_config), now_ms,
+                                recovery_point=recovery_points.get(key, 0),
+                                log_start_offset=start_offsets.get(key, 0), clean_shutdown=clean)
+            if partition_log.truncated_bytes_at_load:
+                log.warning("recovered %s: truncated %d bytes of torn or corrupt batches",
+                            name, partition_log.truncated_bytes_at_load)
+            self.logs[key] = partition_log
+            self._dir_of[key] = directory
+        if clean:
+            os.remove(marker)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
 
-    def create_log(self, topic: str, partition: int, config: LogConfig, now_ms: int) -> Log:
+    def create_log(self, topic: str, partition: int, config: LogConfig | None, now_ms: int) -> Log:
+        """The log of `topic-partition`, created in the log dir holding the fewest logs if new."""
         key = (topic, partition)
         existing = self.logs.get(key)
         if existing is not None:
             return existing
-        directory = min(self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
-        partition_log = Log(os.path.join(directory, f"{topic}-{partition}"), config, now_ms)
+        counts = {directory: 0 for directory in self.log_dirs}
+        for directory in self._dir_of.values():
+            counts[directory] += 1
+        directory = min(self.log_dirs, key=counts.__getitem__)
+        partition_log = Log(os.path.join(directory, f"{topic}-{partition}"), config or self.default_config, now_ms)
         self.logs[key] = partition_log
         self._dir_of[key] = directory
         return partition_log
 
-    def delete_log(self, topic: str, partition: int) -> None:
-        """Rename to `<dir>.<uuid>-delete` first, as Kafka does, then remove."""
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Rename the directory to `<topic>-<partition>.<uuid hex>-delete`, then remove it.
+
+        A crash between the two leaves a `-delete` directory that the next start removes.
+        Returns whether the log existed.
+        """
         key = (topic, partition)
         partition_log = self.logs.pop(key, None)
         directory = self._dir_of.pop(key, None)
         if partition_log is None or directory is None:
-            return
-        for segment in partition_log.segments:
-            segment.close()
+            return False
+        partition_log.close()
         doomed = os.path.join(directory, f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
         os.replace(partition_log.directory, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
+        return True
 
     def all_logs(self) -> list[Log]:
         return list(self.logs.values())
 
     def checkpoint(self) -> None:
+        """Write both offset checkpoint files of every log dir."""
         for directory in self.log_dirs:
-            keys = [k for k, d in self._dir_of.items() if d == directory]
+            keys = [key for key, owner in self._dir_of.items() if owner == directory]
             write_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT),
-                             {k: self.logs[k].recovery_point for k in keys})
+                             {key: self.logs[key].recovery_point for key in keys})
             write_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT),
-                             {k: self.logs[k].log_start_offset for k in keys})
+                             {key: self.logs[key].log_start_offset for key in keys})
 
     def cleanup(self, now_ms: int) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
         deleted = 0
-        for (topic, partition), partition_log in list(self.logs.items()):
+        for (topic, partition), partition_log in self.logs.items():
             count = partition_log.apply_retention(now_ms)
             if count:
                 log.info("retention deleted %d segment(s) of %s-%d; log start offset now %d",
@@ -112,16 +135,17 @@ class LogManager:
         return deleted
 
     def flush_dirty(self, now_ms: int) -> None:
+        """flush.ms for every log."""
         for partition_log in self.logs.values():
             partition_log.flush_if_due(now_ms)
-            partition_log.checkpoint_flush()
 
     def shutdown(self, now_ms: int) -> None:
-        """Flush everything, checkpoint, and leave the clean-shutdown marker."""
+        """Flush and close every log, checkpoint, and leave the clean-shutdown marker."""
         for partition_log in self.logs.values():
             partition_log.flush(now_ms)
             partition_log.close()
         self.checkpoint()
         for directory in self.log_dirs:
-            with open(os.path.join(directory, CLEAN_SHUTDOWN_FILE), "w", encoding="utf-8"):
-                pass
+            with open(os.path.join(directory, CLEAN_SHUTDOWN_FILE), "w", encoding="utf-8") as handle:
+                handle.flush()
+                os.fsync(handle.fileno())

@@ -1,201 +1,319 @@
-"""One log segment: `<base offset>.log` with its `.index` and `.timeindex`.
+"""One log segment: `<20-digit base offset>.log` with its `.index` and `.timeindex`.
 
-Appends take batches that the log has already validated and numbered; reads return byte ranges
-of whole batches, found with the offset index and a short scan of batch headers.
+The segment appends batches that the log has already validated and numbered, adding an index
+entry every `index.interval.bytes`. Reads locate the batch holding an offset with the offset index
+plus a forward walk over batch headers (read in small chunks, never decoded past the header) and
+return a file region of whole batches. Recovery re-reads every batch, checks its CRC and rebuilds
+both indexes, truncating at the first torn or corrupt batch.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import struct
+from typing import Iterator, Sequence
 
 from gregor.records.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header, verify_crc
 from gregor.records.errors import RecordsError
 from gregor.records.record import decode_records
-from gregor.storage.index import OffsetIndex, TimeIndex
+from gregor.storage.file_slice import FileSlice
+from gregor.storage.offset_index import OffsetIndex
+from gregor.storage.time_index import TimeIndex
 
-_PREFIX = struct.Struct(">qi")
-_SCAN_CHUNK = 1 << 20
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+_HEADER_CHUNK = 8192
+_RECOVERY_CHUNK = 4 << 20
 
 
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}"
+def segment_file_prefix(directory: str, base_offset: int) -> str:
+    return os.path.join(directory, f"{base_offset:020d}")
 
 
 class LogSegment:
-    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int, created_ms: int) -> None:
-        self.directory = directory
+    """A segment file and its indexes; `size` and `next_offset` describe what it holds."""
+
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
+                 max_index_bytes: int, created_ms: int) -> None:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        name = os.path.join(directory, segment_name(base_offset))
-        self.path = name + ".log"
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        prefix = segment_file_prefix(directory, base_offset)
+        self.path = prefix + LOG_SUFFIX
+        self.file = io.FileIO(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
+        self.fd = self.file.fileno()
         self.size = os.fstat(self.fd).st_size
-        self.offset_index = OffsetIndex(name + ".index", base_offset)
-        self.time_index = TimeIndex(name + ".timeindex", base_offset)
+        self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
+        self.created_ms = created_ms
+        self.last_modified_ms = created_ms
         self.next_offset = base_offset
         self.max_timestamp = -1
-        self.created_ms = created_ms
+        self.offset_of_max_timestamp = base_offset
+        self.rolling_base_timestamp = -1
         self._bytes_since_index = 0
+        self.deleted_at_ms: int | None = None
 
     # -- appending
 
-    def append(self, data: bytes | bytearray | memoryview, first_offset: int, last_offset: int,
-               max_timestamp: int) -> None:
+    def append(self, data: bytes | bytearray | memoryview, batches: Sequence[tuple[int, int, int, int]],
+               now_ms: int) -> None:
+        """Write `data`, the batches described by (base offset, last offset, size, max timestamp)."""
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self.fd, view[written:], self.size + written)
         position = self.size
-        if self._bytes_since_index >= self.index_interval_bytes or position == 0:
-            self.offset_index.append(first_offset, position)
-            self.time_index.append(max(max_timestamp, self.max_timestamp), last_offset)
-            self._bytes_since_index = 0
-        written = os.pwrite(self.fd, data, position)
-        if written != len(data):
-            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
-        self.size += written
-        self._bytes_since_index += written
-        self.next_offset = last_offset + 1
+        for base_offset, last_offset, size, max_timestamp in batches:
+            self._track(position, base_offset, last_offset, size, max_timestamp)
+            position += size
+        self.size = position
+        self.last_modified_ms = now_ms
+
+    def _track(self, position: int, base_offset: int, last_offset: int, size: int, max_timestamp: int) -> None:
+        """Account for one batch at `position`, as Kafka's LogSegment.append does per batch."""
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        if position == 0:
+            self.rolling_base_timestamp = max_timestamp
+        if self._bytes_since_index > self.index_interval_bytes:
+            self.offset_index.append(base_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+        self.next_offset = last_offset + 1
+
+    def can_hold(self, incoming_bytes: int, last_offset: int, segment_bytes: int) -> bool:
+        """Whether an append of `incoming_bytes` up to `last_offset` fits without a roll."""
+        return (self.size + incoming_bytes <= segment_bytes
+                and not self.offset_index.is_full and not self.time_index.is_full
+                and last_offset - self.base_offset <= MAX_RELATIVE_OFFSET)
+
+    def time_waited_for_roll(self, now_ms: int, incoming_max_timestamp: int) -> int:
+        """Kafka's rule: by record timestamps when the segment has one, else by the broker clock."""
+        if self.rolling_base_timestamp >= 0 and incoming_max_timestamp >= 0:
+            return incoming_max_timestamp - self.rolling_base_timestamp
+        return now_ms - self.created_ms
 
     # -- reading
 
-    def _header_at(self, position: int) -> BatchHeader | None:
-        data = os.pread(self.fd, BATCH_HEADER_SIZE, position)
-        if len(data) < BATCH_HEADER_SIZE:
-            return None
-        return parse_header(data)
-
-    def find_position(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """Position and header of the first batch whose last offset is >= `offset`."""
-        _, position = self.offset_index.lookup(offset)
-        while position < self.size:
-            header = self._header_at(position)
-            if header is None:
-                return None
-            if header.last_offset >= offset:
-                return position, header
-            position += header.size
-        return None
-
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> bytes:
-        """Whole batches from the one containing `offset`, below `max_offset`, within `max_bytes`."""
-        found = self.find_position(offset)
-        if found is None:
-            return b""
-        start, header = found
-        position = start
-        end = start
-        while position < self.size:
-            if header is None:
-                header = self._header_at(position)
-                if header is None:
-                    break
-            if header.base_offset >= max_offset:
-                break
-            if end + header.size - start > max_bytes and not (min_one_batch and end == start):
-                break
-            end = position + header.size
-            position = end
-            header = None
-        return os.pread(self.fd, end - start, start) if end > start else b""
-
-    def batches(self, start_position: int = 0):
-        """(position, header) of every batch from `start_position`, reading headers only."""
+    def batches(self, start_position: int = 0, end_position: int | None = None
+                ) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each complete batch from `start_position`, reading headers only."""
+        end = self.size if end_position is None else min(end_position, self.size)
         position = start_position
-        while position < self.size:
-            header = self._header_at(position)
-            if header is None:
+        chunk = b""
+        chunk_start = position
+        while position + BATCH_HEADER_SIZE <= end:
+            relative = position - chunk_start
+            if relative + BATCH_HEADER_SIZE > len(chunk):
+                chunk = os.pread(self.fd, _HEADER_CHUNK, position)
+                chunk_start, relative = position, 0
+                if len(chunk) < BATCH_HEADER_SIZE:
+                    return
+            header = parse_header(chunk, relative)
+            if header.batch_length < MIN_BATCH_LENGTH or position + header.size > end:
                 return
             yield position, header
             position += header.size
 
-    def find_offset_by_timestamp(self, timestamp: int, max_uncompressed: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with a timestamp >= `timestamp`."""
-        found = self.find_position(self.time_index.lookup(timestamp))
+    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= `offset`."""
+        _, position = self.offset_index.lookup(offset)
+        for position, header in self.batches(position):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def position_bound(self, max_offset: int) -> int:
+        """The position of the first batch reaching `max_offset` (reads must stop before it)."""
+        if max_offset >= self.next_offset:
+            return self.size
+        found = self.find(max_offset)
+        return self.size if found is None else found[0]
+
+    def read(self, start_offset: int, max_bytes: int, max_position: int, min_one_batch: bool
+             ) -> FileSlice | None:
+        """Whole batches from the one holding `start_offset`, ending at or before `max_position`.
+
+        At most `max_bytes`, except that `min_one_batch` lets a first batch larger than that through.
+        """
+        found = self.find(start_offset)
+        if found is None:
+            return None
+        start, header = found
+        limit = min(self.size, max_position)
+        if start >= limit:
+            return None
+        target = start + max_bytes
+        if target >= limit:
+            end = limit
+        else:
+            end = max(self.offset_index.lookup_by_position(target)[1], start)
+            for position, batch in self.batches(end, limit):
+                if position + batch.size > target:
+                    break
+                end = position + batch.size
+            if end == start and min_one_batch:
+                end = start + header.size
+        if end <= start:
+            return None
+        return FileSlice(self.file, start, end - start)
+
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        return os.pread(self.fd, header.size, position)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
+                                 max_uncompressed_bytes: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `starting_offset` with a timestamp >= `timestamp`.
+
+        Only the batch whose max timestamp first reaches the target is decoded.
+        """
+        found = self.find(max(self.time_index.lookup(timestamp), starting_offset))
         if found is None:
             return None
         for position, header in self.batches(found[0]):
             if header.max_timestamp >= timestamp:
-                data = os.pread(self.fd, header.size, position)
-                for record in decode_records(data, 0, header, max_uncompressed):
-                    if record.timestamp >= timestamp:
+                for record in decode_records(self.read_batch(position, header), 0, header, max_uncompressed_bytes):
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
                         return record.offset, record.timestamp
         return None
 
-    # -- recovery and truncation
+    def max_timestamp_record(self, max_uncompressed_bytes: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the segment's largest timestamp."""
+        if self.max_timestamp < 0:
+            return None
+        found = self.find(self.offset_of_max_timestamp)
+        if found is None:
+            return None
+        position, header = found
+        for record in decode_records(self.read_batch(position, header), 0, header, max_uncompressed_bytes):
+            if record.timestamp == self.max_timestamp:
+                return record.offset, record.timestamp
+        return header.last_offset, header.max_timestamp
 
-    def load(self) -> None:
-        """Resume a cleanly closed segment: trust the indexes, scan only past the last entry."""
-        if self.offset_index.values and self.offset_index.values[-1] >= self.size:
-            raise ValueError(f"offset index of {self.path} points past the log")
-        self.max_timestamp = self.time_index.max_timestamp()
-        start = self.offset_index.last_position()
+    @property
+    def largest_timestamp(self) -> int:
+        """What retention.ms compares: the largest record timestamp, else the last write time."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    # -- loading, recovery and truncation
+
+    def load(self) -> bool:
+        """Resume a segment whose indexes are trusted; False when they fail a sanity check.
+
+        The check is Kafka's: whole entries, increasing, inside the log, and the last offset entry
+        pointing at a batch that starts with that offset. Batches after the last entry are
+        scanned for the next offset and the largest timestamp.
+        """
+        self.last_modified_ms = int(os.fstat(self.fd).st_mtime * 1000)
+        if not self.offset_index.load(self.size) or not self.time_index.load():
+            return False
+        if self.offset_index.entries:
+            try:
+                found = next(self.batches(self.offset_index.last_position), None)
+            except RecordsError:
+                return False
+            if found is None or found[1].base_offset != self.offset_index.offsets[-1]:
+                return False
+        if not self._scan_tail():
+            return False
+        return self.time_index.last_entry[1] < max(self.next_offset, self.base_offset + 1)
+
+    def _scan_tail(self) -> bool:
+        """Recompute the in-memory state from the indexes plus the batches after the last entry."""
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
+        self.rolling_base_timestamp = -1
         self.next_offset = self.base_offset
-        for position, header in self.batches(start):
-            self.next_offset = header.last_offset + 1
-            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
-            self._bytes_since_index = position + header.size - start
-        if self.size and self.next_offset == self.base_offset:
-            raise ValueError(f"segment {self.path} holds no readable batch")
+        start = self.offset_index.last_position
+        end = start
+        try:
+            first = next(self.batches(0), None)
+            if first is not None:
+                self.rolling_base_timestamp = first[1].max_timestamp
+            for position, header in self.batches(start):
+                if header.max_timestamp > self.max_timestamp:
+                    self.max_timestamp = header.max_timestamp
+                    self.offset_of_max_timestamp = header.last_offset
+                self.next_offset = header.last_offset + 1
+                end = position + header.size
+        except RecordsError:
+            return False
+        self._bytes_since_index = end - start
+        return end == self.size
 
     def recover(self) -> int:
-        """Validate every batch; truncate at the first torn or corrupt one; rebuild the indexes.
+        """Validate every batch from the start and rebuild both indexes; returns bytes truncated.
 
-        Returns the number of bytes truncated.
+        Stops at the first batch that is torn, fails its CRC, or does not follow the previous
+        batch's offsets; everything from there on is cut off.
         """
         self.offset_index.reset()
         self.time_index.reset()
         self.next_offset = self.base_offset
         self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self.rolling_base_timestamp = -1
         self._bytes_since_index = 0
-        valid_end = 0
         position = 0
+        chunk = b""
+        chunk_start = 0
         while position + LOG_OVERHEAD <= self.size:
-            prefix = os.pread(self.fd, LOG_OVERHEAD, position)
-            _, batch_length = _PREFIX.unpack(prefix)
-            end = position + LOG_OVERHEAD + batch_length
-            if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or end > self.size:
+            relative = position - chunk_start
+            if relative + BATCH_HEADER_SIZE > len(chunk):
+                chunk = os.pread(self.fd, _RECOVERY_CHUNK, position)
+                chunk_start, relative = position, 0
+            if len(chunk) - relative < BATCH_HEADER_SIZE:
                 break
-            data = os.pread(self.fd, end - position, position)
             try:
-                header = parse_header(data)
+                header = parse_header(chunk, relative)
             except RecordsError:
                 break
-            if not verify_crc(data, 0, header) or header.base_offset < self.next_offset:
+            if header.batch_length < MIN_BATCH_LENGTH or position + header.size > self.size:
                 break
-            if self._bytes_since_index >= self.index_interval_bytes or position == 0:
-                self.offset_index.append(header.base_offset, position)
-                self.time_index.append(max(header.max_timestamp, self.max_timestamp), header.last_offset)
-                self._bytes_since_index = 0
-            self._bytes_since_index += header.size
-            self.next_offset = header.last_offset + 1
-            self.max_timestamp = max(self.max_timestamp, header.max_timestamp)
-            position = valid_end = end
-        truncated = self.size - valid_end
+            if relative + header.size > len(chunk):
+                chunk = os.pread(self.fd, max(_RECOVERY_CHUNK, header.size), position)
+                chunk_start, relative = position, 0
+            if (not verify_crc(chunk, relative, header) or header.last_offset_delta < 0
+                    or header.base_offset < self.next_offset
+                    or header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET):
+                break
+            self._track(position, header.base_offset, header.last_offset, header.size, header.max_timestamp)
+            position += header.size
+        truncated = self.size - position
         if truncated:
-            os.ftruncate(self.fd, valid_end)
-            self.size = valid_end
-        self.offset_index.rewrite()
-        self.time_index.rewrite()
+            os.ftruncate(self.fd, position)
+            self.size = position
         return truncated
 
-    def truncate_to(self, offset: int) -> None:
-        """Drop every batch at or after `offset` (used by replication)."""
-        found = self.find_position(offset)
+    def truncate_to(self, offset: int) -> int:
+        """Remove the batch holding `offset` and every later one; returns bytes removed.
+
+        As in Kafka, a batch is never split: truncating into the middle of a batch removes it.
+        """
+        found = self.find(offset)
         if found is None:
-            return
+            return 0
         position, header = found
-        cut = position if header.base_offset >= offset else position + header.size
-        os.ftruncate(self.fd, cut)
-        self.size = cut
-        self.offset_index.truncate_to_position(cut)
-        self.time_index.truncate_to_offset(offset)
-        self.recover()
+        self.offset_index.truncate_to(header.base_offset)
+        self.time_index.truncate_to(header.base_offset)
+        removed = self.size - position
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self._scan_tail()
+        return removed
 
     # -- lifecycle
 
-    def flush(self) -> None:
-        self.offset_index.flush()
-        self.time_index.flush()
+    def seal(self) -> None:
+        """The segment stops being active: index its largest timestamp and release index descriptors."""
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.offset_index.close()
+        self.time_index.close()
 
     def fsync(self) -> None:
         os.fsync(self.fd)
@@ -203,14 +321,25 @@ class LogSegment:
         self.time_index.fsync()
 
     def close(self) -> None:
-        self.flush()
-        os.close(self.fd)
+        self.seal()
+        self.file.close()
 
-    def delete(self) -> None:
-        os.close(self.fd)
-        os.remove(self.path)
+    def mark_deleted(self, now_ms: int) -> None:
+        """Rename the files to `*.deleted`; they stay open for readers until `destroy`."""
+        self.seal()
+        os.replace(self.path, self.path + DELETED_SUFFIX)
+        self.path += DELETED_SUFFIX
+        self.offset_index.rename(self.offset_index.path + DELETED_SUFFIX)
+        self.time_index.rename(self.time_index.path + DELETED_SUFFIX)
+        self.deleted_at_ms = now_ms
+
+    def destroy(self) -> None:
+        """Close and remove the files for good."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.file.close()
+        if os.path.exists(self.path):
+            os.remove(self.path)
 
     @property
     def is_empty(self) -> bool:

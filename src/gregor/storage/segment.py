@@ -206,11 +206,13 @@ class LogSegment:
     def load(self) -> bool:
         """Resume a segment whose indexes are trusted; False when they fail a sanity check.
 
-        The check is Kafka's: whole entries, increasing, inside the log, and the last offset entry
-        pointing at a batch that starts with that offset. Batches after the last entry are
+        The check is Kafka's: both files present, whole entries, increasing, inside the log, and
+        the last offset entry pointing at a batch that starts with that offset. Batches after the last entry are
         scanned for the next offset and the largest timestamp.
         """
         self.last_modified_ms = int(os.fstat(self.fd).st_mtime * 1000)
+        if self.size and not (os.path.exists(self.offset_index.path) and os.path.exists(self.time_index.path)):
+            return False
         if not self.offset_index.load(self.size) or not self.time_index.load():
             return False
         if self.offset_index.entries:

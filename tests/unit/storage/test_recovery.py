@@ -141,3 +141,14 @@ def test_truncate_to_for_replication(tmp_path):
     log.truncate_to(40)
     assert log.log_start_offset == log.log_end_offset == log.high_watermark == 40
     assert len(log.segments) == 1 and log.append_as_leader(batch(), 0, NOW).first_offset == 40
+
+
+def test_a_missing_index_is_rebuilt_even_after_a_clean_shutdown(tmp_path):
+    directory = str(tmp_path / "t-0")
+    log = fill(directory)
+    log.close()
+    entries = log.segments[0].offset_index.entries
+    os.remove(log.segments[0].offset_index.path)
+    reopened = Log(directory, CONFIG, NOW, clean_shutdown=True)
+    assert reopened.segments[0].offset_index.entries == entries > 0
+    reads_are_consistent(reopened)

@@ -21,6 +21,10 @@ class IndexFile:
         self._fd: int | None = None
         self._unsynced = False
 
+    def create(self) -> None:
+        """Make the (empty) file exist, as Kafka does for every new segment."""
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+
     def _read_file(self) -> bytes | None:
         """The whole file, or None when its size is not a whole number of entries."""
         try:

@@ -48,6 +48,9 @@ class LogSegment:
         self.size = os.fstat(self.fd).st_size
         self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
         self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
+        if self.size == 0:
+            self.offset_index.create()
+            self.time_index.create()
         self.created_ms = created_ms
         self.last_modified_ms = created_ms
         self.next_offset = base_offset

@@ -11,7 +11,7 @@ from gregor.storage.log import Log, LogConfig
 
 from tests.unit.storage.helpers import NOW, batch, index_is_consistent, records_of
 
-CONFIG = LogConfig(segment_bytes=1200, index_interval_bytes=150)
+CONFIG = LogConfig(segment_bytes=1600, index_interval_bytes=150)
 
 appends = st.tuples(st.just("append"), st.lists(st.integers(1, 4), min_size=1, max_size=3), st.integers(0, 80))
 reads = st.tuples(st.just("read"), st.floats(0, 1), st.integers(0, 3000))

@@ -152,3 +152,17 @@ def test_a_missing_index_is_rebuilt_even_after_a_clean_shutdown(tmp_path):
     reopened = Log(directory, CONFIG, NOW, clean_shutdown=True)
     assert reopened.segments[0].offset_index.entries == entries > 0
     reads_are_consistent(reopened)
+
+
+def test_small_segments_without_index_entries_load_without_recovery(tmp_path):
+    directory = str(tmp_path / "t-0")
+    log = Log(directory, LogConfig(segment_bytes=600), NOW)
+    for _ in range(6):
+        log.append_as_leader(batch(2), 0, NOW)
+    log.close()
+    assert all(s.offset_index.entries == 0 for s in log.segments)
+    assert all(os.path.exists(s.offset_index.path) and os.path.exists(s.time_index.path) for s in log.segments)
+    with open(log.segments[0].path, "r+b") as handle:
+        handle.seek(80)
+        handle.write(b"\xff")
+    assert Log(directory, LogConfig(segment_bytes=600), NOW, clean_shutdown=True).log_end_offset == 12

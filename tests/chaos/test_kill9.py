@@ -66,7 +66,8 @@ def test_retention_deletes_old_segments_and_advances_the_log_start(broker_factor
     from confluent_kafka import Consumer, Producer, TopicPartition
     broker = broker_factory({"log.segment.bytes": "20000", "log.retention.bytes": "60000",
                              "log.retention.check.interval.ms": "200"})
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0,
+                         "batch.size": 10000})
     for i in range(2000):
         producer.produce("retained", value=b"x" * 200, partition=0)
         if i % 100 == 0:

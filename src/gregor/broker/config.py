@@ -80,7 +80,7 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Allowed difference between record and broker time.", False),
         _key("log.message.timestamp.before.max.ms", "long", str(LONG_MAX),
              "Allowed age of a record timestamp.", False),
-        _key("log.message.timestamp.after.max.ms", "long", "3600000",
+        _key("log.message.timestamp.after.max.ms", "long", str(LONG_MAX),
              "Allowed future skew of a record timestamp.", False),
         _key("log.cleanup.policy", "list", "delete", "delete and/or compact.", False),
         _key("log.cleaner.delete.retention.ms", "long", "86400000", "How long tombstones are kept.", False),
@@ -247,58 +247,13 @@ class BrokerConfig:
             Endpoint(e.listener, e.host or "localhost", e.port) for e in advertised
         ]
 
-    @property
-    def log_retention_ms(self) -> int:
-        return _first_set(self, ("log.retention.ms", 1), ("log.retention.minutes", 60_000),
-                          ("log.retention.hours", 3_600_000))
-
-    @property
-    def log_roll_ms(self) -> int:
-        return _first_set(self, ("log.roll.ms", 1), ("log.roll.hours", 3_600_000))
-
-    @property
-    def log_flush_interval_ms(self) -> int:
-        return _first_set(self, ("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1))
-
-    def topic_defaults(self) -> dict[str, str]:
-        """Broker-level values of the topic configs, keyed by topic config name."""
-        return {
-            "segment.bytes": str(self.get("log.segment.bytes")),
-            "segment.ms": str(self.log_roll_ms),
-            "retention.ms": str(self.log_retention_ms),
-            "retention.bytes": str(self.get("log.retention.bytes")),
-            "index.interval.bytes": str(self.get("log.index.interval.bytes")),
-            "segment.index.bytes": str(self.get("log.index.size.max.bytes")),
-            "flush.messages": str(self.get("log.flush.interval.messages")),
-            "flush.ms": str(self.log_flush_interval_ms),
-            "message.timestamp.type": self.get("log.message.timestamp.type"),
-            "message.timestamp.difference.max.ms": str(self.get("log.message.timestamp.difference.max.ms")),
-            "message.timestamp.before.max.ms": str(self.get("log.message.timestamp.before.max.ms")),
-            "message.timestamp.after.max.ms": str(self.get("log.message.timestamp.after.max.ms")),
-            "max.message.bytes": str(self.get("message.max.bytes")),
-            "cleanup.policy": ",".join(self.get("log.cleanup.policy")),
-            "delete.retention.ms": str(self.get("log.cleaner.delete.retention.ms")),
-            "min.cleanable.dirty.ratio": str(self.get("log.cleaner.min.cleanable.ratio")),
-            "compression.type": self.get("compression.type"),
-            "min.insync.replicas": str(self.get("min.insync.replicas")),
-            "unclean.leader.election.enable": str(self.get("unclean.leader.election.enable")).lower(),
-        }
-
-    def describe(self) -> list[tuple[str, str | None, bool]]:
-        """(name, value, is_default) of every known key, for DescribeConfigs on the broker."""
-        rows = []
-        for name, key in sorted(BROKER_CONFIG_KEYS.items()):
-            value = self.originals.get(name, key.default)
-            rows.append((name, value, name not in self.originals))
-        return rows
-
-
-def _first_set(config: BrokerConfig, *keys: tuple[str, int]) -> int:
-    for name, unit_ms in keys:
-        value = config.get(name)
-        if value is not None:
-            return -1 if value < 0 else value * unit_ms
-    raise ConfigError(f"none of {', '.join(k for k, _ in keys)} is set")
+    def security_protocol(self, listener: str) -> str:
+        """The security protocol of a listener per `listener.security.protocol.map` (default: its name)."""
+        for item in self.get("listener.security.protocol.map").split(","):
+            name, _, protocol = item.partition(":")
+            if name.strip().upper() == listener:
+                return protocol.strip().upper()
+        return listener
 
 
 def load_config(path: str | None, overrides: Mapping[str, str],

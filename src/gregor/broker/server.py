@@ -1,39 +1,47 @@
-"""The broker process: wires storage, the metadata log, the controller and the network edge.
+"""The broker process: wires storage, the metadata node and the network edge.
 
 Single-node mode runs broker and controller in one process over a one-voter metadata quorum:
-every topic or config change is decided by the controller, appended to `__cluster_metadata`,
-replayed into a new metadata image, and only then applied to local partition logs. A restart
-replays the same log, so the image it builds is the one the broker had.
+every topic or config change is decided by the controller, committed to `__cluster_metadata`,
+replayed into a new metadata image, and published to the broker, which only then creates,
+deletes or reconfigures local partition logs. A restart replays the same log, so the image it
+builds is the one the broker had.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import os
+import random
 import time
 import uuid
-from typing import Any, Iterable
+from typing import Iterable, Iterator, Sequence, TypeVar
 
-from gregor.broker.config import BROKER_CONFIG_KEYS, BrokerConfig, Endpoint
+from gregor.broker.config import BrokerConfig
+from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.network import KafkaServer
-from gregor.controller.controller import Outcome, QuorumController, topic_name_error
+from gregor.controller.metadata_node import MetadataNode
+from gregor.controller.operations import ControllerResult, CreatableTopic, Endpoint
+from gregor.controller.quorum_controller import ControllerConfig, QuorumController, generate_cluster_id
+from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
-from gregor.metadata.image import MetadataImage
-from gregor.metadata.topic_configs import effective_topic_config
-from gregor.raft.metadata_log import METADATA_TOPIC, MetadataLog
+from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
+from gregor.metadata.topic_configs import ConfigEntry, describe_topic_config, effective_topic_config
+from gregor.protocol.exceptions import KafkaError
+from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.partition import Partition
 from gregor.replication.waiters import PartitionWaiters
-from gregor.storage.log import LogConfig
+from gregor.storage.log_config import LogConfig
 from gregor.storage.log_manager import LogManager
 
 log = logging.getLogger("gregor.broker")
+T = TypeVar("T")
 
 META_PROPERTIES = "meta.properties"
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 HOUSEKEEPING_INTERVAL_S = 1.0
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 def now_ms() -> int:
@@ -50,6 +58,8 @@ class AdvertisedEndpoint:
 
 
 class Broker:
+    """A metadata publisher: each committed image is applied to the local partition logs."""
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
@@ -57,49 +67,55 @@ class Broker:
         self.image = MetadataImage()
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetch_waiters = PartitionWaiters()
-        self.controller = QuorumController()
         self.max_uncompressed_bytes = MAX_UNCOMPRESSED_BYTES
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
         self._housekeeping: asyncio.Task | None = None
         self.logs: LogManager | None = None
-        self.metadata_log: MetadataLog | None = None
-        self._producer_ids = iter(())
+        self.metadata: MetadataNode | None = None
+        self._producer_ids: Iterator[int] = iter(())
+        self._synced = False
 
     # -- lifecycle
 
     async def start(self) -> None:
         start = now_ms()
         cluster_id = self._cluster_id()
-        self.metadata_log = MetadataLog(self.config.metadata_log_dir, self.node_id, start)
-        delta = MetadataDelta(MetadataImage(cluster_id=cluster_id))
-        for offset, record in self.metadata_log.read_committed():
-            delta.replay(record, offset)
-        self.image = delta.apply()
-        self.logs = LogManager(self.config.log_dirs, start)
-        configs = {}
-        for name in self.image.topics:
-            for index in self.image.topics[name].partitions:
-                configs[(name, index)] = self.log_config(name)
-        self.logs.load(configs, self.log_config(None), start, skip=frozenset({f"{METADATA_TOPIC}-0"}))
-        if not self.logs.clean_shutdown:
+        self.metadata = MetadataNode.open(self.config.metadata_log_dir, self._controller_config(), cluster_id,
+                                          random.Random(), start)
+        self.image = self.metadata.start(start)
+        self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
+                               {name: self.log_config(name) for name in self.image.topics},
+                               skip=frozenset({METADATA_PARTITION_DIR}))
+        if self.logs.logs and not self.logs.clean_shutdown:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
+        self.metadata.install(self)
         self._server = KafkaServer(Dispatcher(self), self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
             port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port)
             self.bound_ports[endpoint.listener] = port
-        self._commit(self.controller.register_broker(
-            self.image, self.node_id,
-            [(e.listener, e.host, self._advertised_port(e)) for e in self.config.advertised_client_listeners()],
-            self.config.get("broker.rack")))
-        self._sync_all_partitions(start)
+        self.metadata.bootstrap(
+            [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
+             for e in self.config.advertised_client_listeners()],
+            self.config.get("broker.rack"), now_ms())
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
         listeners = ", ".join(f"{e.listener}://{e.host}:{self.bound_ports[e.listener]}"
                               for e in self.config.client_listeners())
         log.info("broker %d started: cluster %s, listening on %s, %d partition(s), data in %s",
                  self.node_id, cluster_id, listeners, len(self.partitions), ", ".join(self.config.log_dirs))
 
-    def _advertised_port(self, endpoint: Endpoint) -> int:
+    def _controller_config(self) -> ControllerConfig:
+        return ControllerConfig(
+            node_id=self.node_id,
+            default_num_partitions=self.config.get("num.partitions"),
+            default_replication_factor=self.config.get("default.replication.factor"),
+            delete_topic_enable=self.config.get("delete.topic.enable"),
+            broker_config=self.config.originals)
+
+    def _security_protocol(self, listener: str) -> int:
+        return SECURITY_PROTOCOLS.get(self.config.security_protocol(listener), 0)
+
+    def _advertised_port(self, endpoint: ListenerEndpoint) -> int:
         if endpoint.port == 0:
             return self.bound_ports.get(endpoint.listener, 0)
         return endpoint.port
@@ -110,16 +126,14 @@ class Broker:
             self._housekeeping.cancel()
         if self._server is not None:
             await self._server.close()
-        stop = now_ms()
         if self.logs is not None:
-            self.logs.shutdown(stop)
-        if self.metadata_log is not None:
-            self.metadata_log.close()
+            self.logs.shutdown(now_ms())
+        if self.metadata is not None:
+            self.metadata.close()
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _cluster_id(self) -> str:
         """The cluster id from meta.properties, generated on first start as Kafka's storage tool does."""
-        cluster_id = self.config.get("cluster.id")
         found = None
         for directory in self.config.log_dirs:
             path = os.path.join(directory, META_PROPERTIES)
@@ -129,7 +143,7 @@ class Broker:
                         key, _, value = line.strip().partition("=")
                         if key == "cluster.id":
                             found = value
-        cluster_id = found or cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = found or self.config.get("cluster.id") or generate_cluster_id(random.Random())
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
             path = os.path.join(directory, META_PROPERTIES)
@@ -158,53 +172,60 @@ class Broker:
 
     # -- metadata
 
-    def _commit(self, records: list[Any]) -> None:
-        """Append controller records to the metadata log, replay them, apply the new image."""
-        if not records:
-            return
-        current = now_ms()
-        last = self.metadata_log.append(records, current)
-        delta = MetadataDelta(self.image)
-        first = last - len(records) + 1
-        for offset, record in enumerate(records, first):
-            delta.replay(record, offset)
-        self.image = delta.apply()
-        for name in delta.deleted_topics.values():
-            self._remove_topic(name)
-        for topic_id in delta.changed_topics:
-            topic = self.image.topics_by_id.get(topic_id)
-            if topic is not None:
-                self._sync_topic(topic.name, current)
+    def commit(self, result: ControllerResult[T]) -> T:
+        """Commit a controller decision; the new image reaches `on_metadata_update` before this returns."""
+        return self.metadata.commit(result, now_ms())
 
-    def commit_outcome(self, outcome: Outcome) -> Outcome:
-        if outcome.records:
-            self._commit(outcome.records)
-        return outcome
+    @property
+    def controller(self) -> QuorumController:
+        return self.metadata.controller
+
+    def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """Bring local partitions in line with a newly committed image."""
+        self.image = image
+        current = now_ms()
+        if not self._synced:
+            self._synced = True
+            self._sync_all_partitions(current)
+            return
+        for name in delta.deleted_topics().values():
+            self._remove_topic(name)
+        for (name, index) in delta.changed_partitions():
+            self._sync_partition(name, index, current)
+        changed = delta.changed_configs()
+        if any(resource_type == BROKER_RESOURCE for resource_type, _ in changed):
+            topics: Iterable[str] = image.topics
+        else:
+            topics = [name for resource_type, name in changed if resource_type == TOPIC_RESOURCE]
+        for name in topics:
+            config = self.log_config(name)
+            for key, partition in self.partitions.items():
+                if key[0] == name:
+                    partition.log.update_config(config)
 
     def _sync_all_partitions(self, current: int) -> None:
-        for name in self.image.topics:
-            self._sync_topic(name, current)
+        for name, topic in self.image.topics.items():
+            for index in topic.partitions:
+                self._sync_partition(name, index, current)
         for name, index in list(self.logs.logs):
-            topic = self.image.topics.get(name)
-            if topic is None or index not in topic.partitions:
+            if self.image.partition(name, index) is None:
                 log.info("deleting %s-%d: not in the metadata", name, index)
+                self.partitions.pop((name, index), None)
                 self.logs.delete_log(name, index)
 
-    def _sync_topic(self, name: str, current: int) -> None:
+    def _sync_partition(self, name: str, index: int, current: int) -> None:
         topic = self.image.topics[name]
-        config = self.log_config(name)
-        for index, registration in topic.partitions.items():
-            if self.node_id not in registration.replicas:
-                continue
-            partition = self.partitions.get((name, index))
-            if partition is None:
-                partition_log = self.logs.create_log(name, index, config, current)
-                self.partitions[(name, index)] = Partition(
-                    name, index, topic.topic_id, partition_log, registration.leader_epoch,
-                    list(registration.replicas), list(registration.isr), self._high_watermark_moved)
-            else:
-                partition.log.update_config(config)
-                partition.leader_epoch = registration.leader_epoch
+        registration = topic.partitions[index]
+        if self.node_id not in registration.replicas:
+            return
+        partition = self.partitions.get((name, index))
+        if partition is None:
+            partition_log = self.logs.create_log(name, index, self.log_config(name), current)
+            self.partitions[(name, index)] = Partition(
+                name, index, topic.topic_id, partition_log, registration.leader_epoch,
+                list(registration.replicas), list(registration.isr), self._high_watermark_moved)
+        else:
+            partition.leader_epoch = registration.leader_epoch
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
@@ -215,10 +236,17 @@ class Broker:
     def _high_watermark_moved(self, partition: Partition) -> None:
         self.fetch_waiters.notify((partition.topic, partition.index))
 
+    def topic_config_entries(self, topic: str) -> list[ConfigEntry]:
+        """The DescribeConfigs rows of a topic: every key with its value, source and synonyms."""
+        return describe_topic_config(self.image.topic_config(topic), self.config.originals,
+                                     self.image.broker_config(self.node_id), self.image.broker_config(""))
+
     def log_config(self, topic: str | None) -> LogConfig:
         overrides = self.image.topic_config(topic) if topic else {}
-        values = effective_topic_config(overrides, self.config.topic_defaults())
-        return LogConfig.from_properties({k: v for k, (v, _) in values.items()})
+        values = effective_topic_config(overrides, self.config.originals,
+                                        self.image.broker_config(self.node_id), self.image.broker_config(""))
+        base = LogConfig(producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"))
+        return LogConfig.from_properties(values, base)
 
     # -- what handlers use
 
@@ -237,40 +265,31 @@ class Broker:
         for broker_id, registration in sorted(self.image.brokers.items()):
             if registration.fenced:
                 continue
-            for endpoint in registration.endpoints:
-                if endpoint.listener == listener:
-                    yield broker_id, AdvertisedEndpoint(endpoint.host, endpoint.port, registration.rack)
+            endpoint = registration.endpoint(listener)
+            if endpoint is not None:
+                yield broker_id, AdvertisedEndpoint(endpoint.host, endpoint.port, registration.rack)
 
-    def auto_create_topics(self, names: list[str], current: int) -> None:
-        for name in names:
-            if self.is_valid_topic_name(name) and name not in self.image.topics:
-                outcome = self.create_topic(name, -1, -1, {}, {})
-                if outcome.error:
-                    log.warning("auto-creating topic %s failed: %s", name, outcome.message)
-                else:
-                    log.info("auto-created topic %s", name)
-
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     assignments: dict[int, list[int]], configs: dict[str, str | None],
-                     validate_only: bool = False) -> Outcome:
-        outcome = self.controller.create_topic(
-            self.image, name, num_partitions, replication_factor, assignments, configs,
-            self.config.get("num.partitions"), self.config.get("default.replication.factor"))
-        if outcome.error or validate_only:
-            return outcome
-        return self.commit_outcome(outcome)
+    def auto_create_topics(self, names: Sequence[str]) -> None:
+        """Create unknown topics with the broker defaults, as `auto.create.topics.enable` asks."""
+        wanted = [CreatableTopic(name) for name in dict.fromkeys(names)
+                  if self.is_valid_topic_name(name) and name not in self.image.topics]
+        if not wanted:
+            return
+        for result in self.commit(self.controller.create_topics(wanted)):
+            if result.error:
+                log.warning("auto-creating topic %s failed: %s", result.name, result.message)
+            else:
+                log.info("auto-created topic %s with %d partition(s)", result.name, result.num_partitions)
 
     def next_producer_id(self) -> int:
         """A fresh producer id from this broker's block, allocating a new block when it runs out."""
         producer_id = next(self._producer_ids, None)
         if producer_id is None:
             registration = self.image.brokers.get(self.node_id)
-            outcome = self.commit_outcome(self.controller.allocate_producer_ids(
-                self.image, self.node_id, registration.epoch if registration else 0))
-            self._producer_ids = iter(range(outcome.value, self.image.next_producer_id))
+            block = self.commit(self.controller.allocate_producer_ids(
+                self.node_id, registration.epoch if registration else -1))
+            if block.error:
+                raise KafkaError(block.error, block.message)
+            self._producer_ids = iter(range(block.first_producer_id, block.first_producer_id + block.size))
             producer_id = next(self._producer_ids)
         return producer_id
-
-    @property
-    def broker_config_keys(self) -> frozenset[str]:
-        return frozenset(BROKER_CONFIG_KEYS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gregor.broker.handlers import Handler, RequestContext
+from gregor.controller.operations import PartitionsIncrease
 from gregor.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
 API_KEY = 37
@@ -10,15 +11,15 @@ API_KEY = 37
 
 def handle(context: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = context.broker
-    results = []
-    for topic in request.topics:
-        assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
-        outcome = broker.controller.create_partitions(broker.image, topic.name, topic.count, assignments)
-        if not outcome.error and not request.validate_only:
-            broker.commit_outcome(outcome)
-        results.append(CreatePartitionsResponse.CreatePartitionsTopicResult(
-            name=topic.name, error_code=outcome.error, error_message=outcome.message))
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    increases = [PartitionsIncrease(topic.name, topic.count,
+                                    [list(a.broker_ids) for a in topic.assignments]
+                                    if topic.assignments is not None else None)
+                 for topic in request.topics]
+    results = broker.commit(broker.controller.create_partitions(increases, request.validate_only))
+    return CreatePartitionsResponse(throttle_time_ms=0, results=[
+        CreatePartitionsResponse.CreatePartitionsTopicResult(name=result.name, error_code=result.error,
+                                                             error_message=result.message)
+        for result in results])
 
 
 HANDLERS = [Handler(API_KEY, 0, 3, handle)]

@@ -1,4 +1,4 @@
-"""DeleteTopics (key 20), v0–v6: by name, or by topic id (v6)."""
+"""DeleteTopics (key 20), v0–v6: by name, or by name or topic id (v6)."""
 
 from __future__ import annotations
 
@@ -10,31 +10,30 @@ from gregor.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
 API_KEY = 20
 ZERO_UUID = uuid.UUID(int=0)
+_Result = DeleteTopicsResponse.DeletableTopicResult
 
 
 def handle(context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    """One result per requested topic, in request order (the controller answers names, then ids)."""
     broker = context.broker
-    wanted: list[tuple[str | None, uuid.UUID | None]] = [(name, None) for name in request.topic_names]
-    for topic in request.topics:
-        if topic.name is None and topic.topic_id != ZERO_UUID:
-            wanted.append((broker.topic_name(topic.topic_id), topic.topic_id))
+    names: list[tuple[int, str]] = [(i, name) for i, name in enumerate(request.topic_names)]
+    ids: list[tuple[int, uuid.UUID]] = []
+    invalid: dict[int, _Result] = {}
+    for i, topic in enumerate(request.topics, len(names)):
+        has_id = topic.topic_id != ZERO_UUID
+        if topic.name is not None and has_id:
+            invalid[i] = _Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.INVALID_REQUEST,
+                                 error_message="A topic is named by both its name and its id; give one.")
+        elif has_id:
+            ids.append((i, topic.topic_id))
         else:
-            wanted.append((topic.name, None))
-    responses = []
-    for name, topic_id in wanted:
-        result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID)
-        if name is None:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
-        elif not broker.config.get("delete.topic.enable"):
-            result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
-        else:
-            outcome = broker.commit_outcome(broker.controller.delete_topic(broker.image, name))
-            result.error_code = outcome.error
-            result.error_message = outcome.message
-            if outcome.topic_id is not None:
-                result.topic_id = outcome.topic_id
-        responses.append(result)
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
+            names.append((i, topic.name))
+    results = broker.commit(broker.controller.delete_topics([n for _, n in names], [t for _, t in ids]))
+    answers = dict(invalid)
+    for (position, _), result in zip(names + ids, results):
+        answers[position] = _Result(name=result.name, topic_id=result.topic_id, error_code=result.error,
+                                    error_message=result.message)
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=[answers[i] for i in sorted(answers)])
 
 
 HANDLERS = [Handler(API_KEY, 0, 6, handle)]

@@ -1,16 +1,18 @@
-"""DescribeConfigs (key 32), v0–v4: topic and broker configs with their sources."""
+"""DescribeConfigs (key 32), v0–v4: topic and broker configs with their sources and synonyms."""
 
 from __future__ import annotations
 
+from gregor.broker.config import BROKER_CONFIG_KEYS
 from gregor.broker.handlers import Handler, RequestContext
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
-from gregor.metadata.topic_configs import TOPIC_CONFIG_KEYS, effective_topic_config
+from gregor.metadata.topic_configs import ConfigSource, ConfigType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 
 API_KEY = 32
-TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
+BROKER_CONFIG_TYPES = {"boolean": ConfigType.BOOLEAN, "string": ConfigType.STRING, "int": ConfigType.INT,
+                       "long": ConfigType.LONG, "double": ConfigType.DOUBLE, "list": ConfigType.LIST,
+                       "password": ConfigType.PASSWORD}
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -20,73 +22,82 @@ _Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 def handle(context: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
-        wanted = set(resource.configuration_keys) if resource.configuration_keys else None
+        wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         result = _Result(error_code=ErrorCode.NONE, resource_type=resource.resource_type,
-                         resource_name=resource.resource_name)
+                         resource_name=resource.resource_name, configs=[])
         if resource.resource_type == TOPIC_RESOURCE:
-            entries = _topic_entries(context, resource.resource_name, request)
+            if resource.resource_name in context.broker.image.topics:
+                entries = _topic_entries(context, request, resource.resource_name)
+            else:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_message = f"Topic {resource.resource_name} does not exist."
+                entries = []
         elif resource.resource_type == BROKER_RESOURCE:
-            entries = _broker_entries(context, resource.resource_name, request)
+            if resource.resource_name in ("", str(context.broker.node_id)):
+                entries = _broker_entries(context, request, resource.resource_name)
+            else:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = (f"Unexpected broker id, expected {context.broker.node_id} or empty "
+                                        f"string, but received {resource.resource_name}")
+                entries = []
         else:
-            entries = None
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"unsupported resource type {resource.resource_type}"
-        if entries is None and not result.error_code:
-            result.error_code = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if resource.resource_type == TOPIC_RESOURCE
-                                 else ErrorCode.INVALID_REQUEST)
-            result.error_message = f"unknown resource '{resource.resource_name}'"
-        result.configs = [e for e in entries or [] if wanted is None or e.name in wanted]
+            result.error_message = f"Unsupported resource type {resource.resource_type}"
+            entries = []
+        result.configs = [e for e in entries if wanted is None or e.name in wanted]
         results.append(result)
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
-def _entry(context: RequestContext, request, name: str, value: str | None, source: int, type_: str,
-           read_only: bool, synonyms: list) -> _Entry:
+def _entry(context: RequestContext, request: DescribeConfigsRequest, name: str, value: str | None,
+           source: ConfigSource, config_type: ConfigType, read_only: bool, synonyms: list[_Synonym],
+           documentation: str | None) -> _Entry:
     entry = _Entry(name=name, value=value, read_only=read_only, config_source=source, is_sensitive=False,
-                   config_type=CONFIG_TYPES.get(type_, 2))
+                   config_type=config_type, synonyms=[])
     if context.version == 0:
-        entry.is_default = source == DEFAULT_CONFIG
+        entry.is_default = source == ConfigSource.DEFAULT_CONFIG
     if context.version >= 1 and request.include_synonyms:
         entry.synonyms = synonyms
+    if context.version >= 3 and request.include_documentation:
+        entry.documentation = documentation
     return entry
 
 
-def _topic_entries(context: RequestContext, topic: str, request) -> list[_Entry] | None:
-    broker = context.broker
-    if topic not in broker.image.topics:
-        return None
-    overrides = broker.image.topic_config(topic)
-    defaults = broker.config.topic_defaults()
-    entries = []
-    for name, (value, is_override) in sorted(effective_topic_config(overrides, defaults).items()):
-        key = TOPIC_CONFIG_KEYS[name]
-        source = TOPIC_CONFIG if is_override else (
-            STATIC_BROKER_CONFIG if key.broker_synonym in broker.config.originals else DEFAULT_CONFIG)
-        synonyms = []
-        if is_override:
-            synonyms.append(_Synonym(name=name, value=value, source=TOPIC_CONFIG))
-        if key.broker_synonym and name in defaults:
-            synonyms.append(_Synonym(name=key.broker_synonym, value=defaults[name],
-                                     source=STATIC_BROKER_CONFIG if key.broker_synonym in broker.config.originals
-                                     else DEFAULT_CONFIG))
-        entries.append(_entry(context, request, name, value, source, key.type, False, synonyms))
-    return entries
+def _topic_entries(context: RequestContext, request: DescribeConfigsRequest, topic: str) -> list[_Entry]:
+    return [_entry(context, request, e.name, e.value, e.source, e.type, e.read_only,
+                   [_Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms], e.documentation)
+            for e in context.broker.topic_config_entries(topic)]
 
 
-def _broker_entries(context: RequestContext, resource_name: str, request) -> list[_Entry] | None:
+def _broker_entries(context: RequestContext, request: DescribeConfigsRequest, resource_name: str) -> list[_Entry]:
+    """A broker id: every key with static and dynamic layers; "": the cluster-wide dynamic defaults."""
     broker = context.broker
-    if resource_name not in ("", str(broker.node_id)):
-        return None
-    from gregor.broker.config import BROKER_CONFIG_KEYS
+    defaults = broker.image.broker_config("")
+    if resource_name == "":
+        return [_broker_entry(context, request, name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+                for name, value in sorted(defaults.items())]
     dynamic = broker.image.broker_config(broker.node_id)
     entries = []
-    for name, value, is_default in broker.config.describe():
-        key = BROKER_CONFIG_KEYS[name]
-        source = DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG
+    for name in sorted(set(BROKER_CONFIG_KEYS) | set(dynamic) | set(defaults)):
         if name in dynamic:
-            value, source = dynamic[name], DYNAMIC_BROKER_CONFIG
-        entries.append(_entry(context, request, name, value, source, key.type, key.read_only, []))
+            value, source = dynamic[name], ConfigSource.DYNAMIC_BROKER_CONFIG
+        elif name in defaults:
+            value, source = defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        elif name in broker.config.originals:
+            value, source = broker.config.originals[name], ConfigSource.STATIC_BROKER_CONFIG
+        else:
+            value, source = BROKER_CONFIG_KEYS[name].default, ConfigSource.DEFAULT_CONFIG
+        entries.append(_broker_entry(context, request, name, value, source))
     return entries
+
+
+def _broker_entry(context: RequestContext, request: DescribeConfigsRequest, name: str, value: str | None,
+                  source: ConfigSource) -> _Entry:
+    key = BROKER_CONFIG_KEYS.get(name)
+    config_type = BROKER_CONFIG_TYPES.get(key.type, ConfigType.STRING) if key else ConfigType.STRING
+    read_only = key.read_only if key else False
+    return _entry(context, request, name, value, source, config_type, read_only,
+                  [_Synonym(name=name, value=value, source=source)], key.doc if key else None)
 
 
 HANDLERS = [Handler(API_KEY, 0, 4, handle)]

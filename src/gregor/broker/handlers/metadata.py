@@ -42,7 +42,7 @@ def handle(context: RequestContext, request: MetadataRequest) -> MetadataRespons
         allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
         missing = [name for name, _ in wanted if name is not None and name not in broker.image.topics]
         if missing and allow_auto_create and broker.config.get("auto.create.topics.enable"):
-            broker.auto_create_topics(missing, context.now_ms)
+            broker.auto_create_topics(missing)
     topics = [_describe_topic(broker, name, topic_id) for name, topic_id in wanted]
     return MetadataResponse(
         throttle_time_ms=0,

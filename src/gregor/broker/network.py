@@ -25,6 +25,23 @@ _MAX_QUEUED_REQUESTS = 64
 Response = "bytes | Sequence[bytes] | None"
 
 
+class FileRegion:
+    """Byte ranges of files that go to the socket with sendfile, never through Python buffers.
+
+    The codec treats it as an opaque part of `len()` bytes; `slices` are objects with `file`,
+    `position` and `length` (the storage layer's FileSlice).
+    """
+
+    __slots__ = ("slices", "_size")
+
+    def __init__(self, slices: Sequence) -> None:
+        self.slices = tuple(slices)
+        self._size = sum(piece.length for piece in self.slices)
+
+    def __len__(self) -> int:
+        return self._size
+
+
 class ConnectionInfo:
     """What handlers may know about the peer of a request."""
 
@@ -151,7 +168,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if inspect.isawaitable(result):
                 self._waiting = asyncio.ensure_future(self._await_response(result))
                 return
-            self._send(result)
+            if not self._send(result):
+                return
         if self._reading_paused and self._transport is not None:
             self._reading_paused = False
             self._transport.resume_reading()
@@ -171,16 +189,45 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         finally:
             self._waiting = None
-        self._send(result)
-        self._drain()
+        if self._send(result):
+            self._drain()
 
-    def _send(self, result: object) -> None:
+    def _send(self, result: object) -> bool:
+        """Write a response; False when it goes out asynchronously (file regions), in which
+        case the following responses wait for it."""
         if result is None or self._transport is None:
-            return
+            return True
         if isinstance(result, (bytes, bytearray, memoryview)):
             self._transport.write(result)
-        else:
-            self._transport.writelines(result)
+            return True
+        if any(isinstance(part, FileRegion) for part in result):
+            self._waiting = asyncio.ensure_future(self._send_with_regions(result))
+            return False
+        self._transport.writelines(result)
+        return True
+
+    async def _send_with_regions(self, parts: Sequence[object]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            for part in parts:
+                if self._transport is None:
+                    return
+                if isinstance(part, FileRegion):
+                    for piece in part.slices:
+                        sent = await loop.sendfile(self._transport, piece.file, piece.position, piece.length)
+                        if sent != piece.length:
+                            raise OSError(f"file ended {piece.length - sent} bytes short of the fetched region")
+                else:
+                    self._transport.write(part)
+        except (OSError, ValueError, RuntimeError) as error:
+            log.info("closing connection from %s: sending file data failed: %s", self.info.peer, error)
+            self._close()
+            return
+        except asyncio.CancelledError:
+            return
+        finally:
+            self._waiting = None
+        self._drain()
 
     def _close(self) -> None:
         self._queue.clear()

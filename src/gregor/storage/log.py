@@ -18,6 +18,11 @@ Choices where Kafka leaves room or Gregor differs:
   background); with the default flush settings that is the only fsync before shutdown.
 - `high_watermark` starts at the log end offset on open and is never moved by appends: the
   replication layer (or raft) owns it.
+- Compaction (cleanup.policy=compact) is `gregor.storage.cleaner`'s: the log refuses records
+  without a key on such topics when the caller asks (`check_keys`; Kafka always does), rolls
+  within max.compaction.lag.ms, swaps cleaned segments in with `replace_segments`, completes or
+  undoes an interrupted swap at load (`gregor.storage.swap`), and keeps the cleaner's checkpoint
+  (`cleaner_offset`) below the log end across truncations.
 - Transactional batches are refused with INVALID_TXN_STATE (no transaction state here). Control
   batches are accepted (raft writes them); refusing them from clients (Kafka: INVALID_RECORD) is
   the produce handler's job, as only it knows where the request came from.
@@ -29,23 +34,25 @@ import os
 import shutil
 from bisect import bisect_right
 from operator import attrgetter
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import (
     LOG_OVERHEAD, BatchHeader, scan_batches, set_base_offset, set_log_append_time,
     set_partition_leader_epoch, validate_batch,
 )
+from gregor.records.record import decode_records
 from gregor.storage.errors import StorageError
 from gregor.storage.file_slice import FetchDataInfo
 from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import ProducerStateManager
 from gregor.storage.segment import (
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
 )
+from gregor.storage.swap import complete_interrupted_swaps
 
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
-_STALE_SUFFIXES = (".tmp", ".cleaned", ".swap", DELETED_SUFFIX)
+_STALE_SUFFIXES = (".tmp", DELETED_SUFFIX)
 _base_offset = attrgetter("base_offset")
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "parse_partition_dir"]
@@ -95,6 +102,8 @@ class Log:
         self.high_watermark = 0
         self.last_flush_ms = now_ms
         self.truncated_bytes_at_load = 0
+        self.cleaner_offset = 0
+        self.truncations = 0
         self._deleted: list[LogSegment] = []
         self._now_ms = now_ms
         self._load(now_ms, clean_shutdown)
@@ -106,6 +115,8 @@ class Log:
                           self.config.segment_index_bytes, now_ms)
 
     def _load(self, now_ms: int, clean_shutdown: bool) -> None:
+        complete_interrupted_swaps(self.directory, self.config.index_interval_bytes,
+                                   self.config.segment_index_bytes, now_ms)
         names = os.listdir(self.directory)
         for name in names:
             if name.endswith(_STALE_SUFFIXES):
@@ -174,8 +185,11 @@ class Log:
     # -- appending
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         now_ms: int) -> AppendInfo:
+                         now_ms: int, check_keys: bool = False) -> AppendInfo:
         """Validate, number and append the batches of one produce request for this partition.
+
+        With `check_keys` (the produce path's setting), a compacted log refuses records without a
+        key, as Kafka's validator does; only a compacted log's batches are decoded for that.
 
         Raises StorageError/RecordsError (both KafkaError with `.code`): CORRUPT_MESSAGE (bad CRC,
         no complete batch, trailing bytes, magic other than 2), INVALID_RECORD (counts and offset
@@ -195,6 +209,7 @@ class Log:
             raise StorageError(ErrorCode.CORRUPT_MESSAGE,
                                "records are not a whole number of complete record batches")
         log_append_time = config.log_append_time
+        compacted = check_keys and config.compacts
         producers = None
         first_offset = offset = self.log_end_offset
         described = []
@@ -207,6 +222,8 @@ class Log:
                                    f"record batch of {size} bytes exceeds max.message.bytes "
                                    f"{config.max_message_bytes}")
             validate_batch(data, pos, header)
+            if compacted and not header.is_control:
+                self._require_keys(data, pos, header)
             if header.is_transactional:
                 raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactional batches are not supported by this log")
             if header.producer_id >= 0:
@@ -244,6 +261,14 @@ class Log:
         return AppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,
                           self.log_start_offset, record_count)
 
+    def _require_keys(self, data: bytearray, pos: int, header: BatchHeader) -> None:
+        """Kafka's rule for compacted topics: a record without a key could never be cleaned."""
+        for record in decode_records(data, pos, header, MAX_UNCOMPRESSED_BYTES):
+            if record.key is None:
+                raise StorageError(ErrorCode.INVALID_RECORD,
+                                   f"Compacted topic cannot accept message without key in topic partition "
+                                   f"{self.topic}-{self.partition}.")
+
     def _check_timestamps(self, header: BatchHeader, now_ms: int) -> None:
         """CreateTime bounds on the batch's first and largest timestamps (no per-record decode)."""
         config = self.config
@@ -258,7 +283,7 @@ class Log:
         segment = self.active_segment
         if not segment.can_hold(incoming_bytes, last_offset, self.config.segment_bytes) or (
                 not segment.is_empty
-                and segment.time_waited_for_roll(now_ms, max_timestamp) > self.config.segment_ms):
+                and segment.time_waited_for_roll(now_ms, max_timestamp) > self.config.max_segment_ms):
             return self.roll(now_ms)
         return segment
 
@@ -430,20 +455,47 @@ class Log:
         if offset < self.log_start_offset:
             self._truncate_fully_and_start_at(offset, self._now_ms)
             return
+        self.truncations += 1
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self._schedule_delete(self.segments.pop(), self._now_ms)
         self.active_segment.truncate_to(offset)
         self._load_producer_state()
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.cleaner_offset = min(self.cleaner_offset, self.log_end_offset)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        self.truncations += 1
         for segment in self.segments:
             self._schedule_delete(segment, now_ms)
         self.segments = [self._new_segment(offset, now_ms)]
         self.producer_state.clear()
         self.producer_state.delete_snapshots_above(-1)
-        self.log_start_offset = self.recovery_point = self.high_watermark = offset
+        self.log_start_offset = self.recovery_point = self.high_watermark = self.cleaner_offset = offset
+
+    # -- compaction
+
+    def replace_segments(self, old: Sequence[LogSegment], new: LogSegment, now_ms: int) -> bool:
+        """Swap the cleaned segment `new` (files suffixed `.cleaned`) in for the run of segments `old`.
+
+        Call it on the thread that appends to the log. The steps follow `gregor.storage.swap`, so a
+        crash anywhere is completed or undone at the next load. The old segments are deleted like
+        retention's (file.delete.delay.ms later), so reads already handed out stay valid. Returns
+        False, changing nothing, when `old` is no longer a run of non-active segments of this log
+        (retention, DeleteRecords or a truncation got there first).
+        """
+        start = next((i for i, segment in enumerate(self.segments) if segment is old[0]), None)
+        if start is None or start + len(old) >= len(self.segments) or \
+                any(a is not b for a, b in zip(self.segments[start:start + len(old)], old)):
+            return False
+        new.rename_suffix(SWAP_SUFFIX)
+        _fsync_dir(self.directory)
+        self.segments[start:start + len(old)] = [new]
+        for segment in old:
+            self._schedule_delete(segment, now_ms)
+        new.rename_suffix("")
+        _fsync_dir(self.directory)
+        return True
 
     # -- durability and lifecycle
 

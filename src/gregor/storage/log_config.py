@@ -16,7 +16,9 @@ class LogConfig:
 
     `message.timestamp.difference.max.ms` (deprecated in Kafka 3.6) folds into both
     `timestamp_before_max_ms` and `timestamp_after_max_ms`, whichever is tighter.
-    `producer_id_expiration_ms` is the broker key `producer.id.expiration.ms`.
+    `producer_id_expiration_ms` is the broker key `producer.id.expiration.ms`. The compaction keys
+    (`min.cleanable.dirty.ratio`, `delete.retention.ms`, `min.compaction.lag.ms`,
+    `max.compaction.lag.ms`) are read by the log cleaner.
     """
 
     segment_bytes: int = 1073741824
@@ -35,6 +37,10 @@ class LogConfig:
     cleanup_policy: str = "delete"
     min_insync_replicas: int = 1
     producer_id_expiration_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
+    delete_retention_ms: int = 86400000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
 
     @property
     def log_append_time(self) -> bool:
@@ -45,12 +51,29 @@ class LogConfig:
         """Whether retention.ms / retention.bytes apply (cleanup.policy contains `delete`)."""
         return "delete" in (policy.strip() for policy in self.cleanup_policy.split(","))
 
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy contains `compact`)."""
+        return "compact" in (policy.strip() for policy in self.cleanup_policy.split(","))
+
+    @property
+    def max_segment_ms(self) -> int:
+        """The age that rolls the active segment: segment.ms, or max.compaction.lag.ms when compacting.
+
+        As Kafka's LogConfig.maxSegmentMs: the active segment is never cleaned, so a compacted log
+        must roll within max.compaction.lag.ms for that bound to hold.
+        """
+        if self.compacts and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
     @staticmethod
     def from_properties(properties: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
         """Kafka topic-level keys over `base` (the broker defaults); unknown keys are ignored.
 
-        Raises ValueError for a value that is not a number where one is expected, or an
-        unknown timestamp type.
+        Raises ValueError for a value that is not a number where one is expected, an unknown
+        timestamp type, or min.compaction.lag.ms above max.compaction.lag.ms (Kafka refuses that
+        pair too).
         """
         base = base or LogConfig()
 
@@ -63,6 +86,11 @@ class LogConfig:
         if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
             raise ValueError(f"message.timestamp.type must be {CREATE_TIME} or {LOG_APPEND_TIME}, "
                              f"not {timestamp_type!r}")
+        ratio = properties.get("min.cleanable.dirty.ratio")
+        min_lag = number("min.compaction.lag.ms", base.min_compaction_lag_ms)
+        max_lag = number("max.compaction.lag.ms", base.max_compaction_lag_ms)
+        if min_lag > max_lag:
+            raise ValueError(f"min.compaction.lag.ms ({min_lag}) is above max.compaction.lag.ms ({max_lag})")
         return LogConfig(
             segment_bytes=number("segment.bytes", base.segment_bytes),
             segment_ms=number("segment.ms", base.segment_ms),
@@ -82,4 +110,8 @@ class LogConfig:
             cleanup_policy=properties.get("cleanup.policy", base.cleanup_policy),
             min_insync_replicas=number("min.insync.replicas", base.min_insync_replicas),
             producer_id_expiration_ms=number("producer.id.expiration.ms", base.producer_id_expiration_ms),
+            min_cleanable_dirty_ratio=base.min_cleanable_dirty_ratio if ratio is None else float(ratio),
+            delete_retention_ms=number("delete.retention.ms", base.delete_retention_ms),
+            min_compaction_lag_ms=min_lag,
+            max_compaction_lag_ms=max_lag,
         )

@@ -24,6 +24,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 _HEADER_CHUNK = 8192
@@ -35,19 +37,24 @@ def segment_file_prefix(directory: str, base_offset: int) -> str:
 
 
 class LogSegment:
-    """A segment file and its indexes; `size` and `next_offset` describe what it holds."""
+    """A segment file and its indexes; `size` and `next_offset` describe what it holds.
+
+    `suffix` names the files of a segment being swapped in by the cleaner (`.cleaned`, `.swap`:
+    see `gregor.storage.swap`); live segments have none.
+    """
 
     def __init__(self, directory: str, base_offset: int, index_interval_bytes: int,
-                 max_index_bytes: int, created_ms: int) -> None:
+                 max_index_bytes: int, created_ms: int, suffix: str = "") -> None:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
+        self.suffix = suffix
         prefix = segment_file_prefix(directory, base_offset)
-        self.path = prefix + LOG_SUFFIX
+        self.path = prefix + LOG_SUFFIX + suffix
         self.file = io.FileIO(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
         self.fd = self.file.fileno()
         self.size = os.fstat(self.fd).st_size
-        self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
-        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
+        self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX + suffix, base_offset, max_index_bytes)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX + suffix, base_offset, max_index_bytes)
         if self.size == 0:
             self.offset_index.create()
             self.time_index.create()
@@ -337,6 +344,18 @@ class LogSegment:
         self.offset_index.rename(self.offset_index.path + DELETED_SUFFIX)
         self.time_index.rename(self.time_index.path + DELETED_SUFFIX)
         self.deleted_at_ms = now_ms
+
+    def rename_suffix(self, suffix: str) -> None:
+        """Rename the log and both index files from the current suffix to `suffix`; the file stays open."""
+        def renamed(path: str) -> str:
+            return path[:len(path) - len(self.suffix)] + suffix
+
+        for index in (self.offset_index, self.time_index):
+            index.rename(renamed(index.path))
+        path = renamed(self.path)
+        os.replace(self.path, path)
+        self.path = path
+        self.suffix = suffix
 
     def destroy(self) -> None:
         """Close and remove the files for good."""

@@ -193,8 +193,8 @@ def _check(key: TopicConfigKey, name: str, value: str) -> str | None:
             return _invalid(name, value, "Expected value to be either true or false")
         return None
     else:
-        items = [item.strip() for item in text.split(",")] if key.type == ConfigType.LIST else [text]
-        if key.choices and (not items or any(item not in key.choices for item in items)):
+        items = [item.strip() for item in text.split(",") if item.strip()] if key.type == ConfigType.LIST else [text]
+        if key.choices and any(item not in key.choices for item in items):
             return _invalid(name, value, f"String must be one of: {', '.join(key.choices)}")
         return None
     if key.minimum is not None and number < key.minimum:

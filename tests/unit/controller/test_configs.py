@@ -8,6 +8,7 @@ from gregor.controller.operations import (
     AlterConfigOp, AlterConfigsResource, ConfigOp, CreatableTopic, IncrementalAlterConfigsResource,
 )
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from gregor.metadata.topic_configs import validate_topic_configs
 from gregor.protocol.error_codes import ErrorCode
 from tests.unit.controller.conftest import NOW
 
@@ -62,8 +63,13 @@ def test_incremental_append_and_subtract_on_lists(topic_node):
     assert topic_node.image.topic_config("t")["cleanup.policy"] == "delete,compact"
     assert incremental(topic_node, ("cleanup.policy", SUBTRACT, "delete")).error == ErrorCode.NONE
     assert topic_node.image.topic_config("t")["cleanup.policy"] == "compact"
-    result = incremental(topic_node, ("cleanup.policy", SUBTRACT, "compact"))
-    assert result.error == ErrorCode.INVALID_CONFIG
+    assert incremental(topic_node, ("cleanup.policy", SUBTRACT, "compact")).error == ErrorCode.NONE
+    assert topic_node.image.topic_config("t")["cleanup.policy"] == ""
+
+
+def test_an_empty_cleanup_policy_is_valid():
+    """Kafka accepts an empty list (neither deletion nor compaction: the log is kept)."""
+    assert validate_topic_configs({"cleanup.policy": ""}) is None
 
 
 @pytest.mark.parametrize("ops,code", [

@@ -24,7 +24,7 @@ def test_valid_values(name, value):
 @pytest.mark.parametrize("name,value,reason", [
     ("no.such.key", "1", "Unknown topic config name: no.such.key"),
     ("cleanup.policy", "remove", "String must be one of: compact, delete"),
-    ("cleanup.policy", "", "String must be one of"),
+    ("cleanup.policy", "compact,remove", "String must be one of"),
     ("compression.type", "brotli", "String must be one of"),
     ("message.timestamp.type", "createtime", "String must be one of: CreateTime, LogAppendTime"),
     ("retention.ms", "-2", "Value must be at least -1"),

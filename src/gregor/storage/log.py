@@ -328,7 +328,7 @@ class Log:
                 break
             piece = segment.read(offset, remaining, segment.position_bound(limit), min_one_batch and not slices)
             if piece is None:
-                if segment.next_offset > offset:
+                if segment.next_offset > offset and not segment.is_empty:
                     break
                 continue
             slices.append(piece)

@@ -1,12 +1,14 @@
 """All partition logs of a broker across its `log.dirs`, with checkpoints and clean shutdown.
 
-A log dir holds `topic-N` partition directories, the `recovery-point-offset-checkpoint` and
-`log-start-offset-checkpoint` files, and `.kafka_cleanshutdown` while the broker is stopped
+A log dir holds `topic-N` partition directories, the `recovery-point-offset-checkpoint`,
+`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` files, and `.kafka_cleanshutdown` while the broker is stopped
 cleanly. Its absence at start means an unclean stop: every log is then recovered from its
 checkpointed recovery point. The marker is removed once the logs are loaded.
 
 Periodic work is plain methods the broker calls with its clock: `cleanup` (retention),
-`flush_dirty` (flush.ms) and `checkpoint`.
+`flush_dirty` (flush.ms), `checkpoint`, and compaction: `begin_cleaning` on the loop, the
+returned task's `run` on a worker thread, then `finish_cleaning` on the loop (or `clean_once`
+for all three on one thread); see `gregor.storage.cleaner`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Collection, Mapping
 from gregor.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_checkpoint, write_checkpoint,
 )
+from gregor.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, CleanerStats, CleaningTask, LogCleaner
 from gregor.storage.log import Log, parse_partition_dir
 from gregor.storage.log_config import LogConfig
 
@@ -33,15 +36,18 @@ class LogManager:
     """Opens every partition log found in `log_dirs` at construction.
 
     `topic_configs` gives per-topic configs (others get `default_config`); directories named in
-    `skip` (e.g. `__cluster_metadata-0`, owned by raft) are left alone.
+    `skip` (e.g. `__cluster_metadata-0`, owned by raft) are left alone. `cleaner_config` holds the
+    broker's log.cleaner.* settings.
     """
 
     def __init__(self, log_dirs: list[str], default_config: LogConfig, now_ms: int,
-                 topic_configs: Mapping[str, LogConfig] | None = None, skip: Collection[str] = ()) -> None:
+                 topic_configs: Mapping[str, LogConfig] | None = None, skip: Collection[str] = (),
+                 cleaner_config: CleanerConfig | None = None) -> None:
         self.log_dirs = list(log_dirs)
         self.default_config = default_config
         self.logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
+        self.cleaner = LogCleaner(cleaner_config)
         self.clean_shutdown = True
         topic_configs = topic_configs or {}
         for directory in self.log_dirs:
@@ -55,6 +61,7 @@ class LogManager:
         self.clean_shutdown = self.clean_shutdown and clean
         recovery_points = read_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT))
         start_offsets = read_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT))
+        cleaner_offsets = read_checkpoint(os.path.join(directory, CLEANER_OFFSET_CHECKPOINT))
         for name in sorted(os.listdir(directory)):
             path = os.path.join(directory, name)
             if not os.path.isdir(path) or name in skip:
@@ -68,6 +75,7 @@ class LogManager:
             partition_log = Log(path, topic_configs.get(key[0], self.default_config), now_ms,
                                 recovery_point=recovery_points.get(key, 0),
                                 log_start_offset=start_offsets.get(key, 0), clean_shutdown=clean)
+            partition_log.cleaner_offset = cleaner_offsets.get(key, 0)
             if partition_log.truncated_bytes_at_load:
                 log.warning("recovered %s: truncated %d bytes of torn or corrupt batches",
                             name, partition_log.truncated_bytes_at_load)
@@ -105,6 +113,7 @@ class LogManager:
         directory = self._dir_of.pop(key, None)
         if partition_log is None or directory is None:
             return False
+        self.cleaner.abort(partition_log)
         partition_log.close()
         doomed = os.path.join(directory, f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
         os.replace(partition_log.directory, doomed)
@@ -114,14 +123,52 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         return list(self.logs.values())
 
+    def _keys_in(self, directory: str) -> list[tuple[str, int]]:
+        return [key for key, owner in self._dir_of.items() if owner == directory]
+
     def checkpoint(self) -> None:
-        """Write both offset checkpoint files of every log dir."""
+        """Write the offset checkpoint files of every log dir."""
         for directory in self.log_dirs:
-            keys = [key for key, owner in self._dir_of.items() if owner == directory]
+            keys = self._keys_in(directory)
             write_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT),
                              {key: self.logs[key].recovery_point for key in keys})
             write_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT),
                              {key: self.logs[key].log_start_offset for key in keys})
+            self._write_cleaner_checkpoint(directory)
+
+    def _write_cleaner_checkpoint(self, directory: str) -> None:
+        """`cleaner-offset-checkpoint`: where the dirty section of each compacted log starts."""
+        write_checkpoint(os.path.join(directory, CLEANER_OFFSET_CHECKPOINT),
+                         {key: self.logs[key].cleaner_offset for key in self._keys_in(directory)
+                          if self.logs[key].config.compacts})
+
+    # -- compaction
+
+    def begin_cleaning(self, now_ms: int) -> CleaningTask | None:
+        """On the loop: the task compacting the filthiest log, for `run` on a worker thread; or None."""
+        return self.cleaner.begin(self.logs.values(), now_ms)
+
+    def finish_cleaning(self, task: CleaningTask, now_ms: int) -> CleanerStats | None:
+        """On the loop, once `task.run` has returned or raised: swap the cleaned segments in, write
+        the log dir's cleaner checkpoint and log one line. The stats, or None if nothing changed."""
+        stats = self.cleaner.finish(task, now_ms)
+        key = (task.log.topic, task.log.partition)
+        if stats is None or self.logs.get(key) is not task.log:
+            return stats
+        self._write_cleaner_checkpoint(self._dir_of[key])
+        log.info("%s", stats.summary())
+        return stats
+
+    def clean_once(self, now_ms: int) -> CleanerStats | None:
+        """One cleaning on the calling thread (tests, tools): begin, run, finish."""
+        task = self.begin_cleaning(now_ms)
+        if task is None:
+            return None
+        try:
+            task.run()
+        finally:
+            stats = self.finish_cleaning(task, now_ms)
+        return stats
 
     def cleanup(self, now_ms: int) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
@@ -140,8 +187,9 @@ class LogManager:
             partition_log.flush_if_due(now_ms)
 
     def shutdown(self, now_ms: int) -> None:
-        """Flush and close every log, checkpoint, and leave the clean-shutdown marker."""
+        """Stop cleaning, flush and close every log, checkpoint, and leave the clean-shutdown marker."""
         for partition_log in self.logs.values():
+            self.cleaner.abort(partition_log)
             partition_log.flush(now_ms)
             partition_log.close()
         self.checkpoint()

@@ -179,7 +179,8 @@ class CleaningTask:
             if self._cancelled.is_set():
                 raise CleaningAborted(f"cleaning of {self.directory} was aborted")
             relative = position - chunk_start
-            if relative + BATCH_HEADER_SIZE > len(chunk) or relative + self._size_at(source, chunk, relative) > len(chunk):
+            if relative + BATCH_HEADER_SIZE > len(chunk) \
+                    or relative + self._size_at(source, chunk, relative) > len(chunk):
                 chunk = self._read(source, position, self.config.io_buffer_size)
                 chunk_start, relative = position, 0
                 size = self._size_at(source, chunk, 0)

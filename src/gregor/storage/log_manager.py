@@ -1,8 +1,8 @@
 """All partition logs of a broker across its `log.dirs`, with checkpoints and clean shutdown.
 
 A log dir holds `topic-N` partition directories, the `recovery-point-offset-checkpoint`,
-`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` files, and `.kafka_cleanshutdown` while the broker is stopped
-cleanly. Its absence at start means an unclean stop: every log is then recovered from its
+`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` files, and `.kafka_cleanshutdown`
+while the broker is stopped cleanly. Its absence at start means an unclean stop: every log is then recovered from its
 checkpointed recovery point. The marker is removed once the logs are loaded.
 
 Periodic work is plain methods the broker calls with its clock: `cleanup` (retention),

@@ -1,0 +1,40 @@
+"""The group coordinator's broker settings, with Kafka's keys and defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class GroupCoordinatorConfig:
+    """Field names follow the broker keys (`group.max.size` -> `group_max_size`)."""
+
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2147483647
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    offsets_topic_num_partitions: int = 50
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60 * 1000
+
+    @staticmethod
+    def from_properties(properties: Mapping[str, str]) -> GroupCoordinatorConfig:
+        """Read the keys above from server.properties-style strings; other keys are ignored.
+
+        Raises ValueError for a value that is not an integer.
+        """
+        values = {}
+        for field in fields(GroupCoordinatorConfig):
+            key = field.name.replace("_", ".")
+            if key in properties:
+                try:
+                    values[field.name] = int(properties[key].strip())
+                except ValueError:
+                    raise ValueError(f"{key} must be an integer, not {properties[key]!r}") from None
+        return GroupCoordinatorConfig(**values)

@@ -1,0 +1,524 @@
+"""The classic group coordinator (Kafka 3.x GroupCoordinator), fed events, returning effects.
+
+The broker owns the sockets, the clock and `__consumer_offsets`. For each request it calls one
+method below with the decoded fields and `now_ms`:
+
+- JoinGroup, SyncGroup and OffsetCommit may have to wait (for other members, for the leader's
+  assignment, for a write). They take the broker's `token` for the request (any object but
+  None) and return effects; the answer is a `Respond(token, ...)` among them or among the
+  effects of a later call (`tick`, `append_done`, another member's request). Every token is
+  answered exactly once.
+- The other requests are answered at once (with effects where they write or wake others).
+- `AppendRecords` effects are batches for `__consumer_offsets`; those with an `append_id` must
+  be reported back through `append_done` once committed or failed.
+- `tick(now_ms)` fires due timers (sessions, rebalance and sync timeouts, the initial rebalance
+  delay, offset expiration); `next_deadline()` says when the next one is due.
+- `begin_load` / `load_partition` / `unload_partition` follow the broker's leadership of
+  `__consumer_offsets` partitions; requests for groups elsewhere get NOT_COORDINATOR.
+
+Member ids are `<client id or group instance id>-<uuid4>`, the uuid drawn from the injected
+`random.Random`, so a seeded coordinator is deterministic.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Callable, Iterable, Mapping, Sequence
+
+from gregor.coordinator.config import GroupCoordinatorConfig
+from gregor.coordinator.effects import Effect, Respond
+from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
+from gregor.coordinator.group_state import Group, GroupState
+from gregor.coordinator.member import MemberMetadata, Protocols
+from gregor.coordinator.offset_manager import CommitOffsets, OffsetManager
+from gregor.coordinator.offset_metadata import TopicPartition
+from gregor.coordinator.rebalance import Rebalancer
+from gregor.coordinator.results import (
+    GroupDescription,
+    GroupOverview,
+    JoinResult,
+    LeaveMemberResult,
+    LeaveResult,
+    ListGroupsResult,
+    MemberDescription,
+    OffsetCommitResult,
+    OffsetDeleteResult,
+    OffsetFetchResult,
+    SyncResult,
+)
+from gregor.protocol.error_codes import ErrorCode
+
+UNKNOWN_MEMBER_ID = ""
+
+Result = JoinResult | SyncResult | OffsetCommitResult
+
+LeavingMember = tuple[str, str | None, str | None]
+"""(member id or "", group instance id, reason) of one member in a LeaveGroup request."""
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupCoordinatorConfig, rng: random.Random) -> None:
+        self.config = config
+        self._rng = rng
+        self._manager = GroupMetadataManager(config)
+        self._rebalancer = Rebalancer(self._manager)
+        self._offsets = OffsetManager(self._manager, self._rebalancer)
+
+    # -- inspection
+
+    def group(self, group_id: str) -> Group | None:
+        return self._manager.groups.get(group_id)
+
+    @property
+    def groups(self) -> Mapping[str, Group]:
+        return self._manager.groups
+
+    def partition_for(self, group_id: str) -> int:
+        """The `__consumer_offsets` partition whose leader coordinates `group_id` (FindCoordinator)."""
+        return self._manager.partition_for(group_id)
+
+    @property
+    def pending_appends(self) -> int:
+        """Appends the coordinator still waits to hear about through `append_done`."""
+        return self._manager.pending_appends
+
+    # -- JoinGroup
+
+    def join_group(self, token: object, *, group_id: str, member_id: str, group_instance_id: str | None,
+                   protocol_type: str, protocols: Iterable[tuple[str, bytes]], session_timeout_ms: int,
+                   rebalance_timeout_ms: int, client_id: str, client_host: str, require_known_member_id: bool,
+                   now_ms: int, supports_skip_assignment: bool = False, reason: str | None = None) -> list[Effect]:
+        """JoinGroup. `require_known_member_id` is True from v4 (a new member first gets an id
+        with MEMBER_ID_REQUIRED), `supports_skip_assignment` from v9. The answer is parked until
+        the rebalance completes, unless it can be given at once."""
+        out: list[Effect] = []
+        member_protocols: Protocols = tuple((name, bytes(metadata)) for name, metadata in protocols)
+        respond = self._responder(token, out)
+        error = self._manager.status_error(group_id, allow_empty_id=False)
+        if error is not None:
+            respond(JoinResult(error, member_id))
+            return out
+        if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
+                <= self.config.group_max_session_timeout_ms):
+            respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
+            return out
+        is_unknown_member = member_id == UNKNOWN_MEMBER_ID
+        group = self._manager.groups.get(group_id)
+        if group is None:
+            if not is_unknown_member:
+                respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+                return out
+            group = self._manager.create_group(group_id, now_ms)
+        if not self._accepts_joining_member(group, member_id):
+            self._rebalancer.forget_member(group, member_id, out)
+            respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
+        else:
+            new_member = MemberMetadata(member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
+                                        session_timeout_ms, protocol_type, member_protocols)
+            reason = reason or "not provided"
+            if is_unknown_member:
+                self._join_new_member(token, group, new_member, require_known_member_id, supports_skip_assignment,
+                                      now_ms, out, reason)
+            else:
+                self._join_current_member(token, group, new_member, now_ms, out, reason)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._rebalancer.maybe_complete_join(group, now_ms, out)
+        return out
+
+    def _accepts_joining_member(self, group: Group, member_id: str) -> bool:
+        """group.max.size: while rebalancing, count members that rejoined, so that the last ones
+        to rejoin are turned away when the limit was lowered; otherwise count all members."""
+        max_size = self.config.group_max_size
+        if group.state is GroupState.EMPTY:
+            return True
+        member = group.members.get(member_id)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return (member is not None and member.is_awaiting_join) or group.num_awaiting_join < max_size
+        return member is not None or len(group.members) < max_size
+
+    def _join_new_member(self, token: object, group: Group, member: MemberMetadata, require_known_member_id: bool,
+                         supports_skip_assignment: bool, now_ms: int, out: list[Effect], reason: str) -> None:
+        respond = self._responder(token, out)
+        if not group.supports_protocols(member.protocol_type, member.protocol_names):
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID))
+            return
+        instance_id = member.group_instance_id
+        member.member_id = self._new_member_id(instance_id if instance_id is not None else member.client_id)
+        if instance_id is not None and instance_id in group.static_members:
+            self._replace_static_member(token, group, member, supports_skip_assignment, now_ms, out, reason)
+        elif instance_id is None and require_known_member_id:
+            self._rebalancer.add_pending_member(group, member.member_id, member.session_timeout_ms, now_ms)
+            respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member.member_id))
+        else:
+            self._rebalancer.add_member_and_rebalance(
+                group, member, token, now_ms, out, f"adding new member {member.member_id}; client reason: {reason}")
+
+    def _join_current_member(self, token: object, group: Group, joining: MemberMetadata, now_ms: int,
+                             out: list[Effect], reason: str) -> None:
+        respond = self._responder(token, out)
+        member_id = joining.member_id
+        if not group.supports_protocols(joining.protocol_type, joining.protocol_names):
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if member_id in group.pending_members:
+            if joining.group_instance_id is not None:
+                # Pending ids are only handed to dynamic members; Kafka throws here, which its
+                # request handler turns into UNKNOWN_SERVER_ERROR.
+                respond(JoinResult(ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
+                return
+            self._rebalancer.add_member_and_rebalance(
+                group, joining, token, now_ms, out, f"pending member {member_id} joins; client reason: {reason}")
+            return
+        error = group.member_error(member_id, joining.group_instance_id)
+        if error is not None:
+            respond(JoinResult(error, member_id))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE or not member.matches(joining.supported_protocols) or (
+                state is GroupState.STABLE and group.is_leader(member_id)):
+            # A leader rejoining a stable group forces a rebalance: it is how a consumer leader
+            # reacts to metadata changes (new partitions) that do not change its own metadata.
+            self._rebalancer.update_member_and_rebalance(
+                group, member, joining.supported_protocols, joining.rebalance_timeout_ms,
+                joining.session_timeout_ms, token, now_ms, out,
+                f"member {member_id} joining group in {state.value}; client reason: {reason}")
+        else:
+            # Same metadata (a lost JoinGroup answer): the current generation again.
+            with_members = state is GroupState.COMPLETING_REBALANCE and group.is_leader(member_id)
+            respond(self._rebalancer.join_result(group, member_id, with_members))
+
+    def _replace_static_member(self, token: object, group: Group, joining: MemberMetadata,
+                               supports_skip_assignment: bool, now_ms: int, out: list[Effect], reason: str) -> None:
+        """A known group.instance.id came back with no member id (a restart): it takes over the
+        old member's place and assignment; the old member id is fenced. In a Stable group whose
+        protocol choice stays the same this needs no rebalance, only a new group record."""
+        rebalancer = self._rebalancer
+        instance_id = joining.group_instance_id
+        assert instance_id is not None
+        old_member_id = group.static_members[instance_id]
+        new_member_id = joining.member_id
+        current_leader = group.leader_id
+        member = group.members[old_member_id]
+        rebalancer.answer_join(group, member, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id), out)
+        rebalancer.answer_sync(group, member, SyncResult(ErrorCode.FENCED_INSTANCE_ID), out)
+        self._manager.deadlines.cancel(TimerKey(TimerKind.HEARTBEAT, group.group_id, old_member_id))
+        group.replace_static_member(instance_id, old_member_id, new_member_id)
+        rebalancer.schedule_heartbeat(group, member, now_ms)
+        old = (member.supported_protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
+        group.update_member(member, joining.supported_protocols, joining.rebalance_timeout_ms,
+                            joining.session_timeout_ms, token)
+        why = f"static member {instance_id} rejoined as {new_member_id}; client reason: {reason}"
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            # The leader may be assigning to the old member id: start over.
+            rebalancer.prepare_rebalance(group, now_ms, out, why)
+        elif group.state is GroupState.STABLE:
+            if group.protocol_name != group.select_protocol():
+                rebalancer.maybe_prepare_rebalance(group, now_ms, out, why + " with a change of protocol")
+                return
+            def stored(error: ErrorCode, done_ms: int, done_out: list[Effect]) -> None:
+                if group.state is GroupState.DEAD or group.static_members.get(instance_id) != new_member_id:
+                    return
+                if error is not ErrorCode.NONE:
+                    # Undo the takeover; the old member id stays valid.
+                    self._manager.deadlines.cancel(TimerKey(TimerKind.HEARTBEAT, group.group_id, new_member_id))
+                    token_now = group.take_join_token(member)
+                    group.update_member(member, *old, None)
+                    group.replace_static_member(instance_id, new_member_id, old_member_id)
+                    rebalancer.schedule_heartbeat(group, member, done_ms)
+                    if token_now is not None:
+                        done_out.append(Respond(token_now, JoinResult(
+                            error, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type, group.protocol_name,
+                            current_leader or "")))
+                elif supports_skip_assignment:
+                    # JoinGroup v9+: a static leader learns it leads but keeps the assignment.
+                    is_leader = group.is_leader(new_member_id)
+                    rebalancer.answer_join(group, member, rebalancer.join_result(
+                        group, new_member_id, is_leader, skip_assignment=is_leader), done_out)
+                else:
+                    # Older clients: report the old leader id so that a returning leader does not
+                    # compute an assignment a stable group would ignore.
+                    rebalancer.answer_join(group, member, rebalancer.join_result(
+                        group, new_member_id, False, leader=current_leader or ""), done_out)
+
+            assignment = {member_id: m.assignment for member_id, m in group.members.items()}
+            out.append(self._manager.store_group(group, assignment, now_ms, stored))
+
+    def _new_member_id(self, prefix: str) -> str:
+        return f"{prefix}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
+
+    @staticmethod
+    def _responder(token: object, out: list[Effect]) -> Callable[[Result], None]:
+        if token is None:
+            raise ValueError("a request token must not be None")
+        return lambda result: out.append(Respond(token, result))
+
+    # -- SyncGroup, Heartbeat, LeaveGroup
+
+    def sync_group(self, token: object, *, group_id: str, generation_id: int, member_id: str,
+                   group_instance_id: str | None, protocol_type: str | None, protocol_name: str | None,
+                   assignments: Mapping[str, bytes], now_ms: int) -> list[Effect]:
+        """SyncGroup. The leader's `assignments` are persisted with the generation; every member's
+        answer is parked until that write is done. `protocol_type` / `protocol_name` are None
+        before v5, which does not send them."""
+        out: list[Effect] = []
+        respond = self._responder(token, out)
+        error = self._manager.status_error(group_id, allow_empty_id=False)
+        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # The rebalance state was lost with the old coordinator: rejoin, without rediscovering
+            # the coordinator (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here).
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        group = self._manager.groups.get(group_id)
+        if error is None:
+            error = self._sync_error(group, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
+        if error is not None:
+            respond(SyncResult(error))
+            return out
+        assert group is not None
+        member = group.members[member_id]
+        if group.state is GroupState.PREPARING_REBALANCE:
+            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        elif group.state is GroupState.STABLE:
+            self._rebalancer.remove_pending_sync_member(group, member_id)
+            respond(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            self._rebalancer.schedule_heartbeat(group, member, now_ms)
+        else:
+            self._rebalancer.park_sync(group, member, token, out)
+            self._rebalancer.remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                self._store_assignment(group, assignments, now_ms, out)
+        return out
+
+    @staticmethod
+    def _sync_error(group: Group | None, generation_id: int, member_id: str, group_instance_id: str | None,
+                    protocol_type: str | None, protocol_name: str | None) -> ErrorCode | None:
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.member_error(member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+                protocol_name is not None and protocol_name != group.protocol_name):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return None
+
+    def _store_assignment(self, group: Group, assignments: Mapping[str, bytes], now_ms: int,
+                          out: list[Effect]) -> None:
+        """Persist the leader's assignment (members it left out get an empty one); once written,
+        the group is Stable and every parked SyncGroup gets its share."""
+        assignment = {member_id: bytes(assignments.get(member_id, b"")) for member_id in group.members}
+        generation_id = group.generation_id
+        rebalancer = self._rebalancer
+
+        def stored(error: ErrorCode, done_ms: int, done_out: list[Effect]) -> None:
+            # A member may have joined or left meanwhile: only this generation's assignment counts.
+            if group.state is not GroupState.COMPLETING_REBALANCE or group.generation_id != generation_id:
+                return
+            if error is ErrorCode.NONE:
+                rebalancer.set_and_propagate_assignment(group, assignment, done_ms, done_out)
+                group.transition_to(GroupState.STABLE, done_ms)
+            else:
+                rebalancer.reset_and_propagate_assignment_error(group, error, done_ms, done_out)
+                rebalancer.maybe_prepare_rebalance(group, done_ms, done_out,
+                                                   f"error {error.name} storing the group assignment")
+
+        out.append(self._manager.store_group(group, assignment, now_ms, stored))
+
+    def heartbeat(self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                  now_ms: int) -> ErrorCode:
+        """Heartbeat: restarts the member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
+        error = self._manager.status_error(group_id, allow_empty_id=False)
+        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return ErrorCode.NONE  # the group will be known shortly; answer blindly
+        if error is not None:
+            return error
+        group = self._manager.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.member_error(member_id, group_instance_id)
+        if error is None and generation_id != group.generation_id:
+            error = ErrorCode.ILLEGAL_GENERATION
+        if error is not None:
+            return error
+        self._rebalancer.schedule_heartbeat(group, group.members[member_id], now_ms)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave_group(self, *, group_id: str, members: Sequence[LeavingMember],
+                    now_ms: int) -> tuple[LeaveResult, list[Effect]]:
+        """LeaveGroup (v3+ batches members; older versions are a batch of one). A member may be
+        named by group instance id alone (member id ""), as admin tools remove static members."""
+        out: list[Effect] = []
+        error = self._manager.status_error(group_id, allow_empty_id=False)
+        if error is not None:
+            return LeaveResult(error), out
+        group = self._manager.groups.get(group_id)
+        results = []
+        for member_id, instance_id, reason in members:
+            error = ErrorCode.UNKNOWN_MEMBER_ID if group is None else self._leave(
+                group, member_id, instance_id, reason or "not provided", now_ms, out)
+            results.append(LeaveMemberResult(member_id, instance_id, error))
+        return LeaveResult(ErrorCode.NONE, tuple(results)), out
+
+    def _leave(self, group: Group, member_id: str, instance_id: str | None, reason: str, now_ms: int,
+               out: list[Effect]) -> ErrorCode:
+        if member_id == UNKNOWN_MEMBER_ID:
+            current = group.static_members.get(instance_id) if instance_id is not None else None
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            member_id = current
+        elif member_id in group.pending_members:
+            self._rebalancer.remove_pending_member_and_update_group(group, member_id, now_ms, out)
+            return ErrorCode.NONE
+        else:
+            error = group.member_error(member_id, instance_id)
+            if error is not None:
+                return error
+        self._rebalancer.remove_member_and_update_group(
+            group, group.members[member_id], now_ms, out, f"LeaveGroup; client reason: {reason}")
+        return ErrorCode.NONE
+
+    # -- offsets
+
+    def commit_offsets(self, token: object, *, group_id: str, generation_id: int, member_id: str,
+                       group_instance_id: str | None, retention_time_ms: int, offsets: CommitOffsets,
+                       now_ms: int) -> list[Effect]:
+        """OffsetCommit; the answer (per partition) comes once the offsets are written.
+
+        `retention_time_ms` is -1 except from v2-v4 clients that set one. Partitions of unknown
+        topics are the broker's to answer (UNKNOWN_TOPIC_OR_PARTITION) before calling this.
+        """
+        out: list[Effect] = []
+        respond = self._responder(token, out)
+        error = self._manager.status_error(group_id, allow_empty_id=True)
+        if error is not None:
+            respond(OffsetCommitResult({partition: error for partition in offsets}))
+            return out
+        self._offsets.commit(token, self._manager.groups.get(group_id), group_id, generation_id, member_id,
+                             group_instance_id, retention_time_ms, offsets, now_ms, out)
+        return out
+
+    def fetch_offsets(self, *, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool,
+                      now_ms: int) -> OffsetFetchResult:
+        """OffsetFetch; `partitions` None means every partition with a committed offset."""
+        error = self._manager.status_error(group_id, allow_empty_id=True)
+        if error is not None:
+            return OffsetFetchResult(error)
+        return self._offsets.fetch(self._manager.groups.get(group_id), partitions, require_stable)
+
+    def delete_offsets(self, *, group_id: str, partitions: Iterable[TopicPartition],
+                       now_ms: int) -> tuple[OffsetDeleteResult, list[Effect]]:
+        """OffsetDelete: GROUP_SUBSCRIBED_TO_TOPIC for topics a live consumer group still reads,
+        NON_EMPTY_GROUP for a live group of another protocol type."""
+        out: list[Effect] = []
+        error = self._manager.status_error(group_id, allow_empty_id=False)
+        if error is not None:
+            return OffsetDeleteResult(error), out
+        return self._offsets.delete(self._manager.groups.get(group_id), partitions, now_ms, out), out
+
+    # -- admin
+
+    def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """DescribeGroups; member metadata and assignments only for Stable groups, as Kafka."""
+        return [self._describe(group_id) for group_id in group_ids]
+
+    def _describe(self, group_id: str) -> GroupDescription:
+        error = self._manager.status_error(group_id, allow_empty_id=True)
+        if error is not None:
+            return GroupDescription(group_id, error)
+        group = self._manager.groups.get(group_id)
+        if group is None:
+            return GroupDescription(group_id, ErrorCode.NONE, GroupState.DEAD.value)
+        stable = group.state is GroupState.STABLE
+        protocol = (group.protocol_name or "") if stable else ""
+        members = tuple(MemberDescription(
+            member.member_id, member.group_instance_id, member.client_id, member.client_host,
+            member.metadata(protocol) if stable else b"", member.assignment if stable else b"")
+            for member in group.members.values())
+        return GroupDescription(group_id, ErrorCode.NONE, group.state.value, group.protocol_type or "", protocol,
+                                members)
+
+    def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> ListGroupsResult:
+        """ListGroups; filters are case-insensitive and empty means all. Every group here is of
+        type "classic". COORDINATOR_LOAD_IN_PROGRESS (with the groups known so far) while any
+        partition is loading."""
+        states = {state.lower() for state in states_filter}
+        types = {group_type.lower() for group_type in types_filter}
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._manager.loading_partitions else ErrorCode.NONE
+        if types and "classic" not in types:
+            return ListGroupsResult(error)
+        return ListGroupsResult(error, tuple(
+            GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
+            for group in self._manager.groups.values() if not states or group.state.value.lower() in states))
+
+    def delete_groups(self, group_ids: Iterable[str], now_ms: int) -> tuple[dict[str, ErrorCode], list[Effect]]:
+        """DeleteGroups: only Empty groups; their offsets and metadata are tombstoned."""
+        out: list[Effect] = []
+        errors = {group_id: self._delete_group(group_id, now_ms, out) for group_id in dict.fromkeys(group_ids)}
+        return errors, out
+
+    def _delete_group(self, group_id: str, now_ms: int, out: list[Effect]) -> ErrorCode:
+        error = self._manager.status_error(group_id, allow_empty_id=True)
+        if error is not None:
+            return error
+        group = self._manager.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        group.transition_to(GroupState.DEAD, now_ms)
+        self._manager.cleanup_group(group, group.remove_offsets(list(group.offsets)), now_ms, out)
+        return ErrorCode.NONE
+
+    # -- time and writes
+
+    def tick(self, now_ms: int) -> list[Effect]:
+        """Fire every timer due at `now_ms`, in deadline order."""
+        out: list[Effect] = []
+        deadlines = self._manager.deadlines
+        while (key := deadlines.pop_due(now_ms)) is not None:
+            if key.kind is TimerKind.OFFSET_EXPIRATION:
+                self._offsets.expire(now_ms, out)
+                deadlines.schedule(key, now_ms + self.config.offsets_retention_check_interval_ms)
+            else:
+                self._rebalancer.on_timer(key, self._manager.groups[key.group_id], now_ms, out)
+        return out
+
+    def next_deadline(self) -> int | None:
+        """When `tick` next has something to do; None when no timer is set."""
+        return self._manager.deadlines.next_deadline()
+
+    def append_done(self, append_id: int, error: ErrorCode, now_ms: int) -> list[Effect]:
+        """The outcome of an `AppendRecords` with this `append_id` (NONE once committed)."""
+        return self._manager.append_done(append_id, error, now_ms)
+
+    # -- __consumer_offsets leadership
+
+    def begin_load(self, partition: int) -> None:
+        """This broker became leader of `partition`; its groups answer COORDINATOR_LOAD_IN_PROGRESS
+        until `load_partition`."""
+        self._manager.begin_load(partition)
+
+    def load_partition(self, partition: int, records: Iterable[tuple[bytes, bytes | None]],
+                       now_ms: int) -> list[Effect]:
+        """Rebuild the groups and offsets of `partition` from its records (key, value-or-None, in
+        offset order) and start coordinating them; loaded members get a fresh session."""
+        out: list[Effect] = []
+        for group in self._manager.load(partition, records, now_ms):
+            self._rebalancer.on_group_loaded(group, now_ms, out)
+        expiration = TimerKey(TimerKind.OFFSET_EXPIRATION)
+        if self._manager.deadlines.deadline(expiration) is None:
+            self._manager.deadlines.schedule(expiration, now_ms + self.config.offsets_retention_check_interval_ms)
+        return out
+
+    def unload_partition(self, partition: int, now_ms: int) -> list[Effect]:
+        """This broker no longer leads `partition`: forget its groups; parked requests get
+        NOT_COORDINATOR and clients find the new coordinator."""
+        out: list[Effect] = []
+        for group in self._manager.release(partition):
+            self._rebalancer.on_group_unloaded(group, now_ms, out)
+        return out

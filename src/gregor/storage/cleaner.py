@@ -36,13 +36,13 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Iterable, NamedTuple
 
-from gregor.storage.cleaning import CleanerConfig, CleanerStats, CleaningAborted, CleaningTask
+from gregor.storage.cleaning import CleanerConfig, CleanerError, CleanerStats, CleaningAborted, CleaningTask
 from gregor.storage.log import Log
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
-__all__ = ["CLEANER_OFFSET_CHECKPOINT", "CleanerConfig", "CleanerStats", "CleaningAborted", "CleaningTask",
-           "Dirtiness", "LogCleaner", "dirtiness"]
+__all__ = ["CLEANER_OFFSET_CHECKPOINT", "CleanerConfig", "CleanerError", "CleanerStats", "CleaningAborted",
+           "CleaningTask", "Dirtiness", "LogCleaner", "dirtiness"]
 
 
 class Dirtiness(NamedTuple):
@@ -115,6 +115,8 @@ class LogCleaner:
         """Swap the task's segments in and advance the log's `cleaner_offset`; its stats, or None
         when the task did not complete, was aborted, or its log was truncated meanwhile (the
         `.cleaned` files are then deleted). A task that failed on its own marks the log uncleanable.
+        An OSError from a rename propagates (a storage failure of the log dir); whatever files it
+        leaves, the next load completes or undoes the swap.
         """
         log = task.log
         self.in_progress.pop(log, None)

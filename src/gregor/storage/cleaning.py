@@ -157,14 +157,17 @@ class CleaningTask:
         """Map the dirty section, then write the cleaned groups; safe on a worker thread."""
         try:
             offset_map = OffsetMap(self.config.dedupe_buffer_size, self.config.dedupe_buffer_load_factor)
-            self._build_offset_map(offset_map)
-            self.end_offset = offset_map.latest_offset + 1
-            if self.end_offset <= self.first_dirty:
+            full = self._build_offset_map(offset_map)
+            if offset_map.latest_offset >= self.first_dirty:
+                self.end_offset = offset_map.latest_offset + 1
+                for group in self._groups():
+                    self._clean_group(group, offset_map)
+            elif full:
                 raise CleanerError(f"the offset map holds fewer keys ({offset_map.capacity}) than the batch at "
                                    f"{self.first_dirty} of {self.directory}: raise log.cleaner.dedupe.buffer.size")
+            else:
+                self.end_offset = self.first_uncleanable
             self.stats.end_offset = self.end_offset
-            for group in self._groups():
-                self._clean_group(group, offset_map)
         except BaseException:
             self.failed = True
             raise
@@ -209,8 +212,12 @@ class CleaningTask:
     def _records(self, header: BatchHeader, data: memoryview) -> list[Record]:
         return decode_records(data, 0, header, MAX_UNCOMPRESSED_BYTES)
 
-    def _build_offset_map(self, offset_map: OffsetMap) -> None:
-        """Kafka's buildOffsetMap: stop at the first record that would overfill the map."""
+    def _build_offset_map(self, offset_map: OffsetMap) -> bool:
+        """Kafka's buildOffsetMap: stop at the first record that would overfill the map; whether it did.
+
+        The section is clean already when no batch lies in it (only batches below the first
+        dirty offset in its first segment): nothing is mapped and `latest_offset` stays -1.
+        """
         for source in self.sources:
             if source.end_offset <= self.first_dirty:
                 continue
@@ -222,9 +229,10 @@ class CleaningTask:
                     for record in self._records(header, data):
                         if record.key is not None and record.offset >= self.first_dirty:
                             if offset_map.is_full:
-                                return
+                                return True
                             offset_map.put(record.key, record.offset)
                 offset_map.latest_offset = header.last_offset
+        return False
 
     def _groups(self) -> list[list[_Source]]:
         """Kafka's groupSegmentsBySize over the segments below the end of the cleaned section."""

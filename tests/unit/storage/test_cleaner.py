@@ -289,3 +289,19 @@ def test_a_full_offset_map_cleans_a_prefix_and_the_next_cleaning_goes_on(tmp_pat
     while clean(log, NOW, small) is not None:
         pass
     assert contents(log) == latest(written)
+
+
+def test_a_dirty_section_without_batches_only_moves_the_checkpoint(tmp_path):
+    log = compacted(str(tmp_path / "t-0"), segment_bytes=10_000)
+    append(log, [(b"a", b"1"), (b"x", b"1"), (b"y", b"1")])
+    log.roll(NOW)
+    append(log, [(b"x", b"2"), (b"y", b"2")])
+    settle(log)
+    clean(log, NOW)
+    before = contents(log)
+    assert before == [(0, b"a", b"1"), (3, b"x", b"2"), (4, b"y", b"2")]
+    log.cleaner_offset, log.high_watermark = 1, 3
+    cleaner = LogCleaner()
+    stats = clean(log, NOW, cleaner=cleaner)
+    assert stats is not None and stats.segments_read == 0 and log.cleaner_offset == 3
+    assert contents(log) == before and log not in cleaner.uncleanable

@@ -33,11 +33,9 @@ from gregor.storage.cleaned_batch import delete_horizon, empty_batch, rebuilt_ba
 from gregor.storage.log import MAX_UNCOMPRESSED_BYTES, Log
 from gregor.storage.offset_map import OffsetMap
 from gregor.storage.segment import (
-    CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, MIN_BATCH_LENGTH, TIME_INDEX_SUFFIX, LogSegment,
-    segment_file_prefix,
+    CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, MAX_RELATIVE_OFFSET, MIN_BATCH_LENGTH, TIME_INDEX_SUFFIX,
+    LogSegment, segment_file_prefix,
 )
-
-MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 
 
 @dataclass(frozen=True)
@@ -255,6 +253,7 @@ class CleaningTask:
         return groups
 
     def _new_segment(self, base_offset: int) -> LogSegment:
+        """An empty `.cleaned` segment (replacing any file an aborted task left at that base)."""
         prefix = segment_file_prefix(self.directory, base_offset)
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             stale = prefix + suffix + CLEANED_SUFFIX
@@ -264,6 +263,8 @@ class CleaningTask:
                           self.log_config.segment_index_bytes, self.now_ms, CLEANED_SUFFIX)
 
     def _clean_group(self, group: list[_Source], offset_map: OffsetMap) -> None:
+        """Write one group into one fsynced `.cleaned` segment that keeps the group's last modification
+        time, as Kafka does: retention.ms falls back on it for segments without timestamps."""
         cleaned = self._new_segment(group[0].base_offset)
         self.replacements.append(([source.segment for source in group], cleaned))
         for source in group:

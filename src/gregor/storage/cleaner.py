@@ -1,4 +1,6 @@
-"""Log compaction (cleanup.policy=compact): Kafka's LogCleaner and LogCleanerManager, sans-IO.
+"""Log compaction (cleanup.policy=compact): Kafka's LogCleaner and LogCleanerManager.
+
+The cleaner has no thread or clock of its own: the broker passes `now_ms` and runs the work.
 
 Which thread calls what:
 

@@ -7,7 +7,8 @@ consumer protocol (KIP-848), which this coordinator does not read.
 
 Versions written are Kafka 3.x's: OffsetCommitKey v1, GroupMetadataKey v2, GroupMetadataValue
 v3 and OffsetCommitValue v3, or v1 when the commit carries an expire timestamp (the only
-version with that field).
+version with that field, and one without a leader epoch: such a commit loses its epoch, as in
+Kafka).
 """
 
 from __future__ import annotations

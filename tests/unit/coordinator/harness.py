@@ -71,6 +71,15 @@ class Harness:
             self.apply(self.coordinator.tick(self.now))
         self.now = target
 
+    def keep_alive(self, members: list[str], generation: int, ms: int, every: int = 3000) -> None:
+        """Advance `ms`, heartbeating for `members` along the way."""
+        end = self.now + ms
+        while self.now + every <= end:
+            self.advance(every)
+            for member_id in members:
+                self.heartbeat(member_id, generation)
+        self.advance(end - self.now)
+
     def advance_until(self, condition, limit_ms: int = 10 * REBALANCE_MS) -> int:
         """Advance timer by timer until `condition()` holds; returns the virtual time it took."""
         start = self.now

@@ -9,20 +9,10 @@ from gregor.protocol.error_codes import ErrorCode
 from .harness import REBALANCE_MS, SESSION_MS, Harness
 
 
-def keep_alive(h: Harness, members: list[str], generation: int, ms: int, every: int = 3000) -> None:
-    """Advance `ms`, heartbeating for `members` along the way."""
-    end = h.now + ms
-    while h.now + every <= end:
-        h.advance(every)
-        for member_id in members:
-            h.heartbeat(member_id, generation)
-    h.advance(end - h.now)
-
-
 def test_session_timeout_removes_a_silent_member_and_rebalances() -> None:
     h = Harness()
     ids, generation, leader = h.form_group(3)
-    keep_alive(h, ids[1:], generation, SESSION_MS - 1)
+    h.keep_alive(ids[1:], generation, SESSION_MS - 1)
     assert len(h.coordinator.group("g").members) == 3
     h.advance(1)
     group = h.coordinator.group("g")
@@ -42,7 +32,7 @@ def test_a_member_that_does_not_rejoin_is_dropped_at_the_rebalance_timeout() -> 
     ids, generation, leader = h.form_group(3)
     tokens = [h.join(member_id=member_id, client_id=f"c{i}") for i, member_id in enumerate(ids[:2])]
     started = h.now
-    keep_alive(h, [ids[2]], generation, REBALANCE_MS - 1)
+    h.keep_alive([ids[2]], generation, REBALANCE_MS - 1)
     assert not any(h.answered(token) for token in tokens)
     h.advance(1)
     assert h.now - started == REBALANCE_MS
@@ -65,7 +55,7 @@ def test_a_leader_that_never_rejoins_hands_leadership_to_a_member_that_did() -> 
     h = Harness()
     ids, generation, leader = h.form_group(2)
     token = h.join(member_id=ids[1], client_id="c1", protocols=[("range", b"changed")])
-    keep_alive(h, [leader], generation, REBALANCE_MS)
+    h.keep_alive([leader], generation, REBALANCE_MS)
     result = h.answer(token)
     assert (result.leader, [m.member_id for m in result.members]) == (ids[1], [ids[1]])
 
@@ -75,7 +65,7 @@ def test_a_new_member_stuck_in_a_long_rebalance_times_out() -> None:
     h = Harness()
     ids, generation, leader = h.form_group(1, rebalance=600_000)
     newcomer = h.join(require_known=False, client_id="new", rebalance=600_000)
-    keep_alive(h, [leader], generation, NEW_MEMBER_JOIN_TIMEOUT_MS)
+    h.keep_alive([leader], generation, NEW_MEMBER_JOIN_TIMEOUT_MS)
     assert h.answer(newcomer).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
@@ -89,7 +79,7 @@ def test_followers_that_never_sync_are_removed_after_the_rebalance_timeout() -> 
     leader_sync = h.sync(ids[0], generation, assignments={m: b"x" for m in ids})
     follower_sync = h.sync(ids[1], generation)
     assert h.answer(leader_sync).error is h.answer(follower_sync).error is ErrorCode.NONE
-    keep_alive(h, ids, generation, REBALANCE_MS)
+    h.keep_alive(ids, generation, REBALANCE_MS)
     group = h.coordinator.group("g")
     assert ids[2] not in group.members
     assert group.state is GroupState.PREPARING_REBALANCE
@@ -101,7 +91,7 @@ def test_a_leader_that_never_syncs_sends_everyone_back_to_join() -> None:
     h.advance_until(lambda: h.answered(tokens[0]))
     leader, follower = (h.answer(token) for token in tokens)
     follower_sync = h.sync(follower.member_id, follower.generation_id)
-    keep_alive(h, [leader.member_id, follower.member_id], leader.generation_id, REBALANCE_MS)
+    h.keep_alive([leader.member_id, follower.member_id], leader.generation_id, REBALANCE_MS)
     assert h.answer(follower_sync).error is ErrorCode.REBALANCE_IN_PROGRESS
     group = h.coordinator.group("g")
     assert list(group.members) == [follower.member_id]

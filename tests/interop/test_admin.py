@@ -37,8 +37,13 @@ def test_topics_configs_partitions_and_delete_records(broker):
 
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(10):
-        producer.produce("admin-t", value=b"v", partition=1, timestamp=1_600_000_000_000 + i * 1000)
+        producer.produce("admin-t", key=b"k%d" % i, value=b"v", partition=1,
+                         timestamp=1_600_000_000_000 + i * 1000)
     producer.flush(10)
+    refused = []
+    producer.produce("admin-t", value=b"no key", partition=1, on_delivery=lambda error, _: refused.append(error))
+    producer.flush(10)
+    assert refused[0] is not None and refused[0].name() == "INVALID_RECORD"
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "a"})
     found = consumer.offsets_for_times([TopicPartition("admin-t", 1, 1_600_000_004_500)], timeout=10)
     assert found[0].offset == 5

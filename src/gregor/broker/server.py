@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 import os
 import random
 import time
@@ -32,6 +33,7 @@ from gregor.protocol.exceptions import KafkaError
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.partition import Partition
 from gregor.replication.waiters import PartitionWaiters
+from gregor.storage.cleaning import CleanerConfig, CleaningAborted
 from gregor.storage.log_config import LogConfig
 from gregor.storage.log_manager import LogManager
 
@@ -71,6 +73,8 @@ class Broker:
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
         self._housekeeping: asyncio.Task | None = None
+        self._cleaners: list[asyncio.Task] = []
+        self._cleaner_pool: ThreadPoolExecutor | None = None
         self.logs: LogManager | None = None
         self.metadata: MetadataNode | None = None
         self._producer_ids: Iterator[int] = iter(())
@@ -86,7 +90,7 @@ class Broker:
         self.image = self.metadata.start(start)
         self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
                                {name: self.log_config(name) for name in self.image.topics},
-                               skip=frozenset({METADATA_PARTITION_DIR}))
+                               skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
         if self.logs.logs and not self.logs.clean_shutdown:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
         self.metadata.install(self)
@@ -99,6 +103,9 @@ class Broker:
              for e in self.config.advertised_client_listeners()],
             self.config.get("broker.rack"), now_ms())
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
+        if self.config.get("log.cleaner.enable"):
+            self._cleaners = [asyncio.ensure_future(self._cleaner_loop())
+                              for _ in range(self.config.get("log.cleaner.threads"))]
         listeners = ", ".join(f"{e.listener}://{e.host}:{self.bound_ports[e.listener]}"
                               for e in self.config.client_listeners())
         log.info("broker %d started: cluster %s, listening on %s, %d partition(s), data in %s",
@@ -124,6 +131,10 @@ class Broker:
         log.info("broker %d shutting down", self.node_id)
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        for cleaner in self._cleaners:
+            cleaner.cancel()
+        if self._cleaner_pool is not None:
+            self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
         if self._server is not None:
             await self._server.close()
         if self.logs is not None:
@@ -169,6 +180,38 @@ class Broker:
                     self.logs.checkpoint()
             except OSError:
                 log.exception("housekeeping failed; will retry")
+
+    def _cleaner_config(self) -> CleanerConfig:
+        threads = self.config.get("log.cleaner.threads")
+        return CleanerConfig(dedupe_buffer_size=self.config.get("log.cleaner.dedupe.buffer.size") // threads,
+                             dedupe_buffer_load_factor=self.config.get("log.cleaner.io.buffer.load.factor"),
+                             io_buffer_size=self.config.get("log.cleaner.io.buffer.size") // threads)
+
+    async def _cleaner_loop(self) -> None:
+        """One cleaner thread's worth of compaction: the key map and rewrite run on a worker
+        thread; choosing the log and swapping segments in happen here, on the loop."""
+        if self._cleaner_pool is None:
+            self._cleaner_pool = ThreadPoolExecutor(self.config.get("log.cleaner.threads"),
+                                                    thread_name_prefix="log-cleaner")
+        loop = asyncio.get_running_loop()
+        backoff = self.config.get("log.cleaner.backoff.ms") / 1000
+        while True:
+            task = self.logs.begin_cleaning(now_ms())
+            if task is None:
+                await asyncio.sleep(backoff)
+                continue
+            try:
+                await loop.run_in_executor(self._cleaner_pool, task.run)
+            except CleaningAborted:
+                pass
+            except Exception as error:  # noqa: BLE001 - finish_cleaning marks the log uncleanable
+                log.warning("cleaning %s-%d failed; the log is not cleaned again until restart: %s",
+                            task.log.topic, task.log.partition, error)
+            finally:
+                try:
+                    self.logs.finish_cleaning(task, now_ms())
+                except OSError:
+                    log.exception("swapping cleaned segments of %s-%d failed", task.log.topic, task.log.partition)
 
     # -- metadata
 

@@ -35,7 +35,7 @@ class Partition:
         return self.log.high_watermark
 
     def append_as_leader(self, records: memoryview, now_ms: int) -> AppendInfo:
-        info = self.log.append_as_leader(records, self.leader_epoch, now_ms)
+        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True)
         if not info.duplicate:
             self._advance_high_watermark()
         return info

@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Sequence, TypeVar
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.dispatcher import Dispatcher
+from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import KafkaServer
 from gregor.controller.metadata_node import MetadataNode
 from gregor.controller.operations import ControllerResult, CreatableTopic, Endpoint
@@ -78,6 +79,7 @@ class Broker:
         self.logs: LogManager | None = None
         self.metadata: MetadataNode | None = None
         self._producer_ids: Iterator[int] = iter(())
+        self.groups = GroupRuntime(self)
         self._synced = False
 
     # -- lifecycle
@@ -137,6 +139,7 @@ class Broker:
             self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
         if self._server is not None:
             await self._server.close()
+        self.groups.close()
         if self.logs is not None:
             self.logs.shutdown(now_ms())
         if self.metadata is not None:
@@ -230,11 +233,14 @@ class Broker:
         if not self._synced:
             self._synced = True
             self._sync_all_partitions(current)
+            self.groups.sync_leadership()
             return
         for name in delta.deleted_topics().values():
             self._remove_topic(name)
         for (name, index) in delta.changed_partitions():
             self._sync_partition(name, index, current)
+        if delta.changed_partitions() or delta.deleted_topics():
+            self.groups.sync_leadership()
         changed = delta.changed_configs()
         if any(resource_type == BROKER_RESOURCE for resource_type, _ in changed):
             topics: Iterable[str] = image.topics

@@ -1,0 +1,186 @@
+"""The broker's side of the group coordinator: parks requests, writes records, keeps the timer.
+
+`gregor.coordinator.GroupCoordinator` is a sans-IO state machine. This module is the edge that
+carries out its effects with the broker's clock, event loop and `__consumer_offsets` partition
+logs: a parked request (JoinGroup, SyncGroup, OffsetCommit) is a future answered by a
+`Respond`; an `AppendRecords` becomes one record batch appended to the partition (on a single
+node it is committed as soon as it is appended, so `append_done` follows at once); one loop
+timer fires `tick` at the coordinator's next deadline. Partitions are loaded from their logs
+when this broker becomes their leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Iterator, TypeVar
+
+from gregor.controller.operations import CreatableTopic, CreateTopicResult
+from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.exceptions import KafkaError
+from gregor.records.batch import iter_batches
+from gregor.records.record import BatchBuilder, decode_records
+from gregor.storage.log import Log
+
+if TYPE_CHECKING:
+    from gregor.broker.server import Broker
+
+log = logging.getLogger("gregor.coordinator")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+R = TypeVar("R")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupRuntime:
+    def __init__(self, broker: "Broker") -> None:
+        self.broker = broker
+        config = broker.config
+        self.coordinator = GroupCoordinator(GroupCoordinatorConfig(
+            group_min_session_timeout_ms=config.get("group.min.session.timeout.ms"),
+            group_max_session_timeout_ms=config.get("group.max.session.timeout.ms"),
+            group_initial_rebalance_delay_ms=config.get("group.initial.rebalance.delay.ms"),
+            group_max_size=config.get("group.max.size"),
+            offsets_retention_minutes=config.get("offsets.retention.minutes"),
+            offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
+            offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
+            offsets_topic_num_partitions=config.get("offsets.topic.num.partitions"),
+        ), random.Random())
+        self._parked: dict[object, asyncio.Future] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._loaded: set[int] = set()
+
+    # -- requests
+
+    def park(self, call: Callable[[object], list[Effect]], encode: Callable[[object], R]) -> R | Awaitable[R]:
+        """Run a coordinator call that may answer later; the response, or an awaitable of it."""
+        token = object()
+        future = asyncio.get_running_loop().create_future()
+        self._parked[token] = future
+        self.apply(call(token))
+        if future.done():
+            return encode(future.result())
+
+        async def answer() -> R:
+            try:
+                return encode(await future)
+            finally:
+                self._parked.pop(token, None)
+
+        return answer()
+
+    def apply(self, effects: Iterable[Effect]) -> None:
+        """Carry out effects in order; those caused by carrying them out follow after."""
+        pending = deque(effects)
+        while pending:
+            effect = pending.popleft()
+            if isinstance(effect, Respond):
+                future = self._parked.pop(effect.token, None)
+                if future is not None and not future.done():
+                    future.set_result(effect.result)
+            elif isinstance(effect, AppendRecords):
+                error = self._append(effect)
+                if effect.append_id is not None:
+                    pending.extend(self.coordinator.append_done(effect.append_id, error, now_ms()))
+        self._arm_timer()
+
+    def _append(self, effect: AppendRecords) -> ErrorCode:
+        partition = self.broker.partition(OFFSETS_TOPIC, effect.partition)
+        if partition is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        builder = BatchBuilder(compression=self.broker.config.get("offsets.topic.compression.codec"))
+        for key, value in effect.records:
+            builder.append(effect.timestamp_ms, key, value)
+        try:
+            partition.append_as_leader(memoryview(builder.build()), now_ms())
+        except KafkaError as error:
+            log.warning("appending %d group record(s) to %s-%d failed: %s", len(effect.records),
+                        OFFSETS_TOPIC, effect.partition, error)
+            return ErrorCode(error.code)
+        return ErrorCode.NONE
+
+    def _arm_timer(self) -> None:
+        deadline = self.coordinator.next_deadline()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if deadline is not None:
+            delay = max(0, deadline - now_ms()) / 1000
+            self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self.apply(self.coordinator.tick(now_ms()))
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for future in self._parked.values():
+            future.cancel()
+
+    # -- __consumer_offsets
+
+    def ensure_offsets_topic(self) -> CreateTopicResult | None:
+        """Create `__consumer_offsets` the first time a coordinator is looked for, as Kafka does."""
+        if OFFSETS_TOPIC in self.broker.image.topics:
+            return None
+        config = self.broker.config
+        topic = CreatableTopic(OFFSETS_TOPIC, config.get("offsets.topic.num.partitions"),
+                               config.get("offsets.topic.replication.factor"),
+                               configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                        "segment.bytes": str(config.get("offsets.topic.segment.bytes"))})
+        (result,) = self.broker.commit(self.broker.controller.create_topics([topic]))
+        if result.error:
+            log.error("creating %s failed: %s", OFFSETS_TOPIC, result.message)
+        else:
+            log.info("created %s with %d partition(s)", OFFSETS_TOPIC, result.num_partitions)
+        return result
+
+    def sync_leadership(self) -> None:
+        """Load the partitions this broker leads and has not loaded; unload those it lost."""
+        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
+        led = set()
+        if topic is not None:
+            led = {index for index, registration in topic.partitions.items()
+                   if registration.leader == self.broker.node_id}
+        effects: list[Effect] = []
+        for index in sorted(self._loaded - led):
+            self._loaded.discard(index)
+            effects.extend(self.coordinator.unload_partition(index, now_ms()))
+        for index in sorted(led - self._loaded):
+            partition = self.broker.partition(OFFSETS_TOPIC, index)
+            if partition is None:
+                continue
+            self._loaded.add(index)
+            self.coordinator.begin_load(index)
+            started = time.monotonic()
+            effects.extend(self.coordinator.load_partition(index, _records(partition.log), now_ms()))
+            elapsed = time.monotonic() - started
+            if elapsed > 0.5:
+                log.info("loaded %s-%d in %.1f s", OFFSETS_TOPIC, index, elapsed)
+        self.apply(effects)
+
+
+def _records(partition_log: Log) -> Iterator[tuple[bytes, bytes | None]]:
+    """(key, value) of every committed record of a `__consumer_offsets` partition, in order."""
+    offset = partition_log.log_start_offset
+    end = partition_log.high_watermark
+    while offset < end:
+        data = partition_log.read_bytes(offset, LOAD_CHUNK_BYTES, end)
+        if not data:
+            return
+        for header, pos in iter_batches(data):
+            offset = header.last_offset + 1
+            if header.is_control:
+                continue
+            for record in decode_records(data, pos, header, LOAD_CHUNK_BYTES * 64):
+                if record.key is not None:
+                    yield record.key, record.value

@@ -1,0 +1,58 @@
+"""FindCoordinator (key 10), v0–v5: which broker coordinates a group (or transactional id).
+
+Group keys map to the leader of their `__consumer_offsets` partition; the topic is created on
+the first lookup, as Kafka does. v4+ batch keys. Transactional ids (key type 1) are answered
+with this broker, whose InitProducerId then refuses them until transactions exist, so clients
+fail fast with a clear error instead of retrying the lookup. v6 (share groups) is not offered.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
+
+API_KEY = 10
+GROUP, TRANSACTION = 0, 1
+_Coordinator = FindCoordinatorResponse.Coordinator
+
+
+def _locate(context: RequestContext, key: str, key_type: int) -> _Coordinator:
+    broker = context.broker
+    answer = _Coordinator(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.NONE, error_message=None)
+    if key_type not in (GROUP, TRANSACTION):
+        answer.error_code, answer.error_message = ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+        return answer
+    if key_type == GROUP:
+        if not key:
+            answer.error_code, answer.error_message = ErrorCode.INVALID_REQUEST, "The group id is empty."
+            return answer
+        runtime = broker.groups
+        created = runtime.ensure_offsets_topic()
+        if created is not None and created.error:
+            answer.error_code, answer.error_message = ErrorCode.COORDINATOR_NOT_AVAILABLE, created.message
+            return answer
+        registration = broker.image.partition("__consumer_offsets", runtime.coordinator.partition_for(key))
+        node_id = registration.leader if registration is not None else -1
+    else:
+        node_id = broker.node_id
+    endpoint = dict(broker.endpoints_for(context.connection.listener)).get(node_id)
+    if endpoint is None:
+        answer.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        answer.error_message = "The coordinator is not available."
+        return answer
+    answer.node_id, answer.host, answer.port = node_id, endpoint.host, endpoint.port
+    return answer
+
+
+def handle(context: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    if context.version >= 4:
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
+            _locate(context, key, request.key_type) for key in request.coordinator_keys])
+    found = _locate(context, request.key, request.key_type if context.version >= 1 else GROUP)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=found.error_code,
+                                   error_message=found.error_message, node_id=found.node_id,
+                                   host=found.host, port=found.port)
+
+
+HANDLERS = [Handler(API_KEY, 0, 5, handle)]

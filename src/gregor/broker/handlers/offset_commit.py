@@ -1,0 +1,57 @@
+"""OffsetCommit (key 8), v0–v9: answered once the offsets are written to `__consumer_offsets`.
+
+Partitions of topics this cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as Kafka
+answers; the rest go to the coordinator together. v9's member epoch is the generation of a
+classic group.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.coordinator.results import OffsetCommitResult
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
+
+API_KEY = 8
+_Topic = OffsetCommitResponse.OffsetCommitResponseTopic
+_Partition = OffsetCommitResponse.OffsetCommitResponsePartition
+
+
+def handle(context: RequestContext, request: OffsetCommitRequest):
+    broker = context.broker
+    version = context.version
+    order: list[tuple[str, int]] = []
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    offsets = {}
+    for topic in request.topics:
+        for partition in topic.partitions:
+            key = (topic.name, partition.partition_index)
+            order.append(key)
+            if broker.image.partition(topic.name, partition.partition_index) is None:
+                unknown[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                offsets[key] = (partition.committed_offset,
+                                partition.committed_leader_epoch if version >= 6 else -1,
+                                partition.committed_metadata)
+
+    def respond(result: OffsetCommitResult) -> OffsetCommitResponse:
+        errors = {**unknown, **result.errors}
+        topics: dict[str, list[_Partition]] = {}
+        for name, index in order:
+            topics.setdefault(name, []).append(_Partition(partition_index=index, error_code=errors[(name, index)]))
+        return OffsetCommitResponse(throttle_time_ms=0, topics=[
+            _Topic(name=name, partitions=partitions) for name, partitions in topics.items()])
+
+    if not offsets:
+        return respond(OffsetCommitResult({}))
+    call = lambda token: broker.groups.coordinator.commit_offsets(  # noqa: E731 - one call, parked
+        token, group_id=request.group_id,
+        generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
+        member_id=request.member_id if version >= 1 else "",
+        group_instance_id=request.group_instance_id if version >= 7 else None,
+        retention_time_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
+        offsets=offsets, now_ms=context.now_ms)
+    return broker.groups.park(call, respond)
+
+
+HANDLERS = [Handler(API_KEY, 0, 9, handle)]

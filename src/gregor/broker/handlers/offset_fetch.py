@@ -1,0 +1,61 @@
+"""OffsetFetch (key 9), v0–v8: committed offsets of one group (v0–v7) or several (v8).
+
+v2+ may ask for all partitions (null topics) and carry a top-level error; v0–v1 put a group
+error on every requested partition instead. v7+ can require stable offsets. v9 (member epochs of
+the new consumer protocol) is not offered.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
+
+API_KEY = 9
+Row = tuple[int, int, int, str, ErrorCode]
+
+
+def _answer(context: RequestContext, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, dict[str, list[Row]]]:
+    """The group's top-level error and, per topic, (partition, offset, leader epoch, metadata, error)."""
+    wanted = None if topics is None else [(t.name, index) for t in topics for index in t.partition_indexes]
+    result = context.broker.groups.coordinator.fetch_offsets(group_id=group_id, partitions=wanted,
+                                                            require_stable=require_stable, now_ms=context.now_ms)
+    rows: dict[str, list[Row]] = {}
+    if result.error:
+        if context.version >= 2 or wanted is None:
+            return result.error, rows
+        for name, index in wanted:
+            rows.setdefault(name, []).append((index, -1, -1, "", result.error))
+        return ErrorCode.NONE, rows
+    for name, index in wanted if wanted is not None else sorted(result.partitions):
+        found = result.partitions.get((name, index))
+        rows.setdefault(name, []).append((index, -1, -1, "", ErrorCode.NONE) if found is None else
+                                         (index, found.offset, found.leader_epoch, found.metadata, found.error))
+    return ErrorCode.NONE, rows
+
+
+def handle(context: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    require_stable = context.version >= 7 and request.require_stable
+    if context.version >= 8:
+        groups = []
+        for group in request.groups:
+            error, rows = _answer(context, group.group_id, group.topics, require_stable)
+            groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=group.group_id, error_code=error, topics=[
+                OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                    OffsetFetchResponse.OffsetFetchResponsePartitions(
+                        partition_index=index, committed_offset=offset, committed_leader_epoch=epoch,
+                        metadata=metadata, error_code=partition_error)
+                    for index, offset, epoch, metadata, partition_error in partition_rows])
+                for name, partition_rows in rows.items()]))
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    error, rows = _answer(context, request.group_id, request.topics, require_stable)
+    return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[
+        OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=index, committed_offset=offset, committed_leader_epoch=epoch, metadata=metadata,
+                error_code=partition_error)
+            for index, offset, epoch, metadata, partition_error in partition_rows])
+        for name, partition_rows in rows.items()])
+
+
+HANDLERS = [Handler(API_KEY, 0, 8, handle)]

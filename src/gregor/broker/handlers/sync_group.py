@@ -1,0 +1,28 @@
+"""SyncGroup (key 14), v0–v5: the leader hands out assignments; everyone waits for theirs."""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.coordinator.results import SyncResult
+from gregor.protocol.messages import SyncGroupRequest, SyncGroupResponse
+
+API_KEY = 14
+
+
+def handle(context: RequestContext, request: SyncGroupRequest):
+    version = context.version
+    call = lambda token: context.broker.groups.coordinator.sync_group(  # noqa: E731 - one call, parked
+        token, group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+        protocol_type=request.protocol_type if version >= 5 else None,
+        protocol_name=request.protocol_name if version >= 5 else None,
+        assignments={a.member_id: a.assignment for a in request.assignments}, now_ms=context.now_ms)
+    return context.broker.groups.park(call, _response)
+
+
+def _response(result: SyncResult) -> SyncGroupResponse:
+    return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
+                             protocol_name=result.protocol_name, assignment=result.assignment)
+
+
+HANDLERS = [Handler(API_KEY, 0, 5, handle)]

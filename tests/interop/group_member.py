@@ -1,0 +1,52 @@
+"""A confluent-kafka group member in its own process, for tests that kill it with -9.
+
+Prints one JSON object per line: {"assigned": [[topic, partition], ...]} after each rebalance,
+{"record": [partition, offset]} for each record once it is processed, and {"committed": ...}
+after each synchronous commit. Runs until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from confluent_kafka import Consumer
+
+
+def emit(**fields) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--instance-id")
+    parser.add_argument("--session-timeout-ms", default="6000")
+    args = parser.parse_args()
+    config = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "auto.offset.reset": "earliest",
+              "enable.auto.commit": False, "session.timeout.ms": args.session_timeout_ms,
+              "heartbeat.interval.ms": 500}
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
+    consumer = Consumer(config)
+
+    def assigned(_consumer, partitions) -> None:
+        emit(assigned=sorted([p.topic, p.partition] for p in partitions))
+
+    consumer.subscribe([args.topic], on_assign=assigned)
+    while True:
+        messages = consumer.consume(100, 0.2)
+        processed = [m for m in messages if m.error() is None]
+        for message in processed:
+            emit(record=[message.partition(), message.offset()])
+        if processed:
+            committed = consumer.commit(asynchronous=False)
+            emit(committed=sorted([p.partition, p.offset] for p in committed))
+
+
+if __name__ == "__main__":
+    main()

@@ -34,6 +34,7 @@ class Harness:
         self.now = NOW
         self.auto_append = auto_append
         self.responses: dict[object, list] = defaultdict(list)
+        self.events: list[tuple[object, object]] = []
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = defaultdict(list)
         self.pending: list[AppendRecords] = []
         self._tokens = itertools.count(1)
@@ -50,6 +51,7 @@ class Harness:
         for effect in effects:
             if isinstance(effect, Respond):
                 self.responses[effect.token].append(effect.result)
+                self.events.append((effect.token, effect.result))
             else:
                 self.log[effect.partition].extend(effect.records)
                 if effect.append_id is not None:

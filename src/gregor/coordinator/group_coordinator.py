@@ -34,6 +34,7 @@ from gregor.coordinator.member import MemberMetadata, Protocols
 from gregor.coordinator.offset_manager import CommitOffsets, OffsetManager
 from gregor.coordinator.offset_metadata import TopicPartition
 from gregor.coordinator.rebalance import Rebalancer
+from gregor.coordinator.static_membership import take_over_static_member
 from gregor.coordinator.results import (
     GroupDescription,
     GroupOverview,
@@ -146,7 +147,8 @@ class GroupCoordinator:
         instance_id = member.group_instance_id
         member.member_id = self._new_member_id(instance_id if instance_id is not None else member.client_id)
         if instance_id is not None and instance_id in group.static_members:
-            self._replace_static_member(token, group, member, supports_skip_assignment, now_ms, out, reason)
+            take_over_static_member(self._manager, self._rebalancer, token, group, member, supports_skip_assignment,
+                                    now_ms, out, reason)
         elif instance_id is None and require_known_member_id:
             self._rebalancer.add_pending_member(group, member.member_id, member.session_timeout_ms, now_ms)
             respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member.member_id))
@@ -188,62 +190,6 @@ class GroupCoordinator:
             # Same metadata (a lost JoinGroup answer): the current generation again.
             with_members = state is GroupState.COMPLETING_REBALANCE and group.is_leader(member_id)
             respond(self._rebalancer.join_result(group, member_id, with_members))
-
-    def _replace_static_member(self, token: object, group: Group, joining: MemberMetadata,
-                               supports_skip_assignment: bool, now_ms: int, out: list[Effect], reason: str) -> None:
-        """A known group.instance.id came back with no member id (a restart): it takes over the
-        old member's place and assignment; the old member id is fenced. In a Stable group whose
-        protocol choice stays the same this needs no rebalance, only a new group record."""
-        rebalancer = self._rebalancer
-        instance_id = joining.group_instance_id
-        assert instance_id is not None
-        old_member_id = group.static_members[instance_id]
-        new_member_id = joining.member_id
-        current_leader = group.leader_id
-        member = group.members[old_member_id]
-        rebalancer.answer_join(group, member, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id), out)
-        rebalancer.answer_sync(group, member, SyncResult(ErrorCode.FENCED_INSTANCE_ID), out)
-        self._manager.deadlines.cancel(TimerKey(TimerKind.HEARTBEAT, group.group_id, old_member_id))
-        group.replace_static_member(instance_id, old_member_id, new_member_id)
-        rebalancer.schedule_heartbeat(group, member, now_ms)
-        old = (member.supported_protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
-        group.update_member(member, joining.supported_protocols, joining.rebalance_timeout_ms,
-                            joining.session_timeout_ms, token)
-        why = f"static member {instance_id} rejoined as {new_member_id}; client reason: {reason}"
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            # The leader may be assigning to the old member id: start over.
-            rebalancer.prepare_rebalance(group, now_ms, out, why)
-        elif group.state is GroupState.STABLE:
-            if group.protocol_name != group.select_protocol():
-                rebalancer.maybe_prepare_rebalance(group, now_ms, out, why + " with a change of protocol")
-                return
-            def stored(error: ErrorCode, done_ms: int, done_out: list[Effect]) -> None:
-                if group.state is GroupState.DEAD or group.static_members.get(instance_id) != new_member_id:
-                    return
-                if error is not ErrorCode.NONE:
-                    # Undo the takeover; the old member id stays valid.
-                    self._manager.deadlines.cancel(TimerKey(TimerKind.HEARTBEAT, group.group_id, new_member_id))
-                    token_now = group.take_join_token(member)
-                    group.update_member(member, *old, None)
-                    group.replace_static_member(instance_id, new_member_id, old_member_id)
-                    rebalancer.schedule_heartbeat(group, member, done_ms)
-                    if token_now is not None:
-                        done_out.append(Respond(token_now, JoinResult(
-                            error, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type, group.protocol_name,
-                            current_leader or "")))
-                elif supports_skip_assignment:
-                    # JoinGroup v9+: a static leader learns it leads but keeps the assignment.
-                    is_leader = group.is_leader(new_member_id)
-                    rebalancer.answer_join(group, member, rebalancer.join_result(
-                        group, new_member_id, is_leader, skip_assignment=is_leader), done_out)
-                else:
-                    # Older clients: report the old leader id so that a returning leader does not
-                    # compute an assignment a stable group would ignore.
-                    rebalancer.answer_join(group, member, rebalancer.join_result(
-                        group, new_member_id, False, leader=current_leader or ""), done_out)
-
-            assignment = {member_id: m.assignment for member_id, m in group.members.items()}
-            out.append(self._manager.store_group(group, assignment, now_ms, stored))
 
     def _new_member_id(self, prefix: str) -> str:
         return f"{prefix}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
@@ -404,7 +350,10 @@ class GroupCoordinator:
 
     def fetch_offsets(self, *, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool,
                       now_ms: int) -> OffsetFetchResult:
-        """OffsetFetch; `partitions` None means every partition with a committed offset."""
+        """OffsetFetch; `partitions` None means every partition with a committed offset.
+
+        Reading changes nothing, so `now_ms` is not used; it is taken like everywhere else.
+        """
         error = self._manager.status_error(group_id, allow_empty_id=True)
         if error is not None:
             return OffsetFetchResult(error)
@@ -506,8 +455,9 @@ class GroupCoordinator:
     def load_partition(self, partition: int, records: Iterable[tuple[bytes, bytes | None]],
                        now_ms: int) -> list[Effect]:
         """Rebuild the groups and offsets of `partition` from its records (key, value-or-None, in
-        offset order) and start coordinating them; loaded members get a fresh session."""
-        out: list[Effect] = []
+        offset order) and start coordinating them; loaded members get a fresh session. Loading a
+        partition that is already loaded starts over from the records."""
+        out = self.unload_partition(partition, now_ms)
         for group in self._manager.load(partition, records, now_ms):
             self._rebalancer.on_group_loaded(group, now_ms, out)
         expiration = TimerKey(TimerKind.OFFSET_EXPIRATION)

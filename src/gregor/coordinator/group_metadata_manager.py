@@ -97,11 +97,12 @@ class GroupMetadataManager:
     def store_group(self, group: Group, assignment: Mapping[str, bytes], now_ms: int,
                     on_done: AppendCallback | None) -> AppendRecords:
         """Persist the group's generation; `on_done` sees append errors mapped for group clients."""
-        callback = None
-        if on_done is not None:
-            def callback(error: ErrorCode, done_ms: int, out: list[Effect]) -> None:
-                on_done(group_store_error(error), done_ms, out)
-        return self.append(group, (group_metadata_record(group, assignment),), now_ms, callback)
+        def mapped(error: ErrorCode, done_ms: int, out: list[Effect]) -> None:
+            assert on_done is not None
+            on_done(group_store_error(error), done_ms, out)
+
+        return self.append(group, (group_metadata_record(group, assignment),), now_ms,
+                           None if on_done is None else mapped)
 
     def append_done(self, append_id: int, error: ErrorCode, now_ms: int) -> list[Effect]:
         out: list[Effect] = []

@@ -124,7 +124,8 @@ class OffsetManager:
               require_stable: bool) -> OffsetFetchResult:
         """Offsets regardless of the group's state: groups may use Kafka only to store offsets."""
         if group is None:
-            return OffsetFetchResult(ErrorCode.NONE, {partition: _NO_COMMITTED_OFFSET for partition in partitions or ()})
+            return OffsetFetchResult(ErrorCode.NONE,
+                                     {partition: _NO_COMMITTED_OFFSET for partition in partitions or ()})
         result = {}
         for partition in (group.offsets if partitions is None else partitions):
             if require_stable and partition in group.pending_offset_commits:

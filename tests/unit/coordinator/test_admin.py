@@ -106,3 +106,16 @@ def test_unloading_answers_parked_syncs() -> None:
     assert h.answer(follower_sync).error is h.answer(leader_sync).error is ErrorCode.NOT_COORDINATOR
     h.complete_appends()  # the write was still in flight: it changes nothing now
     assert len(h.responses[leader_sync]) == 1
+
+
+def test_loading_a_loaded_partition_again_starts_over_from_its_records() -> None:
+    h = Harness()
+    ids, generation, leader = h.form_group(2)
+    parked = h.join(member_id=leader, client_id="c0")
+    partition = h.coordinator.partition_for("g")
+    h.apply(h.coordinator.load_partition(partition, list(h.log[partition]), h.now))
+    assert h.answer(parked).error is ErrorCode.NOT_COORDINATOR
+    group = h.coordinator.group("g")
+    assert (group.state, group.generation_id, list(group.members)) == (GroupState.STABLE, generation, ids)
+    h.advance(60_000)  # the old group's timers are gone with it; the new group's sessions run out
+    assert h.coordinator.group("g").state is GroupState.EMPTY

@@ -180,8 +180,11 @@ class Driver:
 CHAOS = ("sleep", "join", "sync", "heartbeat", "commit", "leave", "complete", "fail")
 
 
+Scenario = tuple[list[tuple[str, int, int]], list[tuple[int, str]]]
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[list[tuple[str, int, int]], list[tuple[int, str]]]:
+def scenarios(draw: st.DrawFn) -> Scenario:
     """Steps and client profiles; in a calm scenario every client just follows its habit."""
     calm = draw(st.booleans())
     ops = ("act",) * 12 + ("advance",) * 6 + (() if calm else CHAOS)
@@ -195,7 +198,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[tuple[str, int, int]], list[tuple[i
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
-def test_dynamic_members_never_wedge_a_group(scenario: tuple[list[tuple[str, int, int]], list[tuple[int, str]]]) -> None:
+def test_dynamic_members_never_wedge_a_group(scenario: Scenario) -> None:
     steps, profiles = scenario
     driver = Driver(static=False, profiles=profiles)
     for op, index, value in steps:
@@ -206,8 +209,7 @@ def test_dynamic_members_never_wedge_a_group(scenario: tuple[list[tuple[str, int
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
-def test_static_and_dynamic_members_answer_every_request(
-        scenario: tuple[list[tuple[str, int, int]], list[tuple[int, str]]]) -> None:
+def test_static_and_dynamic_members_answer_every_request(scenario: Scenario) -> None:
     steps, profiles = scenario
     driver = Driver(static=True, profiles=profiles)
     for op, index, value in steps:

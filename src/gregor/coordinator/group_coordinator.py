@@ -369,6 +369,13 @@ class GroupCoordinator:
             return OffsetDeleteResult(error), out
         return self._offsets.delete(self._manager.groups.get(group_id), partitions, now_ms, out), out
 
+    def on_partitions_deleted(self, partitions: Iterable[TopicPartition], now_ms: int) -> list[Effect]:
+        """Topic partitions were deleted: drop (and tombstone) every group's offsets for them, as
+        Kafka's handleDeletedPartitions; groups left Empty without offsets go away."""
+        out: list[Effect] = []
+        self._offsets.forget_partitions(partitions, now_ms, out)
+        return out
+
     # -- admin
 
     def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:

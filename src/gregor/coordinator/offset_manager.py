@@ -159,6 +159,12 @@ class OffsetManager:
             errors.update((partition, ErrorCode.NONE) for partition in eligible)
         return OffsetDeleteResult(ErrorCode.NONE, errors)
 
+    def forget_partitions(self, partitions: Iterable[TopicPartition], now_ms: int, out: list[Effect]) -> None:
+        """Deleted topic partitions: every group's offsets for them are tombstoned."""
+        partitions = list(partitions)
+        for group in list(self._manager.groups.values()):
+            self._manager.cleanup_group(group, group.remove_offsets(partitions), now_ms, out)
+
     def expire(self, now_ms: int, out: list[Effect]) -> None:
         """The periodic sweep: expired offsets are tombstoned, groups left with nothing dropped."""
         retention_ms = self._config.offsets_retention_ms

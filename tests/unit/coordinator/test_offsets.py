@@ -285,3 +285,14 @@ def test_groups_that_never_got_going_are_swept() -> None:
     assert h.coordinator.group("g") is not None
     h.advance(1000)
     assert h.coordinator.group("g") is None
+
+
+def test_offsets_of_deleted_partitions_are_dropped_from_every_group() -> None:
+    h = Harness()
+    ids, generation, leader = h.form_group(1, protocols=[("range", subscription("gone"))])
+    h.commit_now({("gone", 0): (1, -1, ""), ("kept", 0): (1, -1, "")}, generation=generation, member_id=leader)
+    h.commit_now({("gone", 0): (1, -1, ""), ("gone", 1): (1, -1, "")}, group="simple")
+    h.apply(h.coordinator.on_partitions_deleted([("gone", 0), ("gone", 1)], h.now))
+    assert set(h.fetch(partitions=None).partitions) == {("kept", 0)}
+    assert h.coordinator.group("simple") is None
+    assert offset_records(h, "simple")[-2:] == [(("gone", 0), None), (("gone", 1), None)]

@@ -70,8 +70,8 @@ class Group:
         self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
         self.subscribed_topics: frozenset[str] | None = None
         self.new_member_added = False
+        # (delay, remaining) while the join timer is an initial delay (Kafka's InitialDelayedJoin)
         self.initial_join: tuple[int, int] | None = None
-        """(delay, remaining) of a pending initial-delay join (Kafka's InitialDelayedJoin)."""
         self._supported_protocols: Counter[str] = Counter()
         self._num_awaiting_join = 0
 

@@ -7,7 +7,9 @@ handler below, run from `GroupCoordinator.tick`. Operations append their effects
 Every parked JoinGroup or SyncGroup is answered exactly once. Kafka silently drops the parked
 request of a member that is removed or sends the same request again (the client has long timed
 out by then); here such a request is answered (UNKNOWN_MEMBER_ID for a removed member,
-REBALANCE_IN_PROGRESS for a superseded one) so the broker never holds a request forever.
+REBALANCE_IN_PROGRESS for a superseded one) so the broker never holds a request forever. When
+the group moves to another coordinator, every parked request gets NOT_COORDINATOR (Kafka
+answers only those the group's state makes it wait on).
 """
 
 from __future__ import annotations

@@ -328,3 +328,16 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
     assert events["b"] == b_events, "the other member saw a rebalance"
     a.close()
     b.close()
+
+
+def test_deleting_a_topic_drops_its_committed_offsets(broker_factory):
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker.bootstrap, "doomed", 2)
+    consumer = group_consumer(broker.bootstrap, "doomed-group")
+    consumer.commit(offsets=[TopicPartition("doomed", p, 7) for p in range(2)], asynchronous=False)
+    consumer.close()
+    assert committed_offsets(broker.bootstrap, "doomed-group", "doomed", 2) == {0: 7, 1: 7}
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics(["doomed"])["doomed"].result(10)
+    create_topic(broker.bootstrap, "doomed", 2)
+    assert committed_offsets(broker.bootstrap, "doomed-group", "doomed", 2) == {0: -1001, 1: -1001}

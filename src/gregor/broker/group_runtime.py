@@ -126,6 +126,10 @@ class GroupRuntime:
         for future in self._parked.values():
             future.cancel()
 
+    def forget_partitions(self, partitions: list[tuple[str, int]]) -> None:
+        """Deleted topics take their committed offsets with them, as in Kafka."""
+        self.apply(self.coordinator.on_partitions_deleted(partitions, now_ms()))
+
     # -- __consumer_offsets
 
     def ensure_offsets_topic(self) -> CreateTopicResult | None:

@@ -228,15 +228,20 @@ class Broker:
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Bring local partitions in line with a newly committed image."""
-        self.image = image
+        previous, self.image = self.image, image
         current = now_ms()
         if not self._synced:
             self._synced = True
             self._sync_all_partitions(current)
             self.groups.sync_leadership()
             return
-        for name in delta.deleted_topics().values():
+        deleted = delta.deleted_topics()
+        for name in deleted.values():
             self._remove_topic(name)
+        if deleted:
+            self.groups.forget_partitions([(topic.name, index) for topic_id in deleted
+                                           if (topic := previous.topics_by_id.get(topic_id)) is not None
+                                           for index in topic.partitions])
         for (name, index) in delta.changed_partitions():
             self._sync_partition(name, index, current)
         if delta.changed_partitions() or delta.deleted_topics():

@@ -341,3 +341,41 @@ def test_deleting_a_topic_drops_its_committed_offsets(broker_factory):
     admin.delete_topics(["doomed"])["doomed"].result(10)
     create_topic(broker.bootstrap, "doomed", 2)
     assert committed_offsets(broker.bootstrap, "doomed-group", "doomed", 2) == {0: -1001, 1: -1001}
+
+
+def test_oversized_offset_metadata_is_refused_and_changes_nothing(broker_factory):
+    from confluent_kafka import KafkaException
+
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker.bootstrap, "meta", 1)
+    consumer = group_consumer(broker.bootstrap, "meta-group")
+    consumer.commit(offsets=[TopicPartition("meta", 0, 3, "fits")], asynchronous=False)
+    with pytest.raises(KafkaException) as refused:
+        consumer.commit(offsets=[TopicPartition("meta", 0, 9, "x" * 4097)], asynchronous=False)
+    consumer.close()
+    assert "OFFSET_METADATA_TOO_LARGE" in str(refused.value)
+    assert committed_offsets(broker.bootstrap, "meta-group", "meta", 1) == {0: 3}
+
+
+def test_a_member_without_a_common_assignor_is_refused(broker_factory):
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.errors import InconsistentGroupProtocolError
+
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker.bootstrap, "protocols", 2)
+    member = group_consumer(broker.bootstrap, "protocol-group", **{"partition.assignment.strategy": "range"})
+    member.subscribe(["protocols"])
+    wait_until(lambda: len(member.assignment()) == 2, 30, "the range member's assignment",
+               lambda: member.poll(0.1))
+    stranger = KafkaConsumer("protocols", bootstrap_servers=broker.bootstrap, group_id="protocol-group",
+                             partition_assignment_strategy=[RoundRobinPartitionAssignor])
+    try:
+        with pytest.raises(InconsistentGroupProtocolError):
+            for _ in range(50):
+                stranger.poll(200)
+    finally:
+        stranger.close()
+    member.poll(0.5)
+    assert len(member.assignment()) == 2
+    member.close()

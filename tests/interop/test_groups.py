@@ -379,3 +379,30 @@ def test_a_member_without_a_common_assignor_is_refused(broker_factory):
     member.poll(0.5)
     assert len(member.assignment()) == 2
     member.close()
+
+
+def test_a_live_group_is_reloaded_with_its_members_after_a_broker_kill9(broker_factory):
+    from confluent_kafka import ConsumerGroupState
+
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker.bootstrap, "reloaded", 2)
+    member = MemberProcess(broker.bootstrap, "reloaded", "reloaded-group")
+    try:
+        wait_until(lambda: len(member.assignment) == 2, 60, "the member's assignment")
+
+        def describe():
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            return admin.describe_consumer_groups(["reloaded-group"])["reloaded-group"].result(10)
+
+        before = describe()
+        assert before.state == ConsumerGroupState.STABLE
+        broker.kill9()
+        broker.restart()
+        after = describe()
+        assert after.state == ConsumerGroupState.STABLE
+        assert [m.member_id for m in after.members] == [m.member_id for m in before.members]
+        assert [sorted(tp.partition for tp in m.assignment.topic_partitions) for m in after.members] == [[0, 1]]
+        produce(broker.bootstrap, "reloaded", 10, 2)
+        wait_until(lambda: len(member.records) >= 10, 60, "the member to go on consuming after the restart")
+    finally:
+        member.stop()

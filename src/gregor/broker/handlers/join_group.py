@@ -16,14 +16,17 @@ API_KEY = 11
 def handle(context: RequestContext, request: JoinGroupRequest):
     version = context.version
     rebalance_timeout_ms = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
-    call = lambda token: context.broker.groups.coordinator.join_group(  # noqa: E731 - one call, parked
-        token, group_id=request.group_id, member_id=request.member_id,
-        group_instance_id=request.group_instance_id if version >= 5 else None,
-        protocol_type=request.protocol_type, protocols=[(p.name, p.metadata) for p in request.protocols],
-        session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
-        client_id=context.header.client_id or "", client_host="/" + context.connection.peer.rsplit(":", 1)[0],
-        require_known_member_id=version >= 4, supports_skip_assignment=version >= 9,
-        reason=request.reason if version >= 8 else None, now_ms=context.now_ms)
+
+    def call(token: object) -> list:
+        return context.broker.groups.coordinator.join_group(
+            token, group_id=request.group_id, member_id=request.member_id,
+            group_instance_id=request.group_instance_id if version >= 5 else None,
+            protocol_type=request.protocol_type, protocols=[(p.name, p.metadata) for p in request.protocols],
+            session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+            client_id=context.header.client_id or "", client_host="/" + context.connection.peer.rsplit(":", 1)[0],
+            require_known_member_id=version >= 4, supports_skip_assignment=version >= 9,
+            reason=request.reason if version >= 8 else None, now_ms=context.now_ms)
+
     return context.broker.groups.park(call, lambda result: _response(result, version))
 
 

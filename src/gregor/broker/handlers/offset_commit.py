@@ -44,13 +44,16 @@ def handle(context: RequestContext, request: OffsetCommitRequest):
 
     if not offsets:
         return respond(OffsetCommitResult({}))
-    call = lambda token: broker.groups.coordinator.commit_offsets(  # noqa: E731 - one call, parked
-        token, group_id=request.group_id,
-        generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
-        member_id=request.member_id if version >= 1 else "",
-        group_instance_id=request.group_instance_id if version >= 7 else None,
-        retention_time_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
-        offsets=offsets, now_ms=context.now_ms)
+
+    def call(token: object) -> list:
+        return broker.groups.coordinator.commit_offsets(
+            token, group_id=request.group_id,
+            generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
+            member_id=request.member_id if version >= 1 else "",
+            group_instance_id=request.group_instance_id if version >= 7 else None,
+            retention_time_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
+            offsets=offsets, now_ms=context.now_ms)
+
     return broker.groups.park(call, respond)
 
 

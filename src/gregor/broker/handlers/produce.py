@@ -24,7 +24,6 @@ _TopicResponse = ProduceResponse.TopicProduceResponse
 
 
 def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    broker = context.broker
     acks = request.acks
     topics = []
     for topic_data in request.topic_data:

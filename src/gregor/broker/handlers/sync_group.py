@@ -11,12 +11,15 @@ API_KEY = 14
 
 def handle(context: RequestContext, request: SyncGroupRequest):
     version = context.version
-    call = lambda token: context.broker.groups.coordinator.sync_group(  # noqa: E731 - one call, parked
-        token, group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
-        group_instance_id=request.group_instance_id if version >= 3 else None,
-        protocol_type=request.protocol_type if version >= 5 else None,
-        protocol_name=request.protocol_name if version >= 5 else None,
-        assignments={a.member_id: a.assignment for a in request.assignments}, now_ms=context.now_ms)
+
+    def call(token: object) -> list:
+        return context.broker.groups.coordinator.sync_group(
+            token, group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+            group_instance_id=request.group_instance_id if version >= 3 else None,
+            protocol_type=request.protocol_type if version >= 5 else None,
+            protocol_name=request.protocol_name if version >= 5 else None,
+            assignments={a.member_id: a.assignment for a in request.assignments}, now_ms=context.now_ms)
+
     return context.broker.groups.park(call, _response)
 
 

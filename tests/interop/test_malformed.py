@@ -111,3 +111,35 @@ def test_bad_batches_are_refused_and_nothing_is_appended(broker, topic, records,
     assert high_watermark(broker.bootstrap, topic) == before
     assert produce_error(broker.port, topic, raw_batch(2)) == 0
     assert high_watermark(broker.bootstrap, topic) == before + 2
+
+
+def legacy_gzip_bomb(expanded_bytes: int) -> bytes:
+    """A magic-1 gzip wrapper whose inner message set inflates to `expanded_bytes` (built by hand)."""
+    import gzip
+    import zlib
+
+    value = bytes(expanded_bytes)
+    inner_body = struct.pack(">bbq", 1, 0, 1000) + struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    inner = struct.pack(">qiI", 0, len(inner_body) + 4, zlib.crc32(inner_body)) + inner_body
+    compressed = gzip.compress(inner, compresslevel=9)
+    body = struct.pack(">bbq", 1, 1, 1000) + struct.pack(">i", -1) + struct.pack(">i", len(compressed)) + compressed
+    return struct.pack(">qiI", 0, len(body) + 4, zlib.crc32(body)) + body
+
+
+def produce_v2(topic: str, records: bytes) -> bytes:
+    body = struct.pack(">hhih", 0, 2, 7, 1) + b"t" + struct.pack(">hi", 1, 5000)
+    body += struct.pack(">ih", 1, len(topic)) + topic.encode() + struct.pack(">iii", 1, 0, len(records)) + records
+    return struct.pack(">i", len(body)) + body
+
+
+def test_a_compression_bomb_is_refused_not_expanded(broker, topic):
+    bomb = legacy_gzip_bomb(100 * 1024 * 1024)
+    assert len(bomb) < 200_000
+    before = high_watermark(broker.bootstrap, topic)
+    response = exchange(broker.port, produce_v2(topic, bomb))
+    pos = 4 + 4
+    name_length = struct.unpack_from(">h", response, pos)[0]
+    pos += 2 + name_length + 4 + 4
+    assert struct.unpack_from(">h", response, pos)[0] == 2  # CORRUPT_MESSAGE
+    assert high_watermark(broker.bootstrap, topic) == before
+    assert api_versions_ok(broker.port)

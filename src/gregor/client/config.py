@@ -58,12 +58,16 @@ class ConfigError(ValueError):
 
 
 class Role(enum.Enum):
+    """The three kinds of client; each has its own key table."""
+
     PRODUCER = "producer"
     CONSUMER = "consumer"
     ADMIN = "admin"
 
 
 class ConfigType(enum.Enum):
+    """The Java ConfigDef types that client keys use; CLASS_LIST is Java's LIST of classes."""
+
     BOOLEAN = "boolean"
     INT = "int"
     LONG = "long"

@@ -119,6 +119,8 @@ class _FixedWidthSerializer:
 
 
 class _FixedWidthDeserializer:
+    """A big-endian number of exactly the layout's width; any other length is an error, as in Java."""
+
     layout: struct.Struct
 
     def deserialize(self, topic: str, data: BytesLike | None, headers: RecordHeaders | None = None) -> Any:

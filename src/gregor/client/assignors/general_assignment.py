@@ -4,9 +4,12 @@ Keeps every previously owned partition whose owner still subscribes to its topic
 rest to the least loaded subscriber, then moves partitions from members that hold at least two
 more than some other subscriber of the same topic until the assignment is balanced (Java's
 GeneralAssignmentBuilder and its isBalanced). Topics with a single subscriber and members that
-cannot gain or lose anything are left out of the balancing. If balancing an existing assignment
-does not lower the balance score, the pre-balancing assignment is kept, because moving
-partitions without gaining balance only costs stickiness.
+cannot gain or lose anything are left out of the balancing.
+
+Every move goes from a member to one holding at least two fewer partitions, so each move
+strictly lowers the balance score (the sum of load differences over all pairs of members).
+Java's builder can move a partition between other members (see partition_movements) and so
+keeps a copy to fall back to when balancing did not lower the score; here that cannot happen.
 """
 
 from __future__ import annotations
@@ -60,8 +63,7 @@ class _GeneralAssignment:
         self.movements = PartitionMovements()
 
     def run(self) -> dict[str, list[TopicPartition]]:
-        """Fill in the unassigned partitions, then balance."""
-        initializing = not self.owner
+        """Fill in the unassigned partitions, then balance, newly assigned partitions first."""
         by_contention = sorted(self.partitions_per_topic,
                                key=lambda topic: (len(self.subscribers[topic]), java_string_key(topic)))
         all_partitions = [TopicPartition(topic, partition) for topic in by_contention
@@ -74,14 +76,9 @@ class _GeneralAssignment:
         movable = [partition for partition in all_partitions if partition.topic in movable_topics]
         newly_assigned = [partition for partition in unassigned if partition.topic in movable_topics]
         self.active = [member for member in self.active if self._can_change(member, movable_topics)]
-
-        before = {member: dict(partitions) for member, partitions in self.assignment.items()}
-        owner_before = dict(self.owner)
         if not self.revocation_required:
             self._rebalance(newly_assigned)
-        moved = self._rebalance(movable)
-        if not initializing and moved and self._balance_score(self.assignment) >= self._balance_score(before):
-            self.assignment, self.owner = before, owner_before
+        self._rebalance(movable)
         return {member: list(partitions) for member, partitions in self.assignment.items()}
 
     def _can_change(self, member: str, movable_topics: Set[str]) -> bool:
@@ -96,9 +93,8 @@ class _GeneralAssignment:
         self.assignment[member][partition] = None
         self.owner[partition] = member
 
-    def _rebalance(self, partitions: list[TopicPartition]) -> bool:
-        """Move partitions until balanced or nothing more helps; whether anything moved."""
-        moved = False
+    def _rebalance(self, partitions: list[TopicPartition]) -> None:
+        """Move partitions of `partitions` until balanced or no move of theirs helps."""
         modified = True
         while modified:
             modified = False
@@ -114,8 +110,7 @@ class _GeneralAssignment:
                     self._move(partition, self._least_loaded(partition.topic))
                 else:
                     continue
-                moved = modified = True
-        return moved
+                modified = True
 
     def _move(self, partition: TopicPartition, new_owner: str) -> None:
         old_owner = self.owner[partition]
@@ -138,8 +133,3 @@ class _GeneralAssignment:
                                                     for topic in self.topics_of[member]):
                 return False
         return True
-
-    def _balance_score(self, assignment: Mapping[str, Mapping[TopicPartition, None]]) -> int:
-        """Sum of load differences over all pairs of balanced members; 0 when perfectly even."""
-        loads = sorted(len(assignment[member]) for member in self.active)
-        return sum(load * (2 * index - len(loads) + 1) for index, load in enumerate(loads))

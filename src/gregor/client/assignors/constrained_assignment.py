@@ -72,15 +72,13 @@ def assign_constrained(partitions_per_topic: Mapping[str, int],
         if below_minimum:
             turn %= len(below_minimum)
             member = below_minimum[turn]
+            if len(result.assignment[member]) + 1 == minimum:
+                waiting_for_extra.append(below_minimum.pop(turn))
+            else:
+                turn += 1
         else:
             member = waiting_for_extra.popleft()
         result.assignment[member].append(partition)
         if released.get(partition, member) != member or partition in claimed_by_many:
             result.transferring[partition] = member
-        count = len(result.assignment[member])
-        if member in below_minimum and count == minimum:
-            below_minimum.pop(turn)
-            waiting_for_extra.append(member)
-        elif member in below_minimum:
-            turn += 1
     return result

@@ -9,7 +9,7 @@ Layers, bottom up (each module holds one concept):
 - `client.NetworkClient` — connections per node, least-loaded routing, metadata refresh.
 - `coordinators.Coordinators` — FindCoordinator lookups, batched and cached.
 - `runner.NetworkThread` — the one thread and event loop that run all of the above.
-- `settings` — Kafka's configuration keys for all of the above.
+- `settings.NetworkSettings` — the configuration keys all of the above read.
 
 Threading contract: a client instance owns one `NetworkThread`. Every object of this package
 lives on that thread's loop and is used only from coroutines or callbacks running there;
@@ -24,13 +24,13 @@ from gregor.client.network.cluster import (
 from gregor.client.network.connection import BrokerConnection
 from gregor.client.network.coordinators import COORDINATOR_MOVED_ERRORS, Coordinators, CoordinatorType
 from gregor.client.network.runner import NetworkThread
-from gregor.client.network.settings import NETWORK_DEFAULTS, NetworkSettings, merge_config
+from gregor.client.network.settings import NetworkSettings
 from gregor.client.network.versions import CLIENT_API_VERSIONS, BrokerApiVersions
 from gregor.client.network.wire import WireSession
 
 __all__ = [
     "BrokerApiVersions", "BrokerConnection", "CLIENT_API_VERSIONS", "COORDINATOR_MOVED_ERRORS",
-    "ClusterMetadata", "CoordinatorType", "Coordinators", "ExponentialBackoff", "NETWORK_DEFAULTS",
+    "ClusterMetadata", "CoordinatorType", "Coordinators", "ExponentialBackoff",
     "NetworkClient", "NetworkSettings", "NetworkThread", "Node", "PartitionMetadata",
-    "STALE_METADATA_ERRORS", "TopicMetadata", "TopicPartition", "WireSession", "merge_config",
+    "STALE_METADATA_ERRORS", "TopicMetadata", "TopicPartition", "WireSession",
 ]

@@ -1,47 +1,16 @@
-"""Configuration of the network core: Kafka's keys, Kafka's defaults, checked once.
+"""The network core's settings: the Kafka configuration keys it reads, with Kafka's defaults.
 
-Clients take a dict of Kafka configuration keys (`bootstrap.servers`, `request.timeout.ms`, ...)
-and the same keys as keyword arguments with underscores (`bootstrap_servers=`). `merge_config`
-joins both and refuses unknown keys, naming them; `NetworkSettings.from_config` reads the keys
-of this module. Each client (admin, producer, consumer) passes its own table of allowed keys,
-which includes `NETWORK_DEFAULTS`.
+Clients parse and check their whole configuration with `gregor.client.config.parse_config`
+(one table of keys per role, unknown keys refused by name); `NetworkSettings.from_config` then
+picks the keys of the network core out of the result.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 DEFAULT_PORT = 9092
-
-NETWORK_DEFAULTS: dict[str, Any] = {
-    "bootstrap.servers": None,
-    "client.id": "gregor",
-    "request.timeout.ms": 30_000,
-    "reconnect.backoff.ms": 50,
-    "reconnect.backoff.max.ms": 1_000,
-    "socket.connection.setup.timeout.ms": 10_000,
-    "socket.connection.setup.timeout.max.ms": 30_000,
-    "metadata.max.age.ms": 300_000,
-    "retry.backoff.ms": 100,
-    "retry.backoff.max.ms": 1_000,
-}
-
-
-def merge_config(config: Mapping[str, Any] | None, kwargs: Mapping[str, Any],
-                 allowed: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults from `allowed`, then `config`, then keyword arguments (underscores read as dots).
-
-    Raises ValueError naming the first key that is not in `allowed`.
-    """
-    merged = dict(allowed)
-    given = dict(config or {})
-    given.update({key.replace("_", "."): value for key, value in kwargs.items()})
-    for key, value in given.items():
-        if key not in allowed:
-            raise ValueError(f"unknown configuration key {key!r}")
-        merged[key] = value
-    return merged
 
 
 def parse_bootstrap_servers(value: str | list[str] | tuple[str, ...] | None) -> tuple[tuple[str, int], ...]:
@@ -79,16 +48,6 @@ def _split_host_port(item: str) -> tuple[str, int]:
     return host, port
 
 
-def _milliseconds(config: Mapping[str, Any], key: str) -> int:
-    try:
-        value = int(config[key])
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be an integer number of milliseconds, not {config[key]!r}") from None
-    if value < 0:
-        raise ValueError(f"{key} must not be negative")
-    return value
-
-
 @dataclass(frozen=True)
 class NetworkSettings:
     """The network core's view of a client configuration (times in milliseconds)."""
@@ -106,10 +65,11 @@ class NetworkSettings:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> NetworkSettings:
-        """Read the network keys of a merged config (see `merge_config`)."""
-        return cls(
-            bootstrap_servers=parse_bootstrap_servers(config.get("bootstrap.servers")),
-            client_id=str(config.get("client.id", NETWORK_DEFAULTS["client.id"])),
-            **{key.replace(".", "_"): _milliseconds(config, key)
-               for key in NETWORK_DEFAULTS if key.endswith(".ms") and key in config},
-        )
+        """The network keys of a parsed client config; keys it lacks keep Kafka's defaults."""
+        times = {}
+        for setting in fields(cls):
+            key = setting.name.replace("_", ".")
+            if key.endswith(".ms") and key in config:
+                times[setting.name] = int(config[key])
+        return cls(bootstrap_servers=parse_bootstrap_servers(config.get("bootstrap.servers")),
+                   client_id=str(config.get("client.id") or cls.client_id), **times)

@@ -46,6 +46,11 @@ class NetworkThread:
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
+    @property
+    def running(self) -> bool:
+        """Whether the thread is still alive (it stops in `close`)."""
+        return self._thread.is_alive()
+
     def in_network_thread(self) -> bool:
         return threading.current_thread() is self._thread
 

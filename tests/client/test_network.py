@@ -155,3 +155,21 @@ def test_stale_metadata_errors_wake_the_refresher_and_others_do_not():
 
     with FakeBroker() as broker:
         asyncio.run(scenario())
+
+
+def test_closing_the_client_fails_requests_in_flight_with_destroy():
+    async def scenario() -> None:
+        network = network_for(broker.bootstrap)
+        pending = asyncio.ensure_future(network.send(MetadataRequest(topics=None), timeout_ms=5000))
+        while not broker.requests or broker.requests[-1][1] != ApiKey.METADATA:
+            await asyncio.sleep(0.01)
+        await network.close()
+        with pytest.raises(KafkaException) as closed:
+            await pending
+        assert closed.value.name == "_DESTROY"
+        with pytest.raises(KafkaException) as refused:
+            await network.send(MetadataRequest(topics=None))
+        assert refused.value.name == "_DESTROY"
+
+    with FakeBroker(lambda connection, api_key, request: IGNORE if api_key == ApiKey.METADATA else ANSWER) as broker:
+        asyncio.run(scenario())

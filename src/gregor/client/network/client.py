@@ -178,11 +178,6 @@ class NetworkClient:
             return connectable
         return min(node_ids, key=lambda node_id: self._nodes[node_id].retry_at)
 
-    def api_versions_of(self, node_id: int) -> Any:
-        """The ApiVersions of a connected node (`BrokerApiVersions`), or None."""
-        state = self._nodes.get(node_id)
-        return state.connection.api_versions if state is not None and state.ready() else None
-
     # metadata
 
     def note_error(self, error_code: int) -> None:
@@ -317,8 +312,9 @@ class NetworkClient:
 
     @staticmethod
     def _unreachable(node_id: int, state: _NodeState) -> KafkaException:
+        """Why `node_id` cannot be used now: its last connection failure, else a timeout."""
         if state.last_error is not None:
-            return state.last_error
+            return type(state.last_error)(state.last_error.error)
         return KafkaTimeoutError(ClientErrorCode._TIMED_OUT, f"timed out connecting to node {node_id}")
 
     @staticmethod

@@ -95,7 +95,7 @@ class BrokerConnection(asyncio.Protocol):
         while self._writable is not None and not self.closed:
             await asyncio.shield(self._writable)
         if self.close_reason is not None:
-            raise self.close_reason
+            raise _fresh(self.close_reason)
         correlation_id, frame = self._wire.encode_request(request, version, expect_response)
         self._transport.write(frame)
         if not expect_response:
@@ -108,20 +108,14 @@ class BrokerConnection(asyncio.Protocol):
         return await waiter
 
     def close(self, reason: KafkaException | None = None) -> None:
-        """Close for good; every request in flight fails with `reason` (or `_TRANSPORT`)."""
+        """Close for good; every request in flight fails with `reason` (default `_TRANSPORT`)."""
         if self.close_reason is not None:
             return
-        self.close_reason = reason or KafkaConnectionError(
-            ClientErrorCode._TRANSPORT, f"connection to node {self.node_id} ({self.host}:{self.port}) closed")
+        self.close_reason = reason or self._transport_error("closed")
         if self._transport is not None:
             self._transport.abort()
-        transport_failure = self.close_reason
-        if not isinstance(transport_failure, KafkaConnectionError):
-            transport_failure = KafkaConnectionError(
-                ClientErrorCode._TRANSPORT,
-                f"connection to node {self.node_id} ({self.host}:{self.port}) closed: {self.close_reason}")
         for pending in self._wire.take_in_flight():
-            self._fail(pending.correlation_id, transport_failure)
+            self._fail(pending.correlation_id, self.close_reason)
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)
         if self._on_close is not None:
@@ -139,18 +133,15 @@ class BrokerConnection(asyncio.Protocol):
             else:
                 self._resolve(reply.request.correlation_id, reply.response)
         if self._wire.violation is not None:
-            self.close(self._wire.violation)
+            self.close(self._transport_error(f"closed after a broken response ({self._wire.violation})"))
 
     def eof_received(self) -> bool:
         self.close(KafkaConnectionError(
-            ClientErrorCode._TRANSPORT,
-            f"node {self.node_id} ({self.host}:{self.port}) closed the connection"))
+            ClientErrorCode._TRANSPORT, f"node {self.node_id} ({self.host}:{self.port}) closed the connection"))
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        detail = f": {exc}" if exc else ""
-        self.close(KafkaConnectionError(
-            ClientErrorCode._TRANSPORT, f"connection to node {self.node_id} ({self.host}:{self.port}) lost{detail}"))
+        self.close(self._transport_error(f"lost: {exc}" if exc else "lost"))
 
     def pause_writing(self) -> None:
         self._writable = self._loop.create_future()
@@ -182,8 +173,11 @@ class BrokerConnection(asyncio.Protocol):
         self._fail(correlation_id, KafkaTimeoutError(
             ClientErrorCode._TIMED_OUT,
             f"{ApiKey(api_key).name} request to node {self.node_id} timed out after {timeout_ms:.0f} ms"))
-        self.close(KafkaConnectionError(
-            ClientErrorCode._TRANSPORT, f"connection to node {self.node_id} closed after a request timed out"))
+        self.close(self._transport_error("closed after a request timed out"))
+
+    def _transport_error(self, what: str) -> KafkaConnectionError:
+        return KafkaConnectionError(ClientErrorCode._TRANSPORT,
+                                    f"connection to node {self.node_id} ({self.host}:{self.port}) {what}")
 
     def _resolve(self, correlation_id: int, response: Any) -> None:
         entry = self._waiters.pop(correlation_id, None)
@@ -197,4 +191,9 @@ class BrokerConnection(asyncio.Protocol):
         if entry is not None:
             entry[1].cancel()
             if not entry[0].done():
-                entry[0].set_exception(error)
+                entry[0].set_exception(_fresh(error))
+
+
+def _fresh(error: KafkaException) -> KafkaException:
+    """A new exception for the same error, so that each waiter gets its own traceback."""
+    return type(error)(error.error)

@@ -23,6 +23,8 @@ from gregor.client.admin import (
 )
 from gregor.client.network import TopicPartition
 
+pytestmark = pytest.mark.interop
+
 
 class Peer:
     def __init__(self, kind: str, bootstrap: str) -> None:

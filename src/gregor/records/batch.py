@@ -141,6 +141,9 @@ def verify_crc(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeade
 
 def validate_batch(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
     """Reject a batch whose CRC, counts or offsets cannot be right (no per-record work)."""
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE,
+                           f"record batch length {header.batch_length} is below the minimum")
     if pos + header.size > len(buf):
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "record batch extends past the end of the data")
     if not verify_crc(buf, pos, header):

@@ -53,7 +53,8 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
     if codec == Compression.SNAPPY:
         return _xerial_compress(data)
     if codec == Compression.LZ4:
-        framed = lz4.frame.compress(bytes(data), block_linked=False, content_checksum=False)
+        # Kafka 0.8/0.9 readers of magic 0 refuse a frame that carries its content size.
+        framed = lz4.frame.compress(bytes(data), block_linked=False, content_checksum=False, store_size=magic != 0)
         return _to_legacy_lz4(framed) if magic == 0 else framed
     if codec == Compression.ZSTD:
         return zstandard.ZstdCompressor(level=3).compress(data)
@@ -81,23 +82,42 @@ def decompress(codec: int, data: bytes | memoryview, max_size: int, magic: int =
 
 
 def _inflate(data: bytes | memoryview, max_size: int) -> bytes:
-    inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
-    out = inflater.decompress(data, max_size + 1)
-    if len(out) > max_size:
-        raise _too_large(max_size)
-    return out
+    """Every gzip member, as Java's GZIPInputStream reads them; a cut stream is corrupt."""
+    out = bytearray()
+    while True:
+        inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, auto-detected
+        out += inflater.decompress(data, max_size + 1 - len(out))
+        if len(out) > max_size:
+            raise _too_large(max_size)
+        if not inflater.eof:
+            raise _corrupt("gzip", ValueError("truncated stream"))
+        data = inflater.unused_data
+        if not data.startswith(b"\x1f\x8b"):  # trailing bytes that are no member are ignored, as in Java
+            return bytes(out)
 
 
 def _zstd_decompress(data: bytes | memoryview, max_size: int) -> bytes:
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)))
+    data = bytes(data)
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
     out = bytearray()
     while True:
         chunk = reader.read(_CHUNK)
         if not chunk:
-            return bytes(out)
+            break
         out += chunk
         if len(out) > max_size:
             raise _too_large(max_size)
+    # The stream reader ends quietly on a cut frame. Now that the output is known to fit, check that
+    # every frame is whole.
+    if not data:
+        raise _corrupt("zstd", ValueError("no frame"))
+    while data:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        frame.decompress(data)
+        if not frame.eof:
+            raise _corrupt("zstd", ValueError("truncated frame"))
+        data = frame.unused_data
+    return bytes(out)
 
 
 def _lz4_decompress(data: bytes, max_size: int) -> bytes:
@@ -110,7 +130,7 @@ def _lz4_decompress(data: bytes, max_size: int) -> bytes:
         out += chunk
         if len(out) > max_size:
             raise _too_large(max_size)
-        if not chunk and decompressor.needs_input:
+        if not chunk and decompressor.needs_input and not decompressor.eof:
             raise _corrupt("lz4", ValueError("truncated frame"))
     return bytes(out)
 
@@ -127,8 +147,8 @@ def _snappy_raw_length(data: bytes) -> int:
     raise _corrupt("snappy", ValueError("bad length preamble"))
 
 
-def _snappy_block(data: bytes, max_size: int) -> bytes:
-    if _snappy_raw_length(data) > max_size:
+def _snappy_block(data: bytes, max_size: int, already: int = 0) -> bytes:
+    if already + _snappy_raw_length(data) > max_size:
         raise _too_large(max_size)
     return bytes(cramjam.snappy.decompress_raw(data))
 
@@ -147,7 +167,7 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(data):
             raise _corrupt("snappy", ValueError("xerial block longer than the data"))
-        out += _snappy_block(data[pos:pos + size], max_size - len(out))
+        out += _snappy_block(data[pos:pos + size], max_size, len(out))
         pos += size
     return bytes(out)
 

@@ -29,7 +29,11 @@ def upconvert_to_v2(legacy: bytes | memoryview, max_uncompressed: int) -> bytes:
 
 
 def downconvert(data: bytes | memoryview, magic: int, max_uncompressed: int) -> bytes:
-    """Stored v2 batches as a magic 0/1 message set; control batches are left out."""
+    """Stored v2 batches as a magic 0/1 message set; control batches are left out.
+
+    A zstd batch cannot be down-converted (UNSUPPORTED_COMPRESSION_TYPE, as Kafka answers a fetch
+    below v10); a LogAppendTime batch stays LogAppendTime in magic 1.
+    """
     batches, _ = scan_batches(data)
     out = []
     for header, pos in batches:
@@ -39,8 +43,5 @@ def downconvert(data: bytes | memoryview, magic: int, max_uncompressed: int) -> 
         if not records:
             continue
         entries = [(r.offset, r.timestamp, r.key, r.value) for r in records]
-        if header.compression:
-            out.append(build_legacy(entries, magic, header.compression))
-        else:
-            out.append(build_legacy(entries, magic))
+        out.append(build_legacy(entries, magic, header.compression, header.timestamp_type))
     return b"".join(out)

@@ -21,6 +21,7 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 ENTRY_OVERHEAD = 12
 TIMESTAMP_TYPE_MASK = 0x08
+ZSTD = 4
 
 
 class LegacyRecord(NamedTuple):
@@ -81,10 +82,20 @@ def iter_legacy(data: bytes | memoryview, max_uncompressed: int, depth: int = 0)
         else:
             if depth > 0 or value is None:
                 raise _corrupt("nested or empty compressed legacy message")
+            if codec == ZSTD:
+                raise RecordsError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                                   "zstd is allowed only in record batches of magic 2")
             inner = list(iter_legacy(decompress(codec, value, max_uncompressed, magic), max_uncompressed, 1))
-            last_inner = inner[-1].offset if inner else 0
+            if not inner:
+                raise _corrupt("compressed legacy message with no inner message")
+            # Magic 1 inner offsets count from the wrapper's, the last absolute offset; a producer's
+            # wrapper offset 0 (librdkafka, kafka-python) leaves them as they are, as in Kafka.
+            last_inner = inner[-1].offset
+            if magic == 1 and 0 < offset < last_inner:
+                raise _corrupt(f"wrapper offset {offset} is below its last inner offset {last_inner}")
+            base = offset - last_inner if magic == 1 and offset else 0
             for record in inner:
-                absolute = offset - last_inner + record.offset if magic == 1 else record.offset
+                absolute = base + record.offset
                 stamp = timestamp if timestamp_type == 1 else record.timestamp
                 yield LegacyRecord(absolute, stamp, timestamp_type, record.key, record.value, magic, codec)
         pos = end
@@ -105,14 +116,20 @@ def _entry(offset: int, magic: int, attributes: int, timestamp: int, key: bytes 
 
 
 def build_legacy(records: Iterable[tuple[int, int, bytes | None, bytes | None]], magic: int,
-                 compression: int = 0) -> bytes:
-    """A v0/v1 message set of (offset, timestamp, key, value); compressed into one wrapper if asked."""
+                 compression: int = 0, timestamp_type: int = 0) -> bytes:
+    """A v0/v1 message set of (offset, timestamp, key, value); compressed into one wrapper if asked.
+
+    `timestamp_type` 1 (LogAppendTime, magic 1 only) marks every message and the wrapper as Kafka does.
+    """
     records = list(records)
+    if compression == ZSTD:
+        raise RecordsError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd is allowed only in record batches of magic 2")
+    flag = TIMESTAMP_TYPE_MASK if magic == 1 and timestamp_type == 1 else 0
     if not compression:
-        return b"".join(_entry(o, magic, 0, t, k, v) for o, t, k, v in records)
+        return b"".join(_entry(o, magic, flag, t, k, v) for o, t, k, v in records)
     base = records[0][0]
     inner = b"".join(
-        _entry(o - base if magic == 1 else o, magic, 0, t, k, v) for o, t, k, v in records)
+        _entry(o - base if magic == 1 else o, magic, flag, t, k, v) for o, t, k, v in records)
     wrapper_timestamp = max((t for _, t, _, _ in records), default=-1)
-    return _entry(records[-1][0], magic, compression, wrapper_timestamp, None,
+    return _entry(records[-1][0], magic, compression | flag, wrapper_timestamp, None,
                   compress(compression, inner, magic))

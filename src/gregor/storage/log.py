@@ -44,6 +44,7 @@ from gregor.records.batch import (
 from gregor.records.record import decode_records
 from gregor.storage.errors import StorageError
 from gregor.storage.file_slice import FetchDataInfo
+from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import ProducerStateManager
 from gregor.storage.segment import (
@@ -97,6 +98,7 @@ class Log:
         self.topic, self.partition = parse_partition_dir(name) or (name, 0)
         self.segments: list[LogSegment] = []
         self.producer_state = ProducerStateManager(directory)
+        self.leader_epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
         self.high_watermark = 0
@@ -125,6 +127,7 @@ class Log:
                        if n.endswith(LOG_SUFFIX) and n[:-len(LOG_SUFFIX)].isdigit())
         self._remove_orphan_indexes(names, set(bases))
         recover_from = max((b for b in bases if b <= self.recovery_point), default=0)
+        first_recovered: int | None = None
         broken = False
         for base in bases:
             segment = self._new_segment(base, now_ms)
@@ -134,6 +137,8 @@ class Log:
                 continue
             needs_recovery = not clean_shutdown and base >= recover_from
             if needs_recovery or not segment.load():
+                if first_recovered is None:
+                    first_recovered = base
                 truncated = segment.recover()
                 if truncated:
                     self.truncated_bytes_at_load += truncated
@@ -148,7 +153,25 @@ class Log:
             self._truncate_fully_and_start_at(self.log_start_offset, now_ms)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._load_producer_state()
+        self._load_leader_epochs(first_recovered)
         self.high_watermark = self.log_end_offset
+
+    def _load_leader_epochs(self, first_recovered: int | None) -> None:
+        """Checkpointed epochs, plus the newer ones of the batches recovery re-read (all of them
+        without a valid checkpoint), cut to the recovered log's bounds.
+
+        As in Kafka's segment recovery, a re-read batch adds its epoch only when it is newer than
+        every known one: assigning an older epoch would drop the later, checkpointed entries.
+        """
+        cache = self.leader_epoch_cache
+        scan_from = first_recovered if cache.loaded else self.segments[0].base_offset
+        if scan_from is not None:
+            for segment in self.segments[self._segment_index(scan_from):]:
+                for _, header in segment.batches():
+                    if header.partition_leader_epoch > cache.latest_epoch:
+                        cache.assign(header.partition_leader_epoch, header.base_offset)
+        cache.truncate_from_end(self.log_end_offset)
+        cache.truncate_from_start(self.log_start_offset)
 
     def _remove_orphan_indexes(self, names: list[str], bases: set[int]) -> None:
         for name in names:
@@ -256,10 +279,60 @@ class Log:
             raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
         if producers is not None:
             producers.commit()
+        if leader_epoch >= 0:
+            self.leader_epoch_cache.assign(leader_epoch, first_offset)
         if self.log_end_offset - self.recovery_point >= config.flush_messages:
             self.flush(now_ms)
         return AppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,
                           self.log_start_offset, record_count)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> AppendInfo:
+        """Append batches fetched from the leader as they are: offsets, epochs and timestamps kept.
+
+        Each batch must pass its CRC and the batches must continue the log without a gap or an
+        overlap; producer state and leader epochs follow the batches, unchecked (the leader checked).
+        Raises CORRUPT_MESSAGE (bad CRC or not whole batches), OFFSET_OUT_OF_RANGE (the batches do
+        not start at the log end or are not contiguous), KAFKA_STORAGE_ERROR (the write failed).
+        """
+        self._now_ms = now_ms
+        data = bytes(records)
+        batches, valid_end = scan_batches(data)
+        if not batches or valid_end != len(data):
+            raise StorageError(ErrorCode.CORRUPT_MESSAGE,
+                               "records are not a whole number of complete record batches")
+        expected = first_offset = self.log_end_offset
+        for header, pos in batches:
+            validate_batch(data, pos, header)
+            if header.base_offset != expected:
+                raise StorageError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                   f"batch at {header.base_offset} does not continue the log at {expected}")
+            expected = header.last_offset + 1
+        record_count = 0
+        chunk_start = 0
+        chunk: list[BatchHeader] = []
+        for header, pos in batches:
+            if chunk and pos + header.size - chunk_start > self.config.segment_bytes:
+                self._append_replicated(data[chunk_start:pos], chunk, now_ms)
+                chunk_start, chunk = pos, []
+            chunk.append(header)
+            record_count += header.records_count
+        self._append_replicated(data[chunk_start:], chunk, now_ms)
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush(now_ms)
+        return AppendInfo(first_offset, self.log_end_offset - 1, -1, self.log_start_offset, record_count)
+
+    def _append_replicated(self, data: bytes, headers: list[BatchHeader], now_ms: int) -> None:
+        """Write a run of validated replicated batches that fits one segment."""
+        described = [(h.base_offset, h.last_offset, h.size, h.max_timestamp) for h in headers]
+        segment = self._maybe_roll(len(data), headers[-1].last_offset, max(h.max_timestamp for h in headers), now_ms)
+        try:
+            segment.append(data, described, now_ms)
+        except OSError as error:
+            raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
+        for header in headers:
+            self.producer_state.update(header, header.base_offset)
+            if header.partition_leader_epoch >= 0:
+                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
     def _require_keys(self, data: bytearray, pos: int, header: BatchHeader) -> None:
         """Kafka's rule for compacted topics: a record without a key could never be cleaned."""
@@ -373,6 +446,7 @@ class Log:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self._delete_first(self._deletable(self._below_log_start), self._now_ms)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         return self.log_start_offset
 
     def _below_log_start(self, segment: LogSegment, following: LogSegment | None) -> bool:
@@ -428,6 +502,7 @@ class Log:
         for segment in doomed:
             self._schedule_delete(segment, now_ms)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         return count
 
     def _schedule_delete(self, segment: LogSegment, now_ms: int) -> None:
@@ -449,8 +524,12 @@ class Log:
 
         A batch is never split, so the log end offset may end up below `offset` when it falls
         inside a batch. Below the log start offset the log is emptied and restarted at `offset`.
+        At or past the log end nothing is removed but leader epochs holding no batch are
+        forgotten, as in Kafka: a replica that became leader and appended nothing must not
+        present that epoch as its last one to the next leader.
         """
         if offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return
         if offset < self.log_start_offset:
             self._truncate_fully_and_start_at(offset, self._now_ms)
@@ -459,10 +538,15 @@ class Log:
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self._schedule_delete(self.segments.pop(), self._now_ms)
         self.active_segment.truncate_to(offset)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self._load_producer_state()
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.cleaner_offset = min(self.cleaner_offset, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and restart it at `offset` (a follower whose log ends below the leader's start)."""
+        self._truncate_fully_and_start_at(offset, self._now_ms)
 
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         self.truncations += 1
@@ -471,6 +555,7 @@ class Log:
         self.segments = [self._new_segment(offset, now_ms)]
         self.producer_state.clear()
         self.producer_state.delete_snapshots_above(-1)
+        self.leader_epoch_cache.clear()
         self.log_start_offset = self.recovery_point = self.high_watermark = self.cleaner_offset = offset
 
     # -- compaction

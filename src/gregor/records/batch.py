@@ -150,7 +150,7 @@ def validate_batch(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"record batch at position {pos} fails its CRC32C")
     count = header.records_count
     if count <= 0 and not header.is_control:
-        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"record batch claims {count} records")
+        raise RecordsError(ErrorCode.INVALID_RECORD, f"record batch claims {count} records")
     if header.compression == 0 and count > header.batch_length - MIN_BATCH_LENGTH:
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE,
                            f"record batch claims {count} records in {header.batch_length} bytes")

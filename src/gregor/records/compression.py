@@ -45,19 +45,21 @@ def _corrupt(codec: str, error: Exception) -> RecordsError:
     return RecordsError(ErrorCode.CORRUPT_MESSAGE, f"invalid {codec} data: {error}")
 
 
-def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
+def compress(codec: int, data: bytes, magic: int = 2, level: int | None = None) -> bytes:
+    """`data` compressed with `codec`; `level` is the codec's level (None: Kafka's default)."""
     if codec == Compression.NONE:
         return bytes(data)
     if codec == Compression.GZIP:
-        return gzip.compress(data, compresslevel=6)
+        return gzip.compress(data, compresslevel=6 if level is None or level < 0 else level)
     if codec == Compression.SNAPPY:
         return _xerial_compress(data)
     if codec == Compression.LZ4:
         # Kafka 0.8/0.9 readers of magic 0 refuse a frame that carries its content size.
-        framed = lz4.frame.compress(bytes(data), block_linked=False, content_checksum=False, store_size=magic != 0)
+        framed = lz4.frame.compress(bytes(data), block_linked=False, content_checksum=False, store_size=magic != 0,
+                                    compression_level=0 if level is None else level)
         return _to_legacy_lz4(framed) if magic == 0 else framed
     if codec == Compression.ZSTD:
-        return zstandard.ZstdCompressor(level=3).compress(data)
+        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
     raise RecordsError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
 
 

@@ -315,8 +315,9 @@ def test_records_count_smaller_than_the_records_is_refused(codec):
 
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("count", [0, -1, -(1 << 31)])
-def test_records_count_zero_or_negative_is_refused(codec, count):
-    refusal(with_fields(BATCHES[codec], records_count=count))
+def test_records_count_zero_or_negative_is_refused_as_kafka_does(codec, count):
+    assert refusal(with_fields(BATCHES[codec], records_count=count, last_offset_delta=0)).code == \
+        ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.parametrize("codec", CODECS)

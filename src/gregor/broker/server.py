@@ -275,11 +275,10 @@ class Broker:
         partition = self.partitions.get((name, index))
         if partition is None:
             partition_log = self.logs.create_log(name, index, self.log_config(name), current)
-            self.partitions[(name, index)] = Partition(
-                name, index, topic.topic_id, partition_log, registration.leader_epoch,
-                list(registration.replicas), list(registration.isr), self._high_watermark_moved)
-        else:
-            partition.leader_epoch = registration.leader_epoch
+            partition = self.partitions[(name, index)] = Partition(
+                name, index, topic.topic_id, partition_log, self.node_id,
+                on_high_watermark=self._high_watermark_moved)
+        partition.apply_registration(registration, current)
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:

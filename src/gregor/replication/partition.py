@@ -1,46 +1,356 @@
-"""One partition replica hosted by this broker, as its leader.
+"""One partition replica hosted by this broker, leader or follower (Kafka's Partition), sans-IO.
 
-The high watermark is the offset below which records are visible to consumers. With a single
-replica in the ISR it follows the log end offset on every append; the follower side and the
-ISR-driven high watermark of a replicated partition extend this class.
+The partition state comes from the metadata image (`apply_registration`): the replica named
+leader becomes leader, the others follow it. Everything else is an event in, effects out:
+
+- leader: `append_as_leader` (produce; `await_replication` for acks=all), `fetch_for_follower`
+  (a follower's fetch: its fetch offset is its log end offset, the "remote LEO"),
+  `offsets_for_leader_epoch`, `on_alter_partition_response`, `tick`;
+- follower: `on_fetch_response`, `on_offsets_for_leader_epoch_response`, `tick` (see
+  `gregor.replication.fetcher`).
+
+High watermark (leader): the smallest log end offset over the maximal ISR (`isr_state`) and over
+followers outside it that are caught up within replica.lag.time.max.ms (they are about to join;
+counting them keeps the watermark from overtaking them). It never moves back within an epoch and
+is recomputed on every local append, follower fetch, ISR change and tick. With a single replica
+it follows the log end offset. A new leader keeps the watermark it had; followers' log end
+offsets are unknown until they fetch, which holds it where it is.
+
+ISR (leader): a follower that has not caught up to the leader's log end offset for
+replica.lag.time.max.ms is proposed out on `tick`; one whose log end offset reaches the high
+watermark and the start of the current leader epoch is proposed in on its fetch. Proposals are
+`ProposeIsr` effects (AlterPartition) and take effect when confirmed (KIP-497).
+
+Fencing: requests carrying a current leader epoch older than this replica's get
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; requests for a leader to a follower get
+NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Callable
 
+from gregor.metadata.image import PartitionRegistration
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from gregor.replication.config import ReplicationConfig
+from gregor.replication.delayed_produce import DelayedProduces, check_replicated
+from gregor.replication.effects import Effect, ProduceCompleted, ProposeIsr
+from gregor.replication.fetcher import FollowerFetcher
+from gregor.replication.isr_state import IsrProposal, IsrState
+from gregor.replication.remote_replica import RemoteReplica
+from gregor.storage.errors import StorageError
+from gregor.storage.leader_epoch_cache import UNDEFINED_EPOCH
 from gregor.storage.log import AppendInfo, Log
+
+NO_LEADER = -1
+_EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
 class Partition:
-    __slots__ = ("topic", "index", "topic_id", "log", "leader_epoch", "replicas", "isr",
-                 "_on_high_watermark")
-
-    def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log, leader_epoch: int,
-                 replicas: list[int], isr: list[int],
-                 on_high_watermark: Callable[["Partition"], None]) -> None:
+    def __init__(self, topic: str, index: int, topic_id: uuid.UUID, log: Log, broker_id: int,
+                 config: ReplicationConfig | None = None,
+                 on_high_watermark: Callable[[Partition], None] | None = None,
+                 high_watermark: int | None = None) -> None:
+        """`high_watermark`: the checkpointed one after a restart (the log's own is its end offset)."""
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self.log = log
-        self.leader_epoch = leader_epoch
-        self.replicas = replicas
-        self.isr = isr
+        self.broker_id = broker_id
+        self.config = config or ReplicationConfig()
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.replicas: list[int] = []
+        self.isr_state = IsrState((), -1)
+        self.remote: dict[int, RemoteReplica] = {}
+        self.fetcher: FollowerFetcher | None = None
+        self.leader_epoch_start_offset = -1
+        self.delayed = DelayedProduces()
         self._on_high_watermark = on_high_watermark
-        self._advance_high_watermark()
+        self._request_ids = itertools.count(1)
+        if high_watermark is not None:
+            log.high_watermark = max(min(high_watermark, log.log_end_offset), log.log_start_offset)
+
+    def __repr__(self) -> str:
+        role = "leader" if self.is_leader else f"follower of {self.leader_id}"
+        return (f"Partition({self.topic}-{self.index} on {self.broker_id}, {role}, epoch={self.leader_epoch}, "
+                f"leo={self.log.log_end_offset}, hw={self.high_watermark}, {self.isr_state})")
+
+    # -- state
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
 
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
 
-    def append_as_leader(self, records: memoryview, now_ms: int) -> AppendInfo:
+    @property
+    def isr(self) -> list[int]:
+        """The committed ISR."""
+        return list(self.isr_state.committed)
+
+    @property
+    def partition_epoch(self) -> int:
+        return self.isr_state.partition_epoch
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
+    def apply_registration(self, registration: PartitionRegistration, now_ms: int) -> list[Effect]:
+        """Take a partition state from the metadata image: become leader or follower, or update the ISR.
+
+        States older than the known one (lower leader epoch, or same epoch and no newer partition
+        epoch) are ignored.
+        """
+        if registration.leader_epoch < self.leader_epoch or (
+                registration.leader_epoch == self.leader_epoch
+                and registration.partition_epoch <= self.isr_state.partition_epoch):
+            return []
+        self.replicas = list(registration.replicas)
+        same_epoch = registration.leader_epoch == self.leader_epoch and registration.leader == self.leader_id
+        if registration.leader == self.broker_id and self.broker_id in registration.replicas:
+            if same_epoch:
+                self.isr_state.commit(tuple(registration.isr), registration.partition_epoch)
+                self._sync_remote_replicas(now_ms)
+                return self._update_high_watermark(now_ms)
+            return self._become_leader(registration, now_ms)
+        if same_epoch and self.fetcher is not None:
+            self.isr_state.commit(tuple(registration.isr), registration.partition_epoch)
+            return []
+        return self._become_follower(registration, now_ms)
+
+    def _become_leader(self, registration: PartitionRegistration, now_ms: int) -> list[Effect]:
+        self.leader_id = self.broker_id
+        self.leader_epoch = registration.leader_epoch
+        self.isr_state = IsrState(tuple(registration.isr), registration.partition_epoch)
+        self.fetcher = None
+        self.leader_epoch_start_offset = self.log.log_end_offset
+        self.log.leader_epoch_cache.assign(self.leader_epoch, self.leader_epoch_start_offset)
+        self.remote = {}
+        self._sync_remote_replicas(now_ms)
+        return self._update_high_watermark(now_ms)
+
+    def _sync_remote_replicas(self, now_ms: int) -> None:
+        """One RemoteReplica per assigned follower; ISR members start caught up (Kafka's reset)."""
+        wanted = [replica for replica in self.replicas if replica != self.broker_id]
+        for replica in list(self.remote):
+            if replica not in wanted:
+                del self.remote[replica]
+        for replica in wanted:
+            if replica not in self.remote:
+                self.remote[replica] = RemoteReplica(replica, now_ms if replica in self.isr_state.committed else None)
+
+    def _become_follower(self, registration: PartitionRegistration, now_ms: int) -> list[Effect]:
+        effects: list[Effect] = list(self.delayed.complete(self.high_watermark, None, 0, 0, now_ms))
+        self.leader_id = registration.leader
+        self.leader_epoch = registration.leader_epoch
+        self.isr_state = IsrState(tuple(registration.isr), registration.partition_epoch)
+        self.remote = {}
+        self.leader_epoch_start_offset = -1
+        self.fetcher = None
+        if registration.leader != NO_LEADER and self.broker_id in registration.replicas:
+            self.fetcher = FollowerFetcher(self.index, self.log, registration.leader, registration.leader_epoch,
+                                           self.config, self._request_ids, now_ms)
+            effects.extend(self.fetcher.poll(now_ms))
+        return effects
+
+    # -- leader: produce
+
+    def append_as_leader(self, records: memoryview | bytes, now_ms: int, required_acks: int = 1) -> AppendInfo:
+        """Append a produce request's records in the current leader epoch.
+
+        Raises NOT_LEADER_OR_FOLLOWER on a follower and NOT_ENOUGH_REPLICAS for acks=all while the
+        committed ISR is below min.insync.replicas (nothing is appended), besides the log's errors.
+        """
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"broker {self.broker_id} is not the leader of {self.topic}-{self.index}")
+        if required_acks == -1 and len(self.isr_state.committed) < self.min_insync_replicas:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"the ISR {list(self.isr_state.committed)} of {self.topic}-{self.index} is smaller than "
+                             f"min.insync.replicas {self.min_insync_replicas}")
         info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True)
         if not info.duplicate:
-            self._advance_high_watermark()
+            self._maybe_increment_high_watermark(now_ms)
         return info
 
-    def _advance_high_watermark(self) -> None:
-        if len(self.isr) <= 1 and self.log.high_watermark != self.log.log_end_offset:
-            self.log.high_watermark = self.log.log_end_offset
+    def await_replication(self, info: AppendInfo, token: object, now_ms: int,
+                          timeout_ms: int) -> list[ProduceCompleted]:
+        """acks=all: the answer now if the high watermark already passed the append, else later
+        (an effect of the event that moves it, or of `tick` at the timeout)."""
+        required = info.last_offset + 1
+        error = check_replicated(required, self.high_watermark, len(self.isr_state.committed),
+                                 self.min_insync_replicas)
+        if error is not None:
+            return [ProduceCompleted(token, error)]
+        self.delayed.add(required, self.leader_epoch, now_ms + timeout_ms, token)
+        return []
+
+    # -- leader: requests from followers
+
+    def _check_epoch(self, current_leader_epoch: int, require_leader: bool = True) -> ErrorCode:
+        if current_leader_epoch >= 0 and current_leader_epoch > self.leader_epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if current_leader_epoch >= 0 and current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if require_leader and not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NONE
+
+    def fetch_for_follower(self, replica_id: int, request: FetchRequest.FetchPartition,
+                           now_ms: int) -> tuple[FetchResponse.PartitionData, list[Effect]]:
+        """Serve a follower's fetch: records from its fetch offset up to the log end offset.
+
+        The fetch offset becomes the follower's remote LEO, which may expand the ISR and move the
+        high watermark (the response carries the moved one). A fetch whose last fetched epoch
+        disagrees with this log is answered with the diverging epoch instead, and changes nothing.
+        """
+        log = self.log
+        response = FetchResponse.PartitionData(partition_index=self.index, high_watermark=-1,
+                                               last_stable_offset=-1, log_start_offset=-1)
+        code = self._check_epoch(request.current_leader_epoch)
+        follower = self.remote.get(replica_id)
+        if code == ErrorCode.NONE and follower is None:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if code != ErrorCode.NONE:
+            response.error_code = code
+            return response, []
+        response.log_start_offset = log.log_start_offset
+        if request.last_fetched_epoch >= 0:
+            end = log.leader_epoch_cache.end_offset_for(request.last_fetched_epoch, log.log_end_offset)
+            if end.epoch == UNDEFINED_EPOCH:
+                response.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                return response, []
+            if end.epoch < request.last_fetched_epoch or end.end_offset < request.fetch_offset:
+                response.diverging_epoch = FetchResponse.EpochEndOffset(epoch=end.epoch, end_offset=end.end_offset)
+                response.high_watermark = response.last_stable_offset = self.high_watermark
+                return response, []
+        leader_end = log.log_end_offset
+        try:
+            records = log.read_bytes(request.fetch_offset, request.partition_max_bytes or self.config.replica_fetch_max_bytes)
+        except StorageError as error:
+            response.error_code = error.code
+            return response, []
+        follower.update_fetch_state(request.fetch_offset, leader_end, now_ms)
+        effects = self._maybe_expand_isr(follower, now_ms)
+        effects.extend(self._update_high_watermark(now_ms))
+        response.records = records
+        response.high_watermark = response.last_stable_offset = self.high_watermark
+        return response, effects
+
+    def offsets_for_leader_epoch(self, request: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> _EpochEndOffset:
+        """Where epoch `request.leader_epoch` ends in this leader's log (the largest epoch <= it)."""
+        code = self._check_epoch(request.current_leader_epoch)
+        if code != ErrorCode.NONE:
+            return _EpochEndOffset(error_code=code, partition=self.index)
+        end = self.log.leader_epoch_cache.end_offset_for(request.leader_epoch, self.log.log_end_offset)
+        return _EpochEndOffset(partition=self.index, leader_epoch=end.epoch, end_offset=end.end_offset)
+
+    # -- leader: ISR and high watermark
+
+    def _maybe_expand_isr(self, follower: RemoteReplica, now_ms: int) -> list[Effect]:
+        isr = self.isr_state
+        if isr.pending is not None or follower.broker_id in isr.committed:
+            return []
+        if follower.log_end_offset < self.high_watermark or follower.log_end_offset < self.leader_epoch_start_offset:
+            return []
+        return [self._propose(isr.committed + (follower.broker_id,), now_ms)]
+
+    def _maybe_shrink_isr(self, now_ms: int) -> list[Effect]:
+        isr = self.isr_state
+        if isr.pending is not None:
+            return []
+        leader_end = self.log.log_end_offset
+        lag = self.config.replica_lag_time_max_ms
+        out_of_sync = [replica for replica in isr.committed if replica != self.broker_id and (
+            replica not in self.remote or not self.remote[replica].is_caught_up(leader_end, now_ms, lag))]
+        if not out_of_sync:
+            return []
+        return [self._propose(tuple(r for r in isr.committed if r not in out_of_sync), now_ms)]
+
+    def _propose(self, isr: tuple[int, ...], now_ms: int) -> ProposeIsr:
+        request_id = next(self._request_ids)
+        self.isr_state.pending = IsrProposal(request_id, isr, now_ms)
+        return ProposeIsr(request_id, self.leader_epoch, self.isr_state.partition_epoch, isr)
+
+    def _resend_overdue_proposal(self, now_ms: int) -> list[Effect]:
+        pending = self.isr_state.pending
+        if pending is None or now_ms - pending.sent_ms < self.config.replica_socket_timeout_ms:
+            return []
+        return [self._propose(pending.isr, now_ms)]
+
+    def on_alter_partition_response(self, request_id: int, error: ErrorCode, leader_epoch: int,
+                                    partition_epoch: int, isr: tuple[int, ...], now_ms: int) -> list[Effect]:
+        """The controller's answer to proposal `request_id`: on success the state it committed."""
+        if not self.is_leader:
+            return []
+        if error == ErrorCode.NONE and leader_epoch == self.leader_epoch:
+            if not self.isr_state.commit(tuple(isr), partition_epoch):
+                self.isr_state.abandon(request_id)
+            self._sync_remote_replicas(now_ms)
+        else:
+            self.isr_state.abandon(request_id)
+        return self._update_high_watermark(now_ms)
+
+    def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        log = self.log
+        leader_end = log.log_end_offset
+        new_high_watermark = leader_end
+        maximal = self.isr_state.maximal
+        lag = self.config.replica_lag_time_max_ms
+        for replica_id, follower in self.remote.items():
+            if follower.log_end_offset < new_high_watermark and (
+                    replica_id in maximal or follower.is_caught_up(leader_end, now_ms, lag)):
+                new_high_watermark = follower.log_end_offset
+        if new_high_watermark <= log.high_watermark:
+            return False
+        log.high_watermark = new_high_watermark
+        if self._on_high_watermark is not None:
             self._on_high_watermark(self)
+        return True
+
+    def _update_high_watermark(self, now_ms: int) -> list[Effect]:
+        self._maybe_increment_high_watermark(now_ms)
+        return self._complete_delayed(now_ms)
+
+    def _complete_delayed(self, now_ms: int) -> list[Effect]:
+        if not self.delayed:
+            return []
+        epoch = self.leader_epoch if self.is_leader else None
+        return list(self.delayed.complete(self.high_watermark, epoch, len(self.isr_state.committed),
+                                          self.min_insync_replicas, now_ms))
+
+    # -- follower
+
+    def on_fetch_response(self, request_id: int, data: FetchResponse.PartitionData, now_ms: int) -> list[Effect]:
+        if self.fetcher is None:
+            return []
+        self.fetcher.on_fetch_response(request_id, data, now_ms)
+        return self.fetcher.poll(now_ms)
+
+    def on_offsets_for_leader_epoch_response(self, request_id: int, data: _EpochEndOffset,
+                                             now_ms: int) -> list[Effect]:
+        if self.fetcher is None:
+            return []
+        self.fetcher.on_epoch_end_response(request_id, data, now_ms)
+        return self.fetcher.poll(now_ms)
+
+    # -- time
+
+    def tick(self, now_ms: int) -> list[Effect]:
+        """Periodic work: ISR shrink, overdue proposals, high watermark, timeouts; a follower's next fetch."""
+        if self.fetcher is not None:
+            return self.fetcher.poll(now_ms)
+        if not self.is_leader:
+            return []
+        effects = self._maybe_shrink_isr(now_ms)
+        effects.extend(self._resend_overdue_proposal(now_ms))
+        effects.extend(self._update_high_watermark(now_ms))
+        return effects

@@ -1,0 +1,583 @@
+"""A seeded, deterministic simulation of one partition replicated on three brokers.
+
+Each broker hosts a `gregor.replication.Partition` over a real `gregor.storage.Log` in a
+temporary directory (on /dev/shm when there is one). Virtual time; everything random comes from
+one `random.Random(seed)`: message delays, loss, duplication, network partitions, broker
+crashes (optionally losing the unflushed tail, optionally leaving a torn batch behind), pauses
+and the produce workload. Replica-to-replica requests cross the wire codec (Fetch at v9-v11 for
+OffsetsForLeaderEpoch truncation, v12-v17 for diverging epochs; OffsetsForLeaderEpoch at v2-v4).
+A controller stub (`controller.py`) fences brokers that miss heartbeats or restart, elects
+leaders and applies AlterPartition.
+
+After every step the invariants are checked; a violation raises `InvariantViolation` with the
+seed and the last steps, and `Cluster(seed)` replays the same run:
+
+- the high watermark of the current leader never passes a record missing from a live ISR member:
+  every live ISR member's log holds the leader's batches below it;
+- a leader's high watermark never moves back within its epoch;
+- every replica's high watermark is within its log;
+- with clean elections and crashes that lose nothing, what was once below a leader's high
+  watermark never changes (committed records are never lost or rewritten), and every acks=all
+  produce answered NONE is among those records.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+import os
+import random
+import shutil
+import tempfile
+import uuid
+from bisect import bisect_left
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from gregor.metadata.image import PartitionRegistration
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from gregor.records.batch import scan_batches
+from gregor.records.record import BatchBuilder
+from gregor.replication.config import ReplicationConfig, TruncationMode
+from gregor.replication.effects import ProduceCompleted, ProposeIsr, SendFetch, SendOffsetsForLeaderEpoch
+from gregor.replication.partition import NO_LEADER, Partition
+from gregor.storage.log import Log, LogConfig
+
+from tests.sim.replication.controller import ControllerStub
+from tests.sim.replication.disk import crash_log
+
+TOPIC = "sim"
+TOPIC_ID = uuid.UUID(int=0x5157)
+BROKERS = (1, 2, 3)
+CONTROLLER = 0
+PRODUCER = 100
+TICK_MS = 10
+HEARTBEAT_MS = 50
+SESSION_TIMEOUT_MS = 300
+METADATA_REFRESH_MS = 100
+HW_CHECKPOINT_MS = 50
+PRODUCE_TIMEOUT_MS = 1_000
+TRACE_LENGTH = 300
+TRACE_SHOWN = 80
+SIM_REPLICATION = ReplicationConfig(replica_lag_time_max_ms=400, replica_fetch_max_bytes=1_500,
+                                    replica_fetch_backoff_ms=40, replica_fetch_wait_max_ms=25,
+                                    replica_socket_timeout_ms=250)
+FETCH_VERSIONS = {TruncationMode.DIVERGING_EPOCH: (12, 17), TruncationMode.OFFSETS_FOR_LEADER_EPOCH: (9, 11),
+                  TruncationMode.HIGH_WATERMARK: (9, 11)}
+EPOCH_REQUEST_VERSIONS = (2, 4)
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+class InvariantViolation(AssertionError):
+    """A safety property broke; the message carries the seed and the trace to replay it."""
+
+
+@dataclass
+class Faults:
+    """The fault mix and workload of one schedule."""
+
+    loss: float = 0.0
+    duplication: float = 0.0
+    max_delay_ms: int = 5
+    crash_rate: float = 0.0
+    lossy_crashes: bool = False
+    pause_rate: float = 0.0
+    partition_rate: float = 0.0
+    produce_rate: float = 0.2
+    acks_all_share: float = 0.5
+
+    @classmethod
+    def random(cls, rng: random.Random) -> Faults:
+        return cls(loss=rng.choice([0.0, 0.02, 0.1]), duplication=rng.choice([0.0, 0.05]),
+                   max_delay_ms=rng.choice([1, 5, 20, 50]), crash_rate=rng.choice([0.0, 0.002, 0.006]),
+                   lossy_crashes=rng.random() < 0.25, pause_rate=rng.choice([0.0, 0.002, 0.005]),
+                   partition_rate=rng.choice([0.0, 0.004, 0.01]), produce_rate=rng.choice([0.1, 0.3, 0.6]),
+                   acks_all_share=rng.choice([0.0, 0.5, 1.0]))
+
+
+Batch = tuple[int, int, int, int]  # base offset, last offset, leader epoch, crc
+
+
+class LogView:
+    """The batches of one replica's log as (base, last, epoch, crc), re-read only where it changed."""
+
+    def __init__(self) -> None:
+        self.log: Log | None = None
+        self.truncations = -1
+        self.batches: list[Batch] = []
+        self.bases: list[int] = []
+        self.end = 0
+
+    def refresh(self, log: Log) -> LogView:
+        if log is not self.log or log.truncations != self.truncations or log.log_end_offset < self.end:
+            self.log, self.truncations = log, log.truncations
+            self.batches, self.bases, self.end = [], [], log.log_start_offset
+        if log.log_end_offset > self.end:
+            data = log.read_bytes(self.end, 1 << 30)
+            for header, _ in scan_batches(data)[0]:
+                self.batches.append((header.base_offset, header.last_offset, header.partition_leader_epoch, header.crc))
+                self.bases.append(header.base_offset)
+            self.end = log.log_end_offset
+        return self
+
+    def below(self, offset: int) -> list[Batch]:
+        return self.batches[:bisect_left(self.bases, offset)]
+
+
+@dataclass
+class SimBroker:
+    """One broker process: the log directory and the checkpointed high watermark and recovery point
+    outlive crashes (so data fsynced by an earlier incarnation stays durable, as on a real disk)."""
+
+    broker_id: int
+    directory: str
+    log: Log | None = None
+    partition: Partition | None = None
+    incarnation: int = 0
+    paused_until: int = -1
+    hw_checkpoint: int = 0
+    recovery_point_checkpoint: int = 0
+    view: LogView = field(default_factory=LogView)
+
+    @property
+    def alive(self) -> bool:
+        return self.partition is not None
+
+
+class Cluster:
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.rng = rng = random.Random(seed)
+        self.faults = Faults.random(rng)
+        self.truncation = rng.choice([TruncationMode.DIVERGING_EPOCH, TruncationMode.OFFSETS_FOR_LEADER_EPOCH])
+        unclean = rng.random() < 0.15
+        self.config = replace(SIM_REPLICATION, truncation=self.truncation)
+        self.log_config = LogConfig(
+            segment_bytes=rng.choice([1_200, 4_000, 1 << 20]), index_interval_bytes=256,
+            min_insync_replicas=rng.choice([1, 2]), flush_messages=rng.choice([1, 3, 1 << 62]))
+        self.controller = ControllerStub(BROKERS, unclean_election=unclean)
+        self.checks_history = not unclean and not self.faults.lossy_crashes
+        self.replay = f"REPLICATION_SIM_SEED={seed}"
+        self.now = 0
+        self._queue: list[tuple[int, int, Callable[[], None]]] = []
+        self._sequence = 0
+        self.steps = 0
+        self.blocked: set[frozenset[int]] = set()
+        self.trace: deque[str] = deque(maxlen=TRACE_LENGTH)
+        self.root = tempfile.mkdtemp(prefix="gregor-replication-sim-", dir=SCRATCH)
+        self.brokers = {b: SimBroker(b, os.path.join(self.root, str(b), f"{TOPIC}-0")) for b in BROKERS}
+        self.last_heartbeat = {b: 0 for b in BROKERS}
+        self.committed: list[Batch] = []
+        self.acked: dict[tuple[int, int], int] = {}
+        self.answers: dict[int, ErrorCode] = {}
+        self.sent: dict[int, tuple[int, int]] = {}
+        self.leader_high_watermarks: dict[tuple[int, int, int], int] = {}
+        self.next_token = 0
+        self._checked: tuple = ()
+        self.stats: Counter[str] = Counter()
+        self._broadcast_epoch = 0
+        for broker in self.brokers.values():
+            self._start(broker)
+        self.at(TICK_MS, self._controller_tick)
+        self.at(METADATA_REFRESH_MS, self._metadata_refresh)
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            if broker.log is not None:
+                self.stats["truncations"] += broker.log.truncations
+                broker.log.close()
+        self.stats["unclean_elections"] = self.controller.unclean_elections
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- scheduling
+
+    def at(self, time: int, action: Callable[[], None]) -> None:
+        self._sequence += 1
+        heapq.heappush(self._queue, (time, self._sequence, action))
+
+    def run_until(self, end: int, stop: Callable[[], bool] = lambda: False) -> bool:
+        """Process events until virtual time `end` or until `stop()` holds; returns whether it held."""
+        while self._queue and self._queue[0][0] <= end:
+            time, _, action = heapq.heappop(self._queue)
+            self.now = time
+            action()
+            self.steps += 1
+            self.check()
+            if stop():
+                return True
+        self.now = max(self.now, end)
+        return stop()
+
+    def log_event(self, text: str) -> None:
+        self.trace.append(f"{self.now:>6} {text}")
+
+    def fail(self, message: str) -> None:
+        trace = "\n".join(list(self.trace)[-TRACE_SHOWN:])
+        states = "\n".join(f"  {b}: {broker.partition!r}" for b, broker in self.brokers.items())
+        raise InvariantViolation(
+            f"{message}\nseed {self.seed} ({self.replay}), t={self.now}, {self.truncation.value}, "
+            f"controller {self.controller.state}, live {sorted(self.controller.live)}, {self.faults}\n"
+            f"{states}\nlast steps:\n{trace}")
+
+    # -- brokers
+
+    def _start(self, broker: SimBroker) -> None:
+        broker.log = Log(broker.directory, self.log_config, self.now,
+                         recovery_point=broker.recovery_point_checkpoint)
+        broker.partition = Partition(TOPIC, 0, TOPIC_ID, broker.log, broker.broker_id, self.config,
+                                     high_watermark=broker.hw_checkpoint)
+        incarnation = broker.incarnation
+        if incarnation > 0 and self.controller.fence(broker.broker_id):
+            self.log_event(f"controller fenced restarted {broker.broker_id}: {self.controller.state}")
+            self._broadcast()
+        self._apply(broker, self.controller.state)
+        self.at(self.now + self.rng.randint(1, TICK_MS), lambda: self._tick(broker, incarnation))
+        self.at(self.now + self.rng.randint(1, HEARTBEAT_MS), lambda: self._heartbeat(broker, incarnation))
+
+    def _running(self, broker: SimBroker, incarnation: int, retry: Callable[[], None]) -> bool:
+        """Whether `incarnation` of the broker can act now; a paused broker acts when it resumes."""
+        if not broker.alive or broker.incarnation != incarnation:
+            return False
+        if self.now < broker.paused_until:
+            self.at(broker.paused_until, retry)
+            return False
+        return True
+
+    def _tick(self, broker: SimBroker, incarnation: int) -> None:
+        def again() -> None:
+            self._tick(broker, incarnation)
+        if not self._running(broker, incarnation, again):
+            return
+        self._effects(broker, broker.partition.tick(self.now))
+        if self.now % HW_CHECKPOINT_MS < TICK_MS:
+            broker.hw_checkpoint = broker.partition.high_watermark
+        self.at(self.now + TICK_MS, again)
+
+    def _heartbeat(self, broker: SimBroker, incarnation: int) -> None:
+        def again() -> None:
+            self._heartbeat(broker, incarnation)
+        if not self._running(broker, incarnation, again):
+            return
+        broker_id = broker.broker_id
+        self._send(broker_id, CONTROLLER, lambda: self._on_heartbeat(broker_id))
+        self.at(self.now + HEARTBEAT_MS, again)
+
+    def crash(self, broker_id: int, downtime_ms: int, lose_unflushed: bool = False, torn: bool = False) -> None:
+        """Kill the broker process; with `lose_unflushed` the data past the last fsync is gone, with
+        `torn` part of the first lost batch is left behind for recovery to cut off."""
+        broker = self.brokers[broker_id]
+        if not broker.alive:
+            return
+        self.log_event(f"crash {broker_id} for {downtime_ms} ms{' losing unflushed data' if lose_unflushed else ''}"
+                       f"{' with a torn tail' if torn else ''}")
+        log = broker.log
+        self.stats["crashes"] += 1
+        self.stats["lossy_crashes"] += lose_unflushed
+        self.stats["truncations"] += log.truncations
+        broker.partition = None
+        broker.log = None
+        broker.incarnation += 1
+        broker.paused_until = -1
+        broker.recovery_point_checkpoint = log.recovery_point
+        crash_log(log, lose_unflushed, torn, self.rng)
+        self.at(self.now + downtime_ms, lambda: self.restart(broker_id))
+
+    def restart(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        if broker.alive:
+            return
+        self.log_event(f"restart {broker_id} (hw checkpoint {broker.hw_checkpoint})")
+        self._start(broker)
+
+    def pause(self, broker_id: int, duration_ms: int) -> None:
+        broker = self.brokers[broker_id]
+        if broker.alive:
+            self.log_event(f"pause {broker_id} for {duration_ms} ms")
+            broker.paused_until = max(broker.paused_until, self.now + duration_ms)
+
+    # -- network
+
+    def partition_network(self, *groups: set[int]) -> None:
+        """Cut every link between brokers (and the controller, node 0) of different groups."""
+        self.blocked = {frozenset((a, b)) for g in groups for h in groups if g is not h for a in g for b in h}
+        self.log_event(f"network partition {[sorted(g) for g in groups]}")
+
+    def heal(self) -> None:
+        if self.blocked:
+            self.log_event("network healed")
+        self.blocked = set()
+
+    def _send(self, source: int, destination: int, deliver: Callable[[], None]) -> None:
+        faults = self.faults
+        if frozenset((source, destination)) in self.blocked or self.rng.random() < faults.loss:
+            return
+        copies = 2 if self.rng.random() < faults.duplication else 1
+        for _ in range(copies):
+            self.at(self.now + self.rng.randint(1, faults.max_delay_ms), deliver)
+
+    def _to_broker(self, broker_id: int, incarnation: int | None,
+                   handle: Callable[[SimBroker], None]) -> Callable[[], None]:
+        """A delivery to the broker: any incarnation for requests, the sender's for responses."""
+        broker = self.brokers[broker_id]
+
+        def deliver() -> None:
+            if not broker.alive or (incarnation is not None and broker.incarnation != incarnation):
+                return
+            if self.now < broker.paused_until:
+                self.at(broker.paused_until, deliver)
+                return
+            handle(broker)
+        return deliver
+
+    @staticmethod
+    def _wire(message, version: int):
+        """The message as the peer decodes it from its bytes at `version`."""
+        return type(message).decode(message.encode(version), version)
+
+    # -- effects and requests
+
+    def _effects(self, broker: SimBroker, effects: list) -> None:
+        for effect in effects:
+            if isinstance(effect, SendFetch):
+                self._send_fetch(broker, effect)
+            elif isinstance(effect, SendOffsetsForLeaderEpoch):
+                self._send_epoch_request(broker, effect)
+            elif isinstance(effect, ProposeIsr):
+                self._send_proposal(broker, effect)
+            elif isinstance(effect, ProduceCompleted):
+                token, offset = effect.token
+                self._answer_produce(broker.broker_id, token, effect.error, offset)
+
+    def _send_fetch(self, broker: SimBroker, effect: SendFetch) -> None:
+        lowest, highest = FETCH_VERSIONS[self.truncation]
+        request = FetchRequest(replica_id=broker.broker_id,
+                               replica_state=FetchRequest.ReplicaState(replica_id=broker.broker_id),
+                               max_wait_ms=0, min_bytes=1, topics=[FetchRequest.FetchTopic(
+                                   topic=TOPIC, topic_id=TOPIC_ID, partitions=[effect.partition])])
+        version = self.rng.randint(lowest, highest)
+        follower, incarnation = broker.broker_id, broker.incarnation
+
+        def at_leader(leader: SimBroker) -> None:
+            decoded = self._wire(request, version)
+            replica = decoded.replica_state.replica_id if decoded.replica_id < 0 else decoded.replica_id
+            data, effects = leader.partition.fetch_for_follower(replica, decoded.topics[0].partitions[0], self.now)
+            self._effects(leader, effects)
+            response = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
+                topic=TOPIC, topic_id=TOPIC_ID, partitions=[data])])
+            self._send(leader.broker_id, follower, self._to_broker(
+                follower, incarnation, lambda f: self._effects(f, f.partition.on_fetch_response(
+                    effect.request_id, self._wire(response, version).responses[0].partitions[0], self.now))))
+
+        self._send(follower, effect.leader_id, self._to_broker(effect.leader_id, None, at_leader))
+
+    def _send_epoch_request(self, broker: SimBroker, effect: SendOffsetsForLeaderEpoch) -> None:
+        request = OffsetForLeaderEpochRequest(replica_id=broker.broker_id, topics=[
+            OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=TOPIC, partitions=[effect.partition])])
+        follower, incarnation = broker.broker_id, broker.incarnation
+        version = self.rng.randint(*EPOCH_REQUEST_VERSIONS)
+
+        def at_leader(leader: SimBroker) -> None:
+            decoded = self._wire(request, version)
+            answer = leader.partition.offsets_for_leader_epoch(decoded.topics[0].partitions[0])
+            response = OffsetForLeaderEpochResponse(topics=[
+                OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=TOPIC, partitions=[answer])])
+            self._send(leader.broker_id, follower, self._to_broker(
+                follower, incarnation, lambda f: self._effects(f, f.partition.on_offsets_for_leader_epoch_response(
+                    effect.request_id, self._wire(response, version).topics[0].partitions[0],
+                    self.now))))
+
+        self._send(follower, effect.leader_id, self._to_broker(effect.leader_id, None, at_leader))
+
+    def _send_proposal(self, broker: SimBroker, effect: ProposeIsr) -> None:
+        broker_id, incarnation = broker.broker_id, broker.incarnation
+
+        def at_controller() -> None:
+            error = self.controller.alter_partition(broker_id, effect.leader_epoch, effect.partition_epoch,
+                                                    effect.isr)
+            state = self.controller.state
+            self.log_event(f"AlterPartition from {broker_id} {list(effect.isr)}: {error.name}")
+            if error == ErrorCode.NONE:
+                self.stats["isr_changes"] += 1
+                self._broadcast()
+            self._send(CONTROLLER, broker_id, self._to_broker(
+                broker_id, incarnation, lambda b: self._effects(b, b.partition.on_alter_partition_response(
+                    effect.request_id, error, state.leader_epoch, state.partition_epoch, state.isr, self.now))))
+
+        self._send(broker_id, CONTROLLER, at_controller)
+
+    # -- controller
+
+    def _on_heartbeat(self, broker_id: int) -> None:
+        self.last_heartbeat[broker_id] = self.now
+        if self.brokers[broker_id].alive and self.controller.unfence(broker_id):
+            self.log_event(f"controller unfenced {broker_id}: {self.controller.state}")
+            self._broadcast()
+
+    def _controller_tick(self) -> None:
+        for broker_id in BROKERS:
+            if broker_id in self.controller.live and self.now - self.last_heartbeat[broker_id] > SESSION_TIMEOUT_MS:
+                self.controller.fence(broker_id)
+                self.log_event(f"controller fenced {broker_id}: {self.controller.state}")
+                self._broadcast()
+        self.at(self.now + TICK_MS, self._controller_tick)
+
+    def _broadcast(self) -> None:
+        state = self.controller.state
+        if state.leader_epoch != self._broadcast_epoch:
+            self._broadcast_epoch = state.leader_epoch
+            self.stats["leader_changes"] += 1
+        for broker_id in BROKERS:
+            self._send(CONTROLLER, broker_id, self._to_broker(broker_id, None, lambda b: self._apply(b, state)))
+
+    def _metadata_refresh(self) -> None:
+        self._broadcast()
+        self.at(self.now + METADATA_REFRESH_MS, self._metadata_refresh)
+
+    def _apply(self, broker: SimBroker, state: PartitionRegistration) -> None:
+        before = (broker.partition.leader_id, broker.partition.leader_epoch, broker.partition.partition_epoch)
+        self._effects(broker, broker.partition.apply_registration(state, self.now))
+        after = (broker.partition.leader_id, broker.partition.leader_epoch, broker.partition.partition_epoch)
+        if after != before:
+            self.log_event(f"{broker.broker_id} applies leader {state.leader} epoch {state.leader_epoch} "
+                           f"isr {list(state.isr)} partition epoch {state.partition_epoch}")
+
+    # -- producing
+
+    def produce(self, acks: int) -> int | None:
+        """Send one batch to the broker the controller names leader; returns its token."""
+        leader = self.controller.state.leader
+        if leader == NO_LEADER:
+            return None
+        self.next_token += 1
+        token = self.next_token
+        builder = BatchBuilder()
+        builder.append(self.now, None, b"value-%d" % token)
+        records = builder.build()
+        crc = scan_batches(records)[0][0][0].crc
+        self.sent[token] = (acks, crc)
+        self._send(PRODUCER, leader, self._to_broker(leader, None, lambda b: self._on_produce(b, token, records, acks)))
+        return token
+
+    def _on_produce(self, broker: SimBroker, token: int, records: bytes, acks: int) -> None:
+        partition = broker.partition
+        try:
+            info = partition.append_as_leader(records, self.now, acks)
+        except KafkaError as error:
+            self._answer_produce(broker.broker_id, token, ErrorCode(error.code), -1)
+            return
+        self.log_event(f"{broker.broker_id} appended token {token} at {info.first_offset} (acks={acks})")
+        if acks != -1:
+            self._answer_produce(broker.broker_id, token, ErrorCode.NONE, info.first_offset)
+            return
+        self._effects(broker, partition.await_replication(info, (token, info.first_offset), self.now,
+                                                          PRODUCE_TIMEOUT_MS))
+
+    def _answer_produce(self, broker_id: int, token: int, error: ErrorCode, offset: int) -> None:
+        def at_producer() -> None:
+            acks, crc = self.sent[token]
+            self.answers.setdefault(token, error)
+            self.log_event(f"produce token {token} answered {error.name} at {offset} by {broker_id}")
+            self.stats[f"answered {error.name}"] += 1
+            if acks == -1 and error == ErrorCode.NONE:
+                self.acked[(token, offset)] = crc
+                self._check_acknowledged(token, offset, crc)
+        self._send(broker_id, PRODUCER, at_producer)
+
+    # -- invariants
+
+    def leader(self) -> SimBroker | None:
+        """The controller's leader, if it is running and knows it leads the current epoch."""
+        state = self.controller.state
+        broker = self.brokers.get(state.leader)
+        if broker is None or not broker.alive or not broker.partition.is_leader \
+                or broker.partition.leader_epoch != state.leader_epoch:
+            return None
+        return broker
+
+    def _signature(self) -> tuple:
+        """Everything the invariants read; checking again is pointless while it is unchanged."""
+        parts: list = [self.controller.state]
+        for broker in self.brokers.values():
+            partition = broker.partition
+            if partition is None:
+                parts.append(None)
+            else:
+                log = broker.log
+                parts.append((broker.incarnation, log.truncations, log.log_end_offset, log.high_watermark,
+                              partition.leader_id, partition.leader_epoch))
+        return tuple(parts)
+
+    def check(self) -> None:
+        signature = self._signature()
+        if signature == self._checked:
+            return
+        self._checked = signature
+        for broker in self.brokers.values():
+            partition = broker.partition
+            if partition is None:
+                continue
+            log = broker.log
+            if not log.log_start_offset <= partition.high_watermark <= log.log_end_offset:
+                self.fail(f"broker {broker.broker_id}: high watermark {partition.high_watermark} outside its log "
+                          f"{log.log_start_offset}..{log.log_end_offset}")
+            if partition.is_leader:
+                key = (broker.broker_id, broker.incarnation, partition.leader_epoch)
+                previous = self.leader_high_watermarks.get(key, -1)
+                if partition.high_watermark < previous:
+                    self.fail(f"leader {broker.broker_id} moved its high watermark back from {previous} to "
+                              f"{partition.high_watermark} in epoch {partition.leader_epoch}")
+                self.leader_high_watermarks[key] = partition.high_watermark
+                if self.checks_history:
+                    self._check_committed(broker)
+        leader = self.leader()
+        if leader is not None:
+            self._check_isr_holds_high_watermark(leader)
+
+    def _check_isr_holds_high_watermark(self, leader: SimBroker) -> None:
+        high_watermark = leader.partition.high_watermark
+        expected = leader.view.refresh(leader.log).below(high_watermark)
+        for member in self.controller.state.isr:
+            broker = self.brokers[member]
+            if member == leader.broker_id or not broker.alive:
+                continue
+            view = broker.view.refresh(broker.log)
+            if view.end < high_watermark or view.below(high_watermark) != expected:
+                self.fail(f"the high watermark {high_watermark} of leader {leader.broker_id} passes records that ISR "
+                          f"member {member} does not hold (its log ends at {view.end})")
+
+    def _check_committed(self, broker: SimBroker) -> None:
+        """What a leader exposes below its high watermark agrees with everything ever exposed."""
+        exposed = broker.view.refresh(broker.log).below(broker.partition.high_watermark)
+        known = len(self.committed)
+        if exposed[:known] != self.committed[:len(exposed)]:
+            first = next(i for i, (a, b) in enumerate(zip(exposed, self.committed)) if a != b)
+            self.fail(f"committed batch {self.committed[first]} was replaced by {exposed[first]} below the high "
+                      f"watermark {broker.partition.high_watermark} of leader {broker.broker_id}")
+        if len(exposed) > known:
+            self.committed.extend(exposed[known:])
+
+    def _check_acknowledged(self, token: int, offset: int, crc: int) -> None:
+        if not self.checks_history:
+            return
+        index = bisect_left([batch[0] for batch in self.committed], offset)
+        if index >= len(self.committed) or self.committed[index][0] != offset or self.committed[index][3] != crc:
+            self.fail(f"acks=all produce {token} was answered at offset {offset} but is not committed there")
+
+    def check_acknowledged_survive(self, broker: SimBroker) -> None:
+        """Every acks=all acknowledged batch is in this broker's log where it was acknowledged."""
+        if not self.checks_history:
+            return
+        batches = {base: crc for base, _, _, crc in broker.view.refresh(broker.log).batches}
+        for (token, offset), crc in sorted(self.acked.items()):
+            if batches.get(offset) != crc:
+                self.fail(f"acks=all produce {token} acknowledged at offset {offset} is missing from broker "
+                          f"{broker.broker_id}")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from gregor.raft.quorum_state_file import NO_ID, ElectionState, QuorumStateFile
+from gregor.raft.quorum_state_file import NO_ID, ElectionState, MemoryQuorumStateStore, QuorumStateFile
 
 
 class Role(enum.Enum):
@@ -65,7 +65,7 @@ class EpochState:
 
 
 class QuorumState:
-    def __init__(self, local_id: int, voters: frozenset[int], store: QuorumStateFile,
+    def __init__(self, local_id: int, voters: frozenset[int], store: QuorumStateFile | MemoryQuorumStateStore,
                  cluster_id: str = "") -> None:
         self.local_id = local_id
         self.voters = frozenset(voters)

@@ -80,3 +80,16 @@ class QuorumStateFile:
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
+
+
+class MemoryQuorumStateStore:
+    """The quorum-state store of a simulated voter: survives a simulated crash, touches no disk."""
+
+    def __init__(self) -> None:
+        self.state: ElectionState | None = None
+
+    def read(self) -> ElectionState | None:
+        return self.state
+
+    def write(self, state: ElectionState) -> None:
+        self.state = state

@@ -2,8 +2,10 @@
 
 Raft needs little from storage: append whole v2 batches stamped with the leader epoch, read
 whole batches back, know the end offset and the last epoch, keep a high watermark, truncate
-after a divergence. `MemoryLog` implements it for tests and simulation, `StorageLog` on a
-`gregor.storage.Log`; `tests/unit/raft` runs one conformance suite against both.
+after a divergence, answer where an epoch ends, and keep snapshots of the state machine so
+the prefix they cover can be deleted. `MemoryLog` implements it for tests and simulation,
+`StorageLog` on a `gregor.storage.Log`; `tests/unit/raft` runs one conformance suite against
+both.
 """
 
 from __future__ import annotations
@@ -11,10 +13,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import NamedTuple
 
+from gregor.records.batch import scan_batches
+
 
 class AppendResult(NamedTuple):
     first_offset: int
     last_offset: int
+
+
+class SnapshotId(NamedTuple):
+    """A snapshot covers every offset below `end_offset`; `epoch` is the epoch of the last one."""
+
+    end_offset: int
+    epoch: int
+
+
+class Snapshot(NamedTuple):
+    id: SnapshotId
+    data: bytes
 
 
 class ReplicatedLog(ABC):
@@ -45,6 +61,42 @@ class ReplicatedLog(ABC):
     @abstractmethod
     def append_as_leader(self, batches: bytes, epoch: int, now_ms: int) -> AppendResult:
         """Assign offsets from the end offset and stamp `epoch` on each v2 batch of `batches`."""
+
+    def append_as_follower(self, batches: bytes, now_ms: int) -> AppendResult:
+        """Append batches fetched from the leader, keeping their offsets and epochs.
+
+        ValueError when they do not start at the end offset (a stale or reordered response).
+        """
+        found, end = scan_batches(batches)
+        if not found or end != len(batches):
+            raise ValueError("records are not a whole number of complete record batches")
+        if found[0][0].base_offset != self.end_offset:
+            raise ValueError(f"fetched batches start at {found[0][0].base_offset}, the log ends at {self.end_offset}")
+        first = self.end_offset
+        for header, pos in found:
+            self.append_as_leader(batches[pos:pos + header.size], header.partition_leader_epoch, now_ms)
+        return AppendResult(first, self.end_offset - 1)
+
+    @abstractmethod
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(the largest epoch <= `epoch` in the log, the offset where it ends); below every epoch,
+        (the snapshot's epoch or 0, the start offset)."""
+
+    @abstractmethod
+    def latest_snapshot(self) -> Snapshot | None:
+        """The newest stored snapshot."""
+
+    @abstractmethod
+    def store_snapshot(self, snapshot: Snapshot) -> None:
+        """Keep `snapshot` durably (its end offset at or below the high watermark)."""
+
+    @abstractmethod
+    def delete_before_snapshot(self) -> int:
+        """Drop the log prefix the latest snapshot covers; returns the new start offset."""
+
+    @abstractmethod
+    def install_snapshot(self, snapshot: Snapshot) -> None:
+        """Replace the whole log by `snapshot` (a follower too far behind the leader's log start)."""
 
     @abstractmethod
     def read(self, start_offset: int, max_offset: int, max_bytes: int) -> bytes:

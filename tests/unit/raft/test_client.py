@@ -10,6 +10,7 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import LeaderChangeMessage
 from gregor.raft.client import RaftClient
+from gregor.raft.effects import HighWatermarkChanged, StateChanged
 from gregor.raft.memory_log import MemoryLog
 from gregor.raft.quorum_state import Role
 from gregor.raft.quorum_state_file import QuorumStateFile
@@ -78,3 +79,31 @@ def test_only_the_leader_appends_and_batches_are_bounded(tmp_path):
     with pytest.raises(KafkaError) as error:
         leader.append([b"x" * (1 << 20)] * 9, 1000)
     assert error.value.code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+def test_a_snapshot_survives_restart_and_counts_as_committed(tmp_path):
+    client = open_client(tmp_path)
+    client.start(1000)
+    client.append([b"a"], 1001)
+    client.append([b"b"], 1002)
+    snapshot_id = client.create_snapshot(client.high_watermark, b"image of a and b")
+    assert tuple(snapshot_id) == (3, 1)
+    client.append([b"c"], 1003)
+    client.close()
+    again = open_client(tmp_path)
+    again.start(2000)
+    assert again.log.latest_snapshot().data == b"image of a and b"
+    assert again.high_watermark == again.end_offset
+    assert again.read_committed(snapshot_id.end_offset) == [(3, b"c")]
+    again.close()
+
+
+def test_a_sole_voter_reports_one_high_watermark_however_many_appends(tmp_path):
+    client = open_client(tmp_path, MemoryLog())
+    client.start(1000)
+    for index in range(100):
+        client.append([b"v%d" % index], 1001)
+    effects = client.poll(1002)
+    assert [e for e in effects if isinstance(e, HighWatermarkChanged)] == [HighWatermarkChanged(101)]
+    assert [e.state.role for e in effects if isinstance(e, StateChanged)] == [Role.CANDIDATE, Role.LEADER]
+    assert client.poll(1003) == []

@@ -16,7 +16,7 @@ from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient as ConfluentAdmin
 from confluent_kafka.admin import ConfigResource as ConfluentResource
 
-from gregor.client import AdminClient, KafkaException, UnknownTopicOrPartitionError
+from gregor.client import KafkaException, UnknownTopicOrPartitionError
 from gregor.client.admin import (
     AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigSource, CreatedTopic, ListedOffset, NewTopic,
     OffsetAndMetadata, OffsetSpec, ResourceType,
@@ -24,31 +24,6 @@ from gregor.client.admin import (
 from gregor.client.network import TopicPartition
 
 pytestmark = pytest.mark.interop
-
-
-class Peer:
-    def __init__(self, kind: str, bootstrap: str) -> None:
-        self.kind = kind
-        self.bootstrap = bootstrap
-
-    def lacks(self, what: str) -> None:
-        """Skip on tansu, naming what it does not implement."""
-        if self.kind == "tansu":
-            pytest.skip(f"tansu 0.6 does not implement {what}")
-
-
-@pytest.fixture(scope="module", params=["gregor", "tansu"])
-def peer(request) -> Peer:
-    process = request.getfixturevalue("broker" if request.param == "gregor" else "tansu")
-    return Peer(request.param, process.bootstrap)
-
-
-@pytest.fixture(scope="module")
-def admin(peer):
-    client = AdminClient({"bootstrap.servers": peer.bootstrap}, client_id="gregor-admin-test",
-                         default_api_timeout_ms=20_000)
-    yield client
-    client.close(5)
 
 
 def unique(prefix: str) -> str:

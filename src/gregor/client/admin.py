@@ -282,7 +282,7 @@ class AdminClient:
         self._default_timeout = parsed["default.api.timeout.ms"] / 1000
         self._thread = NetworkThread(name=f"gregor-{client_id}")
         self._network = NetworkClient(settings)
-        self._operations = _Operations(self._network, parsed["retries"])
+        self._operations = AdminOperations(self._network, parsed["retries"])
         self._thread.run(self._start(), self._default_timeout + _GRACE_SECONDS)
 
     async def _start(self) -> None:
@@ -425,7 +425,7 @@ class AdminClient:
 
 # ---- the operations, on the network thread ----
 
-class _Operations:
+class AdminOperations:
     """Each admin operation as attempts (one round of requests) under a retry loop."""
 
     def __init__(self, network: NetworkClient, retries: int) -> None:

@@ -53,6 +53,7 @@ class ClientErrorCode(enum.IntEnum):
     _TIMED_OUT = -185
     _QUEUE_FULL = -184
     _STATE = -172
+    _INTR = -163
 
 
 _CLIENT_RETRIABLE = frozenset({
@@ -76,6 +77,7 @@ _DESCRIPTIONS = {
     ClientErrorCode._TIMED_OUT: "Local: Timed out",
     ClientErrorCode._QUEUE_FULL: "Local: Queue full",
     ClientErrorCode._STATE: "Local: Erroneous state",
+    ClientErrorCode._INTR: "Local: Operation interrupted",
 }
 
 

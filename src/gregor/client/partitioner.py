@@ -220,7 +220,7 @@ class DefaultPartitioner:
                   num_partitions: int, available_partitions: Sequence[int]) -> int:
         if self.uses_key(key_bytes):
             return partition_for_key(key_bytes, num_partitions)
-        return self._sticky_for(topic).partition(num_partitions, available_partitions)
+        return self.sticky_for(topic).partition(num_partitions, available_partitions)
 
     def record_appended(self, topic: str, key_bytes: bytes | None, appended_bytes: int,
                         num_partitions: int, available_partitions: Sequence[int], *,
@@ -229,14 +229,14 @@ class DefaultPartitioner:
         updatePartitionInfo); keyed records do not count. `enable_switch`: the partition's
         last batch is full. Call it with 0 bytes to complete a switch that was held back."""
         if not self.uses_key(key_bytes):
-            self._sticky_for(topic).record_appended(appended_bytes, num_partitions,
+            self.sticky_for(topic).record_appended(appended_bytes, num_partitions,
                                                     available_partitions, enable_switch=enable_switch)
 
     def update_load_stats(self, topic: str, queue_sizes: Mapping[int, int] | None,
                           excluded: int = 0) -> None:
         """Adaptive partitioning input from the accumulator; ignored when not adaptive."""
         if self.adaptive:
-            self._sticky_for(topic).update_load_stats(queue_sizes, excluded)
+            self.sticky_for(topic).update_load_stats(queue_sizes, excluded)
 
     def on_new_batch(self, topic: str, prev_partition: int) -> None:
         """Batches are tracked through record_appended instead (KIP-794)."""
@@ -244,7 +244,9 @@ class DefaultPartitioner:
     def close(self) -> None:
         """Nothing to release."""
 
-    def _sticky_for(self, topic: str) -> StickyPartition:
+    def sticky_for(self, topic: str) -> StickyPartition:
+        """The topic's sticky state; a producer may hold on to it to place keyless records
+        without going through `partition` and `record_appended` for each one."""
         if topic not in self._sticky:
             self._sticky[topic] = StickyPartition(self.sticky_batch_size, self._rng)
         return self._sticky[topic]

@@ -1,0 +1,91 @@
+"""Gregor's Python consumer beside confluent-kafka's (librdkafka) on the same Gregor broker.
+
+    .venv/bin/python benchmarks/client_consumer.py
+    .venv/bin/python benchmarks/client_consumer.py --records 500000 --size 100
+
+The script starts its own `gregor server` (fresh data directory), loads `--records` records of
+`--size` bytes into a one-partition topic with librdkafka's producer, then reads them all from
+the beginning with each consumer in turn (assigned partition, no group, default fetch sizes;
+librdkafka with fetch.queue.backoff.ms=20, as benchmarks/throughput.py explains). It prints
+records/s and MB/s per client and the ratio Gregor / librdkafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import uuid
+
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import TopicPartition as ConfluentPartition
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
+
+from throughput import Figures, create_topic, produce, progress, start_gregor  # noqa: E402
+
+from gregor.client.consumer import Consumer  # noqa: E402
+
+
+def gregor_consumer(bootstrap: str, topic: str, records: int, size: int) -> Figures:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    consumer.assign([(topic, 0)])
+    seen = 0
+    started = time.perf_counter()
+    while seen < records:
+        batch = consumer.poll(1.0)
+        for _ in batch:
+            seen += 1
+        if seen % 100_000 < len(batch):
+            progress("gregor", seen, records, started)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return Figures(seen, elapsed, seen * size)
+
+
+def librdkafka_consumer(bootstrap: str, topic: str, records: int, size: int) -> Figures:
+    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+                                  "enable.auto.commit": False, "fetch.queue.backoff.ms": 20})
+    consumer.assign([ConfluentPartition(topic, 0, 0)])
+    seen = 0
+    started = time.perf_counter()
+    while seen < records:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error() is None:
+                seen += 1
+        if seen % 100_000 < 10_000:
+            progress("librdkafka", seen, records, started)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return Figures(seen, elapsed, seen * size)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+    broker = start_gregor()
+    try:
+        topic = f"bench-consume-{uuid.uuid4().hex[:6]}"
+        create_topic(broker.bootstrap, topic, 1)
+        produce(broker.bootstrap, topic, args.records, args.size, {"acks": "1"})
+        figures = {}
+        for name, run in (("gregor", gregor_consumer), ("librdkafka", librdkafka_consumer)):
+            figures[name] = run(broker.bootstrap, topic, args.records, args.size)
+            print(f"\n{name:>10}: {figures[name].records_per_second:12,.0f} records/s "
+                  f"{figures[name].megabytes_per_second:8.1f} MB/s", file=sys.stderr)
+    finally:
+        broker.stop()
+    ours, theirs = figures["gregor"], figures["librdkafka"]
+    print(f"\nconsumer, {args.records:,} records of {args.size} B, one partition, from the beginning")
+    print(f"{'gregor rec/s':>13} | {'gregor MB/s':>11} | {'librdkafka rec/s':>16} | {'librdkafka MB/s':>15} | ratio")
+    print(f"{ours.records_per_second:>13,.0f} | {ours.megabytes_per_second:>11.1f} | "
+          f"{theirs.records_per_second:>16,.0f} | {theirs.megabytes_per_second:>15.1f} | "
+          f"{ours.records_per_second / theirs.records_per_second:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Gregor's Python producer beside confluent-kafka's (librdkafka) on the same Gregor broker.
+
+    .venv/bin/python benchmarks/client_producer.py
+    .venv/bin/python benchmarks/client_producer.py --records 500000 --size 100
+
+The script starts its own `gregor server` (fresh data directory) and, for each batch size,
+sends `--records` records of `--size` bytes to a new one-partition topic with each client in
+turn: same acks (all), idempotence on, linger.ms 5, compression none. It prints records/s and
+MB/s per client and the ratio Gregor / librdkafka. Both clients run in this process, one after
+the other, so they compete with the broker for the same cores in the same way.
+
+Latency: one record in `SAMPLE_EVERY` carries a delivery callback noting when it was
+acknowledged; p50/p99 are over those samples, measured during the throughput run (so they
+include the time a record waits behind the ones queued before it). Gregor runs callbacks on its
+I/O thread as acknowledgements arrive; librdkafka runs them only inside poll(), which this loop
+calls at every sample, so its figures are late by up to one sample interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+
+from confluent_kafka import Producer as ConfluentProducer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
+
+from throughput import Figures, create_topic, progress, start_gregor  # noqa: E402
+
+from gregor.client.producer import Producer  # noqa: E402
+
+
+SAMPLE_EVERY = 1000
+
+
+@dataclass
+class Run:
+    figures: Figures
+    latencies_ms: list[float]
+
+    def percentile(self, fraction: float) -> float:
+        if len(self.latencies_ms) < 2:
+            return float("nan")
+        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[round(fraction * 100) - 1]
+
+
+def gregor_producer(bootstrap: str, topic: str, records: int, size: int, batch_size: int) -> Run:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "batch.size": batch_size, "buffer.memory": 64 * 1024 * 1024})
+    value = b"x" * size
+    producer.send(topic, value).get(30)
+    latencies: list[float] = []
+
+    def acknowledged(sent_at: float):
+        return lambda metadata, error: latencies.append((time.perf_counter() - sent_at) * 1000)
+
+    started = time.perf_counter()
+    for index in range(records):
+        if index % SAMPLE_EVERY:
+            producer.send(topic, value)
+        else:
+            producer.send(topic, value, callback=acknowledged(time.perf_counter()))
+            if index % 100_000 == 0:
+                progress("gregor", index, records, started)
+    producer.flush()
+    elapsed = time.perf_counter() - started
+    producer.close()
+    return Run(Figures(records, elapsed, records * size), latencies)
+
+
+def librdkafka_producer(bootstrap: str, topic: str, records: int, size: int, batch_size: int) -> Run:
+    producer = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 5, "batch.size": batch_size,
+                                  "queue.buffering.max.kbytes": 64 * 1024})
+    value = b"x" * size
+    producer.produce(topic, value)
+    producer.flush(30)
+    latencies: list[float] = []
+
+    def acknowledged(sent_at: float):
+        return lambda error, message: latencies.append((time.perf_counter() - sent_at) * 1000)
+
+    started = time.perf_counter()
+    for index in range(records):
+        sampled = index % SAMPLE_EVERY == 0
+        while True:
+            try:
+                if sampled:
+                    producer.produce(topic, value, on_delivery=acknowledged(time.perf_counter()))
+                else:
+                    producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.001)
+        if sampled:
+            producer.poll(0)
+            if index % 100_000 == 0:
+                progress("librdkafka", index, records, started)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if remaining:
+        raise SystemExit(f"librdkafka left {remaining} records undelivered")
+    return Run(Figures(records, elapsed, records * size), latencies)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--batch-sizes", default="16384,1000000",
+                        help="comma-separated batch.size values (Java's default, librdkafka's default)")
+    args = parser.parse_args()
+    broker = start_gregor()
+    try:
+        rows = []
+        for batch_size in (int(item) for item in args.batch_sizes.split(",")):
+            runs = {}
+            for name, run in (("gregor", gregor_producer), ("librdkafka", librdkafka_producer)):
+                topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
+                create_topic(broker.bootstrap, topic, 1)
+                runs[name] = run(broker.bootstrap, topic, args.records, args.size, batch_size)
+                print(f"\n{name:>10} batch.size={batch_size}: {runs[name].figures.records_per_second:12,.0f} "
+                      f"records/s {runs[name].figures.megabytes_per_second:8.1f} MB/s", file=sys.stderr)
+            rows.append((batch_size, runs))
+    finally:
+        broker.stop()
+    print(f"\nproducer, {args.records:,} records of {args.size} B, acks=all, idempotent, linger.ms=5, one partition; "
+          f"latency send->ack in ms over 1 record in {SAMPLE_EVERY}")
+    print(f"{'batch.size':>10} | {'client':>10} | {'records/s':>10} | {'MB/s':>6} | {'p50 ms':>7} | {'p99 ms':>7} | "
+          "ratio")
+    for batch_size, runs in rows:
+        ratio = runs["gregor"].figures.records_per_second / runs["librdkafka"].figures.records_per_second
+        for name, result in runs.items():
+            print(f"{batch_size:>10} | {name:>10} | {result.figures.records_per_second:>10,.0f} | "
+                  f"{result.figures.megabytes_per_second:>6.1f} | {result.percentile(0.5):>7.1f} | "
+                  f"{result.percentile(0.99):>7.1f} | {f'{ratio:.2f}' if name == 'gregor' else ''}")
+
+
+if __name__ == "__main__":
+    main()

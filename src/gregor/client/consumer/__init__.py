@@ -1,0 +1,12 @@
+"""Gregor's consumer: `Consumer`, its records, offsets and rebalance listener."""
+
+from gregor.client.consumer.consumer import (
+    Consumer, ConsumerRebalanceListener, OffsetAndMetadata, OffsetAndTimestamp, WakeupException,
+)
+from gregor.client.consumer.fetcher import RecordDeserializationError
+from gregor.client.consumer.records import ConsumerRecord, ConsumerRecords
+
+__all__ = [
+    "Consumer", "ConsumerRebalanceListener", "ConsumerRecord", "ConsumerRecords", "OffsetAndMetadata",
+    "OffsetAndTimestamp", "RecordDeserializationError", "WakeupException",
+]

@@ -1,0 +1,369 @@
+"""Fetching: a prefetch loop on the network thread and record collection on the caller's.
+
+The loop keeps one Fetch in flight per leader for the assigned, unpaused partitions that have a
+position and no unconsumed data buffered; each answered partition becomes a `CompletedFetch`
+(raw bytes, decoded lazily: v2 batches, or legacy v0/v1 message sets from old
+brokers). `Fetcher.collect`, on the application thread, turns buffered
+fetches into records up to `max.poll.records`, skipping records before the position, control
+batches and, under read_committed, the batches of aborted transactions (as Java's
+CompletedFetch does with the response's aborted transactions), and advances positions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from gregor.client.consumer.record_decoder import iter_records
+from gregor.client.consumer.records import ConsumerRecord
+from gregor.client.consumer.subscription import SubscriptionState
+from gregor.client.errors import ClientErrorCode, KafkaException, error_for
+from gregor.client.network import STALE_METADATA_ERRORS, NetworkClient, TopicPartition
+from gregor.client.serialization import BytesDeserializer, Deserializer, SerializationError
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FetchRequest
+from gregor.records.batch import LOG_OVERHEAD, MAGIC_V2, BatchHeader, magic_of, parse_header, verify_crc
+from gregor.records.errors import RecordsError
+from gregor.records.legacy import iter_legacy
+from gregor.records.record import CONTROL_ABORT, control_record_type, decode_records
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSIONS = (4, 12)  # v4: LSO and aborted transactions; v13+ (topic ids) not implemented
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+_MAX_UNCOMPRESSED = 256 * 1024 * 1024
+_ENTRY_PREFIX = struct.Struct(">qi")
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    min_bytes: int
+    max_bytes: int
+    max_wait_ms: int
+    partition_max_bytes: int
+    isolation_level: int
+    check_crcs: bool
+    request_timeout_ms: int
+
+
+class RecordDeserializationError(KafkaException):
+    """A key or value the deserializer refused; seek past `offset` to go on."""
+
+    def __init__(self, topic_partition: TopicPartition, offset: int, cause: BaseException) -> None:
+        super().__init__(ClientErrorCode._BAD_MSG,
+                         f"cannot deserialize the record at offset {offset} of {topic_partition.topic}-"
+                         f"{topic_partition.partition}: {cause}; seek past it to continue")
+        self.topic_partition = topic_partition
+        self.offset = offset
+
+
+class CompletedFetch:
+    """One partition's answer to one Fetch, consumed record by record."""
+
+    def __init__(self, topic_partition: TopicPartition, fetch_offset: int, partition: Any,
+                 isolation_level: int, check_crcs: bool) -> None:
+        self.topic_partition = topic_partition
+        self.fetch_offset = fetch_offset
+        self.error_code = partition.error_code
+        self.high_watermark = partition.high_watermark
+        self.last_stable_offset = partition.last_stable_offset
+        self.log_start_offset = partition.log_start_offset
+        self.next_offset = fetch_offset
+        self._data = partition.records
+        self._aborted = sorted((item.first_offset, item.producer_id)
+                               for item in partition.aborted_transactions or ())
+        self._read_committed = isolation_level == READ_COMMITTED
+        self._check_crcs = check_crcs
+        self._iterator: Iterator[tuple[Any, int, int]] | None = None
+
+    def records(self) -> Iterator[tuple[Any, int, int]]:
+        """((offset, timestamp, key, value, headers), leader epoch, timestamp type) from the position
+        on; `next_offset` follows batch ends."""
+        if self._iterator is None:
+            self._iterator = self._records()
+        return self._iterator
+
+    def _records(self) -> Iterator[tuple[Any, int, int]]:
+        data = self._data
+        if not data:
+            return
+        aborted_producers: set[int] = set()
+        pending_aborts = collections.deque(self._aborted)
+        for header, start, end in _entries(data):
+            if header is None:
+                yield from self._legacy_records(memoryview(data)[start:end])
+                continue
+            if header.last_offset < self.next_offset:
+                continue
+            if self._check_crcs and not verify_crc(data, start, header):
+                raise KafkaException(ErrorCode.CORRUPT_MESSAGE,
+                                     f"record batch at offset {header.base_offset} of {self.topic_partition.topic}-"
+                                     f"{self.topic_partition.partition} fails its CRC32C")
+            if self._read_committed and header.has_producer_id:
+                while pending_aborts and pending_aborts[0][0] <= header.last_offset:
+                    aborted_producers.add(pending_aborts.popleft()[1])
+                if header.is_control:
+                    records = decode_records(data, start, header, _MAX_UNCOMPRESSED)
+                    if records and control_record_type(records[0]) == CONTROL_ABORT:
+                        aborted_producers.discard(header.producer_id)
+                elif header.is_transactional and header.producer_id in aborted_producers:
+                    self.next_offset = header.last_offset + 1
+                    continue
+            if header.is_control:
+                self.next_offset = header.last_offset + 1
+                continue
+            epoch, timestamp_type = header.partition_leader_epoch, header.timestamp_type
+            for record in iter_records(data, start, header, _MAX_UNCOMPRESSED):
+                if record[0] >= self.next_offset:
+                    yield record, epoch, timestamp_type
+                    self.next_offset = record[0] + 1
+            self.next_offset = max(self.next_offset, header.last_offset + 1)
+
+    def _legacy_records(self, entry: memoryview) -> Iterator[tuple[tuple, int, int]]:
+        """A magic 0/1 entry (a wrapper expands to its messages); its CRC is always checked."""
+        for message in iter_legacy(entry, _MAX_UNCOMPRESSED):
+            if message.offset >= self.next_offset:
+                yield (message.offset, message.timestamp, message.key, message.value, []), -1, message.timestamp_type
+                self.next_offset = message.offset + 1
+
+
+def _entries(data: bytes | memoryview) -> Iterator[tuple[BatchHeader | None, int, int]]:
+    """(v2 batch header, or None for a legacy v0/v1 entry; start; end) of each complete entry.
+    A fetch may end inside an entry (the size limits cut it): that tail is not returned."""
+    position, size = 0, len(data)
+    while size - position >= LOG_OVERHEAD:
+        _, length = _ENTRY_PREFIX.unpack_from(data, position)
+        if length <= 0:
+            raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"record entry length {length} at position {position}")
+        end = position + LOG_OVERHEAD + length
+        if end > size:
+            return
+        yield (parse_header(data, position) if magic_of(data, position) == MAGIC_V2 else None), position, end
+        position = end
+
+
+class Fetcher:
+    def __init__(self, network: NetworkClient, subscriptions: SubscriptionState, settings: FetchSettings,
+                 key_deserializer: Deserializer, value_deserializer: Deserializer) -> None:
+        self.network = network
+        self.subscriptions = subscriptions
+        self.settings = settings
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self._completed: collections.deque[CompletedFetch] = collections.deque()
+        self._buffered: set[TopicPartition] = set()
+        self._lock = threading.Lock()
+        self.data_ready = threading.Condition(self._lock)
+        self._in_flight: set[int] = set()
+        self._wakeup: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- network thread --
+
+    def wakeup(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def run(self) -> None:
+        self._wakeup = asyncio.Event()
+        try:
+            while True:
+                self._send_fetches()
+                try:
+                    async with asyncio.timeout(0.1):
+                        await self._wakeup.wait()
+                except TimeoutError:
+                    pass
+                self._wakeup.clear()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _send_fetches(self) -> None:
+        cluster = self.network.cluster
+        with self._lock:
+            buffered = set(self._buffered)
+        by_node: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        unknown_leader = False
+        for partition, position in self.subscriptions.fetch_targets():
+            if partition in buffered:
+                continue
+            metadata = cluster.partition(partition)
+            if metadata is None or metadata.leader < 0 or metadata.leader not in cluster.brokers:
+                unknown_leader = True
+                continue
+            if metadata.leader in self._in_flight:
+                continue
+            by_node.setdefault(metadata.leader, []).append((partition, position, metadata.leader_epoch))
+        if unknown_leader:
+            self.network.request_metadata_update()
+        for node, targets in by_node.items():
+            self._in_flight.add(node)
+            task = asyncio.get_running_loop().create_task(self._fetch(node, targets))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _fetch(self, node: int, targets: list[tuple[TopicPartition, int, int]]) -> None:
+        """One Fetch to `node`; the leader epoch sent is the one metadata knows (a newer
+        leader answers FENCED_LEADER_EPOCH, which refreshes metadata)."""
+        settings = self.settings
+        by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+        for partition, position, leader_epoch in targets:
+            by_topic.setdefault(partition.topic, []).append(FetchRequest.FetchPartition(
+                partition=partition.partition, fetch_offset=position, current_leader_epoch=leader_epoch,
+                partition_max_bytes=settings.partition_max_bytes))
+        request = FetchRequest(
+            replica_id=-1, max_wait_ms=settings.max_wait_ms, min_bytes=settings.min_bytes,
+            max_bytes=settings.max_bytes, isolation_level=settings.isolation_level, session_id=0,
+            session_epoch=-1, rack_id="",
+            topics=[FetchRequest.FetchTopic(topic=topic, partitions=partitions) for topic, partitions in by_topic.items()])
+        positions = {partition: position for partition, position, _ in targets}
+        try:
+            response = await self.network.send(request, node, versions=FETCH_VERSIONS,
+                                               timeout_ms=settings.request_timeout_ms + settings.max_wait_ms)
+        except KafkaException as error:
+            if error.code != ClientErrorCode._DESTROY:
+                log.debug("fetch from node %d failed: %s", node, error)
+                self.network.request_metadata_update()
+                await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
+            return
+        finally:
+            self._in_flight.discard(node)
+            self.wakeup()
+        if response.error_code != ErrorCode.NONE:
+            log.debug("fetch from node %d answered %s", node, error_for(response.error_code))
+            return
+        completed = []
+        for topic in response.responses:
+            for partition in topic.partitions:
+                key = TopicPartition(topic.topic, partition.partition_index)
+                if key not in positions:
+                    continue
+                if partition.error_code in STALE_METADATA_ERRORS:
+                    self.network.request_metadata_update()
+                if partition.error_code == ErrorCode.NONE and not partition.records:
+                    self._note_offsets(key, partition)
+                    continue
+                completed.append(CompletedFetch(key, positions[key], partition, settings.isolation_level,
+                                                settings.check_crcs))
+        if completed:
+            self.add(completed)
+
+    def add(self, completed: list[CompletedFetch]) -> None:
+        """Buffer answered partitions for the application thread and wake a waiting poll."""
+        with self._lock:
+            for item in completed:
+                self._completed.append(item)
+                self._buffered.add(item.topic_partition)
+            self.data_ready.notify_all()
+
+    def _note_offsets(self, partition: TopicPartition, data: Any) -> None:
+        state = self.subscriptions.assignment.get(partition)
+        if state is not None:
+            state.high_watermark = data.high_watermark
+            state.last_stable_offset = data.last_stable_offset
+            state.log_start_offset = data.log_start_offset
+
+    # -- application thread --
+
+    def has_data(self) -> bool:
+        return bool(self._completed)
+
+    def clear_buffer(self) -> None:
+        with self._lock:
+            self._completed.clear()
+            self._buffered.clear()
+
+    def collect(self, max_records: int) -> tuple[dict[TopicPartition, list[ConsumerRecord]], KafkaException | None]:
+        """Records for the application (at most `max_records`) and an error to raise after
+        handing them over, if one stopped the collection."""
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        count = 0
+        while count < max_records:
+            with self._lock:
+                if not self._completed:
+                    break
+                fetch = self._completed[0]
+            state = self.subscriptions.assignment.get(fetch.topic_partition)
+            if state is None or state.paused or state.position != fetch.next_offset:
+                self._done_with(fetch)
+                continue
+            if fetch.error_code != ErrorCode.NONE:
+                self._done_with(fetch)
+                error = self._partition_error(fetch)
+                if error is not None:
+                    return out, error
+                continue
+            self._note_offsets(fetch.topic_partition, fetch)
+            try:
+                count += self._take(fetch, state, out, max_records - count)
+            except KafkaException as error:
+                self._done_with(fetch)
+                return out, error
+            except RecordsError as error:
+                self._done_with(fetch)
+                return out, KafkaException(error.code, f"{fetch.topic_partition.topic}-"
+                                                       f"{fetch.topic_partition.partition}: {error}")
+        return out, None
+
+    def _take(self, fetch: CompletedFetch, state: Any, out: dict[TopicPartition, list[ConsumerRecord]],
+              limit: int) -> int:
+        topic_partition = fetch.topic_partition
+        topic, index = topic_partition
+        taken = 0
+        records = out.get(topic_partition)
+        key_deserializer, value_deserializer = self.key_deserializer, self.value_deserializer
+        raw_keys = type(key_deserializer) is BytesDeserializer
+        raw_values = type(value_deserializer) is BytesDeserializer
+        iterator = fetch.records()
+        while taken < limit:
+            item = next(iterator, None)
+            if item is None:
+                state.position = fetch.next_offset
+                self._done_with(fetch)
+                return taken
+            (offset, timestamp, raw_key, raw_value, headers), epoch, timestamp_type = item
+            try:
+                key = raw_key if raw_keys else key_deserializer.deserialize(topic, raw_key, headers)
+                value = raw_value if raw_values else value_deserializer.deserialize(topic, raw_value, headers)
+            except (SerializationError, ValueError, TypeError) as cause:
+                state.position = offset
+                raise RecordDeserializationError(topic_partition, offset, cause) from cause
+            if records is None:
+                records = out[topic_partition] = []
+            records.append(ConsumerRecord(
+                topic, index, offset, timestamp, timestamp_type, key, value, headers,
+                epoch if epoch >= 0 else None, -1 if raw_key is None else len(raw_key),
+                -1 if raw_value is None else len(raw_value)))
+            taken += 1
+            state.position = offset + 1
+            state.position_epoch = epoch if epoch >= 0 else None
+        fetch.next_offset = state.position
+        return taken
+
+    def _partition_error(self, fetch: CompletedFetch) -> KafkaException | None:
+        code = fetch.error_code
+        partition = fetch.topic_partition
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            strategy = self.subscriptions.default_reset
+            if strategy == "none":
+                return KafkaException(code, f"offset {fetch.fetch_offset} is out of range for {partition.topic}-"
+                                            f"{partition.partition} and auto.offset.reset is none")
+            self.subscriptions.request_reset([partition], strategy)
+            return None
+        error = error_for(code, f"{partition.topic}-{partition.partition}")
+        if error.retriable or code in STALE_METADATA_ERRORS:
+            return None
+        return error
+
+    def _done_with(self, fetch: CompletedFetch) -> None:
+        with self._lock:
+            if self._completed and self._completed[0] is fetch:
+                self._completed.popleft()
+            self._buffered.discard(fetch.topic_partition)

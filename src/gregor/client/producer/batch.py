@@ -1,0 +1,167 @@
+"""One open produce batch: records are encoded into it as they are sent.
+
+Each `append` writes the record's v2 bytes (varints, key, value, headers) straight into the
+batch's buffer, so the sender only adds the 61-byte header, the producer id and sequence it
+knows at drain time, compression and the CRC. Small varints come from a table: most records
+have small deltas and sizes, and this is the per-record hot path of the producer.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterable, Sequence
+
+from gregor.client.errors import KafkaException
+from gregor.client.producer.future import BatchResult, Callback, RecordFuture
+from gregor.records.compression import compress
+from gregor.records.crc import crc32c
+
+BATCH_HEADER_SIZE = 61
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC = struct.Struct(">I")
+_CRC_OFFSET, _ATTRIBUTES_OFFSET = 17, 21
+
+Headers = Sequence[tuple[str, "bytes | None"]]
+
+
+def _unsigned_varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = tuple(_unsigned_varint(value) for value in range(1 << 14))
+
+
+def zigzag_varint(value: int) -> bytes:
+    """The zigzag varint of a signed 64-bit value."""
+    encoded = (value << 1) ^ (value >> 63)
+    return _SMALL[encoded] if encoded < 16384 else _unsigned_varint(encoded)
+
+
+_NULL = b"\x01"  # zigzag(-1): a null key, value or header value
+_NO_HEADERS = b"\x00"
+
+
+def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
+    """A record's header count and headers; names are UTF-8, values bytes or None."""
+    items = list(headers)
+    out = bytearray(zigzag_varint(len(items)))
+    for name, value in items:
+        encoded_name = name.encode("utf-8")
+        out += zigzag_varint(len(encoded_name))
+        out += encoded_name
+        if value is None:
+            out += _NULL
+        else:
+            out += zigzag_varint(len(value))
+            out += value
+    return bytes(out)
+
+
+def estimated_record_size(key: bytes | None, value: bytes | None, encoded_headers: bytes) -> int:
+    """An upper bound of a record's encoded size within a batch (Java's estimateSizeInBytesUpperBound)."""
+    return 21 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0) \
+        + len(encoded_headers)
+
+
+class ProducerBatch:
+    """Records for one partition, appended until full, then sent (and maybe retried) as one."""
+
+    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "records", "count",
+                 "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
+                 "retry_at", "producer_id", "producer_epoch", "base_sequence", "in_flight",
+                 "done", "ordinal", "__weakref__")
+
+    def __init__(self, topic: str, partition: int, capacity: int, created: float,
+                 reserved_bytes: int, ordinal: int = 0) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.result = BatchResult(topic, partition)
+        self.created = created
+        self.reserved_bytes = reserved_bytes
+        self.records = bytearray()
+        self.count = 0
+        self.base_timestamp = 0
+        self.max_timestamp = -1
+        self.capacity = capacity
+        self.full = False
+        self.waiters: list[tuple[RecordFuture, Callback]] = []
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.in_flight = False
+        self.done = False
+        self.ordinal = ordinal  # creation order: a retried batch goes back in front of younger ones
+
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
+                   encoded_headers: bytes) -> RecordFuture | None:
+        """Encode the record into the batch, or return None (and mark it full) if it does not fit."""
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+        delta = timestamp - self.base_timestamp
+        small = _SMALL
+        if key is None:
+            key_size, key_length, key = -1, _NULL, b""
+        else:
+            key_size = len(key)
+            key_length = small[key_size << 1] if key_size < 8192 else zigzag_varint(key_size)
+        if value is None:
+            value_size, value_length, value = -1, _NULL, b""
+        else:
+            value_size = len(value)
+            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
+        body = b"".join((b"\x00", small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta),
+                         small[count << 1] if count < 8192 else zigzag_varint(count),
+                         key_length, key, value_length, value, encoded_headers))
+        length = len(body)
+        prefix = small[length << 1] if length < 8192 else zigzag_varint(length)
+        records = self.records
+        new_size = BATCH_HEADER_SIZE + len(records) + len(prefix) + length
+        if count and new_size > self.capacity:
+            self.full = True
+            return None
+        records += prefix
+        records += body
+        self.count = count + 1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        if new_size >= self.capacity:
+            self.full = True
+        return RecordFuture(self.result, count, timestamp, key_size, value_size)
+
+    @property
+    def size(self) -> int:
+        return BATCH_HEADER_SIZE + len(self.records)
+
+    def build(self, compression: int, compression_level: int | None = None) -> bytes:
+        """The batch's v2 bytes with the producer id, epoch and sequence it holds now."""
+        payload = compress(compression, bytes(self.records), level=compression_level) \
+            if compression else self.records
+        count = self.count
+        out = bytearray(_HEADER.pack(
+            0, BATCH_HEADER_SIZE - 12 + len(payload), -1, 2, 0, compression, count - 1,
+            self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
+            self.base_sequence, count))
+        out += payload
+        _CRC.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+        return bytes(out)
+
+    def complete(self, base_offset: int, log_append_time: int, error: KafkaException | None) -> None:
+        """Resolve every record of the batch; callbacks given to `send` run first, in order."""
+        self.done = True
+        result = self.result
+        for future, callback in self.waiters:
+            result.add_waiter(future, callback)
+        self.waiters = []
+        result.complete(base_offset, log_append_time, error)
+
+    def __repr__(self) -> str:
+        return (f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
+                f"bytes={self.size} attempts={self.attempts}>")

@@ -1,0 +1,42 @@
+"""`buffer.memory`: how many bytes of unsent batches the producer may hold.
+
+Memory is reserved per batch (its `batch.size`, or the record's size when that is larger), as
+the Java client's BufferPool hands out batch-sized buffers, so the check costs nothing on the
+appends that fit in an open batch. A sender that runs out waits up to `max.block.ms`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from gregor.client.errors import ClientErrorCode, KafkaTimeoutError
+
+
+class BufferMemory:
+    def __init__(self, total_bytes: int) -> None:
+        self.total_bytes = total_bytes
+        self._available = total_bytes
+        self._condition = threading.Condition()
+
+    @property
+    def available(self) -> int:
+        return self._available
+
+    def reserve(self, size: int, deadline: float) -> None:
+        """Take `size` bytes, waiting until `deadline` (time.monotonic) for batches to be sent."""
+        with self._condition:
+            while self._available < size:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise KafkaTimeoutError(
+                        ClientErrorCode._QUEUE_FULL,
+                        f"buffer.memory ({self.total_bytes} bytes) is full and {size} bytes did not free up "
+                        f"within max.block.ms; the broker is slower than the sends or unreachable")
+                self._condition.wait(remaining)
+            self._available -= size
+
+    def release(self, size: int) -> None:
+        with self._condition:
+            self._available += size
+            self._condition.notify_all()

@@ -6,17 +6,19 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import server
+from gregor.cli import server, topics
+from gregor.cli.common import ToolParser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ToolParser(
         prog="gregor",
         description="Gregor: a Kafka-compatible event streaming platform in Python.",
     )
     parser.add_argument("--version", action="version", version=f"gregor {__version__}")
     tools = parser.add_subparsers(dest="tool", metavar="<tool>")
     server.register(tools)
+    topics.register(tools)
     return parser
 
 

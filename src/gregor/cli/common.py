@@ -1,0 +1,223 @@
+"""What every `gregor <tool>` shares: argument parsing, client settings and one-line errors.
+
+A tool's `run` raises `ToolError` for anything the user can fix (a wrong argument, an unknown
+topic, an unreachable cluster); `guarded` turns it, and the client's exceptions, into one line on
+stderr and an exit code a script can trust: 0 success, 1 failure, 2 wrong usage, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import sys
+from typing import Any, Callable, Iterable, NoReturn, Sequence
+
+from gregor.broker.config import ConfigError as PropertiesError
+from gregor.broker.config import read_properties
+from gregor.client import AdminClient
+from gregor.client.config import ConfigError as ClientConfigError
+from gregor.client.errors import ClientErrorCode, KafkaException
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+DEFAULT_TIMEOUT_MS = 5000
+
+_UNREACHABLE = frozenset({ClientErrorCode._ALL_BROKERS_DOWN, ClientErrorCode._TRANSPORT, ClientErrorCode._TIMED_OUT})
+
+
+class ToolError(Exception):
+    """A failure the user can act on; its message is printed as one line, then exit 1 (or `exit_code`)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(ToolError):
+    """Wrong or conflicting command-line options (exit code 2, as argparse's own errors)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_USAGE)
+
+
+class ToolParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line naming the problem and where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def add_tool(tools: argparse._SubParsersAction, name: str, summary: str, description: str,
+             epilog: str) -> argparse.ArgumentParser:
+    """A sub-command parser laid out like `gregor server`'s: description, options, examples."""
+    return tools.add_parser(name, help=summary, description=description, epilog=epilog,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_connection_options(parser: argparse.ArgumentParser, config_flag: str = "--command-config") -> None:
+    """--bootstrap-server, the client properties file and the time allowed to reach the cluster."""
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
+                        help="the brokers to connect to (required)")
+    parser.add_argument(config_flag, metavar="FILE", dest="command_config",
+                        help="a properties file of client configs (Kafka's keys)")
+    parser.add_argument("--timeout", metavar="MS", type=int, default=None,
+                        help="how long to wait for the cluster, in ms (default: the file's "
+                             f"default.api.timeout.ms, else {DEFAULT_TIMEOUT_MS})")
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for `key=value` items (the value may contain '=')."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def properties_from(pairs: Iterable[tuple[str, str]] | None) -> dict[str, str]:
+    return dict(pairs or ())
+
+
+def read_properties_file(path: str | None) -> dict[str, str]:
+    """A Java-style properties file as a dict; a missing or malformed file is a ToolError."""
+    if path is None:
+        return {}
+    try:
+        return read_properties(path)
+    except OSError as error:
+        raise ToolError(f"cannot read properties file {path}: {error.strerror or error}") from None
+    except PropertiesError as error:
+        raise ToolError(f"malformed properties file {path}: {error}") from None
+
+
+def client_config(args: argparse.Namespace, *layers: dict[str, str]) -> dict[str, Any]:
+    """Client configs: --command-config, then `layers` (later wins), then --bootstrap-server and --timeout.
+
+    The timeout bounds every blocking call (default.api.timeout.ms, max.block.ms) so that an
+    unreachable cluster is reported within it instead of Kafka's 60 s default.
+    """
+    if not getattr(args, "bootstrap_server", None):
+        raise UsageError("missing required option --bootstrap-server HOST:PORT")
+    config: dict[str, Any] = dict(read_properties_file(getattr(args, "command_config", None)))
+    for layer in layers:
+        config.update(layer)
+    config["bootstrap.servers"] = args.bootstrap_server
+    timeout_ms = timeout_ms_of(args, config)
+    config["default.api.timeout.ms"] = timeout_ms
+    args.resolved_timeout_ms = timeout_ms
+    return config
+
+
+def timeout_ms_of(args: argparse.Namespace, config: dict[str, Any] | None = None) -> int:
+    if getattr(args, "timeout", None) is not None:
+        if args.timeout <= 0:
+            raise UsageError(f"--timeout must be a positive number of ms, got {args.timeout}")
+        return args.timeout
+    if config and "default.api.timeout.ms" in config:
+        try:
+            return int(config["default.api.timeout.ms"])
+        except ValueError:
+            raise ToolError(f"default.api.timeout.ms must be an integer, got {config['default.api.timeout.ms']!r}") \
+                from None
+    return DEFAULT_TIMEOUT_MS
+
+
+def require(args: argparse.Namespace, *names: str, action: str) -> None:
+    """Refuse a missing option the way Kafka's tools do: name it and the action needing it."""
+    for name in names:
+        if getattr(args, name.lstrip("-").replace("-", "_")) in (None, [], False):
+            raise UsageError(f"{action} needs {name}")
+
+
+def one_action(args: argparse.Namespace, actions: Sequence[str]) -> str:
+    """The single action flag given; Kafka's tools refuse none or several."""
+    chosen = [action for action in actions if getattr(args, action.lstrip("-").replace("-", "_"))]
+    if len(chosen) != 1:
+        listed = ", ".join(actions)
+        raise UsageError(f"give exactly one of {listed}" + (f" (got {', '.join(chosen)})" if chosen else ""))
+    return chosen[0]
+
+
+def topic_matcher(pattern: str) -> Callable[[str], bool]:
+    """Kafka's --topic for list/describe/delete: a regular expression matching whole names."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise UsageError(f"--topic {pattern!r} is not a valid regular expression: {error}") from None
+    return lambda name: compiled.fullmatch(name) is not None
+
+
+def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_ms: int | None) -> str:
+    """One line for a client exception; an unreachable cluster says where and how long we tried."""
+    text = str(error)
+    if error.code in _UNREACHABLE and (error.code != ClientErrorCode._TIMED_OUT
+                                       or "_ALL_BROKERS_DOWN" in text or "_TRANSPORT" in text):
+        waited = f" within {timeout_ms} ms" if timeout_ms else ""
+        return (f"cannot reach the cluster at {bootstrap}{waited}: is a broker running there? "
+                f"Check --bootstrap-server (detail: {_one_line(text)})")
+    return _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def guarded(tool: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """Run a tool's body, printing its failures as one line `gregor <tool>: error: ...`."""
+
+    def wrap(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @functools.wraps(body)
+        def run(args: argparse.Namespace) -> int:
+            prefix = f"gregor {tool}: error:"
+            try:
+                return body(args)
+            except ToolError as error:
+                _print_error(prefix, str(error))
+                return error.exit_code
+            except KafkaException as error:
+                timeout = getattr(args, "resolved_timeout_ms", None)
+                _print_error(prefix, describe_kafka_error(error, getattr(args, "bootstrap_server", None), timeout))
+                return EXIT_FAILURE
+            except ClientConfigError as error:
+                _print_error(prefix, f"invalid client config: {error}")
+                return EXIT_USAGE
+            except KeyboardInterrupt:
+                return EXIT_INTERRUPTED
+            except BrokenPipeError:
+                _silence_stdout()
+                return EXIT_OK
+        return run
+
+    return wrap
+
+
+def _print_error(prefix: str, message: str) -> None:
+    print(f"{prefix} {_one_line(message)}", file=sys.stderr, flush=True)
+
+
+def _silence_stdout() -> None:
+    """After the reader of our output went away (`| head`), keep Python from complaining at exit."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def print_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> None:
+    """Columns padded to their widest cell, as Kafka's consumer-groups command prints them."""
+    cells = [[str(cell) for cell in row] for row in rows]
+    widths = [max([len(header)] + [len(row[index]) for row in cells]) for index, header in enumerate(headers)]
+    for row in [list(headers)] + cells:
+        print(" ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def fail(message: str) -> NoReturn:
+    raise ToolError(message)
+
+
+def open_admin(args: argparse.Namespace) -> AdminClient:
+    """An AdminClient for --bootstrap-server and --command-config, bounded by --timeout."""
+    return AdminClient(client_config(args))

@@ -58,15 +58,18 @@ def add_tool(tools: argparse._SubParsersAction, name: str, summary: str, descrip
                             formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def add_connection_options(parser: argparse.ArgumentParser, config_flag: str = "--command-config") -> None:
-    """--bootstrap-server, the client properties file and the time allowed to reach the cluster."""
+def add_connection_options(parser: argparse.ArgumentParser, config_flags: Sequence[str] = ("--command-config",),
+                           timeout: bool = True) -> None:
+    """--bootstrap-server, the client properties file and (unless the tool's own flags bound
+    the wait) --timeout, the time allowed to reach the cluster."""
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
                         help="the brokers to connect to (required)")
-    parser.add_argument(config_flag, metavar="FILE", dest="command_config",
+    parser.add_argument(*config_flags, metavar="FILE", dest="command_config",
                         help="a properties file of client configs (Kafka's keys)")
-    parser.add_argument("--timeout", metavar="MS", type=int, default=None,
-                        help="how long to wait for the cluster, in ms (default: the file's "
-                             f"default.api.timeout.ms, else {DEFAULT_TIMEOUT_MS})")
+    if timeout:
+        parser.add_argument("--timeout", metavar="MS", type=int, default=None,
+                            help="how long to wait for the cluster, in ms (default: the file's "
+                                 f"default.api.timeout.ms, else {DEFAULT_TIMEOUT_MS})")
 
 
 def key_value(text: str) -> tuple[str, str]:

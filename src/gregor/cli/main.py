@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import server, topics
+from gregor.cli import console_producer, server, topics
 from gregor.cli.common import ToolParser
 
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools = parser.add_subparsers(dest="tool", metavar="<tool>")
     server.register(tools)
     topics.register(tools)
+    console_producer.register(tools)
     return parser
 
 

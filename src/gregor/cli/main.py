@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import console_producer, server, topics
+from gregor.cli import console_consumer, console_producer, server, topics
 from gregor.cli.common import ToolParser
 
 
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     server.register(tools)
     topics.register(tools)
     console_producer.register(tools)
+    console_consumer.register(tools)
     return parser
 
 

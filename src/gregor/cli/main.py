@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import console_consumer, console_producer, consumer_groups, server, topics
+from gregor.cli import configs, console_consumer, console_producer, consumer_groups, server, topics
 from gregor.cli.common import ToolParser
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     console_producer.register(tools)
     console_consumer.register(tools)
     consumer_groups.register(tools)
+    configs.register(tools)
     return parser
 
 

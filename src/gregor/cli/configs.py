@@ -1,0 +1,191 @@
+"""`gregor configs`: describe and change topic and broker configs, as kafka-configs.sh."""
+
+from __future__ import annotations
+
+import argparse
+
+from gregor.cli.common import (
+    ToolError, UsageError, add_connection_options, add_tool, guarded, one_action, open_admin, read_properties_file,
+)
+from gregor.client import AdminClient, KafkaException
+from gregor.client.admin import AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+
+ENTITY_TYPES = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}
+DYNAMIC_SOURCES = {
+    ResourceType.TOPIC: {ConfigSource.DYNAMIC_TOPIC_CONFIG},
+    ResourceType.BROKER: {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG},
+}
+
+EPILOG = """examples:
+  gregor configs --bootstrap-server localhost:9092 --describe --entity-type topics --entity-name orders
+  gregor configs --bootstrap-server localhost:9092 --describe --topic orders --all
+  gregor configs --bootstrap-server localhost:9092 --alter --topic orders \\
+      --add-config retention.ms=86400000,cleanup.policy=[compact,delete]
+  gregor configs --bootstrap-server localhost:9092 --alter --topic orders --delete-config retention.ms
+  gregor configs --bootstrap-server localhost:9092 --describe --broker 1
+  gregor configs --bootstrap-server localhost:9092 --alter --entity-type brokers --entity-default \\
+      --add-config log.retention.ms=3600000
+"""
+
+
+def register(tools: argparse._SubParsersAction) -> None:
+    parser = add_tool(tools, "configs", "describe and change topic and broker configs",
+                      "Describe and change the dynamic configs of topics and brokers (kafka-configs.sh).", EPILOG)
+    add_connection_options(parser)
+    actions = parser.add_argument_group("actions (exactly one)")
+    actions.add_argument("--describe", action="store_true", help="show configs")
+    actions.add_argument("--alter", action="store_true", help="set or delete configs")
+    parser.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), help="topics or brokers")
+    parser.add_argument("--entity-name", metavar="NAME", help="the topic name or broker id")
+    parser.add_argument("--entity-default", action="store_true", help="with brokers: the cluster-wide default")
+    parser.add_argument("--topic", metavar="TOPIC", help="shorthand for --entity-type topics --entity-name TOPIC")
+    parser.add_argument("--broker", metavar="ID", help="shorthand for --entity-type brokers --entity-name ID")
+    parser.add_argument("--broker-defaults", action="store_true",
+                        help="shorthand for --entity-type brokers --entity-default")
+    parser.add_argument("--all", action="store_true", help="with --describe: every config, not only dynamic ones")
+    parser.add_argument("--add-config", metavar="K=V,K2=[A,B]", help="configs to set")
+    parser.add_argument("--add-config-file", metavar="FILE", help="a properties file of configs to set")
+    parser.add_argument("--delete-config", metavar="K,K2", help="configs to remove (back to their default)")
+    parser.set_defaults(run=run)
+
+
+@guarded("configs")
+def run(args: argparse.Namespace) -> int:
+    action = one_action(args, ("--describe", "--alter"))
+    kind, name = _entity(args)
+    if action == "--describe" and (args.add_config or args.add_config_file or args.delete_config):
+        raise UsageError("--add-config, --add-config-file and --delete-config work with --alter only")
+    if action == "--alter":
+        if args.all:
+            raise UsageError("--all works with --describe only")
+        if name is None and not args.entity_default and not args.broker_defaults:
+            raise UsageError("--alter needs an entity: --entity-name NAME, --topic TOPIC or --broker ID")
+    admin = open_admin(args)
+    try:
+        if kind == ResourceType.BROKER:
+            _check_broker(admin, name)
+        if action == "--describe":
+            return describe(admin, args, kind, name)
+        return alter(admin, args, kind, name)
+    finally:
+        admin.close()
+
+
+def _entity(args: argparse.Namespace) -> tuple[ResourceType, str | None]:
+    """The entity from --entity-type/--entity-name or the --topic/--broker shorthands."""
+    chosen = [flag for flag, given in (("--entity-type", args.entity_type), ("--topic", args.topic),
+                                       ("--broker", args.broker), ("--broker-defaults", args.broker_defaults))
+              if given]
+    if len(chosen) != 1:
+        raise UsageError("name the entity with one of --entity-type (and --entity-name or --entity-default), "
+                         "--topic, --broker, --broker-defaults")
+    if args.topic is not None:
+        return ResourceType.TOPIC, args.topic
+    if args.broker is not None:
+        return ResourceType.BROKER, args.broker
+    if args.broker_defaults:
+        return ResourceType.BROKER, ""
+    kind = ENTITY_TYPES[args.entity_type]
+    if args.entity_default:
+        if kind != ResourceType.BROKER:
+            raise UsageError("--entity-default works with --entity-type brokers only")
+        if args.entity_name is not None:
+            raise UsageError("give --entity-name or --entity-default, not both")
+        return kind, ""
+    if kind == ResourceType.BROKER and args.entity_name is not None and not args.entity_name.isdigit():
+        raise UsageError(f"--entity-name of a broker is its id (an integer), got {args.entity_name!r}")
+    return kind, args.entity_name
+
+
+def _check_broker(admin: AdminClient, broker_id: str | None) -> None:
+    """Refuse an unknown broker id by name. Listing topics also loads the cluster metadata, which the
+    AdminClient needs (and does not fetch itself) before it can route a config request to a broker."""
+    ids = {str(node.node_id) for node in admin.describe_cluster().nodes}
+    if broker_id and broker_id not in ids:
+        raise ToolError(f"broker {broker_id} is not in the cluster (brokers: {', '.join(sorted(ids))})")
+    admin.list_topics()
+
+
+def _label(kind: ResourceType, name: str) -> str:
+    if kind == ResourceType.BROKER and name == "":
+        return "default config for brokers in the cluster"
+    return f"config for {'topic' if kind == ResourceType.TOPIC else 'broker'} {name}"
+
+
+def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, name: str | None) -> int:
+    if name is not None:
+        names = [name]
+    elif kind == ResourceType.TOPIC:
+        names = sorted(admin.list_topics())
+    else:
+        names = [str(node.node_id) for node in admin.describe_cluster().nodes]
+    resources = [ConfigResource(kind, each) for each in names]
+    results = admin.describe_configs(resources, include_synonyms=True)
+    for resource in resources:
+        entries = results[resource]
+        if isinstance(entries, KafkaException):
+            raise ToolError(f"cannot describe the {_label(kind, resource.name)}: {entries}")
+        shown = list(entries.values()) if args.all else [
+            entry for entry in entries.values() if entry.source in DYNAMIC_SOURCES[kind]]
+        what = "All" if args.all else "Dynamic"
+        if resource.name == "":
+            print(f"{'All' if args.all else 'Default'} configs for brokers in the cluster are:")
+        else:
+            print(f"{what} configs for {'topic' if kind == ResourceType.TOPIC else 'broker'} {resource.name} are:")
+        for entry in shown:
+            print(f"  {_entry_text(entry)}")
+    return 0
+
+
+def _entry_text(entry: ConfigEntry) -> str:
+    value = None if entry.is_sensitive else entry.value
+    synonyms = ", ".join(f"{synonym.source.name}:{synonym.name}={None if entry.is_sensitive else synonym.value}"
+                         for synonym in entry.synonyms)
+    return f"{entry.name}={value} sensitive={str(entry.is_sensitive).lower()} synonyms={{{synonyms}}}"
+
+
+def split_config_list(text: str) -> list[tuple[str, str]]:
+    """`k=v,k2=[a,b]` into pairs; brackets keep a list value's commas, as kafka-configs.sh."""
+    pairs: list[tuple[str, str]] = []
+    depth = 0
+    item = ""
+    for char in text + ",":
+        if char == "," and depth == 0:
+            if item.strip():
+                key, sep, value = item.partition("=")
+                if not sep or not key.strip():
+                    raise UsageError(f"--add-config: expected key=value, got {item.strip()!r}")
+                value = value.strip()
+                if value.startswith("[") and value.endswith("]"):
+                    value = value[1:-1]
+                pairs.append((key.strip(), value))
+            item = ""
+            continue
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        item += char
+    if depth != 0:
+        raise UsageError(f"--add-config {text!r}: unbalanced brackets")
+    return pairs
+
+
+def alter(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, name: str | None) -> int:
+    resource = ConfigResource(kind, name or "")
+    additions = dict(read_properties_file(args.add_config_file))
+    additions.update(split_config_list(args.add_config or ""))
+    deletions = [key.strip() for key in (args.delete_config or "").split(",") if key.strip()]
+    if not additions and not deletions:
+        raise UsageError("--alter needs --add-config, --add-config-file or --delete-config")
+    both = sorted(set(additions) & set(deletions))
+    if both:
+        raise UsageError(f"config {both[0]} is both added and deleted")
+    if kind == ResourceType.TOPIC:
+        found = admin.describe_topics([resource.name])[resource.name]
+        if isinstance(found, KafkaException):
+            raise ToolError(f"topic '{resource.name}' does not exist (see 'gregor topics --list')")
+    operations = [AlterConfigOp(key, value, AlterConfigOpType.SET) for key, value in additions.items()]
+    operations += [AlterConfigOp(key, None, AlterConfigOpType.DELETE) for key in deletions]
+    error = admin.incremental_alter_configs({resource: operations})[resource]
+    if error is not None:
+        raise ToolError(f"cannot update the {_label(kind, resource.name)}: {error}")
+    print(f"Completed updating {_label(kind, resource.name)}.")
+    return 0

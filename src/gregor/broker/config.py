@@ -39,6 +39,14 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("process.roles", "list", "broker,controller", "The roles this process plays."),
         _key("controller.quorum.voters", "list", "", "Controller quorum voters: id@host:port,..."),
         _key("controller.listener.names", "list", "CONTROLLER", "Listener names used by the controller."),
+        _key("controller.quorum.election.timeout.ms", "int", "1000",
+             "How long a voter waits without a leader before it stands for election."),
+        _key("controller.quorum.fetch.timeout.ms", "int", "2000",
+             "How long a follower waits without a successful fetch before it stands for election."),
+        _key("controller.quorum.election.backoff.max.ms", "int", "1000",
+             "Longest back-off before a candidate that lost an election tries again."),
+        _key("controller.quorum.request.timeout.ms", "int", "2000", "How long a quorum request waits for its answer."),
+        _key("controller.quorum.retry.backoff.ms", "int", "20", "Back-off before a failed quorum request is retried."),
         _key("listeners", "list", "PLAINTEXT://localhost:9092", "Listeners the broker binds to."),
         _key("advertised.listeners", "list", None, "Listeners given to clients; defaults to listeners."),
         _key("listener.security.protocol.map", "string",
@@ -226,8 +234,24 @@ class BrokerConfig:
         self._validate()
 
     def _validate(self) -> None:
-        if not self.client_listeners():
+        roles = self.process_roles
+        if not roles or not roles <= {"broker", "controller"}:
+            raise ConfigError(f"process.roles: must be broker, controller or both, got {','.join(sorted(roles))}")
+        if "broker" in roles and not self.client_listeners():
             raise ConfigError("listeners: no client listener (e.g. PLAINTEXT://localhost:9092)")
+        if roles == {"controller"}:
+            if not self.controller_listeners():
+                raise ConfigError("listeners: a controller needs a listener named in controller.listener.names "
+                                  "(e.g. CONTROLLER://localhost:9093)")
+            if self.node_id not in self.quorum_voters():
+                raise ConfigError(f"controller.quorum.voters: a controller must be a voter, and node.id "
+                                  f"{self.node_id} is not among {','.join(self.get('controller.quorum.voters'))}")
+        elif roles == {"broker"}:
+            raise ConfigError("process.roles=broker: brokers fed by a separate controller quorum are not supported "
+                              "yet; run process.roles=broker,controller (one node) or controller (a quorum)")
+        elif len(self.quorum_voters()) > 1:
+            raise ConfigError("process.roles=broker,controller: only a single-node quorum is supported yet; "
+                              "leave controller.quorum.voters empty or run the voters with process.roles=controller")
         for name in ("num.partitions", "default.replication.factor", "message.max.bytes",
                      "socket.request.max.bytes", "log.segment.bytes", "offsets.topic.num.partitions"):
             if self.get(name) < 1:
@@ -252,6 +276,27 @@ class BrokerConfig:
     def metadata_log_dir(self) -> str:
         explicit = self.get("metadata.log.dir")
         return os.path.abspath(explicit) if explicit else self.log_dirs[0]
+
+    @property
+    def process_roles(self) -> set[str]:
+        return {role.strip().lower() for role in self.get("process.roles") if role.strip()}
+
+    def quorum_voters(self) -> dict[int, tuple[str, int]]:
+        """`controller.quorum.voters` (`id@host:port,...`) as node id -> address."""
+        voters: dict[int, tuple[str, int]] = {}
+        for item in self.get("controller.quorum.voters"):
+            node, at, address = item.strip().partition("@")
+            host, colon, port = address.rpartition(":")
+            if not at or not colon or not node.isdigit() or not port.isdigit() or not host:
+                raise ConfigError(f"controller.quorum.voters: '{item}' is not id@host:port (e.g. 1@localhost:9093)")
+            if int(node) in voters:
+                raise ConfigError(f"controller.quorum.voters: node {node} is listed twice")
+            voters[int(node)] = (host.strip("[]"), int(port))
+        return voters
+
+    def controller_listeners(self) -> list[Endpoint]:
+        controllers = self.controller_listener_names()
+        return [e for e in self.listeners if e.listener in controllers]
 
     def controller_listener_names(self) -> set[str]:
         return {name.upper() for name in self.get("controller.listener.names")}

@@ -25,9 +25,9 @@ log = logging.getLogger("gregor.dispatcher")
 
 
 class Dispatcher:
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "Broker", handlers: dict[int, Handler] | None = None) -> None:
         self._broker = broker
-        self._handlers: dict[int, Handler] = register_all()
+        self._handlers: dict[int, Handler] = register_all() if handlers is None else handlers
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> Any:
         view = memoryview(frame)
@@ -51,7 +51,7 @@ class Dispatcher:
             log.info("closing connection from %s: malformed %s v%d: %s",
                      info.peer, request_class.__name__, version, error)
             raise CloseConnection(f"malformed {request_class.__name__}") from None
-        context = RequestContext(self._broker, header, info)
+        context = RequestContext(self._broker, header, info, self._handlers)
         result = handler.handle(context, request)
         if result is None:
             return None

@@ -22,10 +22,11 @@ from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.group_runtime import GroupRuntime
+from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
 from gregor.controller.metadata_node import MetadataNode
 from gregor.controller.operations import ControllerResult, CreatableTopic, Endpoint
-from gregor.controller.quorum_controller import ControllerConfig, QuorumController, generate_cluster_id
+from gregor.controller.quorum_controller import ControllerConfig, QuorumController
 from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -41,7 +42,6 @@ from gregor.storage.log_manager import LogManager
 log = logging.getLogger("gregor.broker")
 T = TypeVar("T")
 
-META_PROPERTIES = "meta.properties"
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 HOUSEKEEPING_INTERVAL_S = 1.0
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -147,24 +147,7 @@ class Broker:
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _cluster_id(self) -> str:
-        """The cluster id from meta.properties, generated on first start as Kafka's storage tool does."""
-        found = None
-        for directory in self.config.log_dirs:
-            path = os.path.join(directory, META_PROPERTIES)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as handle:
-                    for line in handle:
-                        key, _, value = line.strip().partition("=")
-                        if key == "cluster.id":
-                            found = value
-        cluster_id = found or self.config.get("cluster.id") or generate_cluster_id(random.Random())
-        for directory in self.config.log_dirs:
-            os.makedirs(directory, exist_ok=True)
-            path = os.path.join(directory, META_PROPERTIES)
-            if not os.path.exists(path):
-                with open(path, "w", encoding="utf-8") as handle:
-                    handle.write(f"version=1\nnode.id={self.node_id}\ncluster.id={cluster_id}\n")
-        return cluster_id
+        return ensure_cluster_id(self.config.log_dirs, self.node_id, self.config.get("cluster.id"), may_generate=True)
 
     async def _housekeeping_loop(self) -> None:
         retention_every = self.config.get("log.retention.check.interval.ms")

@@ -14,6 +14,9 @@ EPILOG = """examples:
   gregor server                                   # localhost:9092, data in ./data
   gregor server --config config/server.properties
   gregor server --override listeners=PLAINTEXT://127.0.0.1:19092 --override log.dirs=/tmp/g1
+  gregor server --override process.roles=controller --override node.id=1 \
+      --override listeners=CONTROLLER://127.0.0.1:19093 --override cluster.id=MkU3OEVBNTcwNTJENDM2Qk \
+      --override controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093
 """
 
 
@@ -40,10 +43,13 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as error:
         print(f"gregor server: {error}", file=sys.stderr)
         return 2
-    from gregor.broker.server import Broker
+    if config.process_roles == {"controller"}:
+        from gregor.broker.controller_server import ControllerServer as Server
+    else:
+        from gregor.broker.server import Broker as Server
 
     async def serve() -> None:
-        broker = Broker(config)
+        broker = Server(config)
         await broker.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

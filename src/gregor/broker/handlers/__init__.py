@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from gregor.broker.network import ConnectionInfo
+from gregor.broker.network import CloseConnection, ConnectionInfo
 
 if TYPE_CHECKING:
     from gregor.broker.server import Broker
@@ -18,12 +18,14 @@ if TYPE_CHECKING:
 class RequestContext:
     """What a handler knows about the request it answers."""
 
-    __slots__ = ("broker", "header", "connection", "now_ms")
+    __slots__ = ("broker", "header", "connection", "handlers", "now_ms")
 
-    def __init__(self, broker: "Broker", header: Any, connection: ConnectionInfo) -> None:
+    def __init__(self, broker: "Broker", header: Any, connection: ConnectionInfo,
+                 handlers: dict[int, "Handler"]) -> None:
         self.broker = broker
         self.header = header
         self.connection = connection
+        self.handlers = handlers
         self.now_ms = int(time.time() * 1000)
 
     @property
@@ -39,6 +41,15 @@ class Handler:
     handle: Callable[[RequestContext, Any], Any]
     answers_unsupported_version: bool = False
     unsupported_version_response: Callable[[], Any] | None = None
+
+
+def quorum_partition(request: Any) -> Any:
+    """The one `__cluster_metadata` partition a raft request names; a request naming none or
+    several is malformed (raft never sends one), so the connection is closed."""
+    topics = request.topics
+    if len(topics) != 1 or len(topics[0].partitions) != 1:
+        raise CloseConnection(f"{type(request).__name__} must name exactly one metadata partition")
+    return topics[0].partitions[0]
 
 
 def _collect() -> dict[int, Handler]:
@@ -61,9 +72,25 @@ def _collect() -> dict[int, Handler]:
 
 
 HANDLERS: dict[int, Handler] = {}
+QUORUM_HANDLERS: dict[int, Handler] = {}
 
 
 def register_all() -> dict[int, Handler]:
+    """The broker's APIs, for its client listeners."""
     if not HANDLERS:
         HANDLERS.update(_collect())
     return HANDLERS
+
+
+def register_quorum() -> dict[int, Handler]:
+    """The controller listener's APIs: the raft quorum's requests and ApiVersions."""
+    if not QUORUM_HANDLERS:
+        from gregor.broker.handlers import (
+            api_versions, begin_quorum_epoch, describe_quorum, end_quorum_epoch, fetch_snapshot, quorum_fetch,
+            vote,
+        )
+        for module in (api_versions, vote, begin_quorum_epoch, end_quorum_epoch, quorum_fetch, fetch_snapshot,
+                       describe_quorum):
+            for handler in module.HANDLERS:
+                QUORUM_HANDLERS[handler.api_key] = handler
+    return QUORUM_HANDLERS

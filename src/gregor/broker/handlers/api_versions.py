@@ -6,7 +6,7 @@ ApiVersions range, so the client can retry with a version both sides speak (KIP-
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext, register_all
+from gregor.broker.handlers import Handler, RequestContext
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
@@ -14,15 +14,11 @@ API_KEY = 18
 MIN_VERSION, MAX_VERSION = 0, 4
 
 
-def _api_key_entries() -> list:
-    return [
-        ApiVersionsResponse.ApiVersion(api_key=key, min_version=h.min_version, max_version=h.max_version)
-        for key, h in sorted(register_all().items())
-    ]
-
-
 def handle(context: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_key_entries(), throttle_time_ms=0)
+    """The ranges of the listener's own handler table (a controller listener serves fewer APIs)."""
+    api_keys = [ApiVersionsResponse.ApiVersion(api_key=key, min_version=h.min_version, max_version=h.max_version)
+                for key, h in sorted(context.handlers.items())]
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys, throttle_time_ms=0)
 
 
 def unsupported_version_response() -> ApiVersionsResponse:

@@ -1,0 +1,119 @@
+"""Requests from this node to the other nodes of the cluster (Kafka's NodeToNodeChannel).
+
+One connection per peer, opened on first use and again after it fails; requests are pipelined
+and answered by correlation id. Delivery is best effort: a request whose connection cannot be
+opened or breaks is dropped, and its sender (raft, which keeps its own request timeouts and
+retries) never hears back. That keeps the failure handling in the sans-IO layer, where the
+simulator exercises it, instead of duplicating it here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any, Callable
+
+from gregor.protocol.exceptions import DecodeError
+from gregor.protocol.headers import decode_response_header, encode_request
+from gregor.protocol.messages import RESPONSES
+from gregor.protocol.primitives import Reader
+
+log = logging.getLogger("gregor.peer")
+
+_SIZE = struct.Struct(">i")
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+CONNECT_TIMEOUT_S = 2.0
+
+ResponseCallback = Callable[[int, int, Any], None]
+
+
+class _PeerConnection:
+    """The connection to one peer and the requests waiting on it: correlation id -> (api key, version)."""
+
+    def __init__(self, node_id: int, host: str, port: int, client_id: str, on_response: ResponseCallback) -> None:
+        self.node_id = node_id
+        self.address = (host, port)
+        self._client_id = client_id
+        self._on_response = on_response
+        self._writer: asyncio.StreamWriter | None = None
+        self._opening: asyncio.Task | None = None
+        self._pending: dict[int, tuple[int, int]] = {}
+        self._reader_task: asyncio.Task | None = None
+
+    def send(self, correlation_id: int, request: Any, version: int) -> None:
+        frame = encode_request(correlation_id, self._client_id, request, version)
+        if self._writer is not None and not self._writer.is_closing():
+            self._pending[correlation_id] = (request.API_KEY, version)
+            self._writer.write(frame)
+            return
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open())
+        self._opening.add_done_callback(lambda _: self._send_opened(correlation_id, request.API_KEY, version, frame))
+
+    def _send_opened(self, correlation_id: int, api_key: int, version: int, frame: bytes) -> None:
+        if self._writer is None or self._writer.is_closing():
+            return
+        self._pending[correlation_id] = (api_key, version)
+        self._writer.write(frame)
+
+    async def _open(self) -> None:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.address), CONNECT_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError) as error:
+            log.debug("cannot connect to node %d at %s:%d: %s", self.node_id, *self.address, error)
+            self._opening = None
+            return
+        self._writer = writer
+        self._opening = None
+        self._reader_task = asyncio.ensure_future(self._read(reader, writer))
+
+    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                size = _SIZE.unpack(await reader.readexactly(4))[0]
+                if not 0 < size <= MAX_RESPONSE_BYTES:
+                    raise DecodeError(f"response of {size} bytes")
+                frame = memoryview(await reader.readexactly(size))
+                correlation_id = _SIZE.unpack_from(frame, 0)[0]
+                expected = self._pending.pop(correlation_id, None)
+                if expected is None:
+                    raise DecodeError(f"response to unknown correlation id {correlation_id}")
+                api_key, version = expected
+                header, body = decode_response_header(frame, api_key, version)
+                response = RESPONSES[api_key].decode(Reader(frame, body), version)
+                self._on_response(self.node_id, correlation_id, response)
+        except (OSError, asyncio.IncompleteReadError, DecodeError) as error:
+            log.debug("connection to node %d lost: %s", self.node_id, error)
+        finally:
+            self._pending.clear()
+            writer.close()
+            if self._writer is writer:
+                self._writer = None
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        for task in (self._opening, self._reader_task):
+            if task is not None:
+                task.cancel()
+
+
+class PeerChannel:
+    """Requests to peers by node id; responses go to `on_response(node_id, correlation_id, response)`."""
+
+    def __init__(self, addresses: dict[int, tuple[str, int]], client_id: str, on_response: ResponseCallback) -> None:
+        self._connections = {node_id: _PeerConnection(node_id, host, port, client_id, on_response)
+                             for node_id, (host, port) in addresses.items()}
+
+    def send(self, destination: int, correlation_id: int, request: Any, version: int) -> None:
+        """Queue `request` for node `destination`; unknown nodes and broken links drop it."""
+        connection = self._connections.get(destination)
+        if connection is None:
+            log.warning("no address for node %d: %s dropped", destination, type(request).__name__)
+            return
+        connection.send(correlation_id, request, version)
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()

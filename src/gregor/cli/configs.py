@@ -138,10 +138,15 @@ def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, n
 
 
 def _entry_text(entry: ConfigEntry) -> str:
-    value = None if entry.is_sensitive else entry.value
-    synonyms = ", ".join(f"{synonym.source.name}:{synonym.name}={None if entry.is_sensitive else synonym.value}"
+    value = _shown(None if entry.is_sensitive else entry.value)
+    synonyms = ", ".join(f"{synonym.source.name}:{synonym.name}={_shown(None if entry.is_sensitive else synonym.value)}"
                          for synonym in entry.synonyms)
     return f"{entry.name}={value} sensitive={str(entry.is_sensitive).lower()} synonyms={{{synonyms}}}"
+
+
+def _shown(value: str | None) -> str:
+    """Java prints a missing value as null."""
+    return "null" if value is None else value
 
 
 def split_config_list(text: str) -> list[tuple[str, str]]:

@@ -78,6 +78,8 @@ def _check_options(args: argparse.Namespace, action: str) -> None:
     """Kafka's TopicCommand option checks: which options each action needs and allows."""
     if action in ("--create", "--alter", "--delete"):
         require(args, "--topic", action=action)
+    if args.topic is not None and action in ("--list", "--describe", "--delete"):
+        topic_matcher(args.topic)
     if action == "--alter":
         require(args, "--partitions", action=action)
     if args.config and action != "--create":

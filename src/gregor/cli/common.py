@@ -224,3 +224,9 @@ def fail(message: str) -> NoReturn:
 def open_admin(args: argparse.Namespace) -> AdminClient:
     """An AdminClient for --bootstrap-server and --command-config, bounded by --timeout."""
     return AdminClient(client_config(args))
+
+
+def explain(error: KafkaException, args: argparse.Namespace) -> str:
+    """A per-item error of an admin call in one line (an unreachable cluster said plainly)."""
+    return describe_kafka_error(error, getattr(args, "bootstrap_server", None),
+                                getattr(args, "resolved_timeout_ms", None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gregor.cli.common import (
-    ToolError, UsageError, add_connection_options, add_tool, guarded, one_action, open_admin, read_properties_file,
+    ToolError, UsageError, add_connection_options, add_tool, explain, guarded, one_action, open_admin, read_properties_file,
 )
 from gregor.client import AdminClient, KafkaException
 from gregor.client.admin import AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
@@ -124,7 +124,7 @@ def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, n
     for resource in resources:
         entries = results[resource]
         if isinstance(entries, KafkaException):
-            raise ToolError(f"cannot describe the {_label(kind, resource.name)}: {entries}")
+            raise ToolError(f"cannot describe the {_label(kind, resource.name)}: {explain(entries, args)}")
         shown = list(entries.values()) if args.all else [
             entry for entry in entries.values() if entry.source in DYNAMIC_SOURCES[kind]]
         what = "All" if args.all else "Dynamic"
@@ -191,6 +191,6 @@ def alter(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, name
     operations += [AlterConfigOp(key, None, AlterConfigOpType.DELETE) for key in deletions]
     error = admin.incremental_alter_configs({resource: operations})[resource]
     if error is not None:
-        raise ToolError(f"cannot update the {_label(kind, resource.name)}: {error}")
+        raise ToolError(f"cannot update the {_label(kind, resource.name)}: {explain(error, args)}")
     print(f"Completed updating {_label(kind, resource.name)}.")
     return 0

@@ -6,7 +6,7 @@ import argparse
 from typing import Callable
 
 from gregor.cli.common import (
-    ToolError, UsageError, add_connection_options, add_tool, guarded, key_value, one_action, open_admin,
+    ToolError, UsageError, add_connection_options, add_tool, explain, guarded, key_value, one_action, open_admin,
     properties_from, require, topic_matcher,
 )
 from gregor.client import AdminClient, KafkaException
@@ -117,7 +117,7 @@ def create(admin: AdminClient, args: argparse.Namespace) -> int:
     if isinstance(result, KafkaException):
         if result.code == ErrorCode.TOPIC_ALREADY_EXISTS and args.if_not_exists:
             return 0
-        raise ToolError(f"cannot create topic '{args.topic}': {result}")
+        raise ToolError(f"cannot create topic '{args.topic}': {explain(result, args)}")
     print(f"Created topic {args.topic}.")
     return 0
 
@@ -186,7 +186,7 @@ def describe(admin: AdminClient, args: argparse.Namespace) -> int:
         if isinstance(description, KafkaException):
             if args.if_exists and description.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 continue
-            raise ToolError(f"cannot describe topic '{name}': {description}")
+            raise ToolError(f"cannot describe topic '{name}': {explain(description, args)}")
         entries = configs.get(resources[name])
         overrides = [] if isinstance(entries, KafkaException) or entries is None else [
             f"{entry.name}={entry.value}" for entry in entries.values()

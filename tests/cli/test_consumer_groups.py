@@ -108,7 +108,8 @@ def test_configs_describe_alter_delete(bootstrap, produced):
     assert described.stdout.splitlines()[0] == f"Dynamic configs for topic {produced} are:"
     assert "  retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000" in described.stdout
     assert "cleanup.policy=compact,delete " in described.stdout
-    assert gregor("configs", *bootstrap, "--alter", "--topic", produced, "--delete-config", "retention.ms").returncode == 0
+    removed = gregor("configs", *bootstrap, "--alter", "--topic", produced, "--delete-config", "retention.ms")
+    assert removed.returncode == 0, removed.stderr
     assert "retention.ms" not in gregor("configs", *bootstrap, "--describe", "--topic", produced).stdout
 
     broker = gregor("configs", *bootstrap, "--alter", "--broker", "1", "--add-config", "log.retention.ms=7200000")

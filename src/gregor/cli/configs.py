@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 
 from gregor.cli.common import (
-    ToolError, UsageError, add_connection_options, add_tool, explain, guarded, one_action, open_admin, read_properties_file,
+    ToolError, UsageError, add_connection_options, add_tool, explain, guarded, one_action, open_admin,
+    read_properties_file,
 )
 from gregor.client import AdminClient, KafkaException
-from gregor.client.admin import AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+from gregor.client.admin import (
+    AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType,
+)
 
 ENTITY_TYPES = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}
 DYNAMIC_SOURCES = {

@@ -41,6 +41,7 @@ _REFUSED_CLIENT_KEYS = {
     Role.PRODUCER: {
         "key.serializer": "keys are written as binary; cast the key column to string or binary",
         "value.serializer": "values are written as binary; cast the value column to string or binary",
+        "transactional.id": "the sink is at-least-once; exactly-once writes wait for Gregor's transactions",
         "interceptor.classes": "interceptors would see only the records of one Spark task",
     },
 }
@@ -104,7 +105,7 @@ class _Options:
             if reason is not None:
                 raise OptionError(f"kafka.{key}", f"not supported: {reason}")
             try:
-                parse_config(role, {key: value})
+                parse_config(role, {"bootstrap.servers": config["bootstrap.servers"], key: value})
             except ConfigError as error:
                 raise OptionError(f"kafka.{key}", str(error)) from None
         try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv and installs gregor into it; with --test also the test dependencies and kcat.
+# Creates .venv and installs gregor into it; with --test also the test dependencies, kcat and Java 17 (Spark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras=""
@@ -13,4 +13,9 @@ if [ -n "$extras" ] && ! command -v kcat >/dev/null 2>&1; then
   echo "installing kcat (Debian package) for the interop tests" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq kcat >/dev/null
+fi
+if [ -n "$extras" ] && ! command -v java >/dev/null 2>&1; then
+  echo "installing a Java 17 runtime (Debian package) for the Spark tests: pyspark 4 needs Java 17+" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi

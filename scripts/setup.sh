@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv and installs gregor into it; with --test also the test dependencies, kcat and Java 17 (Spark).
+# Creates .venv and installs gregor into it; with --test also the test dependencies and kcat.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras=""

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import configs, console_consumer, console_producer, consumer_groups, server, topics
+from gregor.cli import configs, console_consumer, console_producer, consumer_groups, dump_log, server, topics
 from gregor.cli.common import ToolParser
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     console_consumer.register(tools)
     consumer_groups.register(tools)
     configs.register(tools)
+    dump_log.register(tools)
     return parser
 
 

@@ -19,18 +19,19 @@ HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("v
 
 
 def consume_all(broker, topic: str, expected: int) -> list[dict]:
-    """Every record of `topic` via librdkafka, waiting until `expected` arrived."""
+    """Every record of `topic` via librdkafka: waits until `expected` arrived, then drains the rest."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"oracle-{topic}",
                                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
     found = []
     try:
         for _ in range(200):
-            for message in consumer.consume(500, 0.2):
+            messages = consumer.consume(500, 0.5)
+            for message in messages:
                 assert message.error() is None, message.error()
                 found.append({"key": message.key(), "value": message.value(), "partition": message.partition(),
                               "offset": message.offset(), "headers": message.headers() or []})
-            if len(found) >= expected:
+            if len(found) >= expected and not messages:
                 break
     finally:
         consumer.close()
@@ -44,8 +45,8 @@ def test_batch_write_with_topic_column_keys_partitions_and_headers(spark, broker
     schema = StructType([StructField("value", StringType()), StructField("key", BinaryType()),
                          StructField("topic", StringType()), StructField("partition", IntegerType()),
                          StructField("headers", HEADERS)])
-    spark.createDataFrame(rows, schema).write.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap) \
-        .save()
+    spark.createDataFrame(rows, schema).write.format("gregor").mode("append") \
+        .option("kafka.bootstrap.servers", broker.bootstrap).save()
     found = consume_all(broker, topic, 9)
     assert sorted((r["partition"], r["value"], r["key"], tuple(r["headers"])) for r in found) == sorted(
         (i % 3, f"v{i}".encode(), f"k{i}".encode() if i % 2 else None,
@@ -57,18 +58,23 @@ def test_batch_write_with_topic_column_keys_partitions_and_headers(spark, broker
 def test_the_topic_option_wins_over_the_column(spark, broker, new_topic):
     wanted, ignored = new_topic(1), new_topic(1)
     frame = spark.createDataFrame([(ignored, "a", "ka"), (None, "b", "kb")], "topic string, value string, key string")
-    frame.write.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", wanted).save()
+    frame.write.format("gregor").mode("append").option("kafka.bootstrap.servers", broker.bootstrap) \
+        .option("topic", wanted).save()
     found = consume_all(broker, wanted, 2)
-    assert [(r["key"], r["value"]) for r in found] == [(b"ka", b"a"), (b"kb", b"b")]
+    assert sorted((r["key"], r["value"]) for r in found) == [(b"ka", b"a"), (b"kb", b"b")]
 
 
 def test_bad_sink_input_is_refused_before_writing(spark, broker):
     frame = spark.createDataFrame([("a",)], "payload string")
     with pytest.raises(Exception, match="needs a value column"):
-        frame.write.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "t").save()
+        frame.write.format("gregor").mode("append").option("kafka.bootstrap.servers", broker.bootstrap) \
+            .option("topic", "t").save()
     with pytest.raises(Exception, match="set the topic option or give the DataFrame a topic column"):
-        frame.withColumnRenamed("payload", "value").write.format("gregor") \
+        frame.withColumnRenamed("payload", "value").write.format("gregor").mode("append") \
             .option("kafka.bootstrap.servers", broker.bootstrap).save()
+    with pytest.raises(Exception, match="cannot be overwritten"):
+        frame.withColumnRenamed("payload", "value").write.format("gregor").mode("overwrite") \
+            .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "t").save()
 
 
 def test_streaming_write_from_a_topic(spark, broker, new_topic, producer, tmp_path):

@@ -11,6 +11,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from gregor.spark.batch_reader import BatchReader
+from gregor.spark.errors import OptionError
 from gregor.spark.options import include_headers, parse_sink_options, parse_source_options
 from gregor.spark.schema import check_sink_schema, source_schema
 from gregor.spark.stream_reader import StreamReader
@@ -38,6 +39,8 @@ class GregorDataSource(DataSource):
         return StreamReader(parse_source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            raise OptionError("mode", "a topic cannot be overwritten; write with mode('append')")
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options.topic)
         return BatchWriter(options)

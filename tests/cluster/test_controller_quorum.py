@@ -54,9 +54,7 @@ def make_quorum(tmp_path, size: int = 3) -> list[BrokerProcess]:
     voters = ",".join(f"{i}@127.0.0.1:{node.port}" for i, node in enumerate(nodes, 1))
     for i, node in enumerate(nodes, 1):
         node.overrides = {"process.roles": "controller", "node.id": str(i), "cluster.id": CLUSTER_ID,
-                          "listeners": f"CONTROLLER://127.0.0.1:{node.port}", "controller.quorum.voters": voters,
-                          "controller.quorum.election.timeout.ms": "500",
-                          "controller.quorum.fetch.timeout.ms": "1000"}
+                          "listeners": f"CONTROLLER://127.0.0.1:{node.port}", "controller.quorum.voters": voters}
     return nodes
 
 
@@ -129,7 +127,7 @@ def test_a_stopped_leader_resigns_and_the_others_elect_at_once(quorum):
 def test_the_controller_listener_advertises_only_the_quorum_apis(quorum):
     response = call(quorum[0].port, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
                     ApiVersionsResponse)
-    assert {entry.api_key for entry in response.api_keys} == {1, 18, 52, 53, 54, 55, 59}
+    assert {entry.api_key for entry in response.api_keys} == {1, 18, 19, 52, 53, 54, 55, 56, 59, 62, 63}
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -6,14 +6,24 @@ controller listener(s), and replays every committed record into its metadata ima
 ControllerServer does. The voters elect a leader among themselves, replicate the log with
 Fetch, and elect another when the leader dies or is cut off.
 
-Not yet here (issue 7 goes on): brokers registering with the quorum and fetching its log, and
-the active controller deciding topic and partition changes for them; until then a cluster's
-controllers agree on the log but no broker uses it.
+The active controller (the quorum leader) also runs the controller: it bootstraps a new
+cluster's metadata.version, registers brokers (fenced until their heartbeats show they caught
+up), keeps their sessions and fences those that go silent, and checks leaders' ISR proposals
+(AlterPartition). Operations run one at a time: each decides on the committed image, appends
+its records and waits until the quorum commits them, so no decision ever rests on records that
+might still be lost (Kafka decides on uncommitted state instead, which is faster; this is
+simpler and safe).
+
+Not yet here (issue 7 goes on): brokers fetching the quorum's log as observers, and topic
+changes requested through brokers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
+from typing import Callable, TypeVar
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.dispatcher import Dispatcher
@@ -21,13 +31,23 @@ from gregor.broker.handlers import register_quorum
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
 from gregor.broker.raft_driver import RaftDriver, now_ms
+from gregor.controller.broker_heartbeats import BrokerHeartbeats
+from gregor.controller.operations import ControllerResult
+from gregor.controller.quorum_controller import ControllerConfig, QuorumController
+from gregor.controller.replication_control import fence_broker
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader
+from gregor.metadata.record_codec import encode_metadata_record
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.exceptions import KafkaError
 from gregor.raft.client import RaftClient, RaftConfig
+from gregor.raft.quorum_state import Role
 from gregor.raft.quorum_state_file import QuorumStateFile
 from gregor.raft.storage_log import StorageLog, metadata_partition_dir
 
 log = logging.getLogger("gregor.controller")
+T = TypeVar("T")
+DUTIES_INTERVAL_S = 0.25
 
 
 def raft_config(config: BrokerConfig) -> RaftConfig:
@@ -46,7 +66,14 @@ class ControllerServer:
         self.bound_ports: dict[str, int] = {}
         self.raft_driver: RaftDriver | None = None
         self.loader: MetadataLoader | None = None
+        self.controller = QuorumController(ControllerConfig(
+            node_id=self.node_id, default_num_partitions=config.get("num.partitions"),
+            default_replication_factor=config.get("default.replication.factor")), random.Random())
+        self.heartbeats = BrokerHeartbeats(config.get("broker.session.timeout.ms"))
         self._server: KafkaServer | None = None
+        self._operations = asyncio.Lock()
+        self._commit_waiters: list[tuple[int, asyncio.Future]] = []
+        self._duties: asyncio.Task | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -60,23 +87,97 @@ class ControllerServer:
         raft = RaftClient(self.node_id, voters, StorageLog.open(directory, now_ms()),
                           QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(self.config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
-        self.raft_driver = RaftDriver(raft, voters, self._committed)
+        self.loader.install(self.controller)
+        self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed)
         self._server = KafkaServer(Dispatcher(self, register_quorum()), self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.controller_listeners():
             self.bound_ports[endpoint.listener] = await self._server.listen(endpoint.listener, endpoint.host,
                                                                            endpoint.port)
         self.raft_driver.start()
         self._committed(raft.high_watermark)
+        self._duties = asyncio.ensure_future(self._run_duties())
         listeners = ", ".join(f"{name}://:{port}" for name, port in self.bound_ports.items())
         log.info("controller %d started: cluster %s, voters %s, listening on %s, metadata log in %s", self.node_id,
                  cluster_id, ",".join(str(v) for v in sorted(voters)), listeners, directory)
 
     def _committed(self, high_watermark: int) -> None:
-        """Replay the newly committed records into the image."""
+        """Replay the newly committed records into the image; wake the operations they complete."""
         self.loader.load(self.raft_driver.raft.committed(self.image.highest_offset + 1))
+        waiting = []
+        for last_offset, future in self._commit_waiters:
+            if last_offset < high_watermark:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((last_offset, future))
+        self._commit_waiters = waiting
+
+    def _state_changed(self, state) -> None:
+        if state.role == Role.LEADER:
+            return
+        waiters, self._commit_waiters = self._commit_waiters, []
+        for _, future in waiters:
+            if not future.done():
+                future.set_exception(KafkaError(ErrorCode.NOT_CONTROLLER, f"controller {self.node_id} lost the "
+                                                "leadership before the records were committed"))
+
+    async def submit(self, operation: Callable[[], ControllerResult[T]]) -> T:
+        """Run a controller operation on the committed image and commit its records; operations
+        run one at a time. KafkaError NOT_CONTROLLER when this node is not (or stops being) the
+        active controller."""
+        async with self._operations:
+            raft = self.raft_driver.raft
+            if not raft.is_leader:
+                raise KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.node_id} is not the active controller "
+                                 f"(the quorum leader is {raft.leader_id})")
+            if not raft.leader_caught_up:
+                raise KafkaError(ErrorCode.NOT_CONTROLLER, f"controller {self.node_id} was just elected and is "
+                                 f"still replaying the committed log; retry")
+            result = operation()
+            if result.records:
+                last_offset = self.raft_driver.append([encode_metadata_record(r) for r in result.records])
+                future = asyncio.get_running_loop().create_future()
+                self._commit_waiters.append((last_offset, future))
+                self._committed(raft.high_watermark)
+                await future
+            return result.response
+
+    @property
+    def next_offset(self) -> int:
+        """Where the next appended record lands (the leader's log end)."""
+        return self.raft_driver.raft.end_offset
+
+    def unclean_allowed(self, topic: str) -> bool:
+        configured = self.image.topic_config(topic).get("unclean.leader.election.enable")
+        if configured is None:
+            configured = str(self.config.get("unclean.leader.election.enable")).lower()
+        return configured == "true"
+
+    async def _run_duties(self) -> None:
+        """The active controller bootstraps a new cluster's metadata.version and fences brokers
+        whose heartbeats stopped."""
+        while True:
+            await asyncio.sleep(DUTIES_INTERVAL_S)
+            if not self.raft_driver.raft.leader_caught_up:
+                continue
+            if not self.image.metadata_version:
+                try:
+                    await self.submit(self.controller.bootstrap)
+                except KafkaError as error:
+                    log.info("controller %d: bootstrap not committed: %s", self.node_id, error)
+            for broker_id in self.heartbeats.expired(self.image, now_ms()):
+                log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",
+                         self.node_id, broker_id, self.heartbeats.session_timeout_ms)
+                try:
+                    await self.submit(lambda: ControllerResult(None, tuple(
+                        fence_broker(self.image, broker_id, self.unclean_allowed))))
+                except KafkaError as error:
+                    log.info("controller %d: fencing broker %d not committed: %s", self.node_id, broker_id, error)
 
     async def stop(self) -> None:
         log.info("controller %d shutting down", self.node_id)
+        if self._duties is not None:
+            self._duties.cancel()
         if self._server is not None:
             await self._server.close()
         if self.raft_driver is not None:

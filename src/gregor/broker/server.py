@@ -16,7 +16,7 @@ import os
 import random
 import time
 import uuid
-from typing import Iterable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
@@ -204,6 +204,11 @@ class Broker:
     def commit(self, result: ControllerResult[T]) -> T:
         """Commit a controller decision; the new image reaches `on_metadata_update` before this returns."""
         return self.metadata.commit(result, now_ms())
+
+    async def submit(self, operation: Callable[[], ControllerResult[T]]) -> T:
+        """Run a controller operation and commit it: what handlers shared with a controller-only
+        node call (there it waits for the quorum; here the one-voter quorum commits at once)."""
+        return self.commit(operation())
 
     @property
     def controller(self) -> QuorumController:

@@ -101,18 +101,22 @@ class QuorumController:
 
     def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None = None,
                         incarnation_id: uuid.UUID | None = None,
-                        log_dirs: Sequence[uuid.UUID] = ()) -> ControllerResult[BrokerRegistrationReply]:
-        """Register (or re-register after a restart) a broker and unfence it.
+                        log_dirs: Sequence[uuid.UUID] = (), unfence: bool = True,
+                        next_offset: int | None = None) -> ControllerResult[BrokerRegistrationReply]:
+        """Register (or re-register after a restart) a broker, unfenced at once when `unfence`.
 
         Kafka registers a broker fenced and unfences it once it has caught up with the metadata
-        log; a broker embedded with its controller has caught up by construction, so both
-        records go in one commit. The broker epoch grows with every registration.
+        log (its heartbeats say so: `gregor.controller.broker_heartbeats`); a broker embedded with
+        its controller has caught up by construction, so both records go in one commit. The
+        broker epoch is the offset the registration is written at (`next_offset`, the log end,
+        when the caller knows it), and grows with every registration.
         """
         if not self.image.metadata_version:
             return ControllerResult(BrokerRegistrationReply(
                 ErrorCode.BROKER_ID_NOT_REGISTERED, "the cluster has no metadata.version yet: bootstrap it first"))
         previous = self.image.brokers.get(broker_id)
-        epoch = max(self.image.highest_offset + 1, previous.epoch + 1 if previous else 0)
+        offset = self.image.highest_offset + 1 if next_offset is None else next_offset
+        epoch = max(offset, previous.epoch + 1 if previous else 0)
         register = RegisterBrokerRecord(
             broker_id=broker_id, incarnation_id=incarnation_id or random_uuid(self.rng), broker_epoch=epoch,
             end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener, host=e.host, port=e.port,
@@ -122,8 +126,8 @@ class QuorumController:
                                                          min_supported_version=MIN_METADATA_VERSION,
                                                          max_supported_version=self.config.metadata_version)],
             rack=rack, fenced=True, log_dirs=list(log_dirs))
-        return ControllerResult(BrokerRegistrationReply(broker_epoch=epoch),
-                                (register, UnfenceBrokerRecord(id=broker_id, epoch=epoch)))
+        records = (register, UnfenceBrokerRecord(id=broker_id, epoch=epoch)) if unfence else (register,)
+        return ControllerResult(BrokerRegistrationReply(broker_epoch=epoch), records)
 
     def _default_directory(self, broker_id: int) -> uuid.UUID:
         registration = self.image.brokers.get(broker_id)

@@ -193,6 +193,12 @@ class RaftClient:
         return self.log.high_watermark
 
     @property
+    def leader_caught_up(self) -> bool:
+        """This leader has committed an entry of its own epoch, so everything committed before
+        it was elected is below the high watermark (and replayable)."""
+        return self.quorum.is_leader and self.log.high_watermark > self._epoch_start_offset
+
+    @property
     def end_offset(self) -> int:
         return self.log.end_offset
 

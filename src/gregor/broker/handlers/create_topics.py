@@ -1,9 +1,14 @@
-"""CreateTopics (key 19), v0–v7: decided by the controller, applied through the metadata log."""
+"""CreateTopics (key 19), v0–v7: decided by the controller, applied through the metadata log.
+
+Served on a broker's client listeners and on a controller's listener alike: the node's
+`submit` runs the decision where the controller is and waits until it is committed.
+"""
 
 from __future__ import annotations
 
 from gregor.broker.handlers import Handler, RequestContext
-from gregor.controller.operations import CreatableTopic
+from gregor.controller.operations import CreatableTopic, CreateTopicResult
+from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
 API_KEY = 19
@@ -11,13 +16,16 @@ _Result = CreateTopicsResponse.CreatableTopicResult
 _Config = CreateTopicsResponse.CreatableTopicConfigs
 
 
-def handle(context: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+async def handle(context: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = context.broker
     topics = [CreatableTopic(topic.name, topic.num_partitions, topic.replication_factor,
                              {a.partition_index: list(a.broker_ids) for a in topic.assignments},
                              {c.name: c.value for c in topic.configs})
               for topic in request.topics]
-    results = broker.commit(broker.controller.create_topics(topics, request.validate_only))
+    try:
+        results = await broker.submit(lambda: broker.controller.create_topics(topics, request.validate_only))
+    except KafkaError as error:
+        results = [CreateTopicResult(topic.name, error.code, str(error)) for topic in topics]
     return CreateTopicsResponse(throttle_time_ms=0, topics=[
         _Result(name=result.name, topic_id=result.topic_id, error_code=result.error,
                 error_message=result.message, num_partitions=result.num_partitions,

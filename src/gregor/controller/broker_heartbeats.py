@@ -1,0 +1,101 @@
+"""Broker sessions on the active controller (Kafka's BrokerHeartbeatManager and the heartbeat
+half of ClusterControlManager), sans-IO: every call takes the current time.
+
+A broker registers fenced. Its heartbeats carry the metadata offset it has replayed; once that
+reaches the offset of its own registration it has caught up and is unfenced, so it never leads
+a partition before it knows the partition exists. A broker whose heartbeats stop for
+`broker.session.timeout.ms` is fenced: it leaves the ISRs and its leaderships move. A heartbeat
+asking to shut down starts a controlled shutdown: the broker stops being an acceptable leader,
+its leaderships and ISR memberships move, and it is told it may stop once it leads nothing.
+
+Sessions live only in the active controller's memory, as in Kafka: a new active controller
+gives every registered broker a full session from the moment it takes over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gregor.controller.replication_control import UncleanPolicy, fence_broker, unfence_broker
+from gregor.metadata.image import MetadataImage
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages.metadata_records.broker_registration_change_record import (
+    BrokerRegistrationChangeRecord,
+)
+
+DEFAULT_SESSION_TIMEOUT_MS = 9000
+
+
+@dataclass(frozen=True)
+class HeartbeatReply:
+    """BrokerHeartbeat's answer and the records that the heartbeat commits first."""
+
+    error: ErrorCode = ErrorCode.NONE
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+    records: tuple = ()
+
+
+class BrokerHeartbeats:
+    def __init__(self, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> None:
+        self.session_timeout_ms = session_timeout_ms
+        self._last_contact: dict[int, int] = {}
+
+    def registered(self, broker_id: int, now_ms: int) -> None:
+        """A (re-)registration starts a new session."""
+        self._last_contact[broker_id] = now_ms
+
+    def session_active(self, broker_id: int, now_ms: int) -> bool:
+        last = self._last_contact.get(broker_id)
+        return last is not None and now_ms - last <= self.session_timeout_ms
+
+    def heartbeat(self, image: MetadataImage, broker_id: int, broker_epoch: int, metadata_offset: int,
+                  want_fence: bool, want_shut_down: bool, unclean_allowed: UncleanPolicy,
+                  now_ms: int) -> HeartbeatReply:
+        broker = image.brokers.get(broker_id)
+        if broker is None:
+            return HeartbeatReply(ErrorCode.BROKER_ID_NOT_REGISTERED)
+        if broker.epoch != broker_epoch:
+            return HeartbeatReply(ErrorCode.STALE_BROKER_EPOCH)
+        self._last_contact[broker_id] = now_ms
+        caught_up = metadata_offset >= broker_epoch
+        if want_shut_down:
+            return self._controlled_shutdown(image, broker_id, caught_up, unclean_allowed)
+        if want_fence:
+            return HeartbeatReply(is_caught_up=caught_up, is_fenced=True,
+                                  records=tuple(fence_broker(image, broker_id, unclean_allowed)))
+        if broker.fenced and caught_up:
+            return HeartbeatReply(is_caught_up=True, is_fenced=False,
+                                  records=tuple(unfence_broker(image, broker_id, unclean_allowed)))
+        return HeartbeatReply(is_caught_up=caught_up, is_fenced=broker.fenced)
+
+    def _controlled_shutdown(self, image: MetadataImage, broker_id: int, caught_up: bool,
+                             unclean_allowed: UncleanPolicy) -> HeartbeatReply:
+        """Move the broker's leaderships away; it may stop once it leads no partition."""
+        broker = image.brokers[broker_id]
+        leads = any(partition.leader == broker_id for topic in image.topics.values()
+                    for partition in topic.partitions.values())
+        if broker.fenced or not leads:
+            return HeartbeatReply(is_caught_up=caught_up, is_fenced=True, should_shut_down=True,
+                                  records=tuple(fence_broker(image, broker_id, unclean_allowed)))
+        records: list = []
+        if not broker.in_controlled_shutdown:
+            records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch,
+                                                          in_controlled_shutdown=1))
+        fencing = fence_broker(image, broker_id, unclean_allowed)
+        records.extend(fencing[1:])  # its partitions move now; the broker itself is fenced when it stops
+        return HeartbeatReply(is_caught_up=caught_up, is_fenced=False, records=tuple(records))
+
+    def expired(self, image: MetadataImage, now_ms: int) -> list[int]:
+        """Unfenced brokers whose session timed out (brokers never heard from by this controller
+        start their session now)."""
+        late = []
+        for broker_id, broker in image.brokers.items():
+            if broker.fenced:
+                continue
+            if broker_id not in self._last_contact:
+                self._last_contact[broker_id] = now_ms
+            elif not self.session_active(broker_id, now_ms):
+                late.append(broker_id)
+        return late

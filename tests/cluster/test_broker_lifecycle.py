@@ -1,0 +1,155 @@
+"""Brokers' lifecycle on the active controller, over the controller listener of real controller
+processes: registration (fenced until caught up), heartbeats that unfence, a session that
+expires and fences, controlled shutdown, topic creation across the registered brokers, ISR
+changes proposed with AlterPartition, and all of it surviving the loss of the active controller.
+
+The brokers here are scripted (raw requests from the test), so each answer can be checked.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+from gregor.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from gregor.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+
+from tests.cluster.test_controller_quorum import CLUSTER_ID, call, leader_view, make_quorum
+
+pytestmark = pytest.mark.slow
+SESSION_MS = 1500
+
+
+@pytest.fixture
+def controllers(tmp_path):
+    nodes = make_quorum(tmp_path)
+    for node in nodes:
+        node.overrides["broker.session.timeout.ms"] = str(SESSION_MS)
+        node.start()
+    yield nodes
+    for node in nodes:
+        node.stop()
+
+
+def active(nodes) -> int:
+    """The port of the quorum leader."""
+    index, _ = leader_view(nodes)
+    return nodes[index].port
+
+
+def to_controller(nodes, request, version: int, response_class, timeout: float = 30):
+    """Send to the active controller, as a broker does: find it again and retry while the answer
+    is NOT_CONTROLLER (an election, or a new leader still replaying the log)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = call(active(nodes), request, version, response_class)
+        if response.error_code != ErrorCode.NOT_CONTROLLER or time.monotonic() > deadline:
+            return response
+        time.sleep(0.1)
+
+
+def register(nodes, broker_id: int, incarnation: uuid.UUID | None = None, cluster_id: str = CLUSTER_ID):
+    request = BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation or uuid.UUID(int=broker_id),
+        listeners=[BrokerRegistrationRequest.Listener(name="PLAINTEXT", host="127.0.0.1", port=9000 + broker_id,
+                                                      security_protocol=0)],
+        features=[BrokerRegistrationRequest.Feature(name="metadata.version", min_supported_version=1,
+                                                    max_supported_version=30)], rack="")
+    return to_controller(nodes, request, 2, BrokerRegistrationResponse)
+
+
+def heartbeat(nodes, broker_id: int, epoch: int, offset: int = 1 << 40, **flags):
+    request = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=offset,
+                                     **flags)
+    return to_controller(nodes, request, 0, BrokerHeartbeatResponse)
+
+
+def test_a_broker_is_fenced_until_caught_up_and_again_when_its_session_expires(controllers):
+    registration = register(controllers, 1)
+    assert registration.error_code == ErrorCode.NONE and registration.broker_epoch > 0
+    behind = heartbeat(controllers, 1, registration.broker_epoch, offset=registration.broker_epoch - 1)
+    assert (behind.error_code, behind.is_caught_up, behind.is_fenced) == (ErrorCode.NONE, False, True)
+    assert heartbeat(controllers, 1, registration.broker_epoch).is_fenced is False
+    time.sleep(SESSION_MS / 1000 * 3)
+    expired = heartbeat(controllers, 1, registration.broker_epoch, offset=0)
+    assert expired.is_fenced is True
+
+
+def test_registration_and_heartbeat_errors_name_the_problem(controllers):
+    first = register(controllers, 2)
+    assert heartbeat(controllers, 2, first.broker_epoch).is_fenced is False
+    assert register(controllers, 2, incarnation=uuid.uuid4()).error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    assert register(controllers, 3, cluster_id="another-cluster-id-xx").error_code == \
+        ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert heartbeat(controllers, 2, first.broker_epoch - 1).error_code == ErrorCode.STALE_BROKER_EPOCH
+    assert heartbeat(controllers, 9, 1).error_code == ErrorCode.BROKER_ID_NOT_REGISTERED
+    follower = next(node.port for node in controllers if node.port != active(controllers))
+    refused = call(follower, BrokerHeartbeatRequest(broker_id=2, broker_epoch=first.broker_epoch), 0,
+                   BrokerHeartbeatResponse)
+    assert refused.error_code == ErrorCode.NOT_CONTROLLER
+
+
+def create_topic(nodes, name: str, partitions: int, replication_factor: int):
+    request = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication_factor)], timeout_ms=5000)
+    deadline = time.monotonic() + 30
+    while True:
+        result = call(active(nodes), request, 7, CreateTopicsResponse).topics[0]
+        if result.error_code != ErrorCode.NOT_CONTROLLER or time.monotonic() > deadline:
+            return result
+        time.sleep(0.1)
+
+
+def test_topics_spread_over_brokers_isr_changes_and_controller_failover(controllers):
+    epochs = {}
+    for broker in (1, 2, 3):
+        epochs[broker] = register(controllers, broker).broker_epoch
+        assert heartbeat(controllers, broker, epochs[broker]).is_fenced is False
+    created = create_topic(controllers, "orders", 3, 3)
+    assert created.error_code == ErrorCode.NONE, created.error_message
+    assert create_topic(controllers, "too-wide", 1, 4).error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+    def alter(leader: int, isr: list[int], leader_epoch: int, partition_epoch: int):
+        request = AlterPartitionRequest(broker_id=leader, broker_epoch=epochs[leader], topics=[
+            AlterPartitionRequest.TopicData(topic_id=created.topic_id, partitions=[
+                AlterPartitionRequest.PartitionData(partition_index=0, leader_epoch=leader_epoch,
+                                                    partition_epoch=partition_epoch, new_isr=isr)])])
+        response = to_controller(controllers, request, 2, AlterPartitionResponse)
+        assert response.error_code == ErrorCode.NONE
+        return response.topics[0].partitions[0]
+
+    probe = alter(1, [1, 2, 3], 0, 0)  # learn partition 0's leader and epochs from the refusal or answer
+    if probe.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        leader = next(b for b in (2, 3) if alter(b, [1, 2, 3], 0, 0).error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    else:
+        leader = 1
+    others = [b for b in (1, 2, 3) if b != leader]
+    shrunk = alter(leader, [leader, others[0]], 0, 0)
+    assert shrunk.error_code == ErrorCode.NONE
+    assert (sorted(shrunk.isr), shrunk.leader_id, shrunk.partition_epoch) == (sorted([leader, others[0]]), leader, 1)
+    assert alter(leader, [leader], 0, 0).error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert alter(leader, [leader], 7, 1).error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert alter(others[0], [others[0]], 0, 1).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    old_leader = next(i for i, node in enumerate(controllers) if node.port == active(controllers))
+    controllers[old_leader].kill9()
+    for broker in (1, 2, 3):  # the registrations survived; the new controller keeps the sessions
+        assert heartbeat(controllers, broker, epochs[broker]).error_code == ErrorCode.NONE
+    assert active(controllers) != controllers[old_leader].port
+    assert alter(leader, [leader, *others], 0, 1).partition_epoch == 2
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_may_stop(controllers):
+    epochs = {broker: register(controllers, broker).broker_epoch for broker in (1, 2)}
+    for broker, epoch in epochs.items():
+        assert heartbeat(controllers, broker, epoch).is_fenced is False
+    assert create_topic(controllers, "logs", 4, 2).error_code == ErrorCode.NONE
+    first = heartbeat(controllers, 1, epochs[1], want_shut_down=True)
+    assert first.error_code == ErrorCode.NONE and first.should_shut_down is False
+    second = heartbeat(controllers, 1, epochs[1], want_shut_down=True)
+    assert second.should_shut_down is True and second.is_fenced is True

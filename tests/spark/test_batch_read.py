@@ -100,3 +100,14 @@ def test_assign_and_pattern(spark, broker, three_partitions):
 def test_an_empty_range_reads_nothing(spark, broker, new_topic):
     topic = new_topic(2)
     assert read(spark, broker, topic).collect() == []
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"assign": '{"t": [0]}'}, "option 'subscribe': give exactly one of subscribe, subscribePattern and assign"),
+    ({"startingOffsets": "{oops"}, "option 'startingOffsets': expected earliest, latest or JSON"),
+    ({"subscribe": "no-such-topic"}, r"option 'subscribe': unknown topic\(s\) no-such-topic"),
+])
+def test_bad_options_fail_the_read_naming_the_option(spark, broker, three_partitions, options, message):
+    topic, _ = three_partitions
+    with pytest.raises(Exception, match=message):
+        read(spark, broker, topic, **options).collect()

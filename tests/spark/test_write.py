@@ -19,10 +19,12 @@ HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("v
 
 
 def consume_all(broker, topic: str, expected: int) -> list[dict]:
-    """Every record of `topic` via librdkafka: waits until `expected` arrived, then drains the rest."""
+    """Every record of `topic` via librdkafka (assigned partitions, no group): waits until
+    `expected` arrived, then drains the rest."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"oracle-{topic}",
-                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
+                                         "enable.auto.commit": False})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in partitions])
     found = []
     try:
         for _ in range(200):
@@ -83,7 +85,7 @@ def test_streaming_write_from_a_topic(spark, broker, new_topic, producer, tmp_pa
                                 "headers": [("n", str(i).encode())]} for i in range(10)])
     query = (spark.readStream.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap)
              .option("subscribe", source).option("startingOffsets", "earliest").option("includeHeaders", "true")
-             .option("maxOffsetsPerTrigger", "4").load()
+             .option("maxOffsetsPerTrigger", "6").load()
              .select("key", F.upper(F.col("value").cast("string")).alias("value"), "partition", "headers")
              .writeStream.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap)
              .option("topic", target).option("checkpointLocation", str(tmp_path)).trigger(availableNow=True).start())

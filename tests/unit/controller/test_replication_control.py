@@ -12,50 +12,12 @@ from gregor.controller.replication_control import (
     PartitionState, ReplicaState, alter_partition, elect_preferred_leaders, fence_broker, partition_state,
     replica_state, unfence_broker,
 )
-from gregor.metadata.delta import MetadataDelta
-from gregor.metadata.image import MetadataImage
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages.metadata_records.broker_registration_change_record import (
     BrokerRegistrationChangeRecord,
 )
-from gregor.protocol.messages.metadata_records.partition_record import PartitionRecord
-from gregor.protocol.messages.metadata_records.register_broker_record import RegisterBrokerRecord
-from gregor.protocol.messages.metadata_records.topic_record import TopicRecord
-from gregor.protocol.messages.metadata_records.unfence_broker_record import UnfenceBrokerRecord
 
-TOPIC_ID = uuid.UUID(int=7)
-
-
-def CLEAN(topic: str) -> bool:
-    return False
-
-
-def UNCLEAN(topic: str) -> bool:
-    return True
-
-
-def replay(image: MetadataImage, records) -> MetadataImage:
-    delta = MetadataDelta(image)
-    for offset, record in enumerate(records, image.highest_offset + 1):
-        delta.replay(record, offset)
-    return delta.apply()
-
-
-def cluster(replicas=(1, 2, 3), isr=None, leader=None, live=(1, 2, 3, 4)) -> MetadataImage:
-    records: list = []
-    for broker in (1, 2, 3, 4):
-        records.append(RegisterBrokerRecord(broker_id=broker, incarnation_id=uuid.UUID(int=broker), broker_epoch=5))
-        if broker in live:
-            records.append(UnfenceBrokerRecord(id=broker, epoch=5))
-    records += [TopicRecord(name="t", topic_id=TOPIC_ID),
-                PartitionRecord(partition_id=0, topic_id=TOPIC_ID, replicas=list(replicas),
-                                isr=list(replicas if isr is None else isr),
-                                leader=replicas[0] if leader is None else leader, leader_epoch=3, partition_epoch=8)]
-    return replay(MetadataImage(), records)
-
-
-def partition(image: MetadataImage):
-    return image.topics["t"].partitions[0]
+from tests.unit.controller.images import CLEAN, TOPIC_ID, UNCLEAN, cluster, partition, replay
 
 
 def test_fencing_the_leader_moves_leadership_to_the_next_isr_replica_and_bumps_the_leader_epoch():

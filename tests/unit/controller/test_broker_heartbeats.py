@@ -1,0 +1,51 @@
+"""Broker sessions on the active controller, in virtual time: catch-up unfencing, expiry,
+fencing on request, controlled shutdown and the errors of a heartbeat."""
+
+from __future__ import annotations
+
+from gregor.controller.broker_heartbeats import BrokerHeartbeats
+from gregor.protocol.error_codes import ErrorCode
+
+from tests.unit.controller.images import CLEAN, cluster, partition, replay
+
+
+def beat(heartbeats, image, broker, now, epoch=5, offset=100, **flags):
+    reply = heartbeats.heartbeat(image, broker, epoch, offset, flags.get("want_fence", False),
+                                 flags.get("want_shut_down", False), CLEAN, now)
+    return reply, replay(image, reply.records)
+
+
+def test_a_fenced_broker_is_unfenced_once_it_replayed_its_registration():
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster(live=(1, 2, 3))
+    reply, image = beat(heartbeats, image, 4, 0, offset=4)
+    assert (reply.is_caught_up, reply.is_fenced, image.brokers[4].fenced) == (False, True, True)
+    reply, image = beat(heartbeats, image, 4, 10, offset=5)
+    assert (reply.is_caught_up, reply.is_fenced, image.brokers[4].fenced) == (True, False, False)
+
+
+def test_sessions_expire_in_virtual_time_and_start_when_first_seen():
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster()
+    assert heartbeats.expired(image, 0) == []  # a new controller gives everyone a full session
+    beat(heartbeats, image, 1, 900)
+    assert heartbeats.expired(image, 1500) == [2, 3, 4]
+    assert heartbeats.session_active(1, 1500) and not heartbeats.session_active(2, 1500)
+
+
+def test_unknown_brokers_and_stale_epochs_are_refused():
+    heartbeats = BrokerHeartbeats()
+    image = cluster()
+    assert beat(heartbeats, image, 9, 0)[0].error == ErrorCode.BROKER_ID_NOT_REGISTERED
+    assert beat(heartbeats, image, 1, 0, epoch=4)[0].error == ErrorCode.STALE_BROKER_EPOCH
+
+
+def test_want_fence_fences_and_controlled_shutdown_waits_until_the_broker_leads_nothing():
+    heartbeats = BrokerHeartbeats()
+    reply, image = beat(heartbeats, cluster(), 3, 0, want_fence=True)
+    assert reply.is_fenced and image.brokers[3].fenced and partition(image).isr == (1, 2)
+    reply, image = beat(heartbeats, image, 1, 0, want_shut_down=True)
+    assert (reply.should_shut_down, image.brokers[1].in_controlled_shutdown) == (False, True)
+    assert (partition(image).leader, partition(image).isr) == (2, (2,))
+    reply, image = beat(heartbeats, image, 1, 10, want_shut_down=True)
+    assert (reply.should_shut_down, reply.is_fenced, image.brokers[1].fenced) == (True, True, True)

@@ -129,6 +129,9 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Replication factor of __transaction_state."),
         _key("producer.id.expiration.ms", "int", "86400000", "Idle producer ids are forgotten after this."),
         _key("cluster.id", "string", None, "Cluster id (generated at first start when unset)."),
+        _key("metrics.port", "int", "-1",
+             "Port of the Prometheus endpoint (GET /metrics); -1 turns it off, 0 picks a free port."),
+        _key("metrics.host", "string", "", "Interface of the Prometheus endpoint (empty: every interface)."),
     )
 }
 

@@ -9,7 +9,8 @@ Kafka's own parser does (librdkafka sends such bytes with some Metadata versions
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Callable
 
 from gregor.broker.handlers import Handler, RequestContext, register_all
 from gregor.broker.network import CloseConnection, ConnectionInfo
@@ -25,9 +26,11 @@ log = logging.getLogger("gregor.dispatcher")
 
 
 class Dispatcher:
-    def __init__(self, broker: "Broker", handlers: dict[int, Handler] | None = None) -> None:
+    def __init__(self, broker: "Broker", handlers: dict[int, Handler] | None = None,
+                 on_request: Callable[[int, float], None] | None = None) -> None:
         self._broker = broker
         self._handlers: dict[int, Handler] = register_all() if handlers is None else handlers
+        self._on_request = on_request
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> Any:
         view = memoryview(frame)
@@ -52,16 +55,21 @@ class Dispatcher:
                      info.peer, request_class.__name__, version, error)
             raise CloseConnection(f"malformed {request_class.__name__}") from None
         context = RequestContext(self._broker, header, info, self._handlers)
+        started = time.perf_counter()
         result = handler.handle(context, request)
-        if result is None:
-            return None
         if hasattr(result, "__await__"):
-            return self._finish_later(header, result, version)
-        return self._encode(header, result, version)
+            return self._finish_later(header, result, version, started)
+        self._answered(api_key, started)
+        return None if result is None else self._encode(header, result, version)
 
-    async def _finish_later(self, header: Any, pending: Any, version: int) -> Any:
+    async def _finish_later(self, header: Any, pending: Any, version: int, started: float) -> Any:
         response = await pending
+        self._answered(header.request_api_key, started)
         return None if response is None else self._encode(header, response, version)
+
+    def _answered(self, api_key: int, started: float) -> None:
+        if self._on_request is not None:
+            self._on_request(api_key, time.perf_counter() - started)
 
     @staticmethod
     def _encode(header: Any, response: Any, version: int) -> list:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.dispatcher import Dispatcher
+from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
@@ -81,6 +82,7 @@ class Broker:
         self._producer_ids: Iterator[int] = iter(())
         self.groups = GroupRuntime(self)
         self._synced = False
+        self.events = BrokerEvents()
 
     # -- lifecycle
 
@@ -96,7 +98,8 @@ class Broker:
         if self.logs.logs and not self.logs.clean_shutdown:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
         self.metadata.install(self)
-        self._server = KafkaServer(Dispatcher(self), self.config.get("socket.request.max.bytes"))
+        self._server = KafkaServer(Dispatcher(self, on_request=self._request_done),
+                                   self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
             port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port)
             self.bound_ports[endpoint.listener] = port
@@ -288,6 +291,33 @@ class Broker:
                                         self.image.broker_config(self.node_id), self.image.broker_config(""))
         base = LogConfig(producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"))
         return LogConfig.from_properties(values, base)
+
+    def _request_done(self, api_key: int, seconds: float) -> None:
+        self.events.request_done(api_key, seconds)
+
+    # -- what the metrics read at a scrape
+
+    def metric_partitions(self) -> Iterable[Partition]:
+        return self.partitions.values()
+
+    def metric_offline_partitions(self) -> int:
+        return sum(1 for topic in self.image.topics.values() for partition in topic.partitions.values()
+                   if not partition.has_leader)
+
+    def metric_is_active_controller(self) -> bool:
+        return self.metadata is not None and self.metadata.raft.is_leader
+
+    def metric_connections(self) -> int:
+        return len(self._server.connections) if self._server is not None else 0
+
+    def metric_group_lag(self) -> Iterator[tuple[str, str, int, int]]:
+        coordinator = self.groups.coordinator
+        for group_id in list(coordinator.groups):
+            fetched = coordinator.fetch_offsets(group_id=group_id, partitions=None, require_stable=False, now_ms=0)
+            for (topic, index), committed in fetched.partitions.items():
+                partition = self.partitions.get((topic, index))
+                if partition is not None and committed.offset >= 0:
+                    yield group_id, topic, index, max(partition.high_watermark - committed.offset, 0)
 
     # -- what handlers use
 

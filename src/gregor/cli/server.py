@@ -7,8 +7,12 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from gregor.broker.config import ConfigError, load_config, parse_overrides
+from gregor.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides
+
+if TYPE_CHECKING:
+    from gregor.metrics.exposition import MetricsServer
 
 EPILOG = """examples:
   gregor server                                   # localhost:9092, data in ./data
@@ -33,6 +37,20 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def _metrics_exporter(node: object, config: BrokerConfig) -> "MetricsServer | None":
+    """The Prometheus endpoint for a broker when `metrics.port` asks for one (counting starts
+    before the broker serves its first request); controller-only nodes have none yet."""
+    from gregor.broker.server import Broker
+    if config.get("metrics.port") < 0 or not isinstance(node, Broker):
+        return None
+    from gregor.metrics.broker_metrics import BrokerMetrics
+    from gregor.metrics.exposition import MetricsServer
+    metrics = BrokerMetrics()
+    metrics.watch(node)
+    node.events = metrics
+    return MetricsServer(metrics.registry)
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr,
@@ -50,12 +68,19 @@ def run(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         broker = Server(config)
+        exporter = _metrics_exporter(broker, config)
         await broker.start()
+        if exporter is not None:
+            port = await exporter.listen(config.get("metrics.host"), config.get("metrics.port"))
+            logging.getLogger("gregor.metrics").info("Prometheus metrics at http://%s:%d/metrics",
+                                                     config.get("metrics.host") or "0.0.0.0", port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
+        if exporter is not None:
+            await exporter.close()
         await broker.stop()
 
     try:

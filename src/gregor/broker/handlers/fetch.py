@@ -37,6 +37,7 @@ class _FetchPlan:
         self.request = request
         self.by_id = context.version >= 13
         self.keys: list[tuple[str, int]] = []
+        self.bytes_by_topic: dict[str, int] = {}
 
     def read(self) -> tuple[list[_Topic], int, bool]:
         broker = self.context.broker
@@ -47,6 +48,7 @@ class _FetchPlan:
         any_error = False
         topics = []
         self.keys = []
+        self.bytes_by_topic = {}
         for fetch_topic in request.topics:
             if self.by_id:
                 name = broker.topic_name(fetch_topic.topic_id)
@@ -92,6 +94,7 @@ class _FetchPlan:
                 response.records = data
                 total += len(data)
                 remaining -= len(data)
+                self.bytes_by_topic[name] = self.bytes_by_topic.get(name, 0) + len(data)
             topic = _Topic(topic="" if self.by_id else name, partitions=partitions)
             if self.by_id:
                 topic.topic_id = fetch_topic.topic_id
@@ -115,7 +118,7 @@ def handle(context: RequestContext, request: FetchRequest):
     plan = _FetchPlan(context, request)
     topics, total, any_error = plan.read()
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
-        return _response(topics)
+        return _response(plan, topics)
     return _wait(plan, topics)
 
 
@@ -142,14 +145,15 @@ async def _wait(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
             await woken
             topics, total, any_error = plan.read()
             if any_error or total >= plan.request.min_bytes or expired:
-                return _response(topics)
+                return _response(plan, topics)
             woken = loop.create_future()
     finally:
         timer.cancel()
         broker.fetch_waiters.cancel(keys, handle)
 
 
-def _response(topics: list[_Topic]) -> FetchResponse:
+def _response(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
+    plan.context.broker.events.fetched(plan.bytes_by_topic)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 

@@ -65,6 +65,7 @@ def _append(context: RequestContext, topic: str, partition_data, acks: int) -> _
     except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
         code, message = error_code_of(error)
         return _failed(index, code, message)
+    broker.events.produced(topic, len(records), info.record_count)
     return _PartitionResponse(
         index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
         log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,

@@ -111,3 +111,29 @@ def test_a_broker_that_is_down_fails_the_query_at_start(spark, tmp_path):
     query = frame.writeStream.format("noop").option("checkpointLocation", str(tmp_path)).start()
     with pytest.raises(StreamingQueryException, match="_ALL_BROKERS_DOWN|_TIMED_OUT|_TRANSPORT"):
         query.awaitTermination(60)
+
+
+@pytest.mark.slow
+def test_a_crash_before_the_commit_log_duplicates_only_the_rerun_batch(spark, broker, new_topic, producer, tmp_path):
+    """Deleting the newest commit-log entry leaves the checkpoint as a crash between the sink's
+    write and Spark's commit would: the restart re-runs that micro-batch, at-least-once."""
+    source, target = new_topic(1), new_topic(1)
+    produce(producer, source, [{"value": f"r{i}".encode(), "partition": 0} for i in range(9)])
+
+    def run() -> None:
+        query = (spark.readStream.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap)
+                 .option("subscribe", source).option("startingOffsets", "earliest")
+                 .option("maxOffsetsPerTrigger", "4").load().select("value")
+                 .writeStream.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap)
+                 .option("topic", target).option("checkpointLocation", str(tmp_path)).trigger(availableNow=True)
+                 .start())
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    run()
+    assert sorted(r["value"] for r in consume_all(broker, target, 9)) == sorted(f"r{i}".encode() for i in range(9))
+    for entry in ("2", ".2.crc"):
+        (tmp_path / "commits" / entry).unlink(missing_ok=True)
+    run()
+    found = sorted(r["value"] for r in consume_all(broker, target, 10))
+    assert found == sorted([f"r{i}".encode() for i in range(9)] + [b"r8"])

@@ -521,14 +521,14 @@ class AdminOperations:
     @staticmethod
     async def _fan_out(by_node: Mapping[Any, list[K]],
                        send: Callable[[Any, list[K]], Coroutine[Any, Any, Mapping[K, Any]]]) -> dict[K, Any]:
-        """`send(node, keys)` to every node at once. A retriable failure of one node (a lost
-        connection, a timeout) becomes the outcome of its keys, to be retried; any other
-        failure of a request (an API the broker lacks) fails the operation."""
+        """`send(node, keys)` to every node at once. A failure of one node (a lost connection, a
+        timeout: retried; a node id the cluster does not have: final) becomes the outcome of its
+        keys; any other failure of a request (an API the broker lacks) fails the operation."""
         async def one(node: Any, keys: list[K]) -> Mapping[K, Any]:
             try:
                 return await send(node, keys)
             except KafkaException as error:
-                if not error.retriable:
+                if not error.retriable and error.code != ErrorCode.BROKER_NOT_AVAILABLE:
                     raise
                 return {key: error for key in keys}
 

@@ -30,6 +30,7 @@ from gregor.client.network.backoff import ExponentialBackoff
 from gregor.client.network.cluster import STALE_METADATA_ERRORS, ClusterMetadata
 from gregor.client.network.connection import BrokerConnection
 from gregor.client.network.settings import NetworkSettings
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import MetadataRequest
 
 
@@ -114,10 +115,12 @@ class NetworkClient:
         """The open connection to `node_id`, connecting if needed after waiting out its reconnect
         backoff; one attempt: a failure to connect raises (`_TRANSPORT` or `_TIMED_OUT`)."""
         deadline = self._deadline(None) if deadline is None else deadline
-        state = self._state(node_id)
-        loop = asyncio.get_running_loop()
         if self._closed:
             raise KafkaException(ClientErrorCode._DESTROY, "the client is closed")
+        if self.cluster.node(node_id) is None:
+            await self._learn_node(node_id, deadline)
+        state = self._state(node_id)
+        loop = asyncio.get_running_loop()
         if state.ready():
             return state.connection
         if state.connecting is None:
@@ -128,11 +131,25 @@ class NetworkClient:
                 await asyncio.sleep(wait)
                 return await self.connection(node_id, deadline=deadline)
             state.connecting = loop.create_task(self._connect(node_id, state))
+            state.connecting.add_done_callback(_consume_outcome)
         try:
             async with asyncio.timeout_at(deadline):
                 return await asyncio.shield(state.connecting)
         except TimeoutError:
             raise self._unreachable(node_id, state) from None
+
+    async def _learn_node(self, node_id: int, deadline: float) -> None:
+        """A node id that the metadata does not list yet (a broker named by the caller before any
+        metadata came, or one that joined since): refresh the metadata first, as Kafka's clients
+        do, and refuse the id with BROKER_NOT_AVAILABLE only if it is still unknown then."""
+        remaining_ms = self._remaining_ms(deadline)
+        if remaining_ms <= 0:
+            raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT, f"no time left to look up node {node_id}")
+        await self.refresh_metadata(self.cluster.topics_to_refresh(), timeout_ms=remaining_ms)
+        if self.cluster.node(node_id) is None:
+            known = ", ".join(str(node) for node in sorted(self.cluster.brokers)) or "none"
+            raise KafkaConnectionError(ErrorCode.BROKER_NOT_AVAILABLE,
+                                       f"node {node_id} is not in the cluster (its brokers: {known})")
 
     async def any_connection(self, *, deadline: float | None = None) -> BrokerConnection:
         """A connection to the least loaded node, moving on to other nodes while connecting fails;
@@ -321,3 +338,10 @@ class NetworkClient:
     def _all_down(last_error: KafkaException | None) -> KafkaException:
         detail = f"; last error: {last_error}" if last_error is not None else ""
         return KafkaConnectionError(ClientErrorCode._ALL_BROKERS_DOWN, f"no broker could be reached{detail}")
+
+
+def _consume_outcome(task: asyncio.Task) -> None:
+    """Mark a connection attempt's failure as seen: it is kept in its node's `last_error`, and
+    the callers that waited for it may have given up (their deadline passed) before it ended."""
+    if not task.cancelled():
+        task.exception()

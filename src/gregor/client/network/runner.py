@@ -10,9 +10,10 @@ this loop; user-facing methods stay synchronous and hand work over with the thre
 - `spawn(coro, name)` — start a long-lived task (a sender loop, a heartbeat) that `close`
   cancels; returns a `concurrent.futures.Future` of the task's result.
 - `call_soon(callback, *args)` — run a plain callback on the loop (wake a task, set an event).
-- `close(timeout)` — cancel every task still on the loop, wait for them up to `timeout`,
-  stop the loop and join the thread. Idempotent. Owners close their own objects first
-  (`run(network.close())`) so that shutdown is orderly, then close the thread.
+- `close(timeout)` — stop the loop, cancel every task still on it and wait for them (on the
+  network thread), close the loop; the caller joins the thread for up to `timeout`.
+  Idempotent. Owners close their own objects first (`run(network.close())`) so that
+  shutdown is orderly, then close the thread.
 
 Calling `run` from the network thread itself would wait for itself, so it raises `_STATE`;
 code on the loop awaits coroutines directly. After `close`, every call raises `_DESTROY`.
@@ -92,18 +93,15 @@ class NetworkThread:
             self._loop.call_soon_threadsafe(callback, *args)
 
     def close(self, timeout: float | None = None) -> None:
-        """Cancel what still runs, stop the loop and join the thread (at most `timeout` s)."""
+        """Stop the loop and join the thread (at most `timeout` s). The thread itself then cancels
+        and awaits every task still on the loop before closing it, so that none is left pending
+        (no "Task was destroyed but it is pending!") however short `timeout` is."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         if self.in_network_thread():
             raise KafkaException(ClientErrorCode._STATE, "close() called from the client's network thread")
-        stopped = asyncio.run_coroutine_threadsafe(self._cancel_all(), self._loop)
-        try:
-            stopped.result(timeout)
-        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
-            pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
 
@@ -115,6 +113,7 @@ class NetworkThread:
         try:
             self._loop.run_forever()
         finally:
+            self._loop.run_until_complete(self._cancel_all())
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
 
@@ -125,7 +124,9 @@ class NetworkThread:
         return await coro
 
     async def _cancel_all(self) -> None:
-        tasks = [task for task in asyncio.all_tasks(self._loop) if task is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Cancel every other task and wait for it, again for tasks started meanwhile (a
+        `finally` that schedules work), until the loop holds none."""
+        while tasks := [task for task in asyncio.all_tasks(self._loop) if task is not asyncio.current_task()]:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

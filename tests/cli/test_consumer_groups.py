@@ -115,6 +115,9 @@ def test_configs_describe_alter_delete(bootstrap, produced):
     broker = gregor("configs", *bootstrap, "--alter", "--broker", "1", "--add-config", "log.retention.ms=7200000")
     assert broker.returncode == 0, broker.stderr
     assert "log.retention.ms=7200000" in gregor("configs", *bootstrap, "--describe", "--broker", "1").stdout
+    absent = gregor("configs", *bootstrap, "--describe", "--broker", "7")
+    assert absent.returncode == 1
+    assert "node 7 is not in the cluster (its brokers: 1)" in one_error_line(absent)
 
     unknown = gregor("configs", *bootstrap, "--alter", "--topic", produced, "--add-config", "no.such.key=1")
     assert unknown.returncode == 1

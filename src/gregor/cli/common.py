@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import logging
 import re
 import sys
 from typing import Any, Callable, Iterable, NoReturn, Sequence
@@ -176,9 +175,6 @@ def guarded(tool: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
         @functools.wraps(body)
         def run(args: argparse.Namespace) -> int:
             prefix = f"gregor {tool}: error:"
-            # The client's network thread can leave a task behind at close ("Task was destroyed but
-            # it is pending"); that is no message for the user of a tool, whose output stays one line.
-            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
             try:
                 return body(args)
             except ToolError as error:

@@ -65,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--alter needs an entity: --entity-name NAME, --topic TOPIC or --broker ID")
     admin = open_admin(args)
     try:
-        if kind == ResourceType.BROKER:
-            _check_broker(admin, name)
         if action == "--describe":
             return describe(admin, args, kind, name)
         return alter(admin, args, kind, name)
@@ -98,15 +96,6 @@ def _entity(args: argparse.Namespace) -> tuple[ResourceType, str | None]:
     if kind == ResourceType.BROKER and args.entity_name is not None and not args.entity_name.isdigit():
         raise UsageError(f"--entity-name of a broker is its id (an integer), got {args.entity_name!r}")
     return kind, args.entity_name
-
-
-def _check_broker(admin: AdminClient, broker_id: str | None) -> None:
-    """Refuse an unknown broker id by name. Listing topics also loads the cluster metadata, which the
-    AdminClient needs (and does not fetch itself) before it can route a config request to a broker."""
-    ids = {str(node.node_id) for node in admin.describe_cluster().nodes}
-    if broker_id and broker_id not in ids:
-        raise ToolError(f"broker {broker_id} is not in the cluster (brokers: {', '.join(sorted(ids))})")
-    admin.list_topics()
 
 
 def _label(kind: ResourceType, name: str) -> str:

@@ -85,6 +85,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._waiting: asyncio.Task | None = None
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
+        self._stopping = False
         self.info: ConnectionInfo | None = None
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
@@ -170,7 +171,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if not self._send(result):
                 return
-        if self._reading_paused and self._transport is not None:
+        if self._reading_paused and self._transport is not None and not self._stopping:
             self._reading_paused = False
             self._transport.resume_reading()
 
@@ -229,6 +230,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._waiting = None
         self._drain()
 
+    @property
+    def busy(self) -> bool:
+        """A request read from this connection is still being answered."""
+        return self._transport is not None and (self._waiting is not None or bool(self._queue))
+
+    def stop_reading(self) -> None:
+        """Take no new requests (shutdown); those already read are still answered."""
+        self._stopping = True
+        if self._transport is not None and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+
     def _close(self) -> None:
         self._queue.clear()
         if self._transport is not None:
@@ -257,9 +270,18 @@ class KafkaServer:
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
 
-    async def close(self) -> None:
+    async def close(self, grace_s: float = 0.0) -> None:
+        """Stop accepting connections and reading requests, give the requests already read up to
+        `grace_s` seconds to be answered (a long-poll fetch answers within its max wait), then
+        close every connection."""
         for server in self._servers:
             server.close()
+        for connection in list(self.connections):
+            connection.stop_reading()
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while any(connection.busy for connection in self.connections) and \
+                asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
         for connection in list(self.connections):
             connection._close()
         for server in self._servers:

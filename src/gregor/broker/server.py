@@ -45,6 +45,7 @@ T = TypeVar("T")
 
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 HOUSEKEEPING_INTERVAL_S = 1.0
+SHUTDOWN_GRACE_S = 5.0  # requests already read get this long to be answered at shutdown
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -97,6 +98,8 @@ class Broker:
                                skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
         if self.logs.logs and not self.logs.clean_shutdown:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
+        elif self.logs.logs:
+            log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(self.logs.logs))
         self.metadata.install(self)
         self._server = KafkaServer(Dispatcher(self, on_request=self._request_done),
                                    self.config.get("socket.request.max.bytes"))
@@ -141,7 +144,7 @@ class Broker:
         if self._cleaner_pool is not None:
             self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
         if self._server is not None:
-            await self._server.close()
+            await self._server.close(grace_s=SHUTDOWN_GRACE_S)
         self.groups.close()
         if self.logs is not None:
             self.logs.shutdown(now_ms())

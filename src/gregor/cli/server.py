@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from gregor.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides
+from gregor.cli.server_logging import configure_logging
 
 if TYPE_CHECKING:
     from gregor.metrics.exposition import MetricsServer
@@ -18,6 +19,7 @@ EPILOG = """examples:
   gregor server                                   # localhost:9092, data in ./data
   gregor server --config config/server.properties
   gregor server --override listeners=PLAINTEXT://127.0.0.1:19092 --override log.dirs=/tmp/g1
+  gregor server --log-file /var/log/gregor/server.log --log-format json --override metrics.port=9404
   gregor server --override process.roles=controller --override node.id=1 \
       --override listeners=CONTROLLER://127.0.0.1:19093 --override cluster.id=MkU3OEVBNTcwNTJENDM2Qk \
       --override controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093
@@ -34,6 +36,10 @@ def register(tools: argparse._SubParsersAction) -> None:
                         help="set a config key on top of the file (repeatable)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level (default INFO)")
+    parser.add_argument("--log-file", metavar="FILE",
+                        help="append the log to FILE instead of stderr (reopened when logrotate moves it)")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="text: 'time LEVEL logger message'; json: one object per line (default text)")
     parser.set_defaults(run=run)
 
 
@@ -52,10 +58,11 @@ def _metrics_exporter(node: object, config: BrokerConfig) -> "MetricsServer | No
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level, stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    try:
+        configure_logging(args.log_level, args.log_file, args.log_format)
+    except OSError as error:
+        print(f"gregor server: cannot open the log file: {error}", file=sys.stderr)
+        return 2
     try:
         config = load_config(args.config, parse_overrides(args.override))
     except (ConfigError, OSError) as error:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import configs, console_consumer, console_producer, consumer_groups, dump_log, server, topics
+from gregor.cli import configs, console_consumer, console_producer, consumer_groups, dump_log, perf, server, topics
 from gregor.cli.common import ToolParser
 
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     consumer_groups.register(tools)
     configs.register(tools)
     dump_log.register(tools)
+    perf.register(tools)
     return parser
 
 

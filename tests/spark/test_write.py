@@ -10,9 +10,9 @@ from pyspark.sql.types import (
     ArrayType, BinaryType, IntegerType, StringType, StructField, StructType,
 )
 
+from gregor.spark.options import SinkOptions
 from gregor.spark.stream_writer import StreamWriter
 from gregor.spark.writer import TaskIdentity, WriteReport
-from gregor.spark.options import SinkOptions
 from tests.spark.conftest import produce
 
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))

@@ -147,3 +147,10 @@ def test_a_misconfigured_controller_refuses_to_start_with_one_line(tmp_path, ove
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_single_node_broker_describes_its_own_one_voter_quorum(broker):
+    answer = describe(broker.port)
+    assert (answer.error_code, answer.leader_id) == (ErrorCode.NONE, 1)
+    assert [voter.replica_id for voter in answer.current_voters] == [1]
+    assert answer.high_watermark > 0 and answer.current_voters[0].log_end_offset == answer.high_watermark

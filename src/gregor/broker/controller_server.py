@@ -40,6 +40,7 @@ from gregor.metadata.loader import MetadataLoader
 from gregor.metadata.record_codec import encode_metadata_record
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.raft.client import RaftClient, RaftConfig
 from gregor.raft.quorum_state import Role
 from gregor.raft.quorum_state_file import QuorumStateFile
@@ -141,6 +142,9 @@ class ControllerServer:
                 self._committed(raft.high_watermark)
                 await future
             return result.response
+
+    def describe_quorum(self, request: DescribeQuorumRequest) -> asyncio.Future:
+        return self.raft_driver.handle_request(-1, request)
 
     @property
     def next_offset(self) -> int:

@@ -33,6 +33,7 @@ from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import ConfigEntry, describe_topic_config, effective_topic_config
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.partition import Partition
 from gregor.replication.waiters import PartitionWaiters
@@ -323,6 +324,9 @@ class Broker:
                     yield group_id, topic, index, max(partition.high_watermark - committed.offset, 0)
 
     # -- what handlers use
+
+    def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
+        return self.metadata.describe_quorum(request, now_ms())
 
     def partition(self, topic: str | None, index: int) -> Partition | None:
         return self.partitions.get((topic, index))

@@ -21,7 +21,9 @@ from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader, MetadataPublisher
 from gregor.metadata.record_codec import encode_metadata_record
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from gregor.raft.client import RaftClient
+from gregor.raft.effects import Respond
 from gregor.raft.quorum_state_file import QuorumStateFile
 from gregor.raft.replicated_log import ReplicatedLog
 from gregor.raft.storage_log import StorageLog, metadata_partition_dir
@@ -83,6 +85,11 @@ class MetadataNode:
             self.raft.append([encode_metadata_record(record) for record in result.records], now_ms)
             self.loader.load(self.raft.committed(start))
         return result.response
+
+    def describe_quorum(self, request: DescribeQuorumRequest, now_ms: int) -> DescribeQuorumResponse:
+        """The quorum's DescribeQuorum answer (the one voter answers at once)."""
+        effects = self.raft.handle_request(-1, 0, request, now_ms)
+        return next(effect.response for effect in effects if isinstance(effect, Respond))
 
     def close(self) -> None:
         self.raft.close()

@@ -55,15 +55,15 @@ def quorum_partition(request: Any) -> Any:
 def _collect() -> dict[int, Handler]:
     from gregor.broker.handlers import (
         alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
-        delete_topics, describe_cluster, describe_configs, describe_groups, fetch, find_coordinator,
-        heartbeat, init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata,
-        offset_commit, offset_delete, offset_fetch, produce, sync_group,
+        delete_topics, describe_cluster, describe_configs, describe_groups, describe_quorum, fetch,
+        find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups, list_offsets,
+        metadata, offset_commit, offset_delete, offset_fetch, produce, sync_group,
     )
     modules = (api_versions, metadata, produce, fetch, list_offsets, create_topics, delete_topics,
                create_partitions, describe_configs, alter_configs, delete_records,
                describe_cluster, init_producer_id, find_coordinator, join_group, sync_group, heartbeat,
                leave_group, offset_commit, offset_fetch, describe_groups, list_groups, delete_groups,
-               offset_delete)
+               offset_delete, describe_quorum)
     handlers: dict[int, Handler] = {}
     for module in modules:
         for handler in module.HANDLERS:

@@ -14,7 +14,10 @@ import uuid
 import pytest
 
 from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+from gregor.protocol.messages import (
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+)
 from gregor.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from gregor.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
@@ -97,12 +100,7 @@ def test_registration_and_heartbeat_errors_name_the_problem(controllers):
 def create_topic(nodes, name: str, partitions: int, replication_factor: int):
     request = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=replication_factor)], timeout_ms=5000)
-    deadline = time.monotonic() + 30
-    while True:
-        result = call(active(nodes), request, 7, CreateTopicsResponse).topics[0]
-        if result.error_code != ErrorCode.NOT_CONTROLLER or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
+    return to_controller_result(nodes, request, 7, CreateTopicsResponse).topics[0]
 
 
 def test_topics_spread_over_brokers_isr_changes_and_controller_failover(controllers):
@@ -153,3 +151,34 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_may_stop(control
     assert first.error_code == ErrorCode.NONE and first.should_shut_down is False
     second = heartbeat(controllers, 1, epochs[1], want_shut_down=True)
     assert second.should_shut_down is True and second.is_fenced is True
+
+
+def test_topic_and_config_changes_are_decided_by_the_active_controller(controllers):
+    for broker in (1, 2):
+        epoch = register(controllers, broker).broker_epoch
+        assert heartbeat(controllers, broker, epoch).is_fenced is False
+    assert create_topic(controllers, "events", 2, 2).error_code == ErrorCode.NONE
+    grow = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+        name="events", count=4, assignments=None)], timeout_ms=5000)
+    assert to_controller_result(controllers, grow, 3, CreatePartitionsResponse).results[0].error_code == ErrorCode.NONE
+    alter = IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=2, resource_name="events", configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+            name="retention.ms", config_operation=0, value="60000")])])
+    altered = to_controller_result(controllers, alter, 1, IncrementalAlterConfigsResponse).responses[0]
+    assert altered.error_code == ErrorCode.NONE
+    delete = DeleteTopicsRequest(topic_names=["events", "missing"], timeout_ms=5000)
+    deleted = to_controller_result(controllers, delete, 5, DeleteTopicsResponse).responses
+    assert [(r.name, r.error_code) for r in deleted] == [("events", ErrorCode.NONE),
+                                                        ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+
+
+def to_controller_result(nodes, request, version: int, response_class, timeout: float = 30):
+    """Like to_controller, for responses that carry their errors per item."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = call(active(nodes), request, version, response_class)
+        items = next((getattr(response, name) for name in ("topics", "results", "responses")
+                      if getattr(response, name, None)), [])
+        if all(item.error_code != ErrorCode.NOT_CONTROLLER for item in items) or time.monotonic() > deadline:
+            return response
+        time.sleep(0.1)

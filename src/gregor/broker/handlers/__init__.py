@@ -84,14 +84,16 @@ def register_all() -> dict[int, Handler]:
 
 def register_quorum() -> dict[int, Handler]:
     """The controller listener's APIs: the raft quorum's, the brokers' (registration, heartbeats,
-    ISR changes, topic creation) and ApiVersions."""
+    ISR changes), the topic and config changes brokers forward, and ApiVersions."""
     if not QUORUM_HANDLERS:
         from gregor.broker.handlers import (
-            alter_partition, api_versions, begin_quorum_epoch, broker_heartbeat, broker_registration,
-            create_topics, describe_quorum, end_quorum_epoch, fetch_snapshot, quorum_fetch, vote,
+            alter_configs, alter_partition, api_versions, begin_quorum_epoch, broker_heartbeat, broker_registration,
+            create_partitions, create_topics, delete_topics, describe_quorum, end_quorum_epoch, fetch_snapshot,
+            quorum_fetch, vote,
         )
         for module in (api_versions, vote, begin_quorum_epoch, end_quorum_epoch, quorum_fetch, fetch_snapshot,
-                       describe_quorum, broker_registration, broker_heartbeat, alter_partition, create_topics):
+                       describe_quorum, broker_registration, broker_heartbeat, alter_partition, create_topics,
+                       delete_topics, create_partitions, alter_configs):
             for handler in module.HANDLERS:
                 QUORUM_HANDLERS[handler.api_key] = handler
     return QUORUM_HANDLERS

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from gregor.broker.handlers import Handler, RequestContext
 from gregor.controller.operations import (
-    AlterConfigOp, AlterConfigsResource, ConfigOp, IncrementalAlterConfigsResource,
+    AlterConfigOp, AlterConfigsResource, AlterConfigsResult, ConfigOp, IncrementalAlterConfigsResource,
 )
+from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
     AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
@@ -18,11 +19,14 @@ from gregor.protocol.messages import (
 _OPERATIONS = frozenset(op.value for op in AlterConfigOp)
 
 
-def handle_alter(context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+async def handle_alter(context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     broker = context.broker
     resources = [AlterConfigsResource(r.resource_type, r.resource_name, {c.name: c.value for c in r.configs})
                  for r in request.resources]
-    results = broker.commit(broker.controller.alter_configs(resources, request.validate_only))
+    try:
+        results = await broker.submit(lambda: broker.controller.alter_configs(resources, request.validate_only))
+    except KafkaError as error:
+        results = [_refused(r.resource_type, r.resource_name, error) for r in resources]
     return AlterConfigsResponse(throttle_time_ms=0, responses=[
         AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=result.error, error_message=result.message, resource_type=result.resource_type,
@@ -30,8 +34,8 @@ def handle_alter(context: RequestContext, request: AlterConfigsRequest) -> Alter
         for result in results])
 
 
-def handle_incremental(context: RequestContext,
-                       request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+async def handle_incremental(context: RequestContext,
+                             request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
     broker = context.broker
     answers: dict[int, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = {}
     valid: list[tuple[int, IncrementalAlterConfigsResource]] = []
@@ -45,13 +49,20 @@ def handle_incremental(context: RequestContext,
         valid.append((position, IncrementalAlterConfigsResource(
             resource.resource_type, resource.resource_name,
             [ConfigOp(c.name, AlterConfigOp(c.config_operation), c.value) for c in resource.configs])))
-    results = broker.commit(broker.controller.incremental_alter_configs([r for _, r in valid],
-                                                                        request.validate_only))
+    try:
+        results = await broker.submit(lambda: broker.controller.incremental_alter_configs(
+            [r for _, r in valid], request.validate_only))
+    except KafkaError as error:
+        results = [_refused(r.resource_type, r.resource_name, error) for _, r in valid]
     for (position, _), result in zip(valid, results):
         answers[position] = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=result.error, error_message=result.message, resource_type=result.resource_type,
             resource_name=result.resource_name)
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[answers[i] for i in sorted(answers)])
+
+
+def _refused(resource_type: int, resource_name: str, error: KafkaError) -> AlterConfigsResult:
+    return AlterConfigsResult(resource_type, resource_name, error.code, str(error))
 
 
 HANDLERS = [Handler(33, 0, 2, handle_alter), Handler(44, 0, 1, handle_incremental)]

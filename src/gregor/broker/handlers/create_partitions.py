@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from gregor.broker.handlers import Handler, RequestContext
-from gregor.controller.operations import PartitionsIncrease
+from gregor.controller.operations import CreatePartitionsResult, PartitionsIncrease
+from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
 API_KEY = 37
 
 
-def handle(context: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+async def handle(context: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = context.broker
     increases = [PartitionsIncrease(topic.name, topic.count,
                                     [list(a.broker_ids) for a in topic.assignments]
                                     if topic.assignments is not None else None)
                  for topic in request.topics]
-    results = broker.commit(broker.controller.create_partitions(increases, request.validate_only))
+    try:
+        results = await broker.submit(lambda: broker.controller.create_partitions(increases, request.validate_only))
+    except KafkaError as error:
+        results = [CreatePartitionsResult(increase.name, error.code, str(error)) for increase in increases]
     return CreatePartitionsResponse(throttle_time_ms=0, results=[
         CreatePartitionsResponse.CreatePartitionsTopicResult(name=result.name, error_code=result.error,
                                                              error_message=result.message)

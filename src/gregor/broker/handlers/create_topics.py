@@ -1,7 +1,9 @@
 """CreateTopics (key 19), v0–v7: decided by the controller, applied through the metadata log.
 
-Served on a broker's client listeners and on a controller's listener alike: the node's
-`submit` runs the decision where the controller is and waits until it is committed.
+Served on a broker's client listeners and on a controller's listener alike (as DeleteTopics,
+CreatePartitions and the AlterConfigs pair are): the node's `submit` runs the decision where the
+controller is and waits until it is committed; a node that is not (or stops being) the active
+controller answers NOT_CONTROLLER for each topic, which clients retry.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 
 from gregor.broker.handlers import Handler, RequestContext
+from gregor.controller.operations import DeleteTopicResult
+from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
@@ -13,7 +15,7 @@ ZERO_UUID = uuid.UUID(int=0)
 _Result = DeleteTopicsResponse.DeletableTopicResult
 
 
-def handle(context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+async def handle(context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     """One result per requested topic, in request order (the controller answers names, then ids)."""
     broker = context.broker
     names: list[tuple[int, str]] = [(i, name) for i, name in enumerate(request.topic_names)]
@@ -28,7 +30,14 @@ def handle(context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopic
             ids.append((i, topic.topic_id))
         else:
             names.append((i, topic.name))
-    results = broker.commit(broker.controller.delete_topics([n for _, n in names], [t for _, t in ids]))
+    try:
+        results = await broker.submit(lambda: broker.controller.delete_topics([n for _, n in names],
+                                                                             [t for _, t in ids]))
+    except KafkaError as error:
+        results = [DeleteTopicResult(name=None if isinstance(key, uuid.UUID) else key,
+                                     topic_id=key if isinstance(key, uuid.UUID) else ZERO_UUID,
+                                     error=error.code, message=str(error))
+                   for _, key in names + ids]
     answers = dict(invalid)
     for (position, _), result in zip(names + ids, results):
         answers[position] = _Result(name=result.name, topic_id=result.topic_id, error_code=result.error,

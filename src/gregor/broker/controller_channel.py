@@ -1,0 +1,121 @@
+"""Requests from a broker to the active controller (Kafka's NodeToControllerChannelManager).
+
+The broker does not know for sure which voter leads the quorum, so each request goes to the best
+guess (the leader its metadata log names, else the next voter in turn) and is sent again to the
+next guess when the answer is NOT_CONTROLLER, the connection fails or no answer comes within
+`controller.quorum.request.timeout.ms`, until the caller's deadline. One connection per voter,
+opened when first needed, one request at a time on it (broker-to-controller traffic is a
+heartbeat every few seconds and the odd forwarded admin request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import struct
+from typing import Any, Callable
+
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.exceptions import DecodeError, KafkaError
+from gregor.protocol.headers import decode_response_header, encode_request
+from gregor.protocol.messages import RESPONSES
+from gregor.protocol.primitives import Reader
+
+log = logging.getLogger("gregor.broker")
+_SIZE = struct.Struct(">i")
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+NO_LEADER = -1
+
+
+class _VoterConnection:
+    def __init__(self, host: str, port: int) -> None:
+        self.address = (host, port)
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._lock = asyncio.Lock()
+
+    async def call(self, correlation_id: int, client_id: str, request: Any, version: int) -> Any:
+        async with self._lock:
+            try:
+                if self._streams is None:
+                    self._streams = await asyncio.open_connection(*self.address)
+                reader, writer = self._streams
+                writer.write(encode_request(correlation_id, client_id, request, version))
+                await writer.drain()
+                size = _SIZE.unpack(await reader.readexactly(4))[0]
+                if not 0 < size <= MAX_RESPONSE_BYTES:
+                    raise DecodeError(f"response of {size} bytes")
+                frame = memoryview(await reader.readexactly(size))
+                header, body = decode_response_header(frame, request.API_KEY, version)
+                if header.correlation_id != correlation_id:
+                    raise DecodeError(f"response to correlation id {header.correlation_id}, not {correlation_id}")
+                return RESPONSES[request.API_KEY].decode(Reader(frame, body), version)
+            except BaseException:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+    async def wait_closed(self) -> None:
+        if self._streams is not None:
+            writer = self._streams[1]
+            self.close()
+            try:
+                await writer.wait_closed()
+            except OSError:
+                pass
+
+
+class ControllerChannel:
+    def __init__(self, voters: dict[int, tuple[str, int]], client_id: str,
+                 leader_hint: Callable[[], int] = lambda: NO_LEADER, request_timeout_ms: int = 2000,
+                 retry_backoff_ms: int = 100) -> None:
+        self._connections = {node: _VoterConnection(host, port) for node, (host, port) in voters.items()}
+        self._order = itertools.cycle(sorted(voters))
+        self._client_id = client_id
+        self._leader_hint = leader_hint
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._retry_backoff_s = retry_backoff_ms / 1000
+        self._correlation_ids = itertools.count(1)
+        self._last_good = NO_LEADER
+
+    def _target(self, previous: int) -> int:
+        hint = self._leader_hint()
+        if hint in self._connections and hint != previous:
+            return hint
+        if self._last_good in self._connections and self._last_good != previous:
+            return self._last_good
+        target = next(self._order)
+        return next(self._order) if target == previous and len(self._connections) > 1 else target
+
+    async def send(self, request: Any, version: int, timeout_s: float) -> Any:
+        """The active controller's answer to `request`. KafkaError REQUEST_TIMED_OUT when no
+        controller answered (other than NOT_CONTROLLER) within `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        target = NO_LEADER
+        while True:
+            target = self._target(target)
+            try:
+                response = await asyncio.wait_for(
+                    self._connections[target].call(next(self._correlation_ids), self._client_id, request, version),
+                    min(self._request_timeout_s, max(deadline - loop.time(), 0.001)))
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, DecodeError) as error:
+                log.debug("controller %d did not answer %s: %s", target, type(request).__name__, error)
+                self._last_good = NO_LEADER
+            else:
+                if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NOT_CONTROLLER:
+                    self._last_good = target
+                    return response
+                self._last_good = NO_LEADER
+            if loop.time() + self._retry_backoff_s >= deadline:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                                 f"no active controller answered {type(request).__name__} within {timeout_s:.1f} s")
+            await asyncio.sleep(self._retry_backoff_s)
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.wait_closed()

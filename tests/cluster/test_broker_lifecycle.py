@@ -15,45 +15,16 @@ import pytest
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
-    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    CreatePartitionsRequest, CreatePartitionsResponse, DeleteTopicsRequest,
     DeleteTopicsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 )
 from gregor.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from gregor.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 
-from tests.cluster.test_controller_quorum import CLUSTER_ID, call, leader_view, make_quorum
+from tests.cluster.quorum import CLUSTER_ID, SESSION_MS, active, call, create_topic, to_controller, to_controller_result
 
 pytestmark = pytest.mark.slow
-SESSION_MS = 1500
-
-
-@pytest.fixture
-def controllers(tmp_path):
-    nodes = make_quorum(tmp_path)
-    for node in nodes:
-        node.overrides["broker.session.timeout.ms"] = str(SESSION_MS)
-        node.start()
-    yield nodes
-    for node in nodes:
-        node.stop()
-
-
-def active(nodes) -> int:
-    """The port of the quorum leader."""
-    index, _ = leader_view(nodes)
-    return nodes[index].port
-
-
-def to_controller(nodes, request, version: int, response_class, timeout: float = 30):
-    """Send to the active controller, as a broker does: find it again and retry while the answer
-    is NOT_CONTROLLER (an election, or a new leader still replaying the log)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        response = call(active(nodes), request, version, response_class)
-        if response.error_code != ErrorCode.NOT_CONTROLLER or time.monotonic() > deadline:
-            return response
-        time.sleep(0.1)
 
 
 def register(nodes, broker_id: int, incarnation: uuid.UUID | None = None, cluster_id: str = CLUSTER_ID):
@@ -95,12 +66,6 @@ def test_registration_and_heartbeat_errors_name_the_problem(controllers):
     refused = call(follower, BrokerHeartbeatRequest(broker_id=2, broker_epoch=first.broker_epoch), 0,
                    BrokerHeartbeatResponse)
     assert refused.error_code == ErrorCode.NOT_CONTROLLER
-
-
-def create_topic(nodes, name: str, partitions: int, replication_factor: int):
-    request = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
-        name=name, num_partitions=partitions, replication_factor=replication_factor)], timeout_ms=5000)
-    return to_controller_result(nodes, request, 7, CreateTopicsResponse).topics[0]
 
 
 def test_topics_spread_over_brokers_isr_changes_and_controller_failover(controllers):
@@ -170,15 +135,3 @@ def test_topic_and_config_changes_are_decided_by_the_active_controller(controlle
     deleted = to_controller_result(controllers, delete, 5, DeleteTopicsResponse).responses
     assert [(r.name, r.error_code) for r in deleted] == [("events", ErrorCode.NONE),
                                                         ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
-
-
-def to_controller_result(nodes, request, version: int, response_class, timeout: float = 30):
-    """Like to_controller, for responses that carry their errors per item."""
-    deadline = time.monotonic() + timeout
-    while True:
-        response = call(active(nodes), request, version, response_class)
-        items = next((getattr(response, name) for name in ("topics", "results", "responses")
-                      if getattr(response, name, None)), [])
-        if all(item.error_code != ErrorCode.NOT_CONTROLLER for item in items) or time.monotonic() > deadline:
-            return response
-        time.sleep(0.1)

@@ -14,8 +14,7 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
 
-from tests.cluster.test_broker_lifecycle import SESSION_MS, controllers, create_topic  # noqa: F401 (fixture)
-from tests.cluster.test_controller_quorum import CLUSTER_ID, leader_view
+from tests.cluster.quorum import CLUSTER_ID, SESSION_MS, create_topic, leader_view
 
 pytestmark = pytest.mark.slow
 

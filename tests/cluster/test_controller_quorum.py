@@ -8,54 +8,17 @@ The quorum is read with DescribeQuorum on the controller listener, as
 
 from __future__ import annotations
 
-import socket
-import struct
 import subprocess
 import sys
-import time
 
 import pytest
 
 from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.headers import decode_response_header, encode_request
 from gregor.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
-from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
-from gregor.protocol.primitives import Reader
 
-from tests.broker_process import BrokerProcess
+from tests.cluster.quorum import CLUSTER_ID, call, caught_up, describe, leader_view, make_quorum
 
-CLUSTER_ID = "R3JlZ29yUXVvcnVtVGVzdA"
 pytestmark = pytest.mark.slow
-
-
-def call(port: int, request, version: int, response_class):
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(encode_request(7, "quorum-test", request, version))
-        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        frame = memoryview(sock.recv(size, socket.MSG_WAITALL))
-    _, body = decode_response_header(frame, request.API_KEY, version)
-    return response_class.decode(Reader(frame, body), version)
-
-
-def describe(port: int) -> DescribeQuorumResponse.PartitionData | None:
-    request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-        topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
-    try:
-        return call(port, request, 1, DescribeQuorumResponse).topics[0].partitions[0]
-    except OSError:
-        return None
-
-
-def make_quorum(tmp_path, size: int = 3) -> list[BrokerProcess]:
-    nodes = []
-    for i in range(1, size + 1):
-        (tmp_path / f"controller{i}").mkdir()
-        nodes.append(BrokerProcess(str(tmp_path / f"controller{i}" / "data")))
-    voters = ",".join(f"{i}@127.0.0.1:{node.port}" for i, node in enumerate(nodes, 1))
-    for i, node in enumerate(nodes, 1):
-        node.overrides = {"process.roles": "controller", "node.id": str(i), "cluster.id": CLUSTER_ID,
-                          "listeners": f"CONTROLLER://127.0.0.1:{node.port}", "controller.quorum.voters": voters}
-    return nodes
 
 
 @pytest.fixture
@@ -66,32 +29,6 @@ def quorum(tmp_path):
     yield nodes
     for node in nodes:
         node.stop()
-
-
-def leader_view(nodes: list[BrokerProcess], timeout: float = 20):
-    """(leader node index, its DescribeQuorum answer) once exactly one live node answers as leader."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        answers = [(i, describe(node.port)) for i, node in enumerate(nodes)
-                   if node.proc is not None and node.proc.poll() is None]
-        leaders = [(i, a) for i, a in answers if a is not None and a.error_code == ErrorCode.NONE]
-        if len(leaders) == 1:
-            return leaders[0]
-        time.sleep(0.1)
-    raise AssertionError(f"no single quorum leader within {timeout}s:\n" + "\n".join(n.output() for n in nodes))
-
-
-def caught_up(nodes, timeout: float = 20):
-    """The leader's answer once every voter's log end offset equals the leader's."""
-    deadline = time.monotonic() + timeout
-    while True:
-        index, answer = leader_view(nodes)
-        ends = {voter.replica_id: voter.log_end_offset for voter in answer.current_voters}
-        if len(set(ends.values())) == 1 and answer.high_watermark == ends[answer.leader_id]:
-            return index, answer
-        if time.monotonic() > deadline:
-            raise AssertionError(f"voters did not catch up: {ends}, high watermark {answer.high_watermark}")
-        time.sleep(0.1)
 
 
 def test_three_controllers_elect_one_leader_and_replicate(quorum):

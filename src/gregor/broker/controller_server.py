@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.dispatcher import Dispatcher
@@ -134,14 +134,22 @@ class ControllerServer:
             if not raft.leader_caught_up:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, f"controller {self.node_id} was just elected and is "
                                  f"still replaying the committed log; retry")
+            if not self.image.metadata_version:
+                await self._commit(self.controller.bootstrap().records)
             result = operation()
-            if result.records:
-                last_offset = self.raft_driver.append([encode_metadata_record(r) for r in result.records])
-                future = asyncio.get_running_loop().create_future()
-                self._commit_waiters.append((last_offset, future))
-                self._committed(raft.high_watermark)
-                await future
+            await self._commit(result.records)
             return result.response
+
+    async def _commit(self, records: Sequence) -> None:
+        """Append the records as one batch and wait until the quorum has committed them."""
+        if not records:
+            return
+        raft = self.raft_driver.raft
+        last_offset = self.raft_driver.append([encode_metadata_record(r) for r in records])
+        future = asyncio.get_running_loop().create_future()
+        self._commit_waiters.append((last_offset, future))
+        self._committed(raft.high_watermark)
+        await future
 
     def describe_quorum(self, request: DescribeQuorumRequest) -> asyncio.Future:
         return self.raft_driver.handle_request(-1, request)
@@ -158,17 +166,11 @@ class ControllerServer:
         return configured == "true"
 
     async def _run_duties(self) -> None:
-        """The active controller bootstraps a new cluster's metadata.version and fences brokers
-        whose heartbeats stopped."""
+        """The active controller fences brokers whose heartbeats stopped."""
         while True:
             await asyncio.sleep(DUTIES_INTERVAL_S)
             if not self.raft_driver.raft.leader_caught_up:
                 continue
-            if not self.image.metadata_version:
-                try:
-                    await self.submit(self.controller.bootstrap)
-                except KafkaError as error:
-                    log.info("controller %d: bootstrap not committed: %s", self.node_id, error)
             for broker_id in self.heartbeats.expired(self.image, now_ms()):
                 log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",
                          self.node_id, broker_id, self.heartbeats.session_timeout_ms)

@@ -5,16 +5,21 @@ no group, nothing committed) with `auto.offset.reset=none`, so records deleted b
 and reading surface as OFFSET_OUT_OF_RANGE instead of a silent jump, and are then handled per
 failOnDataLoss. Offsets may have gaps (compaction, transaction markers, aborted records with
 read_committed); the range ends when the consumer's position reaches its end.
+
+Records come from `Consumer.poll_columns`, which decodes each fetched record batch into columns in
+one pass; the Arrow arrays are built straight from those lists (no object per record).
 """
 
 from __future__ import annotations
 
+import bisect
 import time
 from typing import Iterator
 
 import pyarrow as pa
 
-from gregor.client import Consumer, ConsumerRecord, KafkaException, TopicPartition
+from gregor.client import Consumer, KafkaException, TopicPartition
+from gregor.client.consumer import RecordChunk
 from gregor.spark.ranges import OffsetRange, report_data_loss
 from gregor.spark.schema import ARROW_HEADERS_TYPE, arrow_schema
 
@@ -39,7 +44,7 @@ def read_range(offset_range: OffsetRange) -> Iterator[pa.RecordBatch]:
         last_progress = time.monotonic()
         while position < end:
             try:
-                records = consumer.poll(_POLL_SECONDS)
+                chunks = consumer.poll_columns(_POLL_SECONDS)
             except KafkaException as error:
                 if error.name != "OFFSET_OUT_OF_RANGE":
                     raise
@@ -47,14 +52,17 @@ def read_range(offset_range: OffsetRange) -> Iterator[pa.RecordBatch]:
                 if position < end:
                     consumer.seek(tp, position)
                 continue
-            wanted = [record for record in records if record.offset < end]
-            if wanted:
-                yield _to_batch(wanted, schema, settings.include_headers)
-                last_progress = time.monotonic()
-            if len(wanted) < len(records):
+            past_end = False
+            for chunk in chunks:
+                wanted = bisect.bisect_left(chunk.columns.offsets, end)
+                past_end = past_end or wanted < len(chunk)
+                if wanted:
+                    yield _to_batch(chunk, wanted, schema, settings.include_headers)
+                    last_progress = time.monotonic()
+            if past_end:
                 break
             position = max(position, consumer.position(tp))
-            if not records and position < end:
+            if not chunks and position < end:
                 if consumer.end_offsets([tp])[tp] <= position:
                     report_data_loss(settings.fail_on_data_loss,
                                      f"{tp.topic}-{tp.partition} ends at {position}, before the planned end {end}")
@@ -77,18 +85,20 @@ def _after_lost_records(consumer: Consumer, tp: TopicPartition, position: int, o
     return offset_range.end
 
 
-def _to_batch(records: list[ConsumerRecord], schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
-    count = len(records)
-    first = records[0]
-    columns = [
-        pa.array([record.key for record in records], pa.binary()),
-        pa.array([record.value for record in records], pa.binary()),
-        pa.repeat(pa.scalar(first.topic, pa.string()), count),
-        pa.repeat(pa.scalar(first.partition, pa.int32()), count),
-        pa.array([record.offset for record in records], pa.int64()),
-        pa.array([record.timestamp for record in records], _MS_UTC).cast(_US_UTC),
-        pa.array([record.timestamp_type for record in records], pa.int32()),
+def _to_batch(chunk: RecordChunk, count: int, schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
+    """The first `count` records of `chunk` as a batch of Spark's source schema."""
+    columns = chunk.columns
+    tp = chunk.topic_partition
+    whole = count == len(columns)
+    arrays = [
+        pa.array(columns.keys if whole else columns.keys[:count], pa.binary()),
+        pa.array(columns.values if whole else columns.values[:count], pa.binary()),
+        pa.repeat(pa.scalar(tp.topic, pa.string()), count),
+        pa.repeat(pa.scalar(tp.partition, pa.int32()), count),
+        pa.array(columns.offsets if whole else columns.offsets[:count], pa.int64()),
+        pa.array(columns.timestamps if whole else columns.timestamps[:count], _MS_UTC).cast(_US_UTC),
+        pa.repeat(pa.scalar(chunk.timestamp_type, pa.int32()), count),
     ]
     if include_headers:
-        columns.append(pa.array([record.headers for record in records], ARROW_HEADERS_TYPE))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+        arrays.append(pa.array(columns.headers if whole else columns.headers[:count], ARROW_HEADERS_TYPE))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

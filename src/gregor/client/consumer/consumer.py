@@ -28,7 +28,7 @@ from gregor.client.assignors import (
 from gregor.client.config import ConfigError, Role, parse_config
 from gregor.client.consumer.coordinator import GroupMembership, MemberState
 from gregor.client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchSettings, Fetcher
-from gregor.client.consumer.records import ConsumerRecords
+from gregor.client.consumer.records import ConsumerRecords, RecordChunk
 from gregor.client.consumer.subscription import SubscriptionState, SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.interceptors import ConsumerInterceptors, resolve_consumer_interceptors
@@ -255,39 +255,62 @@ class Consumer:
         `timeout` seconds for some. Runs rebalances, listener callbacks and auto commits."""
         self._enter()
         try:
-            if self._subscriptions.kind is SubscriptionType.NONE:
-                raise KafkaException(ClientErrorCode._STATE, "consumer is not subscribed to any topics or "
-                                                             "assigned any partitions")
-            deadline = time.monotonic() + max(timeout, 0.0)
-            if self._membership is not None:
-                self._membership.last_poll = time.monotonic()
-            while True:
-                self._check_wakeup()
-                self._run_commit_completions()
-                if self._pending_error is not None:
-                    error, self._pending_error = self._pending_error, None
-                    raise error
-                if self._subscriptions.group_managed:
-                    self._poll_group(deadline)
-                self._maybe_auto_commit()
-                self._update_positions(deadline)
-                records, error = self._fetcher.collect(self._max_poll_records)
-                if records:
-                    if error is not None:
-                        self._pending_error = error
-                    self._thread.call_soon(self._fetcher.wakeup)
-                    result = ConsumerRecords(records)
-                    return self._interceptors.on_consume(result) if self._interceptors else result
-                if error is not None:
-                    raise error
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return ConsumerRecords()
-                with self._fetcher.data_ready:
-                    if not self._fetcher.has_data():
-                        self._fetcher.data_ready.wait(min(remaining, 0.05))
+            records = self._collect_within(timeout, self._fetcher.collect)
+            if not records:
+                return ConsumerRecords()
+            result = ConsumerRecords(records)
+            return self._interceptors.on_consume(result) if self._interceptors else result
         finally:
             self._release()
+
+    def poll_columns(self, timeout: float = 0.0) -> list[RecordChunk]:
+        """As `poll`, for bulk readers: the records as column chunks (offsets, timestamps, keys,
+        values, headers), each batch decoded in one pass without an object per record, which is
+        several times cheaper. Keys and values are raw bytes (the deserializers are not applied);
+        positions, commits, control records and read_committed behave as with `poll`. A consumer
+        with interceptors refuses it, since they could not see the records."""
+        self._enter()
+        try:
+            if self._interceptors:
+                raise KafkaException(ClientErrorCode._STATE, "poll_columns bypasses interceptor.classes; "
+                                                             "use poll with interceptors")
+            return self._collect_within(timeout, self._fetcher.collect_columns)
+        finally:
+            self._release()
+
+    def _collect_within(self, timeout: float, collect: Callable[[int], tuple[Any, KafkaException | None]]) -> Any:
+        """What `collect` gathers once some records are there or `timeout` passed (empty then), with
+        the group, auto commits and positions looked after in between."""
+        if self._subscriptions.kind is SubscriptionType.NONE:
+            raise KafkaException(ClientErrorCode._STATE, "consumer is not subscribed to any topics or "
+                                                         "assigned any partitions")
+        deadline = time.monotonic() + max(timeout, 0.0)
+        if self._membership is not None:
+            self._membership.last_poll = time.monotonic()
+        while True:
+            self._check_wakeup()
+            self._run_commit_completions()
+            if self._pending_error is not None:
+                error, self._pending_error = self._pending_error, None
+                raise error
+            if self._subscriptions.group_managed:
+                self._poll_group(deadline)
+            self._maybe_auto_commit()
+            self._update_positions(deadline)
+            records, error = collect(self._max_poll_records)
+            if records:
+                if error is not None:
+                    self._pending_error = error
+                self._thread.call_soon(self._fetcher.wakeup)
+                return records
+            if error is not None:
+                raise error
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return records
+            with self._fetcher.data_ready:
+                if not self._fetcher.has_data():
+                    self._fetcher.data_ready.wait(min(remaining, 0.05))
 
     def _check_wakeup(self) -> None:
         if self._wakeup.is_set():

@@ -12,15 +12,17 @@ CompletedFetch does with the response's aborted transactions), and advances posi
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import logging
 import struct
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
+from gregor.client.consumer.batch_decoder import RecordColumns, decode_batch
 from gregor.client.consumer.record_decoder import iter_records
-from gregor.client.consumer.records import ConsumerRecord
+from gregor.client.consumer.records import ConsumerRecord, RecordChunk
 from gregor.client.consumer.subscription import SubscriptionState
 from gregor.client.errors import ClientErrorCode, KafkaException, error_for
 from gregor.client.network import STALE_METADATA_ERRORS, NetworkClient, TopicPartition
@@ -63,7 +65,8 @@ class RecordDeserializationError(KafkaException):
 
 
 class CompletedFetch:
-    """One partition's answer to one Fetch, consumed record by record."""
+    """One partition's answer to one Fetch, consumed record by record (`records`) or, by bulk
+    readers, a batch at a time as columns (`take_columns`)."""
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, partition: Any,
                  isolation_level: int, check_crcs: bool) -> None:
@@ -80,6 +83,8 @@ class CompletedFetch:
         self._read_committed = isolation_level == READ_COMMITTED
         self._check_crcs = check_crcs
         self._iterator: Iterator[tuple[Any, int, int]] | None = None
+        self._chunks: Iterator[tuple[RecordColumns, int, int, int]] | None = None
+        self._leftover: tuple[RecordColumns, int, int, int] | None = None
 
     def records(self) -> Iterator[tuple[Any, int, int]]:
         """((offset, timestamp, key, value, headers), leader epoch, timestamp type) from the position
@@ -88,7 +93,30 @@ class CompletedFetch:
             self._iterator = self._records()
         return self._iterator
 
-    def _records(self) -> Iterator[tuple[Any, int, int]]:
+    def take_columns(self, limit: int) -> tuple[RecordColumns, int, int] | None:
+        """(columns, leader epoch, timestamp type) of at most `limit` records from the position on
+        (one batch, or the part of one that fits); None when the fetch is used up. `next_offset`
+        is the position after them."""
+        if self._leftover is None:
+            if self._chunks is None:
+                self._chunks = self._column_chunks()
+            self._leftover = next(self._chunks, None)
+            if self._leftover is None:
+                return None
+        columns, epoch, timestamp_type, end = self._leftover
+        if len(columns) <= limit:
+            self._leftover = None
+            self.next_offset = end
+            return columns, epoch, timestamp_type
+        rest = columns.slice(limit)
+        self._leftover = rest, epoch, timestamp_type, end
+        self.next_offset = rest.offsets[0]
+        return columns.slice(0, limit), epoch, timestamp_type
+
+    def _selected(self) -> Iterator[tuple[BatchHeader | None, int, int]]:
+        """The entries whose records the application sees (header None: a legacy v0/v1 entry),
+        after the CRC check; control batches and, under read_committed, aborted transactions are
+        skipped here, moving `next_offset` past them."""
         data = self._data
         if not data:
             return
@@ -96,7 +124,7 @@ class CompletedFetch:
         pending_aborts = collections.deque(self._aborted)
         for header, start, end in _entries(data):
             if header is None:
-                yield from self._legacy_records(memoryview(data)[start:end])
+                yield header, start, end
                 continue
             if header.last_offset < self.next_offset:
                 continue
@@ -117,12 +145,55 @@ class CompletedFetch:
             if header.is_control:
                 self.next_offset = header.last_offset + 1
                 continue
+            yield header, start, end
+
+    def _records(self) -> Iterator[tuple[Any, int, int]]:
+        data = self._data
+        for header, start, end in self._selected():
+            if header is None:
+                yield from self._legacy_records(memoryview(data)[start:end])
+                continue
             epoch, timestamp_type = header.partition_leader_epoch, header.timestamp_type
             for record in iter_records(data, start, header, _MAX_UNCOMPRESSED):
                 if record[0] >= self.next_offset:
                     yield record, epoch, timestamp_type
                     self.next_offset = record[0] + 1
             self.next_offset = max(self.next_offset, header.last_offset + 1)
+
+    def _column_chunks(self) -> Iterator[tuple[RecordColumns, int, int, int]]:
+        """(columns, leader epoch, timestamp type, offset after them) per batch from the position on;
+        `take_columns` moves `next_offset` as they are taken."""
+        data = self._data
+        for header, start, end in self._selected():
+            if header is None:
+                yield from self._legacy_columns(memoryview(data)[start:end])
+                continue
+            columns = decode_batch(data, start, header, _MAX_UNCOMPRESSED)
+            first = bisect.bisect_left(columns.offsets, self.next_offset)
+            end_offset = max(self.next_offset, header.last_offset + 1)
+            if first < len(columns):
+                yield (columns.slice(first) if first else columns), header.partition_leader_epoch, \
+                    header.timestamp_type, end_offset
+            else:
+                self.next_offset = end_offset
+
+    def _legacy_columns(self, entry: memoryview) -> Iterator[tuple[RecordColumns, int, int, int]]:
+        """A magic 0/1 entry as columns, one chunk per run of messages with the same timestamp type."""
+        columns, timestamp_type = RecordColumns(), None
+        for message in iter_legacy(entry, _MAX_UNCOMPRESSED):
+            if message.offset < self.next_offset:
+                continue
+            if columns and message.timestamp_type != timestamp_type:
+                yield columns, -1, timestamp_type, columns.offsets[-1] + 1
+                columns = RecordColumns()
+            timestamp_type = message.timestamp_type
+            columns.offsets.append(message.offset)
+            columns.timestamps.append(message.timestamp)
+            columns.keys.append(message.key)
+            columns.values.append(message.value)
+            columns.headers.append(())
+        if columns:
+            yield columns, -1, timestamp_type, columns.offsets[-1] + 1
 
     def _legacy_records(self, entry: memoryview) -> Iterator[tuple[tuple, int, int]]:
         """A magic 0/1 entry (a wrapper expands to its messages); its CRC is always checked."""
@@ -284,6 +355,16 @@ class Fetcher:
         """Records for the application (at most `max_records`) and an error to raise after
         handing them over, if one stopped the collection."""
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        return out, self._drain(max_records, lambda fetch, state, limit: self._take(fetch, state, out, limit))
+
+    def collect_columns(self, max_records: int) -> tuple[list[RecordChunk], KafkaException | None]:
+        """As `collect`, as column chunks of raw keys and values (the deserializers are not applied)."""
+        out: list[RecordChunk] = []
+        return out, self._drain(max_records, lambda fetch, state, limit: self._take_columns(fetch, state, out, limit))
+
+    def _drain(self, max_records: int, take: Callable[[CompletedFetch, Any, int], int]) -> KafkaException | None:
+        """Hand buffered fetches to `take` (which returns how many records it took) until
+        `max_records` are taken or the buffer is empty; the error that stopped it, if any."""
         count = 0
         while count < max_records:
             with self._lock:
@@ -298,19 +379,42 @@ class Fetcher:
                 self._done_with(fetch)
                 error = self._partition_error(fetch)
                 if error is not None:
-                    return out, error
+                    return error
                 continue
             self._note_offsets(fetch.topic_partition, fetch)
             try:
-                count += self._take(fetch, state, out, max_records - count)
+                count += take(fetch, state, max_records - count)
             except KafkaException as error:
                 self._done_with(fetch)
-                return out, error
+                return error
             except RecordsError as error:
                 self._done_with(fetch)
-                return out, KafkaException(error.code, f"{fetch.topic_partition.topic}-"
-                                                       f"{fetch.topic_partition.partition}: {error}")
-        return out, None
+                return KafkaException(error.code, f"{fetch.topic_partition.topic}-"
+                                                  f"{fetch.topic_partition.partition}: {error}")
+        return None
+
+    def _take_columns(self, fetch: CompletedFetch, state: Any, out: list[RecordChunk], limit: int) -> int:
+        """Whole batches (the last one cut at `limit`) appended to `out`, merged into its last chunk
+        while partition and timestamp type stay the same."""
+        taken = 0
+        while taken < limit:
+            item = fetch.take_columns(limit - taken)
+            if item is None:
+                state.position = fetch.next_offset
+                self._done_with(fetch)
+                return taken
+            columns, epoch, timestamp_type = item
+            last = out[-1] if out else None
+            if last is not None and last.topic_partition == fetch.topic_partition \
+                    and last.timestamp_type == timestamp_type:
+                last.columns.extend(columns)
+                last.leader_epoch = epoch if epoch >= 0 else None
+            else:
+                out.append(RecordChunk(fetch.topic_partition, timestamp_type, epoch if epoch >= 0 else None, columns))
+            taken += len(columns)
+            state.position = fetch.next_offset
+            state.position_epoch = epoch if epoch >= 0 else None
+        return taken
 
     def _take(self, fetch: CompletedFetch, state: Any, out: dict[TopicPartition, list[ConsumerRecord]],
               limit: int) -> int:

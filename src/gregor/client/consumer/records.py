@@ -1,9 +1,11 @@
-"""What `Consumer.poll` hands over: records, grouped by partition in the order they were fetched."""
+"""What `Consumer.poll` hands over: records, grouped by partition in the order they were fetched;
+and what `Consumer.poll_columns` hands over to bulk readers: the same records as column chunks."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+from gregor.client.consumer.batch_decoder import RecordColumns
 from gregor.client.network import TopicPartition
 
 CREATE_TIME, LOG_APPEND_TIME = 0, 1
@@ -67,3 +69,25 @@ class ConsumerRecords:
 
     def __repr__(self) -> str:
         return f"<ConsumerRecords {self.count()} records from {len(self._by_partition)} partitions>"
+
+
+class RecordChunk:
+    """Consecutive records of one partition with one timestamp type, column by column:
+    `columns.offsets`, `.timestamps`, `.keys`, `.values` (raw bytes or None) and `.headers`.
+    `leader_epoch` is the epoch of the last batch in the chunk (None when unknown)."""
+
+    __slots__ = ("topic_partition", "timestamp_type", "leader_epoch", "columns")
+
+    def __init__(self, topic_partition: TopicPartition, timestamp_type: int, leader_epoch: int | None,
+                 columns: RecordColumns) -> None:
+        self.topic_partition = topic_partition
+        self.timestamp_type = timestamp_type
+        self.leader_epoch = leader_epoch
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __repr__(self) -> str:
+        return (f"<RecordChunk {self.topic_partition.topic}-{self.topic_partition.partition} "
+                f"{len(self.columns)} records from offset {self.columns.offsets[0] if self.columns else None}>")

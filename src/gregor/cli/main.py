@@ -6,7 +6,9 @@ import argparse
 import sys
 
 from gregor import __version__
-from gregor.cli import configs, console_consumer, console_producer, consumer_groups, dump_log, perf, server, topics
+from gregor.cli import (
+    cluster, configs, console_consumer, console_producer, consumer_groups, dump_log, perf, server, topics,
+)
 from gregor.cli.common import ToolParser
 
 
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.register(tools)
     dump_log.register(tools)
     perf.register(tools)
+    cluster.register(tools)
     return parser
 
 

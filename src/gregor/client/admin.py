@@ -42,10 +42,13 @@ from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.messages import (
     AlterConfigsRequest, ApiKey, ConsumerProtocolAssignment, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, IncrementalAlterConfigsRequest, ListGroupsRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, DescribeQuorumRequest, IncrementalAlterConfigsRequest,
+    ListGroupsRequest,
     ListOffsetsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 )
 from gregor.protocol.primitives import ZERO_UUID, Reader
+
+METADATA_TOPIC = "__cluster_metadata"
 
 _GRACE_SECONDS = 2.0
 _CLIENT_NUMBERS = itertools.count(1)
@@ -229,6 +232,27 @@ class ClusterDescription:
 
 
 @dataclass(frozen=True)
+class QuorumReplica:
+    """One voter or observer of the metadata quorum, as its leader sees it (-1: unknown)."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int = -1
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True)
+class QuorumInfo:
+    """Java's QuorumInfo: the metadata quorum's leader, epoch, high watermark and replicas."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[QuorumReplica]
+    observers: list[QuorumReplica]
+
+
+@dataclass(frozen=True)
 class ConsumerGroupListing:
     group_id: str
     protocol_type: str
@@ -366,6 +390,10 @@ class AdminClient:
 
     def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
         return self._call(self._operations.describe_cluster, timeout)
+
+    def describe_metadata_quorum(self, timeout: float | None = None) -> QuorumInfo:
+        """The KRaft metadata quorum (DescribeQuorum), as `kafka-metadata-quorum.sh describe` shows it."""
+        return self._call(self._operations.describe_metadata_quorum, timeout)
 
     # consumer groups and their offsets
 
@@ -713,6 +741,29 @@ class AdminOperations:
             return ClusterDescription(response.cluster_id, controller, nodes)
 
         return await self._single("describe_cluster", attempt, deadline)
+
+    async def describe_metadata_quorum(self, deadline: float) -> QuorumInfo:
+        async def attempt() -> QuorumInfo:
+            request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+                topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+            response = await self._send(request, None, deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+            partition = response.topics[0].partitions[0] if response.topics and response.topics[0].partitions \
+                else None
+            if partition is None:
+                raise error_for(ErrorCode.UNKNOWN_SERVER_ERROR, "DescribeQuorum answered no partition")
+            if partition.error_code != ErrorCode.NONE:
+                raise error_for(partition.error_code, partition.error_message)
+
+            def replicas(states) -> list[QuorumReplica]:
+                return [QuorumReplica(s.replica_id, s.log_end_offset, s.last_fetch_timestamp,
+                                      s.last_caught_up_timestamp) for s in states]
+
+            return QuorumInfo(partition.leader_id, partition.leader_epoch, partition.high_watermark,
+                              replicas(partition.current_voters), replicas(partition.observers))
+
+        return await self._single("describe_metadata_quorum", attempt, deadline)
 
     # consumer groups
 

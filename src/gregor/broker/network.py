@@ -231,6 +231,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._drain()
 
     @property
+    def queued(self) -> int:
+        """Requests read from this connection and not answered yet."""
+        return len(self._queue) + (1 if self._waiting is not None else 0)
+
+    @property
     def busy(self) -> bool:
         """A request read from this connection is still being answered."""
         return self._transport is not None and (self._waiting is not None or bool(self._queue))

@@ -314,6 +314,9 @@ class Broker:
     def metric_connections(self) -> int:
         return len(self._server.connections) if self._server is not None else 0
 
+    def metric_request_queue(self) -> int:
+        return sum(connection.queued for connection in self._server.connections) if self._server is not None else 0
+
     def metric_group_lag(self) -> Iterator[tuple[str, str, int, int]]:
         coordinator = self.groups.coordinator
         for group_id in list(coordinator.groups):

@@ -54,6 +54,8 @@ class BrokerState(Protocol):
 
     def metric_connections(self) -> int: ...
 
+    def metric_request_queue(self) -> int: ...
+
     def metric_group_lag(self) -> Iterable[tuple[str, str, int, int]]: ...
 
 
@@ -138,6 +140,9 @@ class _StateCollector(Collector):
                      "1 on the active controller.", 1 if state.metric_is_active_controller() else 0)
         yield _gauge("kafka_server_socketservermetrics_connection_count", "Open client connections.",
                      state.metric_connections())
+        yield _gauge("kafka_network_requestchannel_requestqueuesize",
+                     "Requests read and not answered yet (queued behind an earlier one or waiting).",
+                     state.metric_request_queue())
         lag = GaugeMetricFamily("kafka_consumergroup_lag",
                                 "High watermark minus the committed offset, per group and partition.",
                                 labels=["consumergroup", "topic", "partition"])

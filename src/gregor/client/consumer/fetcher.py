@@ -97,13 +97,20 @@ class CompletedFetch:
         """(columns, leader epoch, timestamp type) of at most `limit` records from the position on
         (one batch, or the part of one that fits); None when the fetch is used up. `next_offset`
         is the position after them."""
-        if self._leftover is None:
-            if self._chunks is None:
-                self._chunks = self._column_chunks()
-            self._leftover = next(self._chunks, None)
+        while True:
             if self._leftover is None:
-                return None
-        columns, epoch, timestamp_type, end = self._leftover
+                if self._chunks is None:
+                    self._chunks = self._column_chunks()
+                self._leftover = next(self._chunks, None)
+                if self._leftover is None:
+                    return None
+            columns, epoch, timestamp_type, end = self._leftover
+            taken_by_poll = bisect.bisect_left(columns.offsets, self.next_offset)
+            if taken_by_poll < len(columns):
+                break
+            self._leftover = None
+        if taken_by_poll:
+            columns = columns.slice(taken_by_poll)
         if len(columns) <= limit:
             self._leftover = None
             self.next_offset = end
@@ -156,8 +163,8 @@ class CompletedFetch:
             epoch, timestamp_type = header.partition_leader_epoch, header.timestamp_type
             for record in iter_records(data, start, header, _MAX_UNCOMPRESSED):
                 if record[0] >= self.next_offset:
-                    yield record, epoch, timestamp_type
                     self.next_offset = record[0] + 1
+                    yield record, epoch, timestamp_type
             self.next_offset = max(self.next_offset, header.last_offset + 1)
 
     def _column_chunks(self) -> Iterator[tuple[RecordColumns, int, int, int]]:
@@ -199,8 +206,8 @@ class CompletedFetch:
         """A magic 0/1 entry (a wrapper expands to its messages); its CRC is always checked."""
         for message in iter_legacy(entry, _MAX_UNCOMPRESSED):
             if message.offset >= self.next_offset:
-                yield (message.offset, message.timestamp, message.key, message.value, []), -1, message.timestamp_type
                 self.next_offset = message.offset + 1
+                yield (message.offset, message.timestamp, message.key, message.value, []), -1, message.timestamp_type
 
 
 def _entries(data: bytes | memoryview) -> Iterator[tuple[BatchHeader | None, int, int]]:

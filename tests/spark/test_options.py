@@ -80,7 +80,7 @@ def test_bad_source_options_name_the_option(options, streaming, named):
 
 def test_sink_options():
     parsed = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "out", "kafka.linger.ms": "5",
-                                 "checkpointLocation": "/tmp/x"})
+                                 "checkpointLocation": "/tmp/x", "queryname": "q"})
     assert parsed.topic == "out" and parsed.client_config == {"bootstrap.servers": "h:1", "linger.ms": "5"}
     for bad, named in [({"kafka.key.serializer": "str"}, "kafka.key.serializer"),
                        ({"subscribe": "t"}, "subscribe"),

@@ -27,7 +27,7 @@ _SOURCE_OPTIONS = (
     "failOnDataLoss", "includeHeaders", "kafkaConsumer.pollTimeoutMs",
 )
 _SINK_OPTIONS = ("kafka.bootstrap.servers", "topic")
-_ENGINE_OPTIONS = ("path", "checkpointLocation")
+_ENGINE_OPTIONS = ("path", "checkpointLocation", "queryName")
 """Options Spark itself may pass along to a data source; they mean nothing to the connector."""
 
 _REFUSED_CLIENT_KEYS = {

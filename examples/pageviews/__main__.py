@@ -19,9 +19,6 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from gregor.client import AdminClient
-from gregor.client.admin import NewTopic
-
 from examples.pageviews import events
 from examples.pageviews.job import Demo, run, session
 from examples.pageviews.show import show
@@ -75,22 +72,8 @@ def gregor_server(data_dir: str) -> Iterator[str]:
         log.close()
 
 
-def create_topics(demo: Demo) -> None:
-    """The page-view topic (2 partitions), the result and dead-letter topics (1 each); existing
-    topics are kept."""
-    admin = AdminClient({"bootstrap.servers": demo.bootstrap})
-    try:
-        wanted = [NewTopic(demo.views_topic, 2, 1), NewTopic(demo.results_topic, 1, 1),
-                  NewTopic(demo.dead_letter_topic, 1, 1)]
-        for name, outcome in admin.create_topics(wanted).items():
-            if isinstance(outcome, Exception) and "TOPIC_ALREADY_EXISTS" not in str(outcome):
-                raise SystemExit(f"cannot create topic {name}: {outcome}")
-    finally:
-        admin.close()
-
-
 def generate(demo: Demo, args: argparse.Namespace) -> None:
-    create_topics(demo)
+    events.create_topics(demo.bootstrap, demo.views_topic, demo.results_topic, demo.dead_letter_topic)
     generated = events.generate(args.seed, args.events, args.minutes, args.invalid)
     sent = events.produce(demo.bootstrap, demo.views_topic, generated, args.seed)
     print(f"produced {sent} records to {demo.views_topic} ({len(generated.invalid)} of them invalid)")

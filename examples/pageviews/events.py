@@ -11,7 +11,8 @@ import json
 import random
 from dataclasses import dataclass
 
-from gregor.client import Producer
+from gregor.client import AdminClient, Producer
+from gregor.client.admin import NewTopic
 
 PAGES = ("/", "/pricing", "/docs", "/docs/spark", "/blog", "/signup")
 REFERRERS = ("https://www.google.com/", "https://news.ycombinator.com/", "", "https://github.com/")
@@ -59,3 +60,16 @@ def produce(bootstrap: str, topic: str, generated: Generated, seed: int) -> int:
             producer.send(topic, value, key=key)
         producer.flush(60)
     return len(values)
+
+
+def create_topics(bootstrap: str, views: str, results: str, dead_letters: str) -> None:
+    """The page-view topic (2 partitions), the result and dead-letter topics (1 each); topics
+    that exist already are kept."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        wanted = [NewTopic(views, 2, 1), NewTopic(results, 1, 1), NewTopic(dead_letters, 1, 1)]
+        for name, outcome in admin.create_topics(wanted).items():
+            if isinstance(outcome, Exception) and "TOPIC_ALREADY_EXISTS" not in str(outcome):
+                raise SystemExit(f"cannot create topic {name}: {outcome}")
+    finally:
+        admin.close()

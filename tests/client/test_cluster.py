@@ -82,3 +82,18 @@ def test_coordinator_addresses_stay_known_beside_the_brokers():
     cluster.add_node(Node(5, "coord", 9005))
     cluster.add_node(Node(1, "elsewhere", 1))
     assert cluster.node(5).host == "coord" and cluster.node(1).host == "b1"
+
+
+def test_updates_swap_in_new_maps_so_another_thread_never_sees_a_half_filled_one():
+    """The consumer's application thread matches its pattern against `topics` while the network
+    thread applies responses: a map it holds must never be emptied and refilled under it (that
+    flipped a pattern subscription between no topics and its topics, rejoining forever)."""
+    cluster = ClusterMetadata([("a", 1)], max_age_ms=1000)
+    cluster.update(response(topic("t1", [1]), topic("t2", [2])), 0, None)
+    held_topics, held_errors = cluster.topics, cluster.topic_errors
+    cluster.update(response(topic("t1", [1]), topic("t3", [1], ErrorCode.TOPIC_AUTHORIZATION_FAILED)), 1, None)
+    assert sorted(held_topics) == ["t1", "t2"] and held_errors == {}
+    assert sorted(cluster.topics) == ["t1"] and cluster.topic_errors == {"t3": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    partial_before = cluster.topics
+    cluster.update(response(topic("t4", [2])), 2, ["t4"])
+    assert sorted(partial_before) == ["t1"] and sorted(cluster.topics) == ["t1", "t4"]

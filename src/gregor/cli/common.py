@@ -144,6 +144,11 @@ def one_action(args: argparse.Namespace, actions: Sequence[str]) -> str:
     return chosen[0]
 
 
+def unescape(text: str) -> str:
+    """Let a separator typed in a shell as `'\\t'` (or `\\n`, `\\r`) mean the character, as Kafka's tools do."""
+    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
+
+
 def topic_matcher(pattern: str) -> Callable[[str], bool]:
     """Kafka's --topic for list/describe/delete: a regular expression matching whole names."""
     try:

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, client_config, guarded, key_value,
-    properties_from, read_properties_file, topic_matcher,
+    properties_from, read_properties_file, topic_matcher, unescape,
 )
 from gregor.client import Consumer, ConsumerRecord, TopicPartition, WakeupException
 
@@ -91,7 +91,7 @@ class MessageFormat:
                                                                            else "false").strip().lower() == "true"
                                   for name in flags}
         for name, default in texts.items():
-            values[name.replace(".", "_")] = _unescape(properties.get(name, default)).encode()
+            values[name.replace(".", "_")] = unescape(properties.get(name, default)).encode()
         return cls(**values)
 
     def write(self, record: ConsumerRecord, out: BinaryIO) -> None:
@@ -114,11 +114,6 @@ class MessageFormat:
             fields.append(self.null_literal if record.value is None else record.value)
         if fields:
             out.write(self.key_separator.join(fields) + self.line_separator)
-
-
-def _unescape(text: str) -> str:
-    """Let `--property key.separator='\\t'` mean a tab, as typed in a shell."""
-    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
 
 
 def _check_options(args: argparse.Namespace) -> None:

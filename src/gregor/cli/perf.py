@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from gregor.cli.common import (
     ToolError, UsageError, add_tool, client_config, guarded, key_value, properties_from,
-    read_properties_file,
+    read_properties_file, unescape,
 )
 from gregor.client import Consumer, ConsumerRebalanceListener, KafkaException, Producer, RecordMetadata
 
@@ -234,10 +234,6 @@ def percentiles(samples: list[int], points: tuple[float, ...]) -> list[int]:
     return [ordered[min(int(point * len(ordered)), len(ordered) - 1)] for point in points]
 
 
-def _unescape(text: str) -> str:
-    return text.replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
-
-
 def _payloads(args: argparse.Namespace) -> list[bytes]:
     """One random value of --record-size uppercase letters, or the payloads of --payload-file."""
     if (args.record_size is None) == (args.payload_file is None):
@@ -255,7 +251,7 @@ def _payloads(args: argparse.Namespace) -> list[bytes]:
     except OSError as error:
         raise ToolError(f"cannot read --payload-file {args.payload_file}: {error.strerror or error}") from None
     print(f"Reading payloads from: {args.payload_file}", flush=True)
-    payloads = [item for item in text.split(_unescape(args.payload_delimiter).encode()) if item]
+    payloads = [item for item in text.split(unescape(args.payload_delimiter).encode()) if item]
     if not payloads:
         raise ToolError(f"--payload-file {args.payload_file} holds no payload")
     print(f"Number of messages read: {len(payloads)}", flush=True)

@@ -142,18 +142,20 @@ class ClusterMetadata:
                 self._extra_nodes.pop(node_id, None)
         self.cluster_id = response.cluster_id
         self.controller_id = response.controller_id if response.controller_id >= 0 else None
-        if requested_topics is None:
-            self.topics = {}
-            self.topic_errors = {}
+        # New mappings, swapped in whole: the application thread reads them while the network
+        # thread updates (a consumer matching its pattern must never see a half-filled map).
+        topics = {} if requested_topics is None else dict(self.topics)
+        topic_errors = {} if requested_topics is None else dict(self.topic_errors)
         for topic in response.topics:
             if topic.name is None:
                 continue
             if topic.error_code not in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE):
-                self.topics.pop(topic.name, None)
-                self.topic_errors[topic.name] = topic.error_code
+                topics.pop(topic.name, None)
+                topic_errors[topic.name] = topic.error_code
                 continue
-            self.topic_errors.pop(topic.name, None)
-            self.topics[topic.name] = _topic_metadata(topic)
+            topic_errors.pop(topic.name, None)
+            topics[topic.name] = _topic_metadata(topic)
+        self.topics, self.topic_errors = topics, topic_errors
         self._last_update_ms = now_ms
         self._last_attempt_ms = now_ms
         self.failed_attempts = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -79,8 +80,18 @@ def generate(demo: Demo, args: argparse.Namespace) -> None:
     print(f"produced {sent} records to {demo.views_topic} ({len(generated.invalid)} of them invalid)")
 
 
+def require_java() -> None:
+    """Spark runs on a JVM: say so plainly instead of letting pyspark fail deep in its gateway."""
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    sys.exit("pageviews: Spark needs a Java 17+ runtime and none was found (no `java` on PATH, no JAVA_HOME); "
+             "install one, e.g. `apt-get install openjdk-17-jre-headless` (`bash scripts/setup.sh --test` does)")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.command != "generate":
+        require_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="gregor-pageviews-")

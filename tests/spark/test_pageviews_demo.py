@@ -116,3 +116,12 @@ def test_a_job_killed_mid_run_resumes_from_its_checkpoint(spark, broker_factory,
     # job wrote first: the one micro-batch that was in the offset log but not in the commit log
     assert all(key in twice for key, _ in earlier[len(earlier) - len(twice):])
     assert all(key in twice for key, _ in later[:len(twice)])
+
+
+def test_a_missing_java_is_one_clear_line(tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java there
+    done = subprocess.run([sys.executable, "-m", "examples.pageviews", "show", "--bootstrap-server", "127.0.0.1:1",
+                           "--work-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "needs a Java 17+ runtime" in done.stderr

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
-import os
 import random
 import time
 import uuid

@@ -238,7 +238,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     @property
     def busy(self) -> bool:
         """A request read from this connection is still being answered."""
-        return self._transport is not None and (self._waiting is not None or bool(self._queue))
+        return self._transport is not None and self.queued > 0
 
     def stop_reading(self) -> None:
         """Take no new requests (shutdown); those already read are still answered."""

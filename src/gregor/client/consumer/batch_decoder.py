@@ -12,18 +12,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gregor.protocol.error_codes import ErrorCode
+from gregor.client.consumer.record_decoder import (
+    Header, Truncated, batch_data, corrupt_record, read_headers, read_varint,
+)
 from gregor.records.batch import BatchHeader
-from gregor.records.compression import decompress
-from gregor.records.errors import RecordsError
 
-BATCH_HEADER_SIZE = 61
 _NO_HEADERS: tuple = ()
 
 _ZIGZAG = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
 """Zigzag-decoded value of every varint of one or two bytes, indexed by its 14 payload bits."""
 
-Headers = Sequence[tuple[str, "bytes | None"]]
+Headers = Sequence[Header]
 
 
 class RecordColumns:
@@ -60,54 +59,11 @@ class RecordColumns:
         return part
 
 
-class _Truncated(Exception):
-    pass
-
-
-def _corrupt(header: BatchHeader, reason: str) -> RecordsError:
-    return RecordsError(ErrorCode.CORRUPT_MESSAGE,
-                        f"malformed record in the batch at offset {header.base_offset}: {reason}")
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    """A zigzag varint of any length (the slow path): (value, position after it)."""
-    end = len(data)
-    shift = result = 0
-    while True:
-        if position >= end or shift > 63:
-            raise _Truncated()
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), position
-        shift += 7
-
-
-def _headers(data: bytes, position: int, count: int) -> tuple[list[tuple[str, bytes | None]], int]:
-    """`count` record headers from `position` (rare enough to take the slow varint path)."""
-    headers: list[tuple[str, bytes | None]] = []
-    for _ in range(count):
-        size, position = _varint(data, position)
-        if size < 0:
-            raise ValueError("null header key")
-        name = data[position:position + size].decode("utf-8")
-        position += size
-        size, position = _varint(data, position)
-        if size < 0:
-            headers.append((name, None))
-        else:
-            headers.append((name, data[position:position + size]))
-            position += size
-    return headers, position
-
-
 def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_uncompressed_bytes: int
                  ) -> RecordColumns:
     """Every record of the v2 batch at `pos` (its header already parsed), as columns."""
     into = RecordColumns()
-    body = memoryview(buf)[pos + BATCH_HEADER_SIZE:pos + header.size]
-    data = bytes(decompress(header.compression, body, max_uncompressed_bytes)) if header.compression else bytes(body)
+    data = batch_data(buf, pos, header, max_uncompressed_bytes)
     end = len(data)
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     append_time = header.max_timestamp if header.timestamp_type == 1 else None
@@ -125,10 +81,10 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
                 length = zigzag[(byte & 0x7F) | (data[position + 1] << 7)]
                 position += 2
             else:
-                length, position = _varint(data, position)
+                length, position = read_varint(data, position)
             record_end = position + length
             if length < 0 or record_end > end:
-                raise _corrupt(header, "record length past the end of the batch")
+                raise corrupt_record(header, "record length past the end of the batch")
             position += 1  # attributes
             byte = data[position]
             if byte < 0x80:
@@ -138,7 +94,7 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
                 timestamp_delta = zigzag[(byte & 0x7F) | (data[position + 1] << 7)]
                 position += 2
             else:
-                timestamp_delta, position = _varint(data, position)
+                timestamp_delta, position = read_varint(data, position)
             byte = data[position]
             if byte < 0x80:
                 offset_delta = zigzag[byte]
@@ -147,7 +103,7 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
                 offset_delta = zigzag[(byte & 0x7F) | (data[position + 1] << 7)]
                 position += 2
             else:
-                offset_delta, position = _varint(data, position)
+                offset_delta, position = read_varint(data, position)
             byte = data[position]
             if byte < 0x80:
                 size = zigzag[byte]
@@ -156,7 +112,7 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
                 size = zigzag[(byte & 0x7F) | (data[position + 1] << 7)]
                 position += 2
             else:
-                size, position = _varint(data, position)
+                size, position = read_varint(data, position)
             if size < 0:
                 add_key(None)
             else:
@@ -170,7 +126,7 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
                 size = zigzag[(byte & 0x7F) | (data[position + 1] << 7)]
                 position += 2
             else:
-                size, position = _varint(data, position)
+                size, position = read_varint(data, position)
             if size < 0:
                 add_value(None)
             else:
@@ -180,21 +136,21 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
                 add_headers(_NO_HEADERS)
                 position += 1
             else:
-                count, position = _varint(data, position)
+                count, position = read_varint(data, position)
                 if count < 0 or count > record_end - position:
-                    raise _corrupt(header, f"record claims {count} headers")
-                headers, position = _headers(data, position, count)
+                    raise corrupt_record(header, f"record claims {count} headers")
+                headers, position = read_headers(data, position, count)
                 add_headers(headers)
             if position != record_end:
-                raise _corrupt(header, "record length does not match its fields")
+                raise corrupt_record(header, "record length does not match its fields")
             add_offset(base_offset + offset_delta)
             add_timestamp(base_timestamp + timestamp_delta if append_time is None else append_time)
-    except (_Truncated, IndexError):
-        raise _corrupt(header, "truncated record") from None
+    except (Truncated, IndexError):
+        raise corrupt_record(header, "truncated record") from None
     except UnicodeDecodeError:
-        raise _corrupt(header, "header name is not UTF-8") from None
+        raise corrupt_record(header, "header name is not UTF-8") from None
     except ValueError as error:
-        raise _corrupt(header, str(error)) from None
+        raise corrupt_record(header, str(error)) from None
     if position != end:
-        raise _corrupt(header, "bytes after the last record of the batch")
+        raise corrupt_record(header, "bytes after the last record of the batch")
     return into

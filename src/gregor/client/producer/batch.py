@@ -13,10 +13,10 @@ from typing import Iterable, Sequence
 
 from gregor.client.errors import KafkaException
 from gregor.client.producer.future import BatchResult, Callback, RecordFuture
+from gregor.records.batch import BATCH_HEADER_SIZE
 from gregor.records.compression import compress
 from gregor.records.crc import crc32c
 
-BATCH_HEADER_SIZE = 61
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC = struct.Struct(">I")
 _CRC_OFFSET, _ATTRIBUTES_OFFSET = 17, 21

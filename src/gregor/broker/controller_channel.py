@@ -13,18 +13,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import struct
 from typing import Any, Callable
 
+from gregor.broker.peer_channel import decode_response, read_response_frame
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
-from gregor.protocol.headers import decode_response_header, encode_request
-from gregor.protocol.messages import RESPONSES
-from gregor.protocol.primitives import Reader
+from gregor.protocol.headers import encode_request
 
 log = logging.getLogger("gregor.broker")
-_SIZE = struct.Struct(">i")
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 NO_LEADER = -1
 
 
@@ -42,14 +38,10 @@ class _VoterConnection:
                 reader, writer = self._streams
                 writer.write(encode_request(correlation_id, client_id, request, version))
                 await writer.drain()
-                size = _SIZE.unpack(await reader.readexactly(4))[0]
-                if not 0 < size <= MAX_RESPONSE_BYTES:
-                    raise DecodeError(f"response of {size} bytes")
-                frame = memoryview(await reader.readexactly(size))
-                header, body = decode_response_header(frame, request.API_KEY, version)
-                if header.correlation_id != correlation_id:
-                    raise DecodeError(f"response to correlation id {header.correlation_id}, not {correlation_id}")
-                return RESPONSES[request.API_KEY].decode(Reader(frame, body), version)
+                answered, response = decode_response(await read_response_frame(reader), request.API_KEY, version)
+                if answered != correlation_id:
+                    raise DecodeError(f"response to correlation id {answered}, not {correlation_id}")
+                return response
             except BaseException:
                 self.close()
                 raise

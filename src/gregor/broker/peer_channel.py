@@ -28,6 +28,20 @@ CONNECT_TIMEOUT_S = 2.0
 ResponseCallback = Callable[[int, int, Any], None]
 
 
+async def read_response_frame(reader: asyncio.StreamReader) -> memoryview:
+    """One size-prefixed response frame; DecodeError for a size outside 1..MAX_RESPONSE_BYTES."""
+    size = _SIZE.unpack(await reader.readexactly(4))[0]
+    if not 0 < size <= MAX_RESPONSE_BYTES:
+        raise DecodeError(f"response of {size} bytes")
+    return memoryview(await reader.readexactly(size))
+
+
+def decode_response(frame: memoryview, api_key: int, version: int) -> tuple[int, Any]:
+    """(correlation id, response) of a frame answering `api_key` at `version`."""
+    header, body = decode_response_header(frame, api_key, version)
+    return header.correlation_id, RESPONSES[api_key].decode(Reader(frame, body), version)
+
+
 class _PeerConnection:
     """The connection to one peer and the requests waiting on it: correlation id -> (api key, version)."""
 
@@ -71,17 +85,12 @@ class _PeerConnection:
     async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                size = _SIZE.unpack(await reader.readexactly(4))[0]
-                if not 0 < size <= MAX_RESPONSE_BYTES:
-                    raise DecodeError(f"response of {size} bytes")
-                frame = memoryview(await reader.readexactly(size))
+                frame = await read_response_frame(reader)
                 correlation_id = _SIZE.unpack_from(frame, 0)[0]
                 expected = self._pending.pop(correlation_id, None)
                 if expected is None:
                     raise DecodeError(f"response to unknown correlation id {correlation_id}")
-                api_key, version = expected
-                header, body = decode_response_header(frame, api_key, version)
-                response = RESPONSES[api_key].decode(Reader(frame, body), version)
+                _, response = decode_response(frame, *expected)
                 self._on_response(self.node_id, correlation_id, response)
         except (OSError, asyncio.IncompleteReadError, DecodeError) as error:
             log.debug("connection to node %d lost: %s", self.node_id, error)

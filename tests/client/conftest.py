@@ -12,12 +12,14 @@ import pathlib
 import signal
 import subprocess
 import time
+import uuid
 
 import pytest
 
 from typing import NamedTuple
 
 from gregor.client import AdminClient
+from gregor.client.admin import NewTopic
 from tests.broker_process import api_versions_ok, free_port
 
 
@@ -115,3 +117,15 @@ def admin(peer):
                          default_api_timeout_ms=20_000)
     yield client
     client.close(5)
+
+
+@pytest.fixture
+def topic_factory(admin):
+    """A new topic of `partitions` partitions on the peer (a fresh name each time)."""
+    def make(partitions: int = 1) -> str:
+        name = f"topic-{uuid.uuid4().hex[:8]}"
+        result = admin.create_topics([NewTopic(name, partitions, 1)])[name]
+        assert not isinstance(result, Exception), result
+        return name
+    return make
+

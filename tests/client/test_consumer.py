@@ -16,22 +16,12 @@ import pytest
 from confluent_kafka import Producer as ConfluentProducer
 
 from gregor.client import KafkaException, TopicPartition
-from gregor.client.admin import NewTopic
 from gregor.client.consumer import Consumer, OffsetAndMetadata, RecordDeserializationError, WakeupException
 from gregor.client.interceptors import ConsumerInterceptor
 from tests.client.group_helpers import RebalanceCalls, poll_until
 
 pytestmark = pytest.mark.interop
 
-
-@pytest.fixture
-def topic_factory(admin):
-    def make(partitions: int = 1) -> str:
-        name = f"cons-{uuid.uuid4().hex[:8]}"
-        result = admin.create_topics([NewTopic(name, partitions, 1)])[name]
-        assert not isinstance(result, Exception), result
-        return name
-    return make
 
 
 @pytest.fixture

@@ -14,21 +14,11 @@ from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentPartition
 
 from gregor.client import KafkaException
-from gregor.client.admin import NewTopic
 from gregor.client.interceptors import ProducerInterceptor
 from gregor.client.producer import Producer, ProducerRecord, RecordMetadata
 
 pytestmark = pytest.mark.interop
 
-
-@pytest.fixture
-def topic_factory(admin):
-    def make(partitions: int = 1) -> str:
-        name = f"prod-{uuid.uuid4().hex[:8]}"
-        result = admin.create_topics([NewTopic(name, partitions, 1)])[name]
-        assert not isinstance(result, Exception), result
-        return name
-    return make
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 from gregor.client.errors import KafkaException
 from gregor.client.producer.future import BatchResult, Callback, RecordFuture
+from gregor.protocol.primitives import uvarint_bytes
 from gregor.records.batch import BATCH_HEADER_SIZE
 from gregor.records.compression import compress
 from gregor.records.crc import crc32c
@@ -24,22 +25,13 @@ _CRC_OFFSET, _ATTRIBUTES_OFFSET = 17, 21
 Headers = Sequence[tuple[str, "bytes | None"]]
 
 
-def _unsigned_varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = tuple(_unsigned_varint(value) for value in range(1 << 14))
+_SMALL = tuple(uvarint_bytes(value) for value in range(1 << 14))
 
 
 def zigzag_varint(value: int) -> bytes:
     """The zigzag varint of a signed 64-bit value."""
     encoded = (value << 1) ^ (value >> 63)
-    return _SMALL[encoded] if encoded < 16384 else _unsigned_varint(encoded)
+    return _SMALL[encoded] if encoded < 16384 else uvarint_bytes(encoded)
 
 
 _NULL = b"\x01"  # zigzag(-1): a null key, value or header value

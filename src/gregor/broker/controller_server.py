@@ -38,11 +38,12 @@ from gregor.controller.replication_control import fence_broker
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader
 from gregor.metadata.record_codec import encode_metadata_record
+from gregor.metadata.topic_configs import effective_topic_config
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.raft.client import RaftClient, RaftConfig
-from gregor.raft.quorum_state import Role
+from gregor.raft.quorum_state import EpochState, Role
 from gregor.raft.quorum_state_file import QuorumStateFile
 from gregor.raft.storage_log import StorageLog, metadata_partition_dir
 
@@ -113,7 +114,8 @@ class ControllerServer:
                 waiting.append((last_offset, future))
         self._commit_waiters = waiting
 
-    def _state_changed(self, state) -> None:
+    def _state_changed(self, state: EpochState) -> None:
+        """Operations waiting on records appended as leader fail when the leadership goes."""
         if state.role == Role.LEADER:
             return
         waiters, self._commit_waiters = self._commit_waiters, []
@@ -160,10 +162,11 @@ class ControllerServer:
         return self.raft_driver.raft.end_offset
 
     def unclean_allowed(self, topic: str) -> bool:
-        configured = self.image.topic_config(topic).get("unclean.leader.election.enable")
-        if configured is None:
-            configured = str(self.config.get("unclean.leader.election.enable")).lower()
-        return configured == "true"
+        """`unclean.leader.election.enable` in force for the topic: its override, else the
+        cluster's dynamic default, else this node's static config (Kafka's precedence)."""
+        values = effective_topic_config(self.image.topic_config(topic), self.config.originals,
+                                        dynamic_default_config=self.image.broker_config(""))
+        return values["unclean.leader.election.enable"].lower() == "true"
 
     async def _run_duties(self) -> None:
         """The active controller fences brokers whose heartbeats stopped."""

@@ -61,6 +61,16 @@ def raft_config(config: BrokerConfig) -> RaftConfig:
                       retry_backoff_ms=config.get("controller.quorum.retry.backoff.ms"))
 
 
+def controller_config(config: BrokerConfig) -> ControllerConfig:
+    """The controller's share of a node's config, the same for a combined node and a controller."""
+    return ControllerConfig(
+        node_id=config.node_id,
+        default_num_partitions=config.get("num.partitions"),
+        default_replication_factor=config.get("default.replication.factor"),
+        delete_topic_enable=config.get("delete.topic.enable"),
+        broker_config=config.originals)
+
+
 class ControllerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -68,9 +78,7 @@ class ControllerServer:
         self.bound_ports: dict[str, int] = {}
         self.raft_driver: RaftDriver | None = None
         self.loader: MetadataLoader | None = None
-        self.controller = QuorumController(ControllerConfig(
-            node_id=self.node_id, default_num_partitions=config.get("num.partitions"),
-            default_replication_factor=config.get("default.replication.factor")), random.Random())
+        self.controller = QuorumController(controller_config(config), random.Random())
         self.heartbeats = BrokerHeartbeats(config.get("broker.session.timeout.ms"))
         self._server: KafkaServer | None = None
         self._operations = asyncio.Lock()

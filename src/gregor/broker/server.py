@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
+from gregor.broker.controller_server import controller_config
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
@@ -26,7 +27,7 @@ from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
 from gregor.controller.metadata_node import MetadataNode
 from gregor.controller.operations import ControllerResult, CreatableTopic, Endpoint
-from gregor.controller.quorum_controller import ControllerConfig, QuorumController
+from gregor.controller.quorum_controller import QuorumController
 from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -90,7 +91,7 @@ class Broker:
     async def start(self) -> None:
         start = now_ms()
         cluster_id = self._cluster_id()
-        self.metadata = MetadataNode.open(self.config.metadata_log_dir, self._controller_config(), cluster_id,
+        self.metadata = MetadataNode.open(self.config.metadata_log_dir, controller_config(self.config), cluster_id,
                                           random.Random(), start)
         self.image = self.metadata.start(start)
         self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
@@ -118,14 +119,6 @@ class Broker:
                               for e in self.config.client_listeners())
         log.info("broker %d started: cluster %s, listening on %s, %d partition(s), data in %s",
                  self.node_id, cluster_id, listeners, len(self.partitions), ", ".join(self.config.log_dirs))
-
-    def _controller_config(self) -> ControllerConfig:
-        return ControllerConfig(
-            node_id=self.node_id,
-            default_num_partitions=self.config.get("num.partitions"),
-            default_replication_factor=self.config.get("default.replication.factor"),
-            delete_topic_enable=self.config.get("delete.topic.enable"),
-            broker_config=self.config.originals)
 
     def _security_protocol(self, listener: str) -> int:
         return SECURITY_PROTOCOLS.get(self.config.security_protocol(listener), 0)

@@ -8,6 +8,7 @@ The quorum is read with DescribeQuorum on the controller listener, as
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ import pytest
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 
 from tests.cluster.quorum import CLUSTER_ID, call, caught_up, describe, leader_view, make_quorum
 
@@ -91,3 +93,10 @@ def test_a_single_node_broker_describes_its_own_one_voter_quorum(broker):
     assert (answer.error_code, answer.leader_id) == (ErrorCode.NONE, 1)
     assert [voter.replica_id for voter in answer.current_voters] == [1]
     assert answer.high_watermark > 0 and answer.current_voters[0].log_end_offset == answer.high_watermark
+
+
+def test_a_quorum_request_naming_no_metadata_partition_closes_only_its_connection(broker):
+    malformed = DescribeQuorumRequest(topics=[])
+    with pytest.raises((OSError, struct.error)):
+        call(broker.port, malformed, 1, DescribeQuorumResponse)
+    assert describe(broker.port).error_code == ErrorCode.NONE  # the broker carries on

@@ -62,6 +62,19 @@ def leader_view(nodes: list[BrokerProcess], timeout: float = 20):
     raise AssertionError(f"no single quorum leader within {timeout}s:\n" + "\n".join(n.output() for n in nodes))
 
 
+def committed_view(nodes: list[BrokerProcess], timeout: float = 20):
+    """(leader node index, its answer) once the leader has committed an entry of its own epoch:
+    before that it reports the high watermark as unknown (-1), as Kafka's leader does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        index, answer = leader_view(nodes, timeout)
+        if answer.high_watermark >= 0:
+            return index, answer
+        if time.monotonic() > deadline:
+            raise AssertionError(f"leader {answer.leader_id} committed nothing of epoch {answer.leader_epoch}")
+        time.sleep(0.1)
+
+
 def caught_up(nodes, timeout: float = 20):
     """The leader's answer once every voter's log end offset equals the leader's."""
     deadline = time.monotonic() + timeout

@@ -582,8 +582,11 @@ class RaftClient:
                 replica_id=replica, log_end_offset=progress.end_offset, last_fetch_timestamp=progress.last_fetch_ms,
                 last_caught_up_timestamp=progress.last_caught_up_ms)
 
+        # As Kafka's LeaderState: the high watermark is unknown (-1) until this leader has
+        # committed an entry of its own epoch; the local value may lag what the old leader committed.
+        high_watermark = self.log.high_watermark if self.leader_caught_up else -1
         return messages.describe_quorum_response(
-            ErrorCode.NONE, self.node_id, self.quorum.epoch, self.log.high_watermark,
+            ErrorCode.NONE, self.node_id, self.quorum.epoch, high_watermark,
             [state(v) for v in sorted(self.quorum.voters)],
             [state(r) for r in sorted(self._replicas) if r not in self.quorum.voters])
 

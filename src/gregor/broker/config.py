@@ -111,6 +111,12 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("min.insync.replicas", "int", "1", "Replicas that must acknowledge acks=all.", False),
         _key("unclean.leader.election.enable", "boolean", "false", "Allow out-of-ISR leaders.", False),
         _key("replica.lag.time.max.ms", "long", "30000", "Followers behind longer leave the ISR."),
+        _key("replica.fetch.max.bytes", "int", "1048576", "Bytes a follower fetches per partition and request."),
+        _key("replica.fetch.wait.max.ms", "int", "500", "How long a follower's fetch waits for new records."),
+        _key("replica.fetch.backoff.ms", "int", "1000", "Pause after a failed follower fetch."),
+        _key("replica.socket.timeout.ms", "int", "30000", "How long a follower waits for a leader's answer."),
+        _key("replica.high.watermark.checkpoint.interval.ms", "long", "5000",
+             "How often high watermarks are written to replication-offset-checkpoint."),
         _key("offsets.topic.num.partitions", "int", "50", "Partitions of __consumer_offsets."),
         _key("offsets.topic.replication.factor", "int", "1", "Replication factor of __consumer_offsets."),
         _key("offsets.retention.minutes", "int", "10080", "Retention of committed offsets."),
@@ -253,8 +259,15 @@ class BrokerConfig:
                 raise ConfigError(f"controller.quorum.voters: a controller must be a voter, and node.id "
                                   f"{self.node_id} is not among {','.join(self.get('controller.quorum.voters'))}")
         elif roles == {"broker"}:
-            raise ConfigError("process.roles=broker: brokers fed by a separate controller quorum are not supported "
-                              "yet; run process.roles=broker,controller (one node) or controller (a quorum)")
+            if not self.quorum_voters():
+                raise ConfigError("controller.quorum.voters: a broker-only node (process.roles=broker) needs the "
+                                  "controller quorum's voters (e.g. 1@localhost:9093)")
+            if self.node_id in self.quorum_voters():
+                raise ConfigError(f"node.id: {self.node_id} is a voter of controller.quorum.voters; a broker-only "
+                                  f"node needs an id of its own")
+            if self.inter_broker_listener not in {e.listener for e in self.client_listeners()}:
+                raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} is not one of the "
+                                  f"listeners")
         elif len(self.quorum_voters()) > 1:
             raise ConfigError("process.roles=broker,controller: only a single-node quorum is supported yet; "
                               "leave controller.quorum.voters empty or run the voters with process.roles=controller")
@@ -310,6 +323,16 @@ class BrokerConfig:
     def client_listeners(self) -> list[Endpoint]:
         controllers = self.controller_listener_names()
         return [e for e in self.listeners if e.listener not in controllers]
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener followers fetch from leaders on: `inter.broker.listener.name`, else the
+        first client listener."""
+        name = self.get("inter.broker.listener.name")
+        if name:
+            return name.upper()
+        listeners = self.client_listeners()
+        return listeners[0].listener if listeners else ""
 
     def advertised_client_listeners(self) -> list[Endpoint]:
         controllers = self.controller_listener_names()

@@ -15,57 +15,35 @@ import itertools
 import logging
 from typing import Any, Callable
 
-from gregor.broker.peer_channel import decode_response, read_response_frame
+from gregor.broker.peer_channel import RequestConnection
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
-from gregor.protocol.headers import encode_request
+from gregor.protocol.messages._base import Struct
 
 log = logging.getLogger("gregor.broker")
 NO_LEADER = -1
 
 
-class _VoterConnection:
-    def __init__(self, host: str, port: int) -> None:
-        self.address = (host, port)
-        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self._lock = asyncio.Lock()
-
-    async def call(self, correlation_id: int, client_id: str, request: Any, version: int) -> Any:
-        async with self._lock:
-            try:
-                if self._streams is None:
-                    self._streams = await asyncio.open_connection(*self.address)
-                reader, writer = self._streams
-                writer.write(encode_request(correlation_id, client_id, request, version))
-                await writer.drain()
-                answered, response = decode_response(await read_response_frame(reader), request.API_KEY, version)
-                if answered != correlation_id:
-                    raise DecodeError(f"response to correlation id {answered}, not {correlation_id}")
-                return response
-            except BaseException:
-                self.close()
-                raise
-
-    def close(self) -> None:
-        if self._streams is not None:
-            self._streams[1].close()
-            self._streams = None
-
-    async def wait_closed(self) -> None:
-        if self._streams is not None:
-            writer = self._streams[1]
-            self.close()
-            try:
-                await writer.wait_closed()
-            except OSError:
-                pass
+def says_not_controller(response: Any) -> bool:
+    """Whether any error code in the answer, at any depth, is NOT_CONTROLLER: a forwarded admin
+    request reports it per topic or resource, not at the top."""
+    for name in type(response).__slots__:
+        value = getattr(response, name, None)
+        if name == "error_code" and value == ErrorCode.NOT_CONTROLLER:
+            return True
+        if isinstance(value, Struct) and says_not_controller(value):
+            return True
+        if isinstance(value, list) and value and isinstance(value[0], Struct) and any(
+                says_not_controller(item) for item in value):
+            return True
+    return False
 
 
 class ControllerChannel:
     def __init__(self, voters: dict[int, tuple[str, int]], client_id: str,
                  leader_hint: Callable[[], int] = lambda: NO_LEADER, request_timeout_ms: int = 2000,
                  retry_backoff_ms: int = 100) -> None:
-        self._connections = {node: _VoterConnection(host, port) for node, (host, port) in voters.items()}
+        self._connections = {node: RequestConnection(host, port) for node, (host, port) in voters.items()}
         self._order = itertools.cycle(sorted(voters))
         self._client_id = client_id
         self._leader_hint = leader_hint
@@ -99,7 +77,7 @@ class ControllerChannel:
                 log.debug("controller %d did not answer %s: %s", target, type(request).__name__, error)
                 self._last_good = NO_LEADER
             else:
-                if getattr(response, "error_code", ErrorCode.NONE) != ErrorCode.NOT_CONTROLLER:
+                if not says_not_controller(response):
                     self._last_good = target
                     return response
                 self._last_good = NO_LEADER

@@ -132,7 +132,7 @@ class GroupRuntime:
 
     # -- __consumer_offsets
 
-    def ensure_offsets_topic(self) -> CreateTopicResult | None:
+    async def ensure_offsets_topic(self) -> CreateTopicResult | None:
         """Create `__consumer_offsets` the first time a coordinator is looked for, as Kafka does."""
         if OFFSETS_TOPIC in self.broker.image.topics:
             return None
@@ -141,7 +141,9 @@ class GroupRuntime:
                                config.get("offsets.topic.replication.factor"),
                                configs={"cleanup.policy": "compact", "compression.type": "producer",
                                         "segment.bytes": str(config.get("offsets.topic.segment.bytes"))})
-        (result,) = self.broker.commit(self.broker.controller.create_topics([topic]))
+        (result,) = await self.broker.create_topics([topic])
+        if result.error == ErrorCode.TOPIC_ALREADY_EXISTS:
+            return None
         if result.error:
             log.error("creating %s failed: %s", OFFSETS_TOPIC, result.message)
         else:

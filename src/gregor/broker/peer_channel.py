@@ -42,6 +42,47 @@ def decode_response(frame: memoryview, api_key: int, version: int) -> tuple[int,
     return header.correlation_id, RESPONSES[api_key].decode(Reader(frame, body), version)
 
 
+class RequestConnection:
+    """One connection to a peer carrying one request at a time, each awaited by its caller (the
+    broker's requests to the controller, a follower's fetches from a leader). It is opened on
+    first use and again after any failure, which is raised to the caller."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.address = (host, port)
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._lock = asyncio.Lock()
+
+    async def call(self, correlation_id: int, client_id: str, request: Any, version: int) -> Any:
+        async with self._lock:
+            try:
+                if self._streams is None:
+                    self._streams = await asyncio.open_connection(*self.address)
+                reader, writer = self._streams
+                writer.write(encode_request(correlation_id, client_id, request, version))
+                await writer.drain()
+                answered, response = decode_response(await read_response_frame(reader), request.API_KEY, version)
+                if answered != correlation_id:
+                    raise DecodeError(f"response to correlation id {answered}, not {correlation_id}")
+                return response
+            except BaseException:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+    async def wait_closed(self) -> None:
+        if self._streams is not None:
+            writer = self._streams[1]
+            self.close()
+            try:
+                await writer.wait_closed()
+            except OSError:
+                pass
+
+
 class _PeerConnection:
     """The connection to one peer and the requests waiting on it: correlation id -> (api key, version)."""
 

@@ -1,10 +1,17 @@
-"""The broker process: wires storage, the metadata node and the network edge.
+"""The broker process: wires storage, the metadata, replication and the network edge.
 
 Single-node mode runs broker and controller in one process over a one-voter metadata quorum:
 every topic or config change is decided by the controller, committed to `__cluster_metadata`,
 replayed into a new metadata image, and published to the broker, which only then creates,
 deletes or reconfigures local partition logs. A restart replays the same log, so the image it
 builds is the one the broker had.
+
+A broker-only node (`process.roles=broker`) follows a separate controller quorum instead: it
+copies the metadata log as a raft observer (`metadata_observer`), registers and heartbeats
+(`broker_lifecycle`), forwards topic and config changes to the active controller, and hosts
+replicas of partitions led by other brokers, fetching from their leaders (`replica_manager`).
+It takes partition states from the metadata only after it has caught up with the quorum's
+committed log once, so a restart never mistakes a stale image for deleted topics.
 """
 
 from __future__ import annotations
@@ -17,22 +24,31 @@ import time
 import uuid
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
+from gregor.broker.broker_lifecycle import BrokerLifecycle
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
+from gregor.broker.controller_channel import ControllerChannel
 from gregor.broker.controller_server import controller_config
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
+from gregor.broker.handlers import register_all, register_forwarding
 from gregor.broker.meta_properties import ensure_cluster_id
+from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.network import KafkaServer
+from gregor.broker.replica_manager import ReplicaManager, replication_config
 from gregor.controller.metadata_node import MetadataNode
-from gregor.controller.operations import ControllerResult, CreatableTopic, Endpoint
+from gregor.controller.operations import ControllerResult, CreatableTopic, CreateTopicResult, Endpoint
 from gregor.controller.quorum_controller import QuorumController
 from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import ConfigEntry, describe_topic_config, effective_topic_config
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages import CreateTopicsRequest
+from gregor.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest
+from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.partition import Partition
@@ -47,6 +63,10 @@ T = TypeVar("T")
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 HOUSEKEEPING_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # requests already read get this long to be answered at shutdown
+CONTROLLED_SHUTDOWN_S = 30.0
+CONTROLLER_REQUEST_S = 30.0
+CREATE_TOPICS_VERSION = 7
+ALLOCATE_PRODUCER_IDS_VERSION = 0
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -81,6 +101,10 @@ class Broker:
         self._cleaner_pool: ThreadPoolExecutor | None = None
         self.logs: LogManager | None = None
         self.metadata: MetadataNode | None = None
+        self.observer: MetadataObserver | None = None
+        self.lifecycle: BrokerLifecycle | None = None
+        self.controller_channel: ControllerChannel | None = None
+        self.replicas = ReplicaManager(self, replication_config(config), self.send_to_controller)
         self._producer_ids: Iterator[int] = iter(())
         self.groups = GroupRuntime(self)
         self._synced = False
@@ -88,12 +112,23 @@ class Broker:
 
     # -- lifecycle
 
+    @property
+    def is_controller(self) -> bool:
+        """Whether this process also runs the (one-voter) controller quorum."""
+        return "controller" in self.config.process_roles
+
     async def start(self) -> None:
         start = now_ms()
         cluster_id = self._cluster_id()
-        self.metadata = MetadataNode.open(self.config.metadata_log_dir, controller_config(self.config), cluster_id,
-                                          random.Random(), start)
-        self.image = self.metadata.start(start)
+        if self.is_controller:
+            self.metadata = MetadataNode.open(self.config.metadata_log_dir, controller_config(self.config), cluster_id,
+                                              random.Random(), start)
+            self.image = self.metadata.start(start)
+        else:
+            self.observer = MetadataObserver(self.config, cluster_id)
+            log.info("broker %d: catching up with the metadata quorum %s", self.node_id,
+                     ",".join(f"{node}@{host}:{port}" for node, (host, port) in self.config.quorum_voters().items()))
+            self.image = await self.observer.start()
         self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
                                {name: self.log_config(name) for name in self.image.topics},
                                skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
@@ -101,16 +136,20 @@ class Broker:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
         elif self.logs.logs:
             log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(self.logs.logs))
-        self.metadata.install(self)
-        self._server = KafkaServer(Dispatcher(self, on_request=self._request_done),
+        self.replicas.start()
+        (self.metadata or self.observer).install(self)
+        self._server = KafkaServer(Dispatcher(self, register_all() if self.is_controller else register_forwarding(),
+                                              on_request=self._request_done),
                                    self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
             port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port)
             self.bound_ports[endpoint.listener] = port
-        self.metadata.bootstrap(
-            [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
-             for e in self.config.advertised_client_listeners()],
-            self.config.get("broker.rack"), now_ms())
+        endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
+                     for e in self.config.advertised_client_listeners()]
+        if self.metadata is not None:
+            self.metadata.bootstrap(endpoints, self.config.get("broker.rack"), now_ms())
+        else:
+            await self._join_cluster(cluster_id, endpoints)
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
         if self.config.get("log.cleaner.enable"):
             self._cleaners = [asyncio.ensure_future(self._cleaner_loop())
@@ -119,6 +158,21 @@ class Broker:
                               for e in self.config.client_listeners())
         log.info("broker %d started: cluster %s, listening on %s, %d partition(s), data in %s",
                  self.node_id, cluster_id, listeners, len(self.partitions), ", ".join(self.config.log_dirs))
+
+    async def _join_cluster(self, cluster_id: str, endpoints: list[Endpoint]) -> None:
+        """Register with the active controller; it unfences this broker once its heartbeats show
+        the metadata caught up (partition leaderships come only then)."""
+        self.controller_channel = ControllerChannel(
+            self.config.quorum_voters(), f"broker-{self.node_id}", lambda: self.observer.raft.leader_id,
+            self.config.get("controller.quorum.request.timeout.ms"), self.config.get("controller.quorum.retry.backoff.ms"))
+        listeners = [BrokerRegistrationRequest.Listener(name=e.listener, host=e.host, port=e.port,
+                                                        security_protocol=e.security_protocol) for e in endpoints]
+        self.lifecycle = BrokerLifecycle(self.controller_channel, self.node_id, cluster_id, listeners,
+                                         self.config.get("broker.rack"), lambda: self.observer.replayed_offset,
+                                         self.config.get("broker.heartbeat.interval.ms"))
+        self.lifecycle.start()
+        epoch = await self.lifecycle.registered()
+        log.info("broker %d joined cluster %s (broker epoch %d)", self.node_id, cluster_id, epoch)
 
     def _security_protocol(self, listener: str) -> int:
         return SECURITY_PROTOCOLS.get(self.config.security_protocol(listener), 0)
@@ -130,6 +184,8 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("broker %d shutting down", self.node_id)
+        if self.lifecycle is not None:
+            await self.lifecycle.controlled_shutdown(CONTROLLED_SHUTDOWN_S)
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         for cleaner in self._cleaners:
@@ -138,11 +194,16 @@ class Broker:
             self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
         if self._server is not None:
             await self._server.close(grace_s=SHUTDOWN_GRACE_S)
+        await self.replicas.close()
         self.groups.close()
         if self.logs is not None:
             self.logs.shutdown(now_ms())
         if self.metadata is not None:
             self.metadata.close()
+        if self.observer is not None:
+            await self.observer.close()
+        if self.lifecycle is not None:
+            await self.lifecycle.close()
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _cluster_id(self) -> str:
@@ -151,7 +212,8 @@ class Broker:
     async def _housekeeping_loop(self) -> None:
         retention_every = self.config.get("log.retention.check.interval.ms")
         checkpoint_every = self.config.get("log.flush.offset.checkpoint.interval.ms")
-        last_retention = last_checkpoint = now_ms()
+        high_watermarks_every = self.config.get("replica.high.watermark.checkpoint.interval.ms")
+        last_retention = last_checkpoint = last_high_watermarks = now_ms()
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S if retention_every >= 1000 else retention_every / 1000)
             current = now_ms()
@@ -161,8 +223,11 @@ class Broker:
                     last_retention = current
                     self.logs.cleanup(current)
                 if current - last_checkpoint >= checkpoint_every:
-                    last_checkpoint = current
+                    last_checkpoint = last_high_watermarks = current
                     self.logs.checkpoint()
+                elif current - last_high_watermarks >= high_watermarks_every:
+                    last_high_watermarks = current
+                    self.logs.checkpoint_high_watermarks()
             except OSError:
                 log.exception("housekeeping failed; will retry")
 
@@ -263,9 +328,16 @@ class Broker:
         if partition is None:
             partition_log = self.logs.create_log(name, index, self.log_config(name), current)
             partition = self.partitions[(name, index)] = Partition(
-                name, index, topic.topic_id, partition_log, self.node_id,
-                on_high_watermark=self._high_watermark_moved)
-        partition.apply_registration(registration, current)
+                name, index, topic.topic_id, partition_log, self.node_id, self.replicas.config,
+                on_high_watermark=self._high_watermark_moved,
+                high_watermark=self.logs.checkpointed_high_watermark(name, index))
+        was_leader, epoch = partition.is_leader, partition.leader_epoch
+        self.replicas.apply(partition, partition.apply_registration(registration, current))
+        if partition.leader_epoch != epoch or partition.is_leader != was_leader:
+            log.info("%s-%d: %s in leader epoch %d (replicas %s, ISR %s)", name, index,
+                     "leader" if partition.is_leader else f"follower of {partition.leader_id}",
+                     partition.leader_epoch, list(registration.replicas), list(registration.isr))
+            self.fetch_waiters.notify((name, index))
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
@@ -342,27 +414,84 @@ class Broker:
             if endpoint is not None:
                 yield broker_id, AdvertisedEndpoint(endpoint.host, endpoint.port, registration.rack)
 
-    def auto_create_topics(self, names: Sequence[str]) -> None:
+    async def create_topics(self, topics: list[CreatableTopic]) -> list[CreateTopicResult]:
+        """Have the controller create topics the broker needs (auto-creation, __consumer_offsets):
+        decided here on a combined node, by the active controller from a broker-only one."""
+        if self.metadata is not None:
+            return self.commit(self.controller.create_topics(topics))
+        request = CreateTopicsRequest(timeout_ms=int(CONTROLLER_REQUEST_S * 1000), topics=[
+            CreateTopicsRequest.CreatableTopic(
+                name=topic.name, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in topic.configs.items()])
+            for topic in topics])
+        try:
+            response = await self.send_to_controller(request, CREATE_TOPICS_VERSION, CONTROLLER_REQUEST_S)
+        except KafkaError as error:
+            return [CreateTopicResult(topic.name, error.code, str(error)) for topic in topics]
+        return [CreateTopicResult(result.name, ErrorCode(result.error_code), result.error_message,
+                                  num_partitions=result.num_partitions) for result in response.topics]
+
+    async def auto_create_topics(self, names: Sequence[str]) -> None:
         """Create unknown topics with the broker defaults, as `auto.create.topics.enable` asks."""
         wanted = [CreatableTopic(name) for name in dict.fromkeys(names)
                   if self.is_valid_topic_name(name) and name not in self.image.topics]
         if not wanted:
             return
-        for result in self.commit(self.controller.create_topics(wanted)):
+        for result in await self.create_topics(wanted):
+            if result.error == ErrorCode.TOPIC_ALREADY_EXISTS:
+                continue
             if result.error:
                 log.warning("auto-creating topic %s failed: %s", result.name, result.message)
             else:
                 log.info("auto-created topic %s with %d partition(s)", result.name, result.num_partitions)
 
-    def next_producer_id(self) -> int:
+    async def next_producer_id(self) -> int:
         """A fresh producer id from this broker's block, allocating a new block when it runs out."""
         producer_id = next(self._producer_ids, None)
         if producer_id is None:
-            registration = self.image.brokers.get(self.node_id)
-            block = self.commit(self.controller.allocate_producer_ids(
-                self.node_id, registration.epoch if registration else -1))
-            if block.error:
-                raise KafkaError(block.error, block.message)
-            self._producer_ids = iter(range(block.first_producer_id, block.first_producer_id + block.size))
+            if self.metadata is not None:
+                block = self.commit(self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
+                error, message, first, size = block.error, block.message, block.first_producer_id, block.size
+            else:
+                response = await self.send_to_controller(
+                    AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch),
+                    ALLOCATE_PRODUCER_IDS_VERSION, CONTROLLER_REQUEST_S)
+                error, message = response.error_code, "the controller allocated no producer ids"
+                first, size = response.producer_id_start, response.producer_id_len
+            if error:
+                raise KafkaError(error, message)
+            self._producer_ids = iter(range(first, first + size))
             producer_id = next(self._producer_ids)
         return producer_id
+
+    # -- the cluster
+
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's registration epoch (in the metadata image on a combined node)."""
+        if self.lifecycle is not None:
+            return self.lifecycle.broker_epoch
+        registration = self.image.brokers.get(self.node_id)
+        return registration.epoch if registration else -1
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return self.config.inter_broker_listener
+
+    def replica_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        """Where followers reach broker `broker_id`: its registered inter-broker listener."""
+        registration = self.image.brokers.get(broker_id)
+        endpoint = registration.endpoint(self.inter_broker_listener) if registration else None
+        return (endpoint.host, endpoint.port) if endpoint else None
+
+    async def send_to_controller(self, request: object, version: int, timeout_s: float) -> object:
+        """A request to the active controller: this broker's own (AlterPartition, AllocateProducerIds,
+        CreateTopics for auto-creation) or a client's, forwarded as it came."""
+        if self.controller_channel is None:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "a single-node broker has no controller to ask")
+        return await self.controller_channel.send(request, version, timeout_s)
+
+    def on_leader_append(self, partition: Partition) -> None:
+        """Records were appended as leader: wake the followers waiting in a fetch for them."""
+        if partition.remote:
+            self.fetch_waiters.notify((partition.topic, partition.index))

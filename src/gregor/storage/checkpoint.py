@@ -1,4 +1,5 @@
-"""Kafka's offset checkpoint files: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`.
+"""Kafka's offset checkpoint files: `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+`replication-offset-checkpoint` (high watermarks).
 
 Text format: a version line (0), a count line, then `topic partition offset` per line. Written to
 a temporary file, fsynced and renamed, so a crash leaves the old or the new file, never half.
@@ -10,6 +11,7 @@ import os
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 VERSION = 0
 
 

@@ -1,7 +1,9 @@
 """All partition logs of a broker across its `log.dirs`, with checkpoints and clean shutdown.
 
 A log dir holds `topic-N` partition directories, the `recovery-point-offset-checkpoint`,
-`log-start-offset-checkpoint` and `cleaner-offset-checkpoint` files, and `.kafka_cleanshutdown`
+`log-start-offset-checkpoint`, `replication-offset-checkpoint` (high watermarks, which a
+restarted replica must not take from its log end: records past it may never have been
+committed) and `cleaner-offset-checkpoint` files, and `.kafka_cleanshutdown`
 while the broker is stopped cleanly. Its absence at start means an unclean stop: every log is then recovered from its
 checkpointed recovery point. The marker is removed once the logs are loaded.
 
@@ -20,7 +22,8 @@ import uuid
 from typing import Collection, Mapping
 
 from gregor.storage.checkpoint import (
-    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_checkpoint, write_checkpoint,
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_checkpoint,
+    write_checkpoint,
 )
 from gregor.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, CleanerStats, CleaningTask, LogCleaner
 from gregor.storage.log import Log, parse_partition_dir
@@ -46,6 +49,7 @@ class LogManager:
         self.log_dirs = list(log_dirs)
         self.default_config = default_config
         self.logs: dict[tuple[str, int], Log] = {}
+        self._high_watermarks: dict[tuple[str, int], int | None] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         self.cleaner = LogCleaner(cleaner_config)
         self.clean_shutdown = True
@@ -62,6 +66,8 @@ class LogManager:
         recovery_points = read_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT))
         start_offsets = read_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT))
         cleaner_offsets = read_checkpoint(os.path.join(directory, CLEANER_OFFSET_CHECKPOINT))
+        high_watermarks_path = os.path.join(directory, REPLICATION_OFFSET_CHECKPOINT)
+        high_watermarks = read_checkpoint(high_watermarks_path) if os.path.exists(high_watermarks_path) else None
         for name in sorted(os.listdir(directory)):
             path = os.path.join(directory, name)
             if not os.path.isdir(path) or name in skip:
@@ -80,9 +86,23 @@ class LogManager:
                 log.warning("recovered %s: truncated %d bytes of torn or corrupt batches",
                             name, partition_log.truncated_bytes_at_load)
             self.logs[key] = partition_log
+            self._high_watermarks[key] = None if high_watermarks is None else high_watermarks.get(key, 0)
             self._dir_of[key] = directory
         if clean:
             os.remove(marker)
+
+    def checkpointed_high_watermark(self, topic: str, partition: int) -> int | None:
+        """The high watermark the log had at the last checkpoint: 0 for a log that was not in it,
+        None when the log dir has no such checkpoint (data of a single-replica broker from
+        before it was written, where the log end is the high watermark)."""
+        return self._high_watermarks.get((topic, partition), 0)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write `replication-offset-checkpoint` in every log dir
+        (`replica.high.watermark.checkpoint.interval.ms`)."""
+        for directory in self.log_dirs:
+            write_checkpoint(os.path.join(directory, REPLICATION_OFFSET_CHECKPOINT),
+                             {key: self.logs[key].high_watermark for key in self._keys_in(directory)})
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
@@ -110,6 +130,7 @@ class LogManager:
         """
         key = (topic, partition)
         partition_log = self.logs.pop(key, None)
+        self._high_watermarks.pop(key, None)
         directory = self._dir_of.pop(key, None)
         if partition_log is None or directory is None:
             return False
@@ -135,6 +156,7 @@ class LogManager:
             write_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT),
                              {key: self.logs[key].log_start_offset for key in keys})
             self._write_cleaner_checkpoint(directory)
+        self.checkpoint_high_watermarks()
 
     def _write_cleaner_checkpoint(self, directory: str) -> None:
         """`cleaner-offset-checkpoint`: where the dirty section of each compacted log starts."""

@@ -21,6 +21,8 @@ def handle(context: RequestContext, request: DeleteRecordsRequest) -> DeleteReco
             partition = broker.partition(topic.name, requested.partition_index)
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not partition.is_leader:
+                result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 offset = partition.high_watermark if requested.offset == -1 else requested.offset
                 try:

@@ -6,7 +6,9 @@ a full fetch gets session id 0, which tells the client that no session was creat
 incremental fetch for an unknown session gets FETCH_SESSION_ID_NOT_FOUND so the client falls
 back to full fetches. v13+ name topics by id. v0–v3 receive legacy message sets, down-converted.
 Large reads go out as file regions (sendfile); small ones are copied, which is cheaper.
-Follower fetches (replica id >= 0) arrive with replication, a later issue.
+Consumers are served by the partition leader only (NOT_LEADER_OR_FOLLOWER elsewhere; Kafka's
+default replica selector). Follower fetches (replica id >= 0) are the leader's side of
+replication, in `replica_fetch`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
@@ -68,6 +71,8 @@ class _FetchPlan:
                     continue
                 self.keys.append((name, fetch_partition.partition))
                 code = _check_leader_epoch(fetch_partition, partition, version)
+                if code is ErrorCode.NONE and not partition.is_leader:
+                    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 log = partition.log
                 response.high_watermark = partition.high_watermark
                 response.last_stable_offset = partition.high_watermark
@@ -113,6 +118,9 @@ def _check_leader_epoch(fetch_partition, partition, version: int) -> ErrorCode:
 
 
 def handle(context: RequestContext, request: FetchRequest):
+    replica_id = replica_id_of(request, context.version)
+    if replica_id >= 0:
+        return handle_replica_fetch(context, request, replica_id)
     if context.version >= 7 and request.session_id != 0:
         return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
     plan = _FetchPlan(context, request)

@@ -8,6 +8,7 @@ fail fast with a clear error instead of retrying the lookup. v6 (share groups) i
 
 from __future__ import annotations
 
+from gregor.broker.group_runtime import OFFSETS_TOPIC
 from gregor.broker.handlers import Handler, RequestContext
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
@@ -17,7 +18,7 @@ GROUP, TRANSACTION = 0, 1
 _Coordinator = FindCoordinatorResponse.Coordinator
 
 
-def _locate(context: RequestContext, key: str, key_type: int) -> _Coordinator:
+def _locate(context: RequestContext, key: str, key_type: int, offsets_topic_error: str | None) -> _Coordinator:
     broker = context.broker
     answer = _Coordinator(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.NONE, error_message=None)
     if key_type not in (GROUP, TRANSACTION):
@@ -28,9 +29,8 @@ def _locate(context: RequestContext, key: str, key_type: int) -> _Coordinator:
             answer.error_code, answer.error_message = ErrorCode.INVALID_REQUEST, "The group id is empty."
             return answer
         runtime = broker.groups
-        created = runtime.ensure_offsets_topic()
-        if created is not None and created.error:
-            answer.error_code, answer.error_message = ErrorCode.COORDINATOR_NOT_AVAILABLE, created.message
+        if offsets_topic_error is not None:
+            answer.error_code, answer.error_message = ErrorCode.COORDINATOR_NOT_AVAILABLE, offsets_topic_error
             return answer
         registration = broker.image.partition("__consumer_offsets", runtime.coordinator.partition_for(key))
         node_id = registration.leader if registration is not None else -1
@@ -45,11 +45,25 @@ def _locate(context: RequestContext, key: str, key_type: int) -> _Coordinator:
     return answer
 
 
-def handle(context: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+def handle(context: RequestContext, request: FindCoordinatorRequest):
+    key_type = request.key_type if context.version >= 1 else GROUP
+    if key_type == GROUP and OFFSETS_TOPIC not in context.broker.image.topics:
+        return _after_creating_offsets_topic(context, request)
+    return _answer(context, request, None)
+
+
+async def _after_creating_offsets_topic(context: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    created = await context.broker.groups.ensure_offsets_topic()
+    failure = created.message or created.error.name if created is not None and created.error else None
+    return _answer(context, request, failure)
+
+
+def _answer(context: RequestContext, request: FindCoordinatorRequest,
+            offsets_topic_error: str | None) -> FindCoordinatorResponse:
     if context.version >= 4:
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
-            _locate(context, key, request.key_type) for key in request.coordinator_keys])
-    found = _locate(context, request.key, request.key_type if context.version >= 1 else GROUP)
+            _locate(context, key, request.key_type, offsets_topic_error) for key in request.coordinator_keys])
+    found = _locate(context, request.key, request.key_type if context.version >= 1 else GROUP, offsets_topic_error)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=found.error_code,
                                    error_message=found.error_message, node_id=found.node_id,
                                    host=found.host, port=found.port)

@@ -35,6 +35,9 @@ def _lookup(context: RequestContext, topic: str, request_partition) -> _Partitio
     if partition is None:
         response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return response
+    if not partition.is_leader:
+        response.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return response
     epoch = request_partition.current_leader_epoch
     if context.version >= 4 and epoch >= 0 and epoch != partition.leader_epoch:
         response.error_code = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch

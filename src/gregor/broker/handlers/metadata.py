@@ -2,7 +2,9 @@
 
 Unknown topics are created when `auto.create.topics.enable` is on and the request allows it
 (v4+ carries the client's wish; older versions always allow it). Creation is synchronous on a
-single node, so the answer already lists the new topic's partitions. v12 may name topics by id.
+single node, so the answer already lists the new topic's partitions; a broker-only node asks the
+active controller and, until the new topic reaches its metadata, answers LEADER_NOT_AVAILABLE
+for it, as Kafka does, which clients retry. v12 may name topics by id.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = MetadataResponse.MetadataResponsePartition
 
 
-def handle(context: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def handle(context: RequestContext, request: MetadataRequest):
     broker = context.broker
     version = context.version
     all_topics = request.topics is None or (version == 0 and not request.topics)
@@ -42,8 +44,18 @@ def handle(context: RequestContext, request: MetadataRequest) -> MetadataRespons
         allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
         missing = [name for name, _ in wanted if name is not None and name not in broker.image.topics]
         if missing and allow_auto_create and broker.config.get("auto.create.topics.enable"):
-            broker.auto_create_topics(missing)
-    topics = [_describe_topic(broker, name, topic_id) for name, topic_id in wanted]
+            return _after_creating(context, wanted, missing)
+    return _answer(context, wanted, frozenset())
+
+
+async def _after_creating(context: RequestContext, wanted: list, missing: list[str]) -> MetadataResponse:
+    await context.broker.auto_create_topics(missing)
+    return _answer(context, wanted, frozenset(missing))
+
+
+def _answer(context: RequestContext, wanted: list, being_created: frozenset[str]) -> MetadataResponse:
+    broker = context.broker
+    topics = [_describe_topic(broker, name, topic_id, name in being_created) for name, topic_id in wanted]
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=_brokers(broker, context.connection.listener),
@@ -61,10 +73,11 @@ def _brokers(broker, listener: str) -> list[_Broker]:
     return result
 
 
-def _describe_topic(broker, name: str | None, topic_id: uuid.UUID | None) -> _Topic:
+def _describe_topic(broker, name: str | None, topic_id: uuid.UUID | None, being_created: bool) -> _Topic:
     topic_image = broker.image.topics.get(name) if name is not None else None
     if topic_image is None:
-        code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else (
+        code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.LEADER_NOT_AVAILABLE \
+            if being_created and broker.is_valid_topic_name(name) else (
             ErrorCode.INVALID_TOPIC_EXCEPTION if name is not None and not broker.is_valid_topic_name(name)
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return _Topic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID, partitions=[],

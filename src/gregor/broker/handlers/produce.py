@@ -3,11 +3,16 @@
 v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batches before they
 are stored; v3+ must carry v2 batches. Transactions are not implemented yet, so a
 transactional batch is refused with INVALID_TXN_STATE (the answer Kafka gives for a partition
-that is not part of an ongoing transaction). acks=0 gets no response; acks=1 and acks=-1 are answered after the append (one replica: the
-high watermark moves with the append).
+that is not part of an ongoing transaction). acks=0 gets no response; acks=1 is answered after
+the leader's append; acks=-1 once the high watermark has passed the batch, i.e. every ISR member
+has it (a delayed produce, answered REQUEST_TIMED_OUT after the request's timeout, or
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas meanwhile). With
+one replica the high watermark moves with the append, so the answer is immediate.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import Handler, RequestContext
@@ -23,9 +28,10 @@ _PartitionResponse = ProduceResponse.PartitionProduceResponse
 _TopicResponse = ProduceResponse.TopicProduceResponse
 
 
-def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+def handle(context: RequestContext, request: ProduceRequest):
     acks = request.acks
     topics = []
+    waiting: list[tuple[_PartitionResponse, asyncio.Future]] = []
     for topic_data in request.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
@@ -34,14 +40,28 @@ def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse 
                 partitions.append(_PartitionResponse(index=partition_data.index, error_code=code,
                                                      base_offset=-1))
                 continue
-            partitions.append(_append(context, topic_data.name, partition_data, acks))
+            partitions.append(_append(context, topic_data.name, partition_data, acks, request.timeout_ms, waiting))
         topics.append(_TopicResponse(name=topic_data.name, partition_responses=partitions))
     if acks == 0:
         return None
-    return ProduceResponse(responses=topics, throttle_time_ms=0)
+    response = ProduceResponse(responses=topics, throttle_time_ms=0)
+    if waiting:
+        return _when_replicated(response, waiting)
+    return response
 
 
-def _append(context: RequestContext, topic: str, partition_data, acks: int) -> _PartitionResponse:
+async def _when_replicated(response: ProduceResponse,
+                           waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> ProduceResponse:
+    """The acks=all answer, once every delayed partition is replicated or has failed."""
+    for answer, replicated in waiting:
+        code = await replicated
+        if code != ErrorCode.NONE:
+            answer.error_code, answer.base_offset, answer.log_append_time_ms, answer.log_start_offset = code, -1, -1, -1
+    return response
+
+
+def _append(context: RequestContext, topic: str, partition_data, acks: int, timeout_ms: int,
+            waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> _PartitionResponse:
     broker = context.broker
     index = partition_data.index
     partition = broker.partition(topic, index)
@@ -50,8 +70,6 @@ def _append(context: RequestContext, topic: str, partition_data, acks: int) -> _
     records = partition_data.records
     if records is None or len(records) == 0:
         return _failed(index, ErrorCode.CORRUPT_MESSAGE, "empty records")
-    if acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
-        return _failed(index, ErrorCode.NOT_ENOUGH_REPLICAS)
     try:
         magic = detect_magic(records)
         if magic < 2:
@@ -61,15 +79,24 @@ def _append(context: RequestContext, topic: str, partition_data, acks: int) -> _
             records = memoryview(upconvert_to_v2(records, broker.max_uncompressed_bytes))
         elif parse_header(records).is_transactional:
             return _failed(index, ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
-        info = partition.append_as_leader(records, context.now_ms)
+        info = partition.append_as_leader(records, context.now_ms, acks)
     except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
         code, message = error_code_of(error)
         return _failed(index, code, message)
     broker.events.produced(topic, len(records), info.record_count)
-    return _PartitionResponse(
+    broker.on_leader_append(partition)
+    answer = _PartitionResponse(
         index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
         log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
     )
+    if acks == -1:
+        replicated = asyncio.get_running_loop().create_future()
+        broker.replicas.apply(partition, partition.await_replication(info, replicated, context.now_ms, timeout_ms))
+        if replicated.done() and replicated.result() != ErrorCode.NONE:
+            return _failed(index, replicated.result())
+        if not replicated.done():
+            waiting.append((answer, replicated))
+    return answer
 
 
 def _failed(index: int, code: ErrorCode, message: str | None = None) -> _PartitionResponse:

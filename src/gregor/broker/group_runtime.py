@@ -88,24 +88,38 @@ class GroupRuntime:
                     future.set_result(effect.result)
             elif isinstance(effect, AppendRecords):
                 error = self._append(effect)
-                if effect.append_id is not None:
+                if isinstance(error, ErrorCode):
                     pending.extend(self.coordinator.append_done(effect.append_id, error, now_ms()))
         self._arm_timer()
 
-    def _append(self, effect: AppendRecords) -> ErrorCode:
+    def _append(self, effect: AppendRecords) -> ErrorCode | None:
+        """Append the records; for a write the coordinator waits on (an append id), the error now
+        or None when `append_done` comes later, once the high watermark passes the records (acks=all,
+        as Kafka's coordinator writes, so a commit survives the loss of this leader)."""
+        waits = effect.append_id is not None
         partition = self.broker.partition(OFFSETS_TOPIC, effect.partition)
         if partition is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER if waits else None
         builder = BatchBuilder(compression=self.broker.config.get("offsets.topic.compression.codec"))
         for key, value in effect.records:
             builder.append(effect.timestamp_ms, key, value)
         try:
-            partition.append_as_leader(memoryview(builder.build()), now_ms())
+            info = partition.append_as_leader(memoryview(builder.build()), now_ms(), -1 if waits else 1)
         except KafkaError as error:
             log.warning("appending %d group record(s) to %s-%d failed: %s", len(effect.records),
                         OFFSETS_TOPIC, effect.partition, error)
-            return ErrorCode(error.code)
-        return ErrorCode.NONE
+            return ErrorCode(error.code) if waits else None
+        self.broker.on_leader_append(partition)
+        if not waits:
+            return None
+        replicated = asyncio.get_running_loop().create_future()
+        self.broker.replicas.apply(partition, partition.await_replication(
+            info, replicated, now_ms(), self.broker.config.get("offsets.commit.timeout.ms")))
+        if replicated.done():
+            return replicated.result()
+        replicated.add_done_callback(lambda done: self.apply(self.coordinator.append_done(
+            effect.append_id, done.result(), now_ms())))
+        return None
 
     def _arm_timer(self) -> None:
         deadline = self.coordinator.next_deadline()
@@ -176,9 +190,11 @@ class GroupRuntime:
 
 
 def _records(partition_log: Log) -> Iterator[tuple[bytes, bytes | None]]:
-    """(key, value) of every committed record of a `__consumer_offsets` partition, in order."""
+    """(key, value) of every record of a `__consumer_offsets` partition, in order. A new leader
+    reads to its log end, as Kafka's coordinator does: its followers truncate to its log, so what
+    it holds past its high watermark (commits the old leader had not yet seen replicated) stays."""
     offset = partition_log.log_start_offset
-    end = partition_log.high_watermark
+    end = partition_log.log_end_offset
     while offset < end:
         data = partition_log.read_bytes(offset, LOAD_CHUNK_BYTES, end)
         if not data:

@@ -172,7 +172,9 @@ class Broker:
                                          self.config.get("broker.heartbeat.interval.ms"))
         self.lifecycle.start()
         epoch = await self.lifecycle.registered()
-        log.info("broker %d joined cluster %s (broker epoch %d)", self.node_id, cluster_id, epoch)
+        log.info("broker %d registered in cluster %s (broker epoch %d); waiting to be unfenced", self.node_id,
+                 cluster_id, epoch)
+        await self.lifecycle.unfenced()
 
     def _security_protocol(self, listener: str) -> int:
         return SECURITY_PROTOCOLS.get(self.config.security_protocol(listener), 0)

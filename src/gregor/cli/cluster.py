@@ -5,36 +5,42 @@ partitions that need attention (under-replicated and offline ones, as `kafka-top
 
 Exit code 0 when the status could be read, 1 when the cluster cannot be reached; with
 `--fail-on-unhealthy`, also 3 when a partition is offline or under-replicated, for scripts and
-health checks.
+health checks. `gregor cluster start` (a local cluster of processes) is in cluster_start.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from gregor.cli import cluster_start
 from gregor.cli.common import add_connection_options, add_tool, guarded, open_admin, print_table
 from gregor.client import AdminClient, KafkaException
 from gregor.client.admin import QuorumInfo
 
 EXIT_UNHEALTHY = 3
 
-EPILOG = """examples:
+STATUS_EPILOG = """examples:
   gregor cluster status --bootstrap-server localhost:9092
   gregor cluster status --bootstrap-server localhost:9092 --fail-on-unhealthy && echo healthy
 """
 
+EPILOG = STATUS_EPILOG.replace("examples:\n", "examples:\n  gregor cluster start --brokers 3 "
+                                                "                 # a local cluster (see its --help)\n")
+
 
 def register(tools: argparse._SubParsersAction) -> None:
-    parser = add_tool(tools, "cluster", "the cluster's brokers, controller, quorum and partition health",
-                      "Show the cluster's brokers, controller, metadata quorum and unhealthy partitions.", EPILOG)
+    parser = add_tool(tools, "cluster", "run a local cluster; a cluster's brokers, quorum and partition health",
+                      "Start a local multi-process cluster, or show a cluster's brokers, controller, metadata "
+                      "quorum and unhealthy partitions.", EPILOG)
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     status = commands.add_parser("status", help="brokers, controller, quorum, under-replicated and offline partitions",
-                                 description="Show the cluster's status.", epilog=EPILOG,
+                                 description="Show the cluster's status.", epilog=STATUS_EPILOG,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_connection_options(status)
     status.add_argument("--fail-on-unhealthy", action="store_true",
                         help=f"exit {EXIT_UNHEALTHY} when a partition is offline or under-replicated")
     status.set_defaults(run=run_status)
+    cluster_start.add_parser(commands)
 
 
 @guarded("cluster")

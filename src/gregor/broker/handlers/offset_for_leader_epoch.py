@@ -1,0 +1,46 @@
+"""OffsetForLeaderEpoch (key 23), v0–v4: where a leader epoch ends in a partition's log.
+
+Consumers use it to detect log truncation after a leader change (KIP-320), followers to find
+where their log diverges from the leader's. As in Kafka, the answer comes from the leader only,
+to consumers and replicas alike (the v3+ replica id is not looked at): a replica that is not the
+leader answers NOT_LEADER_OR_FOLLOWER, as does a broker that hosts no replica of a partition the
+metadata knows; a partition the metadata does not know is UNKNOWN_TOPIC_OR_PARTITION. A v2+
+current leader epoch older than the leader's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+
+The answer is the largest epoch <= the requested one in the leader-epoch cache and the offset
+where it ends: the start of the next epoch, or the log end offset for the latest epoch. An
+undefined (-1) or unknown future epoch gets no error and -1 for both. v0 answers no epoch.
+Gaps: none in the versions; Gregor has no ACLs, so TOPIC_AUTHORIZATION_FAILED is never answered.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import Handler, RequestContext
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+
+API_KEY = 23
+MIN_VERSION, MAX_VERSION = 0, 4
+
+_Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+_Partition = OffsetForLeaderEpochResponse.EpochEndOffset
+
+
+def handle(context: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    topics = [_Topic(topic=topic.topic, partitions=[_end_offset(context, topic.topic, p) for p in topic.partitions])
+              for topic in request.topics]
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+
+def _end_offset(context: RequestContext, topic: str,
+                requested: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> _Partition:
+    broker = context.broker
+    partition = broker.partition(topic, requested.partition)
+    if partition is not None:
+        return partition.offsets_for_leader_epoch(requested)
+    known = broker.image.partition(topic, requested.partition) is not None
+    return _Partition(partition=requested.partition,
+                      error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle)]

@@ -78,5 +78,16 @@ class BrokerProcess:
             self.proc.wait()
         self._log.close()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets but answers nothing (a long GC pause, a frozen VM)."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def restart(self) -> None:
         self.start()

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gregor.client.errors import ClientErrorCode, KafkaError, KafkaException, error_for
+from gregor.client.errors import ClientErrorCode, KafkaConnectionError, KafkaError, KafkaException, error_for
 from gregor.client.network import STALE_METADATA_ERRORS, NetworkClient
 from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import ProducerBatch
@@ -189,9 +189,12 @@ class Sender:
                 for batch in batches:
                     self._complete(batch, error)
             else:
+                # a leader that left the cluster (no connection to it) is stale metadata: retry
+                # on the new leader, as the Java client does after a disconnect
                 self.network.request_metadata_update()
+                retriable = True if isinstance(error, KafkaConnectionError) else None
                 for batch in batches:
-                    self._retry_or_fail(batch, error)
+                    self._retry_or_fail(batch, error, retriable=retriable)
         else:
             if response is None:
                 for batch in batches:

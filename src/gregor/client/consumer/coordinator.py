@@ -67,7 +67,16 @@ class GroupMembership:
     # -- requests --
 
     async def coordinator(self, deadline: float) -> int:
-        return await self.coordinators.find(self.group_id, timeout_ms=self._remaining_ms(deadline))
+        """The group's coordinator, asked again while the brokers answer with a retriable error
+        (COORDINATOR_NOT_AVAILABLE while a new cluster creates __consumer_offsets) until
+        `deadline`, as Java's ensureCoordinatorReady does; a failure to reach a broker raises."""
+        while True:
+            try:
+                return await self.coordinators.find(self.group_id, timeout_ms=self._remaining_ms(deadline))
+            except KafkaException as error:
+                if error.code <= 0 or not error.retriable or time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
 
     async def _send(self, request: Any, versions: tuple[int, int], deadline: float,
                     timeout_ms: float | None = None) -> Any:

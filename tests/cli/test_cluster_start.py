@@ -64,6 +64,22 @@ class RunningTool:
         return code
 
 
+@pytest.fixture
+def started(request):
+    """Start `gregor cluster start ARGS`; whatever a failing test leaves running is killed (its nodes
+    follow the tool on Linux)."""
+    tools: list[RunningTool] = []
+
+    def start(*args: str) -> RunningTool:
+        tools.append(RunningTool(*args))
+        return tools[-1]
+    yield start
+    for tool in tools:
+        if tool.proc.poll() is None:
+            tool.proc.kill()
+            tool.proc.wait()
+
+
 def _next_or_none(lines: queue.Queue) -> str | None:
     try:
         return lines.get(timeout=5)
@@ -80,9 +96,9 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_a_three_broker_cluster_replicates_stops_on_sigterm_and_restarts_with_its_data(tmp_path):
+def test_a_three_broker_cluster_replicates_stops_on_sigterm_and_restarts_with_its_data(tmp_path, started):
     directory = str(tmp_path / "cluster")
-    tool = RunningTool("--dir", directory, "--base-port", "0", "--brokers", "3", "--controllers", "1")
+    tool = started("--dir", directory, "--base-port", "0", "--brokers", "3", "--controllers", "1")
     bootstrap = tool.wait_for("Bootstrap servers:").split(": ", 1)[1]
     assert len(bootstrap.split(",")) == 3 and len(tool.pids) == 4
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -100,7 +116,7 @@ def test_a_three_broker_cluster_replicates_stops_on_sigterm_and_restarts_with_it
     assert "Stopped.\n" in tool.output
     assert [pid for pid in tool.pids if alive(pid)] == []
 
-    again = RunningTool("--dir", directory, "--base-port", "0", "--brokers", "3", "--controllers", "1")
+    again = started("--dir", directory, "--base-port", "0", "--brokers", "3", "--controllers", "1")
     bootstrap = again.wait_for("Bootstrap servers:").split(": ", 1)[1]
     assert any(line.startswith("Restarting") for line in again.output)
     assert len(read_all(bootstrap, "orders", 30)) == 30
@@ -129,12 +145,12 @@ def read_all(bootstrap: str, topic: str, count: int, group: str | None = None, t
 
 
 @pytest.mark.slow
-def test_a_node_that_exits_at_startup_is_shown_and_the_others_are_stopped(tmp_path):
+def test_a_node_that_exits_at_startup_is_shown_and_the_others_are_stopped(tmp_path, started):
     directory = tmp_path / "cluster"
     (directory / "broker-1").mkdir(parents=True)
     (directory / "broker-1" / "data").write_text("a file where the broker's log directory should be")
     (directory / cluster_layout.CLUSTER_FILE).write_text("cluster.id=R3JlZ29yQ2xpU3RhcnRUZXN0\nbrokers=1\ncontrollers=1\n")
-    tool = RunningTool("--dir", str(directory), "--base-port", "0", "--brokers", "1", "--controllers", "1")
+    tool = started("--dir", str(directory), "--base-port", "0", "--brokers", "1", "--controllers", "1")
     code = tool.proc.wait(60)
     tool.output += list(iter(lambda: _next_or_none(tool.lines), None))
     stderr = tool.proc.stderr.read()

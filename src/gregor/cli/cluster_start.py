@@ -75,7 +75,10 @@ def run_start(args: argparse.Namespace) -> int:
     cluster_id = cluster_id or layout.new_cluster_id()
     layout.check(nodes, cluster_id, overrides)
     layout.check_ports_free(nodes)
-    layout.write(nodes, cluster_id, overrides)
+    try:
+        layout.write(nodes, cluster_id, overrides)
+    except OSError as error:
+        raise ToolError(f"cannot write the cluster's files under {root}: {error.strerror or error}") from None
     return LocalCluster(nodes, cluster_id).run(restarted, args.timeout / 1000)
 
 
@@ -291,7 +294,11 @@ def _count(number: int, noun: str) -> str:
 
 
 def _say(text: str) -> None:
-    print(text, flush=True)
+    """Progress on stdout; a reader that went away (`| head`) does not stop the cluster or its shutdown."""
+    try:
+        print(text, flush=True)
+    except OSError:
+        pass
 
 
 def _error(text: str) -> None:

@@ -28,6 +28,7 @@ from typing import Callable, Sequence, TypeVar
 from gregor.broker.config import BrokerConfig
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.handlers import register_quorum
+from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
 from gregor.broker.raft_driver import RaftDriver, now_ms
@@ -177,7 +178,9 @@ class ControllerServer:
         return values["unclean.leader.election.enable"].lower() == "true"
 
     async def _run_duties(self) -> None:
-        """The active controller fences brokers whose heartbeats stopped."""
+        """The active controller fences brokers whose heartbeats stopped and, when due, moves
+        leaders back to their preferred replicas (`leader_rebalance`)."""
+        rebalance = LeaderRebalance(self.config)
         while True:
             await asyncio.sleep(DUTIES_INTERVAL_S)
             if not self.raft_driver.raft.leader_caught_up:
@@ -190,6 +193,7 @@ class ControllerServer:
                         fence_broker(self.image, broker_id, self.unclean_allowed))))
                 except KafkaError as error:
                     log.info("controller %d: fencing broker %d not committed: %s", self.node_id, broker_id, error)
+            await rebalance.run_if_due(self, now_ms())
 
     async def stop(self) -> None:
         log.info("controller %d shutting down", self.node_id)

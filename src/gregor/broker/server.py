@@ -325,6 +325,9 @@ class Broker:
         topic = self.image.topics[name]
         registration = topic.partitions[index]
         if self.node_id not in registration.replicas:
+            if self.logs.get_log(name, index) is not None:  # reassigned away: delete it, as Kafka's StopReplica
+                self.partitions.pop((name, index), None)
+                self.logs.delete_log(name, index)
             return
         partition = self.partitions.get((name, index))
         if partition is None:

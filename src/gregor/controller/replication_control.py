@@ -4,7 +4,8 @@ Pure functions of the current metadata image that return the records to commit: 
 broker (it leaves every ISR it was in, unless it is the last member, and its leaderships move),
 unfencing one (leaderless partitions it can lead get a leader again), a leader's AlterPartition
 proposal (checked against the partition's current epochs and the live brokers before it is
-accepted), and preferred-leader election. Nothing here reads a clock or touches the network.
+accepted, and completing a partition reassignment once its new replicas are in sync), and
+ElectLeaders (preferred or unclean). Nothing here reads a clock or touches the network.
 
 The seeds' replica and partition state machines map onto the image as follows: a replica is
 NewReplica until its broker first registers, OnlineReplica while its broker is unfenced,
@@ -16,10 +17,11 @@ from __future__ import annotations
 
 import enum
 import uuid
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
-from gregor.controller.partition_change import NO_LEADER, Election, PartitionChange
+from gregor.controller.partition_change import NO_LEADER, NO_LEADER_CHANGE, Election, PartitionChange
 from gregor.metadata.image import MetadataImage, PartitionRegistration
+from gregor.metadata.topic_configs import effective_topic_config
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages.metadata_records.fence_broker_record import FenceBrokerRecord
 from gregor.protocol.messages.metadata_records.partition_change_record import PartitionChangeRecord
@@ -57,7 +59,8 @@ def replica_state(image: MetadataImage, broker_id: int) -> ReplicaState:
     return ReplicaState.OFFLINE if broker.fenced else ReplicaState.ONLINE
 
 
-def _acceptable_leaders(image: MetadataImage, excluded: int | None = None) -> Callable[[int], bool]:
+def acceptable_leaders(image: MetadataImage, excluded: int | None = None) -> Callable[[int], bool]:
+    """Brokers that may lead: registered, unfenced and not in controlled shutdown."""
     def acceptable(broker_id: int) -> bool:
         broker = image.brokers.get(broker_id)
         return broker_id != excluded and broker is not None and not broker.fenced \
@@ -79,7 +82,7 @@ def fence_broker(image: MetadataImage, broker_id: int, unclean_allowed: UncleanP
     if broker is None or broker.fenced:
         return []
     records: list = [FenceBrokerRecord(id=broker_id, epoch=broker.epoch)]
-    acceptable = _acceptable_leaders(image, excluded=broker_id)
+    acceptable = acceptable_leaders(image, excluded=broker_id)
     for name, topic_id, index, registration in _partitions_of(image, broker_id):
         change = PartitionChange(registration, topic_id, index, acceptable, unclean_allowed(name))
         change.set_isr([replica for replica in registration.isr if replica != broker_id])
@@ -98,7 +101,7 @@ def unfence_broker(image: MetadataImage, broker_id: int, unclean_allowed: Unclea
     records: list = [UnfenceBrokerRecord(id=broker_id, epoch=broker.epoch)]
 
     def acceptable(candidate: int) -> bool:
-        return candidate == broker_id or _acceptable_leaders(image)(candidate)
+        return candidate == broker_id or acceptable_leaders(image)(candidate)
 
     for name, topic_id, index, registration in _partitions_of(image, broker_id):
         if registration.leader == NO_LEADER:
@@ -111,7 +114,9 @@ def unfence_broker(image: MetadataImage, broker_id: int, unclean_allowed: Unclea
 def alter_partition(image: MetadataImage, leader_id: int, topic_id: uuid.UUID, partition: int, leader_epoch: int,
                     partition_epoch: int, new_isr: Sequence[int]) -> tuple[ErrorCode, PartitionChangeRecord | None]:
     """A leader's ISR proposal, checked as Kafka checks it; the record is None when the
-    proposal is refused or changes nothing."""
+    proposal is refused or changes nothing. An ISR that holds every target replica of a running
+    reassignment completes it (see `partition_change`); when that moves the leadership the answer
+    is NEW_LEADER_ELECTED along with the record."""
     topic = image.topics_by_id.get(topic_id)
     registration = topic.partitions.get(partition) if topic is not None else None
     if registration is None:
@@ -122,39 +127,100 @@ def alter_partition(image: MetadataImage, leader_id: int, topic_id: uuid.UUID, p
         return ErrorCode.FENCED_LEADER_EPOCH, None
     if partition_epoch != registration.partition_epoch:
         return ErrorCode.INVALID_UPDATE_VERSION, None
-    acceptable = _acceptable_leaders(image)
+    acceptable = acceptable_leaders(image)
     if leader_id not in new_isr or len(set(new_isr)) != len(new_isr) or any(
             replica not in registration.replicas or not acceptable(replica) for replica in new_isr):
         return ErrorCode.INELIGIBLE_REPLICA, None
     ordered = [replica for replica in registration.replicas if replica in new_isr]
     record = PartitionChange(registration, topic_id, partition, acceptable).set_isr(ordered).build()
+    if record is not None and record.leader not in (NO_LEADER_CHANGE, leader_id):
+        # The new ISR completed a reassignment that moved the leadership away: the change is
+        # committed and the proposer told to learn the new leader from the metadata (Kafka's way).
+        return ErrorCode.NEW_LEADER_ELECTED, record
     return ErrorCode.NONE, record
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election types (KIP-460)."""
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+def elect_leaders(image: MetadataImage, election_type: ElectionType,
+                  topics: Iterable[tuple[str, Iterable[int]]] | None) -> tuple[list[tuple[str, list]], list]:
+    """ElectLeaders, as Kafka's controller answers it: per topic of the request, (partition,
+    error) for each of its partitions, and the records. The error is NONE (a leader was elected),
+    ELECTION_NOT_NEEDED (PREFERRED: already led by its preferred replica; UNCLEAN: it has a
+    leader), PREFERRED_LEADER_NOT_AVAILABLE (the preferred replica is fenced or out of the ISR, so
+    the leader stays), ELIGIBLE_LEADERS_NOT_AVAILABLE (UNCLEAN: no live replica at all) or
+    UNKNOWN_TOPIC_OR_PARTITION. An UNCLEAN election prefers an ISR member and takes a live replica
+    outside the ISR only when there is none, whatever unclean.leader.election.enable says.
+
+    `topics` None means every partition of every topic; then partitions that need no election
+    are left out of the answer. A partition named twice is elected once."""
+    every = topics is None
+    if every:
+        topics = [(name, sorted(topic.partitions)) for name, topic in image.topics.items()]
+    acceptable = acceptable_leaders(image)
+    answered: dict[tuple[str, int], ErrorCode] = {}
+    results: list[tuple[str, list]] = []
+    records: list = []
+    for name, indexes in topics:
+        answers: list[tuple[int, ErrorCode]] = []
+        topic = image.topics.get(name)
+        for index in indexes:
+            error = answered.get((name, index))
+            if error is None:
+                registration = topic.partitions.get(index) if topic is not None else None
+                error, record = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+                if registration is not None:
+                    error, record = _elect(registration, topic.topic_id, index, election_type, acceptable)
+                answered[(name, index)] = error
+                if record is not None:
+                    records.append(record)
+            if not (every and error == ErrorCode.ELECTION_NOT_NEEDED):
+                answers.append((index, error))
+        results.append((name, answers))
+    return results, records
+
+
+def _elect(registration: PartitionRegistration, topic_id: uuid.UUID, index: int, election_type: ElectionType,
+           acceptable: Callable[[int], bool]) -> tuple[ErrorCode, PartitionChangeRecord | None]:
+    preferred = election_type is ElectionType.PREFERRED
+    if preferred:
+        not_needed = registration.leader == preferred_replica(registration)
+    else:
+        not_needed = registration.has_leader
+    if not_needed:
+        return ErrorCode.ELECTION_NOT_NEEDED, None
+    change = PartitionChange(registration, topic_id, index, acceptable, unclean_allowed=not preferred)
+    record = change.set_election(Election.PREFERRED if preferred else Election.ONLINE).build()
+    if record is None:
+        return (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if preferred
+                else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE), None
+    return ErrorCode.NONE, record
+
+
+def preferred_replica(registration: PartitionRegistration) -> int:
+    """The first assigned replica, the leader a balanced cluster has (-1 without replicas)."""
+    return registration.replicas[0] if registration.replicas else NO_LEADER
 
 
 def elect_preferred_leaders(image: MetadataImage,
                             partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], ErrorCode], list]:
-    """ElectLeaders (PREFERRED) for the named partitions: per partition NONE (moved),
-    ELECTION_NOT_NEEDED (already led by its preferred replica), PREFERRED_LEADER_NOT_AVAILABLE
-    (that replica is fenced or out of the ISR) or UNKNOWN_TOPIC_OR_PARTITION."""
-    results: dict[tuple[str, int], ErrorCode] = {}
-    records: list = []
-    acceptable = _acceptable_leaders(image)
+    """ElectLeaders (PREFERRED) for the named partitions, answered per partition."""
+    topics: dict[str, list[int]] = {}
     for name, index in partitions:
-        topic = image.topics.get(name)
-        registration = topic.partitions.get(index) if topic is not None else None
-        if registration is None:
-            results[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            continue
-        preferred = registration.replicas[0] if registration.replicas else NO_LEADER
-        if registration.leader == preferred:
-            results[(name, index)] = ErrorCode.ELECTION_NOT_NEEDED
-            continue
-        if preferred not in registration.isr or not acceptable(preferred):
-            results[(name, index)] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-            continue
-        record = PartitionChange(registration, topic.topic_id, index, acceptable) \
-            .set_election(Election.PREFERRED).build()
-        results[(name, index)] = ErrorCode.NONE
-        if record is not None:
-            records.append(record)
-    return results, records
+        topics.setdefault(name, []).append(index)
+    results, records = elect_leaders(image, ElectionType.PREFERRED, topics.items())
+    return {(name, index): error for name, answers in results for index, error in answers}, records
+
+
+def unclean_policy(image: MetadataImage, static_config: Mapping[str, str]) -> UncleanPolicy:
+    """`unclean.leader.election.enable` in force for a topic: its override, else the cluster's
+    dynamic default, else the node's static config (Kafka's precedence)."""
+    def allowed(topic: str) -> bool:
+        values = effective_topic_config(image.topic_config(topic), static_config,
+                                        dynamic_default_config=image.broker_config(""))
+        return values["unclean.leader.election.enable"].lower() == "true"
+    return allowed

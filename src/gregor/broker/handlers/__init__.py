@@ -54,16 +54,18 @@ def quorum_partition(request: Any) -> Any:
 
 def _collect() -> dict[int, Handler]:
     from gregor.broker.handlers import (
-        alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
-        delete_topics, describe_cluster, describe_configs, describe_groups, describe_quorum, fetch,
-        find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups, list_offsets,
-        metadata, offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
+        alter_configs, alter_partition_reassignments, api_versions, create_partitions, create_topics, delete_groups,
+        delete_records, delete_topics, describe_cluster, describe_configs, describe_groups, describe_quorum,
+        elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups,
+        list_offsets, list_partition_reassignments, metadata, offset_commit, offset_delete, offset_fetch,
+        offset_for_leader_epoch, produce, sync_group,
     )
     modules = (api_versions, metadata, produce, fetch, list_offsets, create_topics, delete_topics,
                create_partitions, describe_configs, alter_configs, delete_records,
                describe_cluster, init_producer_id, find_coordinator, join_group, sync_group, heartbeat,
                leave_group, offset_commit, offset_fetch, describe_groups, list_groups, delete_groups,
-               offset_delete, describe_quorum, offset_for_leader_epoch)
+               offset_delete, describe_quorum, offset_for_leader_epoch, elect_leaders, alter_partition_reassignments,
+               list_partition_reassignments)
     handlers: dict[int, Handler] = {}
     for module in modules:
         for handler in module.HANDLERS:
@@ -90,17 +92,19 @@ def register_forwarding() -> dict[int, Handler]:
 
 def register_quorum() -> dict[int, Handler]:
     """The controller listener's APIs: the raft quorum's, the brokers' (registration, heartbeats,
-    ISR changes), the topic and config changes brokers forward, and ApiVersions."""
+    ISR changes), the topic, config, leader-election and reassignment requests brokers forward,
+    and ApiVersions."""
     if not QUORUM_HANDLERS:
         from gregor.broker.handlers import (
-            allocate_producer_ids, alter_configs, alter_partition, api_versions, begin_quorum_epoch, broker_heartbeat,
-            broker_registration,
-            create_partitions, create_topics, delete_topics, describe_quorum, end_quorum_epoch, fetch_snapshot,
-            quorum_fetch, vote,
+            allocate_producer_ids, alter_configs, alter_partition, alter_partition_reassignments, api_versions,
+            begin_quorum_epoch, broker_heartbeat, broker_registration, create_partitions, create_topics,
+            delete_topics, describe_quorum, elect_leaders, end_quorum_epoch, fetch_snapshot,
+            list_partition_reassignments, quorum_fetch, vote,
         )
         for module in (api_versions, vote, begin_quorum_epoch, end_quorum_epoch, quorum_fetch, fetch_snapshot,
                        describe_quorum, broker_registration, broker_heartbeat, alter_partition, create_topics,
-                       delete_topics, create_partitions, alter_configs, allocate_producer_ids):
+                       delete_topics, create_partitions, alter_configs, allocate_producer_ids, elect_leaders,
+                       alter_partition_reassignments, list_partition_reassignments):
             for handler in module.HANDLERS:
                 QUORUM_HANDLERS[handler.api_key] = handler
     return QUORUM_HANDLERS

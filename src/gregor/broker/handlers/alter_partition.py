@@ -4,7 +4,10 @@ changes (seed 002: followers that fell behind leave the ISR, caught-up ones rejo
 Each proposal is checked against the partition's current leader, leader epoch and partition
 epoch and the live brokers (`gregor.controller.replication_control.alter_partition`); accepted
 ones are committed together and answered with the committed state, so the leader adopts the new
-partition epoch. v0–v1 (topic names) and v3 (broker epochs per ISR member) are not advertised.
+partition epoch. An ISR that brings every target replica of a partition reassignment in sync
+completes the reassignment (KIP-455); when that moves the leadership to another broker the change
+is committed and the proposer answered NEW_LEADER_ELECTED, as Kafka does. v0–v1 (topic names)
+and v3 (broker epochs per ISR member) are not advertised.
 """
 
 from __future__ import annotations

@@ -1,18 +1,21 @@
 """Requests a broker-only node passes to the active controller (Kafka's forwarding, KIP-590).
 
-Topic and config changes and DescribeQuorum are the controller's to answer. A broker-only node
-sends them on, at the version the client used, to whichever voter leads the quorum (retrying
-NOT_CONTROLLER answers and lost connections) and relays the answer. Kafka wraps the request in
-an Envelope so that the controller sees the client's principal; Gregor has no authorization
-yet, so the request travels as it came. When no controller answers within the request's own
-timeout, every item gets REQUEST_TIMED_OUT, which clients retry.
+Topic and config changes, leader elections, partition reassignments and DescribeQuorum are the
+controller's to answer. A broker-only node sends them on, at the version the client used, to
+whichever voter leads the quorum (retrying NOT_CONTROLLER answers and lost connections) and
+relays the answer. Kafka wraps the request in an Envelope so that the controller sees the
+client's principal; Gregor has no authorization yet, so the request travels as it came. When no
+controller answers within the request's own timeout, every item gets REQUEST_TIMED_OUT, which
+clients retry.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import (
+    Handler, RequestContext, alter_partition_reassignments, elect_leaders, list_partition_reassignments,
+)
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import (
@@ -69,6 +72,9 @@ ERROR_ANSWERS: dict[int, Callable[[Any, int, str], Any]] = {
     AlterConfigsRequest.API_KEY: _alter_configs,
     IncrementalAlterConfigsRequest.API_KEY: _incremental_alter_configs,
     DescribeQuorumRequest.API_KEY: _describe_quorum,
+    elect_leaders.API_KEY: elect_leaders.error_response,
+    alter_partition_reassignments.API_KEY: alter_partition_reassignments.error_response,
+    list_partition_reassignments.API_KEY: list_partition_reassignments.error_response,
 }
 
 

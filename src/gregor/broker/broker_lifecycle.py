@@ -32,6 +32,7 @@ REGISTRATION_VERSION = 2
 HEARTBEAT_VERSION = 0
 FATAL = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID})
 REREGISTER = frozenset({ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED})
+UNANSWERED_SHUTDOWN_HEARTBEATS = 2  # no controller answers (all stopped): stop without its consent
 
 
 class LifecycleState(enum.Enum):
@@ -146,7 +147,8 @@ class BrokerLifecycle:
         return response
 
     async def controlled_shutdown(self, timeout_s: float) -> bool:
-        """Ask to shut down until the controller agrees; returns whether it did within `timeout_s`."""
+        """Ask to shut down until the controller agrees; returns whether it did within `timeout_s`.
+        Two heartbeats in a row that no controller accepts (the quorum is gone) end the wait early."""
         if self._task is not None:
             self._task.cancel()
         if self.state not in (LifecycleState.FENCED, LifecycleState.RUNNING):
@@ -156,11 +158,13 @@ class BrokerLifecycle:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         agreed = False
-        while loop.time() < deadline:
+        unanswered = 0
+        while loop.time() < deadline and unanswered < UNANSWERED_SHUTDOWN_HEARTBEATS:
             response = await self._heartbeat(want_shut_down=True)
             if response is not None and response.should_shut_down:
                 agreed = True
                 break
+            unanswered = unanswered + 1 if response is None else 0
             await asyncio.sleep(min(0.2, self.heartbeat_interval_s))
         self.state = LifecycleState.STOPPED
         log.info("broker %d: controlled shutdown %s", self.broker_id,

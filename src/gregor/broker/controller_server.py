@@ -33,6 +33,7 @@ from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
 from gregor.broker.raft_driver import RaftDriver, now_ms
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
+from gregor.controller.metadata_replay import MetadataReplay, SnapshotPolicy
 from gregor.controller.operations import ControllerResult
 from gregor.controller.quorum_controller import ControllerConfig, QuorumController
 from gregor.controller.replication_control import fence_broker
@@ -60,6 +61,12 @@ def raft_config(config: BrokerConfig) -> RaftConfig:
                       election_backoff_max_ms=config.get("controller.quorum.election.backoff.max.ms"),
                       request_timeout_ms=config.get("controller.quorum.request.timeout.ms"),
                       retry_backoff_ms=config.get("controller.quorum.retry.backoff.ms"))
+
+
+def snapshot_policy(config: BrokerConfig) -> SnapshotPolicy:
+    """Kafka's `metadata.log.max.*` snapshot keys."""
+    return SnapshotPolicy(config.get("metadata.log.max.record.bytes.between.snapshots"),
+                          config.get("metadata.log.max.snapshot.interval.ms"))
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:
@@ -99,6 +106,7 @@ class ControllerServer:
                           QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(self.config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.loader.install(self.controller)
+        self.replay = MetadataReplay(raft, self.loader, snapshot_policy(self.config))
         self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed)
         self._server = KafkaServer(Dispatcher(self, register_quorum()), self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.controller_listeners():
@@ -113,7 +121,7 @@ class ControllerServer:
 
     def _committed(self, high_watermark: int) -> None:
         """Replay the newly committed records into the image; wake the operations they complete."""
-        self.loader.load(self.raft_driver.raft.committed(self.image.highest_offset + 1))
+        self.replay.catch_up(now_ms())
         waiting = []
         for last_offset, future in self._commit_waiters:
             if last_offset < high_watermark:

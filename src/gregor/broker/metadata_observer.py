@@ -14,8 +14,9 @@ import asyncio
 import logging
 
 from gregor.broker.config import BrokerConfig
-from gregor.broker.controller_server import raft_config
+from gregor.broker.controller_server import raft_config, snapshot_policy
 from gregor.broker.raft_driver import RaftDriver, now_ms
+from gregor.controller.metadata_replay import MetadataReplay
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader, MetadataPublisher
 from gregor.raft.client import RaftClient
@@ -32,6 +33,7 @@ class MetadataObserver:
         self.raft = RaftClient(config.node_id, voters, StorageLog.open(directory, now_ms()),
                                QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
+        self.replay = MetadataReplay(self.raft, self.loader, snapshot_policy(config))
         self.driver = RaftDriver(self.raft, voters, self._committed)
         self._caught_up: asyncio.Future | None = None
 
@@ -56,7 +58,7 @@ class MetadataObserver:
         return self.image
 
     def _committed(self, high_watermark: int) -> None:
-        self.loader.load(self.raft.committed(self.image.highest_offset + 1))
+        self.replay.catch_up(now_ms())
         if high_watermark > 0 and self._caught_up is not None and not self._caught_up.done():
             log.info("metadata caught up to offset %d", self.replayed_offset)
             self._caught_up.set_result(None)

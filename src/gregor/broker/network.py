@@ -262,7 +262,9 @@ class KafkaServer:
         self._servers: list[asyncio.base_events.Server] = []
         self.connections: set[KafkaConnection] = set()
 
-    async def listen(self, listener: str, host: str, port: int) -> int:
+    async def listen(self, listener: str, host: str, port: int, start_serving: bool = True) -> int:
+        """Bind the listener; the bound port. With `start_serving=False` connections are refused
+        until `start_serving()` (a broker that must register its ports before it may serve)."""
         loop = asyncio.get_running_loop()
 
         def factory() -> KafkaConnection:
@@ -271,9 +273,14 @@ class KafkaServer:
             self.connections.add(connection)
             return connection
 
-        server = await loop.create_server(factory, host or None, port, reuse_address=True, backlog=512)
+        server = await loop.create_server(factory, host or None, port, reuse_address=True, backlog=512,
+                                          start_serving=start_serving)
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
+
+    async def start_serving(self) -> None:
+        for server in self._servers:
+            await server.start_serving()
 
     async def close(self, grace_s: float = 0.0) -> None:
         """Stop accepting connections and reading requests, give the requests already read up to

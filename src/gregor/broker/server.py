@@ -28,7 +28,7 @@ from gregor.broker.broker_lifecycle import BrokerLifecycle
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.controller_channel import ControllerChannel
-from gregor.broker.controller_server import controller_config
+from gregor.broker.controller_server import controller_config, snapshot_policy
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
@@ -122,7 +122,7 @@ class Broker:
         cluster_id = self._cluster_id()
         if self.is_controller:
             self.metadata = MetadataNode.open(self.config.metadata_log_dir, controller_config(self.config), cluster_id,
-                                              random.Random(), start)
+                                              random.Random(), start, snapshot_policy(self.config))
             self.image = self.metadata.start(start)
         else:
             self.observer = MetadataObserver(self.config, cluster_id)
@@ -142,7 +142,8 @@ class Broker:
                                               on_request=self._request_done),
                                    self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
-            port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port)
+            port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port,
+                                             start_serving=self.is_controller)
             self.bound_ports[endpoint.listener] = port
         endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
                      for e in self.config.advertised_client_listeners()]
@@ -150,6 +151,7 @@ class Broker:
             self.metadata.bootstrap(endpoints, self.config.get("broker.rack"), now_ms())
         else:
             await self._join_cluster(cluster_id, endpoints)
+            await self._server.start_serving()
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
         if self.config.get("log.cleaner.enable"):
             self._cleaners = [asyncio.ensure_future(self._cleaner_loop())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from typing import TypeVar
 
+from gregor.controller.metadata_replay import MetadataReplay, SnapshotPolicy
 from gregor.controller.operations import BrokerRegistrationReply, ControllerResult, Endpoint
 from gregor.controller.quorum_controller import ControllerConfig, QuorumController
 from gregor.metadata.image import MetadataImage
@@ -32,25 +33,28 @@ T = TypeVar("T")
 
 
 class MetadataNode:
-    def __init__(self, raft: RaftClient, controller: QuorumController, cluster_id: str) -> None:
+    def __init__(self, raft: RaftClient, controller: QuorumController, cluster_id: str,
+                 snapshot_policy: SnapshotPolicy = SnapshotPolicy()) -> None:
         self.raft = raft
         self.controller = controller
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.loader.install(controller)
+        self.replay = MetadataReplay(raft, self.loader, snapshot_policy)
 
     @classmethod
     def open(cls, metadata_log_dir: str, config: ControllerConfig, cluster_id: str, rng: random.Random,
-             now_ms: int) -> MetadataNode:
+             now_ms: int, snapshot_policy: SnapshotPolicy = SnapshotPolicy()) -> MetadataNode:
         """The node over `<metadata_log_dir>/__cluster_metadata-0` (created when missing)."""
         log = StorageLog.open(metadata_log_dir, now_ms)
-        return cls.over(log, QuorumStateFile(metadata_partition_dir(metadata_log_dir)), config, cluster_id, rng)
+        return cls.over(log, QuorumStateFile(metadata_partition_dir(metadata_log_dir)), config, cluster_id, rng,
+                        snapshot_policy)
 
     @classmethod
     def over(cls, log: ReplicatedLog, state_file: QuorumStateFile, config: ControllerConfig, cluster_id: str,
-             rng: random.Random) -> MetadataNode:
+             rng: random.Random, snapshot_policy: SnapshotPolicy = SnapshotPolicy()) -> MetadataNode:
         """The node over any ReplicatedLog (a MemoryLog in tests and simulation)."""
         raft = RaftClient(config.node_id, [config.node_id], log, state_file, cluster_id)
-        return cls(raft, QuorumController(config, rng), cluster_id)
+        return cls(raft, QuorumController(config, rng), cluster_id, snapshot_policy)
 
     @property
     def image(self) -> MetadataImage:
@@ -63,7 +67,7 @@ class MetadataNode:
     def start(self, now_ms: int) -> MetadataImage:
         """Become leader (one voter) and replay every committed record into the image."""
         self.raft.start(now_ms)
-        self.loader.load(self.raft.committed(self.image.highest_offset + 1))
+        self.replay.catch_up(now_ms)
         return self.image
 
     def bootstrap(self, endpoints: list[Endpoint], rack: str | None, now_ms: int) -> BrokerRegistrationReply:
@@ -81,9 +85,8 @@ class MetadataNode:
         The records go in one batch, so they commit (and replay) together or not at all.
         """
         if result.records:
-            start = self.raft.high_watermark
             self.raft.append([encode_metadata_record(record) for record in result.records], now_ms)
-            self.loader.load(self.raft.committed(start))
+            self.replay.catch_up(now_ms)
         return result.response
 
     def describe_quorum(self, request: DescribeQuorumRequest, now_ms: int) -> DescribeQuorumResponse:

@@ -54,6 +54,7 @@ class MetadataDelta:
 
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
+        self._replaced: MetadataImage | None = None
         self._features = dict(image.features)
         self._brokers = dict(image.brokers)
         self._names = {topic_id: topic.name for topic_id, topic in image.topics_by_id.items()}
@@ -68,6 +69,15 @@ class MetadataDelta:
         self._deleted: dict[uuid.UUID, str] = {}
         self._changed_configs: set[tuple[int, str]] = set()
         self._changed_brokers: set[int] = set()
+
+    @classmethod
+    def snapshot_of(cls, previous: MetadataImage) -> MetadataDelta:
+        """A delta that replaces `previous` wholesale: replay a snapshot's records onto it. What
+        changed is reported against `previous` (topics it had that the snapshot lacks are
+        deleted; its configs count as changed), as Kafka's snapshot deltas do."""
+        delta = cls(MetadataImage(cluster_id=previous.cluster_id))
+        delta._replaced = previous
+        return delta
 
     # -- replay
 
@@ -222,6 +232,9 @@ class MetadataDelta:
     def deleted_topics(self) -> dict[uuid.UUID, str]:
         """Id → name of topics of the base image that are gone. A name deleted and re-created
         in the same delta appears here (old id) and in `changed_topics()` (new id)."""
+        if self._replaced is not None:
+            return {topic_id: topic.name for topic_id, topic in self._replaced.topics_by_id.items()
+                    if self._names.get(topic_id) != topic.name}
         return dict(self._deleted)
 
     def changed_partitions(self) -> dict[tuple[str, int], PartitionRegistration]:
@@ -232,6 +245,8 @@ class MetadataDelta:
 
     def changed_configs(self) -> frozenset[tuple[int, str]]:
         """(resource type, resource name) of every config resource touched."""
+        if self._replaced is not None:
+            return frozenset(self._changed_configs | set(self._replaced.configs))
         return frozenset(self._changed_configs)
 
     def changed_brokers(self) -> frozenset[int]:

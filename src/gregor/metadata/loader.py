@@ -8,11 +8,12 @@ state it decides on. Replaying the whole log at start is one `load` from the emp
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Protocol
+from typing import Any, Iterable, NamedTuple, Protocol
 
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.record_codec import decode_metadata_record
+from gregor.protocol.messages import NoOpRecord
 
 
 class LogEntry(NamedTuple):
@@ -38,6 +39,14 @@ class MetadataLoader:
         self._publishers.append(publisher)
         publisher.on_metadata_update(MetadataDelta(self.image), self.image)
 
+    def load_snapshot(self, records: Iterable[Any], end_offset: int, epoch: int) -> MetadataDelta:
+        """Replace the image by a snapshot's (the image of every offset below `end_offset`)."""
+        delta = MetadataDelta.snapshot_of(self.image)
+        for record in records:
+            delta.replay(record, end_offset - 1, epoch)
+        delta.replay(NoOpRecord(), end_offset - 1, epoch)
+        return self._publish(delta)
+
     def load(self, entries: Iterable[LogEntry]) -> MetadataDelta | None:
         """Replay `entries` (framed values), publish the new image; None if there were none."""
         delta = MetadataDelta(self.image)
@@ -47,6 +56,9 @@ class MetadataLoader:
             replayed = True
         if not replayed:
             return None
+        return self._publish(delta)
+
+    def _publish(self, delta: MetadataDelta) -> MetadataDelta:
         self.image = delta.apply()
         for publisher in self._publishers:
             publisher.on_metadata_update(delta, self.image)

@@ -146,7 +146,7 @@ class FollowerFetcher:
                 return
         log = self.log
         log.high_watermark = max(min(data.high_watermark, log.log_end_offset), log.log_start_offset)
-        self._next_send_ms = now_ms if records else now_ms + self.config.replica_fetch_wait_max_ms
+        self._next_send_ms = now_ms if records else now_ms + self.config.empty_fetch_pause_ms
 
     def _on_out_of_range(self, leader_log_start_offset: int, now_ms: int) -> None:
         log = self.log

@@ -63,7 +63,7 @@ PRODUCE_TIMEOUT_MS = 1_000
 TRACE_LENGTH = 300
 TRACE_SHOWN = 80
 SIM_REPLICATION = ReplicationConfig(replica_lag_time_max_ms=400, replica_fetch_max_bytes=1_500,
-                                    replica_fetch_backoff_ms=40, replica_fetch_wait_max_ms=25,
+                                    replica_fetch_backoff_ms=40, replica_fetch_wait_max_ms=25, empty_fetch_pause_ms=25,
                                     replica_socket_timeout_ms=250)
 FETCH_VERSIONS = {TruncationMode.DIVERGING_EPOCH: (12, 17), TruncationMode.OFFSETS_FOR_LEADER_EPOCH: (9, 11),
                   TruncationMode.HIGH_WATERMARK: (9, 11)}

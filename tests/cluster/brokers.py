@@ -22,7 +22,8 @@ CONTROLLER_SESSION = {"broker.session.timeout.ms": "1500"}
 
 
 class Cluster:
-    def __init__(self, root, brokers: int = 3, controllers: int = 1, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, root, brokers: int = 3, controllers: int = 1, overrides: dict[str, str] | None = None,
+                 controller_overrides: dict[str, str] | None = None) -> None:
         self.root = root
         self.controllers: list[BrokerProcess] = []
         for node_id in range(1, controllers + 1):
@@ -32,7 +33,7 @@ class Cluster:
         for node_id, node in enumerate(self.controllers, 1):
             node.overrides = {"process.roles": "controller", "node.id": str(node_id), "cluster.id": CLUSTER_ID,
                               "listeners": f"CONTROLLER://127.0.0.1:{node.port}", "controller.quorum.voters": voters,
-                              **CONTROLLER_SESSION}
+                              **CONTROLLER_SESSION, **(controller_overrides or {})}
         self.brokers: dict[int, BrokerProcess] = {}
         for node_id in range(controllers + 1, controllers + brokers + 1):
             os.makedirs(root / f"broker{node_id}", exist_ok=True)

@@ -277,9 +277,16 @@ class BrokerConfig:
             if self.inter_broker_listener not in {e.listener for e in self.client_listeners()}:
                 raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} is not one of the "
                                   f"listeners")
-        elif len(self.quorum_voters()) > 1:
-            raise ConfigError("process.roles=broker,controller: only a single-node quorum is supported yet; "
-                              "leave controller.quorum.voters empty or run the voters with process.roles=controller")
+        elif self.combined_quorum:
+            if self.node_id not in self.quorum_voters():
+                raise ConfigError(f"controller.quorum.voters: a broker,controller node must be a voter, and node.id "
+                                  f"{self.node_id} is not among {','.join(self.get('controller.quorum.voters'))}")
+            if not self.controller_listeners():
+                raise ConfigError("listeners: a broker,controller node of a quorum needs a listener named in "
+                                  "controller.listener.names (e.g. CONTROLLER://localhost:9093)")
+            if self.inter_broker_listener not in {e.listener for e in self.client_listeners()}:
+                raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} is not one of the "
+                                  f"listeners")
         for name in ("num.partitions", "default.replication.factor", "message.max.bytes",
                      "socket.request.max.bytes", "log.segment.bytes", "offsets.topic.num.partitions"):
             if self.get(name) < 1:
@@ -332,6 +339,12 @@ class BrokerConfig:
     def client_listeners(self) -> list[Endpoint]:
         controllers = self.controller_listener_names()
         return [e for e in self.listeners if e.listener not in controllers]
+
+    @property
+    def combined_quorum(self) -> bool:
+        """A broker,controller node that is one voter of a multi-voter quorum (not the embedded
+        single-node mode, whose one-voter quorum commits in process)."""
+        return self.process_roles == {"broker", "controller"} and len(self.quorum_voters()) > 1
 
     @property
     def inter_broker_listener(self) -> str:

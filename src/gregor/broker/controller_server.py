@@ -92,12 +92,14 @@ class ControllerServer:
         self._operations = asyncio.Lock()
         self._commit_waiters: list[tuple[int, asyncio.Future]] = []
         self._duties: asyncio.Task | None = None
+        self._caught_up: asyncio.Future | None = None
 
     @property
     def image(self) -> MetadataImage:
         return self.loader.image
 
     async def start(self) -> None:
+        self._caught_up = asyncio.get_running_loop().create_future()
         voters = self.config.quorum_voters()
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
                                        may_generate=len(voters) == 1)
@@ -122,6 +124,8 @@ class ControllerServer:
     def _committed(self, high_watermark: int) -> None:
         """Replay the newly committed records into the image; wake the operations they complete."""
         self.replay.catch_up(now_ms())
+        if high_watermark > 0 and not self._caught_up.done():
+            self._caught_up.set_result(None)
         waiting = []
         for last_offset, future in self._commit_waiters:
             if last_offset < high_watermark:
@@ -130,6 +134,12 @@ class ControllerServer:
             else:
                 waiting.append((last_offset, future))
         self._commit_waiters = waiting
+
+    async def caught_up(self) -> MetadataImage:
+        """The image once the quorum's high watermark is known here and replayed (what a broker in
+        the same process waits for before it takes partition states from it)."""
+        await self._caught_up
+        return self.image
 
     def _state_changed(self, state: EpochState) -> None:
         """Operations waiting on records appended as leader fail when the leadership goes."""

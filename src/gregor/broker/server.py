@@ -11,7 +11,10 @@ copies the metadata log as a raft observer (`metadata_observer`), registers and 
 (`broker_lifecycle`), forwards topic and config changes to the active controller, and hosts
 replicas of partitions led by other brokers, fetching from their leaders (`replica_manager`).
 It takes partition states from the metadata only after it has caught up with the quorum's
-committed log once, so a restart never mistakes a stale image for deleted topics.
+committed log once, so a restart never mistakes a stale image for deleted topics. A
+`broker,controller` node that is one voter of a larger quorum runs a ControllerServer in the same
+process and takes its images from it instead of observing; otherwise it is a broker like the
+broker-only ones (it registers with, and forwards to, whichever voter is active).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from gregor.broker.broker_lifecycle import BrokerLifecycle
 from gregor.broker.config import BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.controller_channel import ControllerChannel
-from gregor.broker.controller_server import controller_config, snapshot_policy
+from gregor.broker.controller_server import ControllerServer, controller_config, snapshot_policy
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
@@ -102,6 +105,7 @@ class Broker:
         self.logs: LogManager | None = None
         self.metadata: MetadataNode | None = None
         self.observer: MetadataObserver | None = None
+        self.controller_server: ControllerServer | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self.controller_channel: ControllerChannel | None = None
         self.replicas = ReplicaManager(self, replication_config(config), self.send_to_controller)
@@ -113,17 +117,21 @@ class Broker:
     # -- lifecycle
 
     @property
-    def is_controller(self) -> bool:
-        """Whether this process also runs the (one-voter) controller quorum."""
-        return "controller" in self.config.process_roles
+    def is_embedded(self) -> bool:
+        """The single-node mode: this process is the whole cluster, with a one-voter quorum."""
+        return "controller" in self.config.process_roles and not self.config.combined_quorum
 
     async def start(self) -> None:
         start = now_ms()
         cluster_id = self._cluster_id()
-        if self.is_controller:
+        if self.is_embedded:
             self.metadata = MetadataNode.open(self.config.metadata_log_dir, controller_config(self.config), cluster_id,
                                               random.Random(), start, snapshot_policy(self.config))
             self.image = self.metadata.start(start)
+        elif self.config.combined_quorum:
+            self.controller_server = ControllerServer(self.config)
+            await self.controller_server.start()
+            self.image = await self.controller_server.caught_up()
         else:
             self.observer = MetadataObserver(self.config, cluster_id)
             log.info("broker %d: catching up with the metadata quorum %s", self.node_id,
@@ -137,13 +145,13 @@ class Broker:
         elif self.logs.logs:
             log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(self.logs.logs))
         self.replicas.start()
-        (self.metadata or self.observer).install(self)
-        self._server = KafkaServer(Dispatcher(self, register_all() if self.is_controller else register_forwarding(),
+        (self.metadata or self.observer or self.controller_server.loader).install(self)
+        self._server = KafkaServer(Dispatcher(self, register_all() if self.is_embedded else register_forwarding(),
                                               on_request=self._request_done),
                                    self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
             port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port,
-                                             start_serving=self.is_controller)
+                                             start_serving=self.is_embedded)
             self.bound_ports[endpoint.listener] = port
         endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
                      for e in self.config.advertised_client_listeners()]
@@ -164,13 +172,14 @@ class Broker:
     async def _join_cluster(self, cluster_id: str, endpoints: list[Endpoint]) -> None:
         """Register with the active controller; it unfences this broker once its heartbeats show
         the metadata caught up (partition leaderships come only then)."""
+        raft = self.observer.raft if self.observer is not None else self.controller_server.raft_driver.raft
         self.controller_channel = ControllerChannel(
-            self.config.quorum_voters(), f"broker-{self.node_id}", lambda: self.observer.raft.leader_id,
+            self.config.quorum_voters(), f"broker-{self.node_id}", lambda: raft.leader_id,
             self.config.get("controller.quorum.request.timeout.ms"), self.config.get("controller.quorum.retry.backoff.ms"))
         listeners = [BrokerRegistrationRequest.Listener(name=e.listener, host=e.host, port=e.port,
                                                         security_protocol=e.security_protocol) for e in endpoints]
         self.lifecycle = BrokerLifecycle(self.controller_channel, self.node_id, cluster_id, listeners,
-                                         self.config.get("broker.rack"), lambda: self.observer.replayed_offset,
+                                         self.config.get("broker.rack"), lambda: self.image.highest_offset,
                                          self.config.get("broker.heartbeat.interval.ms"))
         self.lifecycle.start()
         epoch = await self.lifecycle.registered()
@@ -208,6 +217,8 @@ class Broker:
             await self.observer.close()
         if self.lifecycle is not None:
             await self.lifecycle.close()
+        if self.controller_server is not None:
+            await self.controller_server.stop()
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _cluster_id(self) -> str:
@@ -328,7 +339,8 @@ class Broker:
         registration = topic.partitions[index]
         if self.node_id not in registration.replicas:
             if self.logs.get_log(name, index) is not None:  # reassigned away: delete it, as Kafka's StopReplica
-                self.partitions.pop((name, index), None)
+                if (gone := self.partitions.pop((name, index), None)) is not None:
+                    self.replicas.apply(gone, gone.stop(current))
                 self.logs.delete_log(name, index)
             return
         partition = self.partitions.get((name, index))
@@ -380,6 +392,8 @@ class Broker:
                    if not partition.has_leader)
 
     def metric_is_active_controller(self) -> bool:
+        if self.controller_server is not None:
+            return self.controller_server.raft_driver.raft.is_leader
         return self.metadata is not None and self.metadata.raft.is_leader
 
     def metric_connections(self) -> int:

@@ -161,6 +161,11 @@ class Partition:
             effects.extend(self.fetcher.poll(now_ms))
         return effects
 
+    def stop(self, now_ms: int) -> list[Effect]:
+        """This broker stops hosting the partition (reassigned away): produce requests waiting
+        for replication are answered NOT_LEADER_OR_FOLLOWER, which clients retry elsewhere."""
+        return list(self.delayed.complete(self.high_watermark, None, 0, 0, now_ms))
+
     # -- leader: produce
 
     def append_as_leader(self, records: memoryview | bytes, now_ms: int, required_acks: int = 1) -> AppendInfo:

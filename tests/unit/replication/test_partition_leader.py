@@ -208,3 +208,9 @@ def test_stale_partition_states_are_ignored(tmp_path):
     assert leader.partition.is_leader and leader.partition.isr == [1, 2, 3]
     leader.apply(1, 2, (1, 2), 6)
     assert leader.partition.is_leader and leader.partition.isr == [1, 2]
+
+
+def test_a_leader_that_stops_hosting_the_partition_answers_its_waiting_acks_all_produces(tmp_path):
+    leader = leader_of_three(tmp_path)
+    assert leader.produce(b"waits") == []  # followers 2 and 3 have not fetched it yet
+    assert leader.partition.stop(leader.now) == [ProduceCompleted(b"waits", ErrorCode.NOT_LEADER_OR_FOLLOWER)]

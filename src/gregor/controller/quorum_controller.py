@@ -195,7 +195,10 @@ class QuorumController:
             return fail(ErrorCode.INVALID_REPLICATION_FACTOR,
                         f"Unable to replicate the partition {factor} time(s): The target replication factor of "
                         f"{factor} cannot be reached because only {len(brokers)} broker(s) are registered.")
-        return place_replicas(brokers, range(partitions), factor, self.rng), None
+        return place_replicas(brokers, range(partitions), factor, self.rng, self._racks(brokers)), None
+
+    def _racks(self, brokers: Sequence[int]) -> dict[int, str | None]:
+        return {broker: self.image.brokers[broker].rack for broker in brokers}
 
     def _effective_configs(self, overrides: Mapping[str, str]) -> tuple[ConfigEntry, ...]:
         return tuple(describe_topic_config(overrides, self.config.broker_config,
@@ -332,7 +335,7 @@ class QuorumController:
                 return fail(ErrorCode.INVALID_REPLICATION_FACTOR,
                             f"Unable to replicate the partition {factor} time(s): The target replication factor "
                             f"of {factor} cannot be reached because only {len(brokers)} broker(s) are registered.")
-            placement = place_replicas(brokers, new, factor, self.rng)
+            placement = place_replicas(brokers, new, factor, self.rng, self._racks(brokers))
         return (CreatePartitionsResult(name),
                 [self._partition_record(topic.topic_id, p, r) for p, r in placement.items()])
 

@@ -6,13 +6,16 @@ replicas' logs agree batch for batch afterwards (seed 001/002: LEO, HW, ISR, lea
 from __future__ import annotations
 
 import time
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from gregor.client import Producer as GregorProducer
 from gregor.client import KafkaException as GregorKafkaException
 
+from tests.broker_process import free_port
 from tests.cluster.brokers import Cluster, replica_batches
 
 pytestmark = pytest.mark.slow
@@ -20,9 +23,21 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def cluster(tmp_path):
-    nodes = Cluster(tmp_path, overrides={"min.insync.replicas": "2"}).start()
-    yield nodes
+    nodes = Cluster(tmp_path, overrides={"min.insync.replicas": "2"})
+    for node in nodes.brokers.values():
+        node.overrides["metrics.port"] = str(free_port())
+    yield nodes.start()
     nodes.stop()
+
+
+def metric(node, name: str) -> float:
+    """One unlabelled sample of a broker's Prometheus endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.overrides['metrics.port']}/metrics", timeout=10) as answer:
+        for family in text_string_to_metric_families(answer.read().decode()):
+            for sample in family.samples:
+                if sample.name == name:
+                    return sample.value
+    raise AssertionError(f"{name} is not exported")
 
 
 def produce(bootstrap: str, topic: str, values: range) -> list[int]:
@@ -104,6 +119,7 @@ def test_min_insync_replicas_refuses_acks_all_until_a_follower_returns(cluster):
         cluster.brokers[followers[0]].restart()
         cluster.wait_for("payments", lambda states: len(states[0][2]) == 2)
         assert strict.send("payments", b"acknowledged again").get(30).offset >= 0
+        assert metric(cluster.brokers[leader], "kafka_server_replicamanager_isrexpands_total") >= 1
     finally:
         strict.close()
         relaxed.close()

@@ -80,6 +80,11 @@ def test_metrics_count_what_clients_did(broker):
     assert value("kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value("kafka_server_socketservermetrics_connection_count") >= 1  # the admin and producer are still connected
     assert value("kafka_network_requestchannel_requestqueuesize") >= 0
+    assert value("gregor_cluster_partitions", state="OnlinePartition") >= len(RECORDS)
+    assert ("gregor_cluster_partitions", (("state", "OfflinePartition"),)) not in samples
+    assert value("gregor_cluster_replicas", state="OnlineReplica") == value("gregor_cluster_partitions",
+                                                                           state="OnlinePartition")
+    assert value("kafka_server_replicamanager_isrshrinks_total") == 0
 
 
 def test_other_paths_and_methods_are_refused(broker):

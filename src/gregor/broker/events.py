@@ -16,3 +16,6 @@ class BrokerEvents:
 
     def fetched(self, sizes: dict[str, int]) -> None:
         """A consumer fetch answered with these bytes per topic."""
+
+    def isr_changed(self, topic: str, partition: int, before: int, after: int) -> None:
+        """The controller accepted this leader's ISR change of a partition (sizes before and after)."""

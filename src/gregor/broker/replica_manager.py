@@ -131,6 +131,7 @@ class ReplicaManager:
                                         topics=[AlterPartitionRequest.TopicData(topic_id=topic_id, partitions=parts)
                                                 for topic_id, parts in by_topic.items()])
         answers: dict[tuple[uuid.UUID, int], AlterPartitionResponse.PartitionData] = {}
+        sizes_before = [len(partition.isr) for partition, _ in proposals]  # the answer may race the metadata
         try:
             response = await self._send_to_controller(request, ALTER_PARTITION_VERSION,
                                                       self.config.replica_socket_timeout_ms / 1000)
@@ -140,13 +141,15 @@ class ReplicaManager:
         except KafkaError as failure:
             error = ErrorCode(failure.code)
         current = now_ms()
-        for partition, proposal in proposals:
+        for (partition, proposal), size_before in zip(proposals, sizes_before):
             answer = answers.get((partition.topic_id, partition.index))
             code = ErrorCode(answer.error_code) if answer is not None else error or ErrorCode.UNKNOWN_SERVER_ERROR
             if code != ErrorCode.NONE:
                 log.info("%s-%d: ISR change to %s not accepted: %s", partition.topic, partition.index,
                          list(proposal.isr), code.name)
                 answer = AlterPartitionResponse.PartitionData(partition_index=partition.index)
+            if code == ErrorCode.NONE:
+                self.broker.events.isr_changed(partition.topic, partition.index, size_before, len(answer.isr))
             if self.current(partition):
                 self.apply(partition, partition.on_alter_partition_response(
                     proposal.request_id, code, answer.leader_epoch, answer.partition_epoch, tuple(answer.isr), current))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 import random
 import time
@@ -43,6 +44,7 @@ from gregor.broker.replica_manager import ReplicaManager, replication_config
 from gregor.controller.metadata_node import MetadataNode
 from gregor.controller.operations import ControllerResult, CreatableTopic, CreateTopicResult, Endpoint
 from gregor.controller.quorum_controller import QuorumController
+from gregor.controller.replication_control import partition_state, replica_state
 from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -353,9 +355,10 @@ class Broker:
         was_leader, epoch = partition.is_leader, partition.leader_epoch
         self.replicas.apply(partition, partition.apply_registration(registration, current))
         if partition.leader_epoch != epoch or partition.is_leader != was_leader:
-            log.info("%s-%d: %s in leader epoch %d (replicas %s, ISR %s)", name, index,
+            log.info("%s-%d: %s in leader epoch %d (%s, replicas %s, ISR %s)", name, index,
                      "leader" if partition.is_leader else f"follower of {partition.leader_id}",
-                     partition.leader_epoch, list(registration.replicas), list(registration.isr))
+                     partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
+                     list(registration.isr))
             self.fetch_waiters.notify((name, index))
 
     def _remove_topic(self, name: str) -> None:
@@ -390,6 +393,16 @@ class Broker:
     def metric_offline_partitions(self) -> int:
         return sum(1 for topic in self.image.topics.values() for partition in topic.partitions.values()
                    if not partition.has_leader)
+
+    def metric_partition_states(self) -> dict[str, int]:
+        states = Counter(partition_state(registration).value for topic in self.image.topics.values()
+                         for registration in topic.partitions.values())
+        return dict(states)
+
+    def metric_replica_states(self) -> dict[str, int]:
+        states = Counter(replica_state(self.image, replica).value for topic in self.image.topics.values()
+                         for registration in topic.partitions.values() for replica in registration.replicas)
+        return dict(states)
 
     def metric_is_active_controller(self) -> bool:
         if self.controller_server is not None:

@@ -11,7 +11,7 @@ Each broker has its own registry, so several brokers can live in one process (te
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Mapping, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -58,6 +58,10 @@ class BrokerState(Protocol):
 
     def metric_group_lag(self) -> Iterable[tuple[str, str, int, int]]: ...
 
+    def metric_partition_states(self) -> Mapping[str, int]: ...
+
+    def metric_replica_states(self) -> Mapping[str, int]: ...
+
 
 class BrokerMetrics(BrokerEvents):
     """Installed as the broker's `events`, it counts; `watch` adds the state read at scrapes."""
@@ -73,6 +77,10 @@ class BrokerMetrics(BrokerEvents):
                                    ["topic"], registry=registry)
         self.requests = Counter("kafka_network_requestmetrics_requests", "Requests answered, per API.",
                                 ["request"], registry=registry)
+        self.isr_shrinks = Counter("kafka_server_replicamanager_isrshrinks",
+                                   "ISR shrinks of partitions this broker leads.", registry=registry)
+        self.isr_expands = Counter("kafka_server_replicamanager_isrexpands",
+                                   "ISR expansions of partitions this broker leads.", registry=registry)
         self.request_time = Histogram("kafka_network_requestmetrics_totaltime_seconds",
                                       "From a request's arrival to its response, per API.", ["request"],
                                       buckets=LATENCY_BUCKETS, registry=registry)
@@ -94,6 +102,12 @@ class BrokerMetrics(BrokerEvents):
         for topic, size in sizes.items():
             if size:
                 self.bytes_out.labels(topic).inc(size)
+
+    def isr_changed(self, topic: str, partition: int, before: int, after: int) -> None:
+        if after < before:
+            self.isr_shrinks.inc()
+        elif after > before:
+            self.isr_expands.inc()
 
 
 class _StateCollector(Collector):
@@ -149,6 +163,15 @@ class _StateCollector(Collector):
         for group, topic, index, value in state.metric_group_lag():
             lag.add_metric([group, topic, str(index)], value)
         yield lag
+        for name, documentation, counts in (
+                ("gregor_cluster_partitions", "Partitions of the cluster per state of the seed's partition state "
+                 "machine (NewPartition, OnlinePartition, OfflinePartition).", state.metric_partition_states()),
+                ("gregor_cluster_replicas", "Replicas of the cluster per state of the seed's replica state machine "
+                 "(NewReplica, OnlineReplica, OfflineReplica).", state.metric_replica_states())):
+            family = GaugeMetricFamily(name, documentation, labels=["state"])
+            for state_name, count in sorted(counts.items()):
+                family.add_metric([state_name], count)
+            yield family
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

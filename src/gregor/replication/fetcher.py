@@ -7,7 +7,8 @@ A follower first makes its log a prefix of the leader's, then fetches from its l
   follower does not have, the follower truncates to the end of its own largest epoch below it and
   asks again with that epoch.
 - FETCHING: fetch from the log end offset, append what comes back as is, then set the high
-  watermark to min(own log end offset, leader's high watermark). With DIVERGING_EPOCH every
+  watermark to min(own log end offset, leader's high watermark) and move its log start up to the
+  leader's (records deleted there are deleted here, up to the high watermark). With DIVERGING_EPOCH every
   fetch carries the last fetched epoch and a mismatch comes back as the diverging epoch, handled
   like an OffsetsForLeaderEpoch answer (Fetch v12+), so the follower starts fetching at once.
 - FENCED: the leader knows a newer epoch than this follower; wait for the new partition state.
@@ -146,6 +147,10 @@ class FollowerFetcher:
                 return
         log = self.log
         log.high_watermark = max(min(data.high_watermark, log.log_end_offset), log.log_start_offset)
+        if data.log_start_offset > log.log_start_offset:
+            # the leader deleted records (DeleteRecords, retention): so does the follower, up to
+            # its own high watermark, as Kafka's maybeIncrementLogStartOffset
+            log.delete_records_before(min(data.log_start_offset, log.high_watermark))
         self._next_send_ms = now_ms if records else now_ms + self.config.empty_fetch_pause_ms
 
     def _on_out_of_range(self, leader_log_start_offset: int, now_ms: int) -> None:

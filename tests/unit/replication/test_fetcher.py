@@ -154,3 +154,14 @@ def test_after_an_unclean_election_the_old_leader_truncates_to_the_new_leaders_l
     catch_up(old, new)
     assert old.values() == new.values() == [(0, b"a"), (1, b"d")]
     assert new.proposed_isrs() == [(2, 1)]
+
+
+def test_a_follower_deletes_what_the_leader_deleted_up_to_its_high_watermark(tmp_path):
+    replica = follower_with_epochs(tmp_path)
+    (request,) = replica.outbox
+    answer = FetchResponse.PartitionData(high_watermark=6, log_start_offset=7)
+    (again,) = replica.partition.on_fetch_response(request.request_id, answer, 0)
+    assert (replica.log.high_watermark, replica.log.log_start_offset) == (6, 6)
+    answer = FetchResponse.PartitionData(high_watermark=8, log_start_offset=7)
+    replica.partition.on_fetch_response(again.request_id, answer, 0)
+    assert (replica.log.high_watermark, replica.log.log_start_offset) == (8, 7)

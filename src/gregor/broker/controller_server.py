@@ -117,7 +117,8 @@ class ControllerServer:
         self.raft_driver.start()
         self._committed(raft.high_watermark)
         self._duties = asyncio.ensure_future(self._run_duties())
-        listeners = ", ".join(f"{name}://:{port}" for name, port in self.bound_ports.items())
+        listeners = ", ".join(f"{e.listener}://{e.host}:{self.bound_ports[e.listener]}"
+                              for e in self.config.controller_listeners())
         log.info("controller %d started: cluster %s, voters %s, listening on %s, metadata log in %s", self.node_id,
                  cluster_id, ",".join(str(v) for v in sorted(voters)), listeners, directory)
 

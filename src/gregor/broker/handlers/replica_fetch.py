@@ -29,9 +29,11 @@ def replica_id_of(request: FetchRequest, version: int) -> int:
 
 
 def _read(context: RequestContext, request: FetchRequest, replica_id: int,
-          by_id: bool) -> tuple[list[_Topic], list[tuple[str, int]], int]:
+          by_id: bool) -> tuple[list[_Topic], list[tuple[str, int]], int, bool]:
+    """(topics, the partitions served, bytes, whether an answer must go now: an error or a
+    diverging epoch, which waiting would only delay)."""
     broker = context.broker
-    topics, keys, total = [], [], 0
+    topics, keys, total, urgent = [], [], 0, False
     for fetch_topic in request.topics:
         name = broker.topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
         partitions = []
@@ -42,23 +44,25 @@ def _read(context: RequestContext, request: FetchRequest, replica_id: int,
                     partition_index=fetch_partition.partition, high_watermark=-1, last_stable_offset=-1,
                     log_start_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID if by_id and name is None
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                urgent = True
                 continue
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, context.now_ms)
             broker.replicas.apply(partition, effects)
             partitions.append(data)
             keys.append((name, fetch_partition.partition))
             total += len(data.records) if data.records else 0
+            urgent = urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
         topic = _Topic(topic="" if by_id else name, partitions=partitions)
         if by_id:
             topic.topic_id = fetch_topic.topic_id
         topics.append(topic)
-    return topics, keys, total
+    return topics, keys, total, urgent
 
 
 def handle_replica_fetch(context: RequestContext, request: FetchRequest, replica_id: int):
     by_id = context.version >= 13
-    topics, keys, total = _read(context, request, replica_id, by_id)
-    if total >= max(request.min_bytes, 1) or request.max_wait_ms <= 0 or not keys:
+    topics, keys, total, urgent = _read(context, request, replica_id, by_id)
+    if urgent or total >= max(request.min_bytes, 1) or request.max_wait_ms <= 0:
         return _response(topics)
     return _wait(context, request, replica_id, by_id, keys)
 
@@ -74,7 +78,7 @@ async def _wait(context: RequestContext, request: FetchRequest, replica_id: int,
         except asyncio.TimeoutError:
             pass
         context.now_ms = int(time.time() * 1000)
-        topics, _, _ = _read(context, request, replica_id, by_id)
+        topics, _, _, _ = _read(context, request, replica_id, by_id)
         return _response(topics)
     finally:
         broker.fetch_waiters.cancel(keys, handle)

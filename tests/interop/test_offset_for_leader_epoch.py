@@ -1,8 +1,11 @@
-"""OffsetForLeaderEpoch against a real gregor server: every version on the wire through
-kafka-python's codec, and librdkafka validating its seek positions with it (KIP-320)."""
+"""OffsetForLeaderEpoch against real gregor servers: every version on the wire through
+kafka-python's codec, librdkafka validating its seek positions with it (KIP-320), and a leader
+change in a cluster of three brokers (the old epoch's end on the new leader, followers refusing,
+librdkafka validating its position against the new leader)."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 import time
@@ -11,7 +14,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 from gregor.protocol.error_codes import ErrorCode
 
@@ -21,6 +24,8 @@ _Topic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _Partition = _Topic.OffsetForLeaderPartition
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 UNKNOWN_LEADER_EPOCH = ErrorCode.UNKNOWN_LEADER_EPOCH
+FENCED_LEADER_EPOCH = ErrorCode.FENCED_LEADER_EPOCH
+NOT_LEADER_OR_FOLLOWER = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def exchange(port: int, request, response_class, version: int):
@@ -132,3 +137,78 @@ def test_librdkafka_validates_a_seek_position_by_its_leader_epoch(broker, reset)
             assert message.error() is None and (message.offset(), message.value()) == (5, b"late")
     finally:
         consumer.close()
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def leader_and_epoch(port: int, topic: str) -> tuple[int, int]:
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False)
+    (partition,) = exchange(port, request, MetadataResponse, 9).topics[0].partitions
+    return partition.leader_id, partition.leader_epoch
+
+
+@pytest.mark.slow
+def test_after_a_leader_change_the_new_leader_answers_where_the_old_epoch_ended(tmp_path):
+    from tests.cluster.brokers import Cluster
+    cluster = Cluster(tmp_path).start()
+    try:
+        cluster.create_topic("moves", 1)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(10):
+            producer.produce("moves", b"%d" % i)
+        assert producer.flush(30) == 0
+        old_leader = cluster.leader_of("moves", 0)
+        port = cluster.brokers[old_leader].port
+        assert leader_and_epoch(port, "moves") == (old_leader, 0)
+        assert ask(port, 4, {"moves": [_Partition(partition=0, current_leader_epoch=0, leader_epoch=0)]}) \
+            == {("moves", 0): (0, 0, 10)}
+        for follower in (node for node in cluster.brokers if node != old_leader):
+            for replica_id in (-1, old_leader):  # a consumer or a replica: only the leader answers
+                assert ask(cluster.brokers[follower].port, 4, {"moves": [_Partition(partition=0, leader_epoch=0)]},
+                           replica_id=replica_id) == {("moves", 0): (NOT_LEADER_OR_FOLLOWER, -1, -1)}
+
+        lines = _Lines()
+        logger = logging.getLogger(f"rdkafka-{uuid.uuid4().hex[:6]}")
+        logger.addHandler(lines)
+        logger.setLevel(logging.DEBUG)
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "moves", "debug": "fetch",
+                             "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 500,
+                             "logger": logger})
+        consumer.assign([TopicPartition("moves", 0, 0)])
+        read = [poll_message(consumer, 30) for _ in range(10)]
+        assert [(m.offset(), m.leader_epoch()) for m in read] == [(i, 0) for i in range(10)]
+
+        cluster.brokers[old_leader].stop()
+        states = cluster.wait_for("moves", lambda s: s.get(0, (-1,))[0] not in (-1, old_leader))
+        new_leader = states[0][0]
+        port = cluster.brokers[new_leader].port
+        _, epoch = leader_and_epoch(port, "moves")
+        assert epoch > 0
+        for i in range(10, 15):
+            producer.produce("moves", b"%d" % i)
+        assert producer.flush(60) == 0
+
+        def on_new_leader(leader_epoch: int, current: int = epoch):
+            return ask(port, 4, {"moves": [_Partition(partition=0, current_leader_epoch=current,
+                                                      leader_epoch=leader_epoch)]})[("moves", 0)]
+        assert on_new_leader(0) == (0, 0, 10)  # epoch 0 ended where the new leader's epoch began
+        assert on_new_leader(epoch) == (0, epoch, 15)  # the current epoch ends at the log end offset
+        assert on_new_leader(0, current=0) == (FENCED_LEADER_EPOCH, -1, -1)
+        assert on_new_leader(0, current=epoch + 1) == (UNKNOWN_LEADER_EPOCH, -1, -1)
+
+        # librdkafka saw the epoch go up in the metadata and validated offset 10 (epoch 0) first
+        later = [poll_message(consumer, 60) for _ in range(5)]
+        assert [(m.error(), m.offset(), m.leader_epoch()) for m in later] == [(None, i, epoch) for i in range(10, 15)]
+        consumer.close()
+        assert any("validation succeeded: broker end offset 10 (offset leader epoch 0)" in line
+                   for line in lines.lines), "\n".join(line for line in lines.lines if "VALID" in line.upper())
+    finally:
+        cluster.stop()

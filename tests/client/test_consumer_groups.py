@@ -28,6 +28,8 @@ def create(admin: AdminClient, name: str, partitions: int) -> str:
 
 def test_a_static_member_restarts_into_its_partitions_without_a_rebalance(peer, admin):
     kind, bootstrap = peer
+    if kind == "tansu":  # seen in 1 to 3 runs of 8 on a loaded machine, never against Gregor
+        pytest.skip("tansu 0.6 sometimes rebalances the group when a static member rejoins under its instance id")
     topic = create(admin, f"static-{uuid.uuid4().hex[:6]}", 2)
     group = f"g-{uuid.uuid4().hex[:6]}"
     settings = dict(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=6000 if kind == "tansu" else 15_000,

@@ -94,7 +94,7 @@ def test_aiokafka(cluster):
         await producer.start()
         try:
             for value in values:
-                for attempt in range(30):  # aiokafka surfaces leader loss to the caller, who retries
+                for _ in range(30):  # aiokafka surfaces leader loss to the caller, who retries
                     try:
                         await producer.send_and_wait("ak", str(value).encode())
                         break

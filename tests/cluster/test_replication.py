@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, Producer
 
 from gregor.client import Producer as GregorProducer
 from gregor.client import KafkaException as GregorKafkaException

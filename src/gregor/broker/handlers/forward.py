@@ -16,7 +16,6 @@ from typing import Any, Callable
 from gregor.broker.handlers import (
     Handler, RequestContext, alter_partition_reassignments, elect_leaders, list_partition_reassignments,
 )
-from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import (
     AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,

@@ -36,11 +36,10 @@ from gregor.controller.broker_heartbeats import BrokerHeartbeats
 from gregor.controller.metadata_replay import MetadataReplay, SnapshotPolicy
 from gregor.controller.operations import ControllerResult
 from gregor.controller.quorum_controller import ControllerConfig, QuorumController
-from gregor.controller.replication_control import fence_broker
+from gregor.controller.replication_control import fence_broker, unclean_policy
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader
 from gregor.metadata.record_codec import encode_metadata_record
-from gregor.metadata.topic_configs import effective_topic_config
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
@@ -190,11 +189,8 @@ class ControllerServer:
         return self.raft_driver.raft.end_offset
 
     def unclean_allowed(self, topic: str) -> bool:
-        """`unclean.leader.election.enable` in force for the topic: its override, else the
-        cluster's dynamic default, else this node's static config (Kafka's precedence)."""
-        values = effective_topic_config(self.image.topic_config(topic), self.config.originals,
-                                        dynamic_default_config=self.image.broker_config(""))
-        return values["unclean.leader.election.enable"].lower() == "true"
+        """`unclean.leader.election.enable` in force for the topic, on the committed image."""
+        return unclean_policy(self.image, self.config.originals)(topic)
 
     async def _run_duties(self) -> None:
         """The active controller fences brokers whose heartbeats stopped and, when due, moves

@@ -363,7 +363,8 @@ class Broker:
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
-            del self.partitions[key]
+            gone = self.partitions.pop(key)
+            self.replicas.apply(gone, gone.stop(now_ms()))
             self.logs.delete_log(*key)
             self.fetch_waiters.notify(key)
 

@@ -89,6 +89,27 @@ def test_a_misconfigured_controller_refuses_to_start_with_one_line(tmp_path, ove
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("overrides, message", [
+    ({"process.roles": "broker"}, "must share one cluster id"),
+    ({"process.roles": "broker", "node.id": "1", "cluster.id": CLUSTER_ID}, "a broker-only node needs an id of its own"),
+    ({"process.roles": "broker", "controller.quorum.voters": ""}, "needs the controller quorum's voters"),
+    ({"process.roles": "broker,controller", "node.id": "3", "cluster.id": CLUSTER_ID},
+     "a broker,controller node must be a voter"),
+    ({"process.roles": "broker,controller", "node.id": "1", "cluster.id": CLUSTER_ID},
+     "needs a listener named in controller.listener.names"),
+])
+def test_a_misconfigured_cluster_broker_refuses_to_start_with_one_line(tmp_path, overrides, message):
+    settings = {"node.id": "5", "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
+                "controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2", **overrides}
+    args = [sys.executable, "-m", "gregor.cli.main", "server"]
+    for key, value in settings.items():
+        args += ["--override", f"{key}={value}"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_a_single_node_broker_describes_its_own_one_voter_quorum(broker):
     answer = describe(broker.port)
     assert (answer.error_code, answer.leader_id) == (ErrorCode.NONE, 1)

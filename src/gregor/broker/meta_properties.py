@@ -44,7 +44,7 @@ def ensure_cluster_id(log_dirs: Sequence[str], node_id: int, configured: str | N
     cluster_id = found or configured
     if not cluster_id:
         if not may_generate:
-            raise ConfigError("the voters of a metadata quorum must share one cluster id: set cluster.id to the "
+            raise ConfigError("the nodes of a cluster must share one cluster id: set cluster.id to the "
                               "same value on every node (e.g. --override cluster.id=<22-character id>)")
         cluster_id = generate_cluster_id(random.Random())
     for directory in log_dirs:

@@ -224,7 +224,10 @@ class Broker:
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _cluster_id(self) -> str:
-        return ensure_cluster_id(self.config.log_dirs, self.node_id, self.config.get("cluster.id"), may_generate=True)
+        """The data's cluster id; only the embedded single node may make one up (the nodes of a
+        larger cluster must share the one in their `cluster.id`)."""
+        return ensure_cluster_id(self.config.log_dirs, self.node_id, self.config.get("cluster.id"),
+                                 may_generate=self.is_embedded)
 
     async def _housekeeping_loop(self) -> None:
         retention_every = self.config.get("log.retention.check.interval.ms")

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.slow
 FIRST, SECOND = range(0, 150), range(150, 300)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    nodes = Cluster(tmp_path_factory.mktemp("failover"), overrides={"min.insync.replicas": "2"}).start()
+@pytest.fixture
+def cluster(tmp_path):
+    nodes = Cluster(tmp_path, overrides={"min.insync.replicas": "2"}).start()
     yield nodes
     nodes.stop()
 
@@ -89,25 +89,25 @@ def test_aiokafka(cluster):
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     async def send_all(values: range) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", enable_idempotence=True,
-                                    request_timeout_ms=10000, retry_backoff_ms=200)
-        await producer.start()
-        try:
-            for value in values:
-                for _ in range(30):  # aiokafka surfaces leader loss to the caller, who retries
-                    try:
-                        await producer.send_and_wait("ak", str(value).encode())
-                        break
-                    except Exception:  # noqa: BLE001 - retriable until the new leader is known
-                        await asyncio.sleep(0.5)
-                else:
-                    raise AssertionError(f"record {value} was never acknowledged")
-        finally:
-            await producer.stop()
+        pending = list(values)
+        for _ in range(10):  # aiokafka surfaces leader loss to the caller, who retries with a new producer
+            producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", enable_idempotence=True,
+                                        request_timeout_ms=5000, retry_backoff_ms=200, metadata_max_age_ms=1000)
+            await producer.start()
+            try:
+                while pending:
+                    await asyncio.wait_for(producer.send_and_wait("ak", str(pending[0]).encode()), 15)
+                    pending.pop(0)
+                return
+            except Exception:  # noqa: BLE001 - retriable until the new leader is known
+                await asyncio.sleep(0.5)
+            finally:
+                await producer.stop()
+        raise AssertionError(f"records from {pending[0]} were never acknowledged")
 
     async def read_all(count: int, midway) -> list[int]:
         consumer = AIOKafkaConsumer("ak", bootstrap_servers=cluster.bootstrap, group_id="ak",
-                                    auto_offset_reset="earliest")
+                                    auto_offset_reset="earliest", metadata_max_age_ms=1000)
         await consumer.start()
         values: list[int] = []
         try:

@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
-exec .venv/bin/python -m pytest -q -n "${GREGOR_TEST_WORKERS:-4}" --dist loadscope --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest -q -n "${GREGOR_TEST_WORKERS:-3}" --dist loadscope --no-loadscope-reorder "$@"

@@ -70,6 +70,17 @@ def test_the_controller_listener_advertises_only_the_quorum_apis(quorum):
                                                               56, 59, 62, 63, 67}
 
 
+def refuses_to_start_with_one_line(settings: dict[str, str], message: str) -> None:
+    """`gregor server` with these overrides exits 2 with one line naming the problem."""
+    args = [sys.executable, "-m", "gregor.cli.main", "server"]
+    for key, value in settings.items():
+        args += ["--override", f"{key}={value}"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2"}, "must share one cluster id"),
     ({"controller.quorum.voters": "2@127.0.0.1:2", "cluster.id": CLUSTER_ID}, "a controller must be a voter"),
@@ -80,13 +91,7 @@ def test_the_controller_listener_advertises_only_the_quorum_apis(quorum):
 def test_a_misconfigured_controller_refuses_to_start_with_one_line(tmp_path, overrides, message):
     settings = {"process.roles": "controller", "node.id": "1", "listeners": "CONTROLLER://127.0.0.1:0",
                 "log.dirs": str(tmp_path / "data"), **overrides}
-    args = [sys.executable, "-m", "gregor.cli.main", "server"]
-    for key, value in settings.items():
-        args += ["--override", f"{key}={value}"]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
-    assert message in result.stderr and "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    refuses_to_start_with_one_line(settings, message)
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -101,13 +106,7 @@ def test_a_misconfigured_controller_refuses_to_start_with_one_line(tmp_path, ove
 def test_a_misconfigured_cluster_broker_refuses_to_start_with_one_line(tmp_path, overrides, message):
     settings = {"node.id": "5", "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
                 "controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2", **overrides}
-    args = [sys.executable, "-m", "gregor.cli.main", "server"]
-    for key, value in settings.items():
-        args += ["--override", f"{key}={value}"]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
-    assert message in result.stderr and "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    refuses_to_start_with_one_line(settings, message)
 
 
 def test_a_single_node_broker_describes_its_own_one_voter_quorum(broker):

@@ -9,6 +9,7 @@ GREGOR_CHAOS_SEED the schedule (printed, so a failing run can be replayed).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -63,11 +64,20 @@ class GroupReader:
     def __init__(self, bootstrap: str) -> None:
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-readers",
                                   "auto.offset.reset": "earliest", "enable.auto.commit": True,
-                                  "auto.commit.interval.ms": 500, "session.timeout.ms": 6000})
+                                  "auto.commit.interval.ms": 500, "session.timeout.ms": 6000,
+                                  "statistics.interval.ms": 1000, "stats_cb": self._statistics})
+        self.partition_states: dict[int, dict] = {}
         self.read = 0
         self.next_offsets: dict[int, int] = {}
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run)
+
+    def _statistics(self, report: str) -> None:
+        """librdkafka's view of each partition, named when the group stalls."""
+        partitions = json.loads(report).get("topics", {}).get(TOPIC, {}).get("partitions", {})
+        self.partition_states = {int(p): {key: state.get(key) for key in (
+            "fetch_state", "leader", "next_offset", "app_offset", "committed_offset", "hi_offset", "fetchq_cnt")}
+            for p, state in partitions.items() if int(p) >= 0}
 
     def _run(self) -> None:
         self.consumer.subscribe([TOPIC])
@@ -76,7 +86,8 @@ class GroupReader:
             if message is not None and not message.error():
                 self.read += 1
                 self.next_offsets[message.partition()] = message.offset() + 1
-        self.consumer.commit(asynchronous=False)
+        self.consumer.commit(offsets=[TopicPartition(TOPIC, partition, offset)
+                                      for partition, offset in sorted(self.next_offsets.items())], asynchronous=False)
         self.consumer.close()
 
 
@@ -168,7 +179,8 @@ def _wait_until_the_group_is_at(reader: GroupReader, ends: dict[int, int], timeo
         if all(reader.next_offsets.get(p, 0) >= ends[p] for p in range(PARTITIONS)):
             return
         time.sleep(0.5)
-    raise AssertionError(f"the group did not finish consuming: at {reader.next_offsets}, ends {ends}")
+    raise AssertionError(f"the group did not finish consuming: at {reader.next_offsets}, ends {ends}; "
+                         f"librdkafka's partition states: {reader.partition_states}")
 
 
 def _committed(bootstrap: str) -> dict[int, int]:

@@ -43,4 +43,5 @@ def poll_until(consumers: list[Consumer], condition: Callable[[], bool], timeout
         stop.set()
         for thread in threads:
             thread.join()
-    assert condition()
+    assert condition(), "assignments: " + "; ".join(
+        f"{consumer}: {sorted((p.topic, p.partition) for p in consumer.assignment())}" for consumer in consumers)

@@ -246,6 +246,19 @@ def test_three_members_share_six_partitions_and_rebalance_when_one_leaves(peer, 
     assert listeners[2].calls[-1][0] == "revoked"
 
 
+def test_a_rebalance_that_finishes_between_polls_is_taken_by_the_next_poll(peer, topic_factory, consumer_factory):
+    """poll(0) leaves the JoinGroup/SyncGroup running on the network thread; when it ends while
+    the application is busy elsewhere, the next poll must still take the assignment."""
+    topic = topic_factory(2)
+    consumer = consumer_factory(group_id=f"g-{uuid.uuid4().hex[:6]}", session_timeout_ms=peer.session_timeout_ms)
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 60
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0)
+        time.sleep(0.2)
+    assert consumer.assignment() == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+
+
 @pytest.mark.slow
 def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll(peer, topic_factory, consumer_factory):
     peer.lacks("a prompt JoinGroup after MEMBER_ID_REQUIRED (each join waits out a session timeout)")

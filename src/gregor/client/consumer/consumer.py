@@ -333,7 +333,7 @@ class Consumer:
             self._update_pattern_subscription()
         elif self._partition_counts_changed():
             membership.rejoin_needed = True
-        if membership.rejoin_needed or membership.state is not MemberState.STABLE:
+        if self._rebalance is not None or membership.rejoin_needed or membership.state is not MemberState.STABLE:
             self._rejoin(deadline)
 
     def _partition_counts_changed(self) -> bool:
@@ -345,9 +345,11 @@ class Consumer:
 
     def _rejoin(self, deadline: float) -> None:
         """Drive the rebalance until this member is stable or `deadline` (the poll's) passes;
-        a JoinGroup/SyncGroup still in flight then is picked up by the next poll, as in Java."""
+        a JoinGroup/SyncGroup still in flight then is picked up by the next poll, as in Java. The
+        member turns stable on the network thread before its assignment is taken here, so a
+        finished rebalance is taken whatever the state says."""
         membership = self._membership
-        while membership.rejoin_needed or membership.state is not MemberState.STABLE:
+        while self._rebalance is not None or membership.rejoin_needed or membership.state is not MemberState.STABLE:
             self._check_wakeup()
             if self._rebalance is None:
                 self._rebalance = self._thread.submit(self._join_and_sync(self._prepare_join(),
@@ -402,6 +404,8 @@ class Consumer:
         assignor.on_assignment(assignment, membership.generation)
         new_partitions = [TopicPartition(partition.topic, partition.partition) for partition in assignment.partitions]
         changes = changes_on_assignment(self._protocol, self._owned, new_partitions)
+        log.info("group %s generation %d: member %s assigned %s", membership.group_id, membership.generation,
+                 membership.member_id, ", ".join(f"{p.topic}-{p.partition}" for p in new_partitions) or "nothing")
         self._subscriptions.assign_from_group(changes.owned)
         self._joined_partition_counts = {
             topic: len(self._network.cluster.topics[topic].partitions)
@@ -663,7 +667,7 @@ class Consumer:
             return
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval
         if self._membership is not None and self._subscriptions.group_managed \
-                and self._membership.state is not MemberState.STABLE:
+                and (self._rebalance is not None or self._membership.state is not MemberState.STABLE):
             return
         self._commit_async(self._offsets_to_commit(None), None)
 

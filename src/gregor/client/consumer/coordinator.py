@@ -142,6 +142,9 @@ class GroupMembership:
         response = await self._send(request, SYNC_GROUP_VERSIONS, deadline,
                                     timeout_ms=max(self._remaining_ms(deadline), self.rebalance_timeout_ms + 5000))
         code = response.error_code
+        log.debug("SyncGroup of %s answered %s (generation %d, member %r, %d assignment bytes)", self.group_id,
+                  error_for(code).name if code else "NONE", self.generation, self.member_id,
+                  len(response.assignment or b""))
         if code == ErrorCode.NONE:
             self.state = MemberState.STABLE
             self.rejoin_needed = False

@@ -186,3 +186,43 @@ def test_gregor_client(cluster):
         scenario(cluster, "gk", send, read)
     finally:
         producer.close()
+
+
+def test_librdkafka_follows_the_leader_away_from_a_paused_broker(cluster):
+    """A leader frozen (SIGSTOP) past its session loses the partition while librdkafka still
+    fetches from it; once thawed it answers FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER, and the
+    consumer must act on that error (refresh metadata, fetch from the new leader) rather than wait
+    for its next periodic metadata refresh, here ten minutes away."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    cluster.create_topic("thawed", 1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True})
+
+    def send(values: range) -> None:
+        for value in values:
+            producer.produce("thawed", str(value).encode())
+        assert producer.flush(60) == 0
+    send(FIRST)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "thawed", "enable.auto.commit": False,
+                         "topic.metadata.refresh.interval.ms": 600000})
+    consumer.assign([TopicPartition("thawed", 0, 0)])
+    values: list[int] = []
+    try:
+        while len(values) < len(FIRST):
+            message = consumer.poll(1)
+            if message is not None and not message.error():
+                values.append(int(message.value()))
+        paused = cluster.leader_of("thawed", 0)
+        cluster.brokers[paused].pause()
+        try:
+            cluster.wait_for("thawed", lambda states: states[0][0] not in (-1, paused))
+        finally:
+            cluster.brokers[paused].resume()
+        send(SECOND)
+        deadline = time.monotonic() + 60
+        while len(values) < len(FIRST) + len(SECOND) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                values.append(int(message.value()))
+    finally:
+        consumer.close()
+    check(values)

@@ -219,7 +219,7 @@ class Partition:
         """
         log = self.log
         response = FetchResponse.PartitionData(partition_index=self.index, high_watermark=-1,
-                                               last_stable_offset=-1, log_start_offset=-1)
+                                               last_stable_offset=-1, log_start_offset=-1, records=b"")
         code = self._check_epoch(request.current_leader_epoch)
         follower = self.remote.get(replica_id)
         if code == ErrorCode.NONE and follower is None:

@@ -8,7 +8,9 @@ back to full fetches. v13+ name topics by id. v0–v3 receive legacy message set
 Large reads go out as file regions (sendfile); small ones are copied, which is cheaper.
 Consumers are served by the partition leader only (NOT_LEADER_OR_FOLLOWER elsewhere; Kafka's
 default replica selector). Follower fetches (replica id >= 0) are the leader's side of
-replication, in `replica_fetch`.
+replication, in `replica_fetch`. A partition answered with an error carries an empty record set,
+never a null one, as Kafka sends it: librdkafka rejects a null set as a malformed response and
+so never sees the error (it kept fetching from a deposed leader instead of refreshing metadata).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class _FetchPlan:
             for fetch_partition in fetch_topic.partitions:
                 response = _Partition(partition_index=fetch_partition.partition, high_watermark=-1,
                                       last_stable_offset=-1, log_start_offset=-1,
-                                      aborted_transactions=[] if version >= 4 else None)
+                                      aborted_transactions=[] if version >= 4 else None, records=b"")
                 partitions.append(response)
                 partition = broker.partition(name, fetch_partition.partition) if name else None
                 if partition is None:

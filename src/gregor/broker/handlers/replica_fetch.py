@@ -43,7 +43,7 @@ def _read(context: RequestContext, request: FetchRequest, replica_id: int,
                 partitions.append(_Partition(
                     partition_index=fetch_partition.partition, high_watermark=-1, last_stable_offset=-1,
                     log_start_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID if by_id and name is None
-                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, records=b""))
                 urgent = True
                 continue
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, context.now_ms)

@@ -150,6 +150,9 @@ async def _wait(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
     keys = list(plan.keys)
     handle = broker.fetch_waiters.register(keys, wake)
     timer = loop.call_later(plan.request.max_wait_ms / 1000.0, expire)
+    # This coroutine starts a loop iteration after the first read: an append in between woke
+    # nobody, so look once more before sleeping.
+    wake()
     try:
         while True:
             await woken

@@ -73,6 +73,12 @@ async def _wait(context: RequestContext, request: FetchRequest, replica_id: int,
     woken = asyncio.Event()
     handle = broker.fetch_waiters.register(keys, woken.set)
     try:
+        # This coroutine starts a loop iteration after the first read: an append in between
+        # woke nobody, and waiting now would hold its acks=all produce for max_wait_ms.
+        context.now_ms = int(time.time() * 1000)
+        topics, _, total, urgent = _read(context, request, replica_id, by_id)
+        if urgent or total > 0:
+            return _response(topics)
         try:
             await asyncio.wait_for(woken.wait(), request.max_wait_ms / 1000)
         except asyncio.TimeoutError:

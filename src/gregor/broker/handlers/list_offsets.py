@@ -1,8 +1,11 @@
-"""ListOffsets (key 2), v0–v8: earliest, latest, by timestamp, max timestamp, earliest local.
+"""ListOffsets (key 2), v0–v10: earliest, latest, by timestamp, max timestamp, earliest local,
+latest tiered.
 
 Special timestamps as in Kafka: -1 latest (the high watermark), -2 earliest (log start offset),
 -3 the offset of the largest timestamp (v7+), -4 earliest local (v8+; all data is local, so it is
-the log start offset). v0 answers with the old-style offsets array.
+the log start offset), -5 latest tiered (v9+, KIP-1005; nothing is tiered, so offset and epoch
+are -1, as Kafka answers without remote storage). v10's timeout is for remote lookups (KIP-1075)
+and has nothing to wait for. v0 answers with the old-style offsets array.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 
 API_KEY = 2
-MIN_VERSION, MAX_VERSION = 0, 8
+MIN_VERSION, MAX_VERSION = 0, 10
 
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 _Topic = ListOffsetsResponse.ListOffsetsTopicResponse
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -45,6 +48,11 @@ def _lookup(context: RequestContext, topic: str, request_partition) -> _Partitio
         return response
     log = partition.log
     timestamp = request_partition.timestamp
+    if timestamp == LATEST_TIERED:
+        response.leader_epoch = -1
+        if context.version == 0:
+            response.old_style_offsets = []
+        return response
     try:
         if timestamp == LATEST:
             offset, found_timestamp = partition.high_watermark, -1

@@ -1,8 +1,8 @@
 """Long-polling fetches and the appends that should end them.
 
 The network layer runs a waiting fetch as a task, which starts a loop iteration after the
-handler's first read; an append in that gap notifies nobody. The fetch must still see it at once
-rather than sleep out max_wait_ms (for a follower, that held every acks=all produce behind it).
+handler's first read; an append in that gap must still end the wait at once rather than leave
+the fetch sleeping out max_wait_ms (for a follower, that held every acks=all produce behind it).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import asyncio
 
 import pytest
 
-from gregor.broker.handlers import fetch
+from gregor.broker.handlers import RequestContext, fetch
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch
-from gregor.protocol.messages import FetchRequest
+from gregor.protocol.messages import FetchRequest, RequestHeader
 from gregor.replication.waiters import PartitionWaiters
 
 from tests.unit.replication.helpers import TOPIC_ID, Replica
@@ -51,20 +51,9 @@ class _Broker:
         return "t" if topic_id == TOPIC_ID else None
 
 
-class _Header:
-    def __init__(self, version: int) -> None:
-        self.request_api_version = version
-
-
-class _Context:
-    def __init__(self, broker: _Broker, version: int) -> None:
-        self.broker = broker
-        self.header = _Header(version)
-        self.now_ms = 0
-
-    @property
-    def version(self) -> int:
-        return self.header.request_api_version
+def _context(broker: _Broker, version: int) -> RequestContext:
+    header = RequestHeader(request_api_key=fetch.API_KEY, request_api_version=version, correlation_id=1)
+    return RequestContext(broker, header, None, {})
 
 
 def _fetch(offset: int, replica_id: int, version: int) -> FetchRequest:
@@ -99,7 +88,7 @@ async def _append_in_the_gap(broker: _Broker, waiting) -> bytes:
 def test_a_follower_fetch_sees_an_append_made_before_it_started_waiting(tmp_path):
     leader = _leader(tmp_path, (1, 2))
     broker = _Broker(leader)
-    waiting = handle_replica_fetch(_Context(broker, 13), _fetch(1, 2, 13), 2)
+    waiting = handle_replica_fetch(_context(broker, 13), _fetch(1, 2, 13), 2)
     assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
     assert b"second" in asyncio.run(_append_in_the_gap(broker, waiting))
 
@@ -108,6 +97,18 @@ def test_a_follower_fetch_sees_an_append_made_before_it_started_waiting(tmp_path
 def test_a_consumer_fetch_sees_an_append_made_before_it_started_waiting(tmp_path, version):
     leader = _leader(tmp_path, (1,))
     broker = _Broker(leader)
-    waiting = fetch.handle(_Context(broker, version), _fetch(1, -1, version))
+    waiting = fetch.handle(_context(broker, version), _fetch(1, -1, version))
     assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
     assert b"second" in asyncio.run(_append_in_the_gap(broker, waiting))
+
+
+def test_a_registration_since_earlier_marks_fires_for_a_notification_in_between():
+    waiters = PartitionWaiters()
+    woken: list[str] = []
+    read_at = waiters.marks([KEY, ("t", 1)])
+    waiters.notify(("t", 1))
+    waiters.register([KEY, ("t", 1)], lambda: woken.append("missed"), since=read_at)
+    waiters.register([KEY], lambda: woken.append("quiet"), since=waiters.marks([KEY]))
+    assert woken == ["missed"]
+    waiters.notify(KEY)
+    assert woken == ["missed", "missed", "quiet"]

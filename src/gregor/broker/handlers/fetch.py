@@ -129,10 +129,10 @@ def handle(context: RequestContext, request: FetchRequest):
     topics, total, any_error = plan.read()
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
         return _response(plan, topics)
-    return _wait(plan, topics)
+    return _wait(plan, topics, context.broker.fetch_waiters.marks(plan.keys))
 
 
-async def _wait(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
+async def _wait(plan: _FetchPlan, topics: list[_Topic], read_at: dict) -> FetchResponse:
     broker = plan.context.broker
     loop = asyncio.get_running_loop()
     woken = loop.create_future()
@@ -148,11 +148,10 @@ async def _wait(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
         wake()
 
     keys = list(plan.keys)
-    handle = broker.fetch_waiters.register(keys, wake)
+    # registered since the first read: an append in between (this runs a loop iteration later)
+    # wakes it at once
+    handle = broker.fetch_waiters.register(keys, wake, since=read_at)
     timer = loop.call_later(plan.request.max_wait_ms / 1000.0, expire)
-    # This coroutine starts a loop iteration after the first read: an append in between woke
-    # nobody, so look once more before sleeping.
-    wake()
     try:
         while True:
             await woken

@@ -64,21 +64,17 @@ def handle_replica_fetch(context: RequestContext, request: FetchRequest, replica
     topics, keys, total, urgent = _read(context, request, replica_id, by_id)
     if urgent or total >= max(request.min_bytes, 1) or request.max_wait_ms <= 0:
         return _response(topics)
-    return _wait(context, request, replica_id, by_id, keys)
+    return _wait(context, request, replica_id, by_id, keys, context.broker.fetch_waiters.marks(keys))
 
 
 async def _wait(context: RequestContext, request: FetchRequest, replica_id: int, by_id: bool,
-                keys: list[tuple[str, int]]) -> FetchResponse:
+                keys: list[tuple[str, int]], read_at: dict) -> FetchResponse:
     broker = context.broker
     woken = asyncio.Event()
-    handle = broker.fetch_waiters.register(keys, woken.set)
+    # registered since the first read: an append in between (this runs a loop iteration later)
+    # wakes it at once rather than holding its acks=all produce for max_wait_ms
+    handle = broker.fetch_waiters.register(keys, woken.set, since=read_at)
     try:
-        # This coroutine starts a loop iteration after the first read: an append in between
-        # woke nobody, and waiting now would hold its acks=all produce for max_wait_ms.
-        context.now_ms = int(time.time() * 1000)
-        topics, _, total, urgent = _read(context, request, replica_id, by_id)
-        if urgent or total > 0:
-            return _response(topics)
         try:
             await asyncio.wait_for(woken.wait(), request.max_wait_ms / 1000)
         except asyncio.TimeoutError:

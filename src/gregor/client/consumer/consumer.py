@@ -333,7 +333,7 @@ class Consumer:
             self._update_pattern_subscription()
         elif self._partition_counts_changed():
             membership.rejoin_needed = True
-        if self._rebalance is not None or membership.rejoin_needed or membership.state is not MemberState.STABLE:
+        if self._rebalance_pending():
             self._rejoin(deadline)
 
     def _partition_counts_changed(self) -> bool:
@@ -343,13 +343,17 @@ class Consumer:
         return any(topic in topics and len(topics[topic].partitions) != count
                    for topic, count in self._joined_partition_counts.items())
 
+    def _rebalance_pending(self) -> bool:
+        """A rebalance to start, one under way, or a finished one whose assignment is not taken yet."""
+        membership = self._membership
+        return self._rebalance is not None or membership.rejoin_needed or membership.state is not MemberState.STABLE
+
     def _rejoin(self, deadline: float) -> None:
         """Drive the rebalance until this member is stable or `deadline` (the poll's) passes;
         a JoinGroup/SyncGroup still in flight then is picked up by the next poll, as in Java. The
         member turns stable on the network thread before its assignment is taken here, so a
         finished rebalance is taken whatever the state says."""
-        membership = self._membership
-        while self._rebalance is not None or membership.rejoin_needed or membership.state is not MemberState.STABLE:
+        while self._rebalance_pending():
             self._check_wakeup()
             if self._rebalance is None:
                 self._rebalance = self._thread.submit(self._join_and_sync(self._prepare_join(),

@@ -47,6 +47,7 @@ from gregor.raft.client import RaftClient, RaftConfig
 from gregor.raft.quorum_state import EpochState, Role
 from gregor.raft.quorum_state_file import QuorumStateFile
 from gregor.raft.storage_log import StorageLog, metadata_partition_dir
+from gregor.storage.dir_lock import DirectoryLocks
 
 log = logging.getLogger("gregor.controller")
 T = TypeVar("T")
@@ -79,8 +80,11 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
 
 
 class ControllerServer:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, lock_dirs: bool = True) -> None:
+        """`lock_dirs=False` when the broker of the same process already holds the data
+        directories' locks (a combined node)."""
         self.config = config
+        self._locks = DirectoryLocks([config.metadata_log_dir]) if lock_dirs else None
         self.node_id = config.node_id
         self.bound_ports: dict[str, int] = {}
         self.raft_driver: RaftDriver | None = None
@@ -98,7 +102,15 @@ class ControllerServer:
         return self.loader.image
 
     async def start(self) -> None:
+        """Lock the metadata directory and bind the listeners before the log is read, so that a
+        second process on the same directory or port leaves the data untouched."""
+        if self._locks is not None:
+            self._locks.acquire()
         self._caught_up = asyncio.get_running_loop().create_future()
+        self._server = KafkaServer(Dispatcher(self, register_quorum()), self.config.get("socket.request.max.bytes"))
+        for endpoint in self.config.controller_listeners():
+            self.bound_ports[endpoint.listener] = await self._server.listen(endpoint.listener, endpoint.host,
+                                                                           endpoint.port, start_serving=False)
         voters = self.config.quorum_voters()
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
                                        may_generate=len(voters) == 1)
@@ -109,11 +121,8 @@ class ControllerServer:
         self.loader.install(self.controller)
         self.replay = MetadataReplay(raft, self.loader, snapshot_policy(self.config))
         self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed)
-        self._server = KafkaServer(Dispatcher(self, register_quorum()), self.config.get("socket.request.max.bytes"))
-        for endpoint in self.config.controller_listeners():
-            self.bound_ports[endpoint.listener] = await self._server.listen(endpoint.listener, endpoint.host,
-                                                                           endpoint.port)
         self.raft_driver.start()
+        await self._server.start_serving()
         self._committed(raft.high_watermark)
         self._duties = asyncio.ensure_future(self._run_duties())
         listeners = ", ".join(f"{e.listener}://{e.host}:{self.bound_ports[e.listener]}"
@@ -218,4 +227,6 @@ class ControllerServer:
             await self._server.close()
         if self.raft_driver is not None:
             await self.raft_driver.close()
+        if self._locks is not None:
+            self._locks.release()
         log.info("controller %d stopped cleanly", self.node_id)

@@ -58,6 +58,7 @@ from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, Desc
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.partition import Partition
 from gregor.replication.waiters import PartitionWaiters
+from gregor.storage.dir_lock import DirectoryLocks
 from gregor.storage.cleaning import CleanerConfig, CleaningAborted
 from gregor.storage.log_config import LogConfig
 from gregor.storage.log_manager import LogManager
@@ -115,6 +116,7 @@ class Broker:
         self.groups = GroupRuntime(self)
         self._synced = False
         self.events = BrokerEvents()
+        self._locks = DirectoryLocks([*config.log_dirs, config.metadata_log_dir])
 
     # -- lifecycle
 
@@ -124,6 +126,22 @@ class Broker:
         return "controller" in self.config.process_roles and not self.config.combined_quorum
 
     async def start(self) -> None:
+        """Lock the data directories and bind the listeners before anything reads or writes data
+        there: a second broker on the same directories or ports exits leaving them untouched."""
+        self._locks.acquire()
+        try:
+            await self._start()
+        except BaseException:
+            self._locks.release()
+            raise
+
+    async def _start(self) -> None:
+        self._server = KafkaServer(Dispatcher(self, register_all() if self.is_embedded else register_forwarding(),
+                                              on_request=self._request_done),
+                                   self.config.get("socket.request.max.bytes"))
+        for endpoint in self.config.client_listeners():
+            port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
+            self.bound_ports[endpoint.listener] = port
         start = now_ms()
         cluster_id = self._cluster_id()
         if self.is_embedded:
@@ -131,7 +149,7 @@ class Broker:
                                               random.Random(), start, snapshot_policy(self.config))
             self.image = self.metadata.start(start)
         elif self.config.combined_quorum:
-            self.controller_server = ControllerServer(self.config)
+            self.controller_server = ControllerServer(self.config, lock_dirs=False)
             await self.controller_server.start()
             self.image = await self.controller_server.caught_up()
         else:
@@ -148,20 +166,13 @@ class Broker:
             log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(self.logs.logs))
         self.replicas.start()
         (self.metadata or self.observer or self.controller_server.loader).install(self)
-        self._server = KafkaServer(Dispatcher(self, register_all() if self.is_embedded else register_forwarding(),
-                                              on_request=self._request_done),
-                                   self.config.get("socket.request.max.bytes"))
-        for endpoint in self.config.client_listeners():
-            port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port,
-                                             start_serving=self.is_embedded)
-            self.bound_ports[endpoint.listener] = port
         endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
                      for e in self.config.advertised_client_listeners()]
         if self.metadata is not None:
             self.metadata.bootstrap(endpoints, self.config.get("broker.rack"), now_ms())
         else:
             await self._join_cluster(cluster_id, endpoints)
-            await self._server.start_serving()
+        await self._server.start_serving()
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
         if self.config.get("log.cleaner.enable"):
             self._cleaners = [asyncio.ensure_future(self._cleaner_loop())
@@ -221,6 +232,7 @@ class Broker:
             await self.lifecycle.close()
         if self.controller_server is not None:
             await self.controller_server.stop()
+        self._locks.release()
         log.info("broker %d stopped cleanly", self.node_id)
 
     def _cluster_id(self) -> str:

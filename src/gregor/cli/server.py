@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gregor.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides
 from gregor.cli.server_logging import configure_logging
+from gregor.storage.dir_lock import DirectoryLockedError
 
 if TYPE_CHECKING:
     from gregor.metrics.exposition import MetricsServer
@@ -95,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"gregor server: {error}", file=sys.stderr)
         return 2
+    except DirectoryLockedError as error:
+        print(f"gregor server: {error}", file=sys.stderr)
+        return 1
     except OSError as error:
         print(f"gregor server: {error}", file=sys.stderr)
         return 1

@@ -151,6 +151,10 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
 }
 
 
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's ids
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+
+
 @dataclass(frozen=True)
 class Endpoint:
     listener: str
@@ -255,6 +259,7 @@ class BrokerConfig:
         self._validate()
 
     def _validate(self) -> None:
+        self._validate_security()
         roles = self.process_roles
         if not roles or not roles <= {"broker", "controller"}:
             raise ConfigError(f"process.roles: must be broker, controller or both, got {','.join(sorted(roles))}")
@@ -293,6 +298,19 @@ class BrokerConfig:
                 raise ConfigError(f"{name}: must be at least 1, got {self.get(name)}")
         if self.get("log.message.timestamp.type") not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type: must be CreateTime or LogAppendTime")
+
+    def _validate_security(self) -> None:
+        """Every listener must map to a security protocol, and to one Gregor implements: a listener
+        named SSL or SASL_SSL must never be served as unauthenticated plaintext."""
+        for endpoint in [*self.listeners, *self.advertised_listeners]:
+            protocol = self.security_protocol(endpoint.listener)
+            if protocol not in SECURITY_PROTOCOLS:
+                raise ConfigError(f"listener.security.protocol.map: no security protocol defined for listener "
+                                  f"{endpoint.listener} (map it, e.g. {endpoint.listener}:PLAINTEXT)")
+            if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+                raise ConfigError(f"listeners: {endpoint} uses security protocol {protocol}, which Gregor does not "
+                                  f"implement yet; refusing to serve it as plaintext (only PLAINTEXT listeners "
+                                  f"are supported)")
 
     def get(self, name: str):
         return self._values[name]
@@ -364,7 +382,8 @@ class BrokerConfig:
         ]
 
     def security_protocol(self, listener: str) -> str:
-        """The security protocol of a listener per `listener.security.protocol.map` (default: its name)."""
+        """The security protocol of a listener per `listener.security.protocol.map`; a listener
+        named after a protocol needs no entry, as in Kafka's default map."""
         for item in self.get("listener.security.protocol.map").split(","):
             name, _, protocol = item.partition(":")
             if name.strip().upper() == listener:

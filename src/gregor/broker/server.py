@@ -29,7 +29,7 @@ import uuid
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from gregor.broker.broker_lifecycle import BrokerLifecycle
-from gregor.broker.config import BrokerConfig
+from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.controller_channel import ControllerChannel
 from gregor.broker.controller_server import ControllerServer, controller_config, snapshot_policy
@@ -73,7 +73,6 @@ CONTROLLED_SHUTDOWN_S = 30.0
 CONTROLLER_REQUEST_S = 30.0
 CREATE_TOPICS_VERSION = 7
 ALLOCATE_PRODUCER_IDS_VERSION = 0
-SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 def now_ms() -> int:
@@ -201,7 +200,7 @@ class Broker:
         await self.lifecycle.unfenced()
 
     def _security_protocol(self, listener: str) -> int:
-        return SECURITY_PROTOCOLS.get(self.config.security_protocol(listener), 0)
+        return SECURITY_PROTOCOLS[self.config.security_protocol(listener)]
 
     def _advertised_port(self, endpoint: ListenerEndpoint) -> int:
         if endpoint.port == 0:

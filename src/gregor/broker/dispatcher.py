@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from gregor.broker.handlers import Handler, RequestContext, register_all
-from gregor.broker.network import CloseConnection, ConnectionInfo
+from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
 from gregor.protocol.messages import REQUESTS
@@ -57,6 +57,8 @@ class Dispatcher:
         context = RequestContext(self._broker, header, info, self._handlers)
         started = time.perf_counter()
         result = handler.handle(context, request)
+        if isinstance(result, Pipelined):
+            return Pipelined(self._finish_later(header, result.awaitable, version, started))
         if hasattr(result, "__await__"):
             return self._finish_later(header, result, version, started)
         self._answered(api_key, started)

@@ -1,9 +1,18 @@
 """The network edge: Kafka framing over asyncio, one receive buffer per connection.
 
 Requests on one connection are answered strictly in order (Kafka's clients match responses by
-order as well as correlation id). Synchronous handlers answer inline from `buffer_updated`; a
-handler that must wait (a long-poll fetch) returns an awaitable, and later requests of that
-connection queue behind it, as Kafka mutes a channel while a request is in flight.
+order as well as correlation id). Synchronous handlers answer inline from `buffer_updated`. A
+handler that must wait returns an awaitable, and later requests of that connection queue behind
+it, as Kafka mutes a channel while a request is in flight (a long-poll fetch, a group join).
+
+A handler whose request has had all its effects and only waits for its answer (an acks=all
+produce, appended and waiting for the high watermark) returns it wrapped in `Pipelined`: the
+connection goes on dispatching the requests behind it, up to `_MAX_PIPELINED` answers
+outstanding, and sends the answers in order as they come. Kafka mutes the channel for these
+too, so a producer with several requests in flight has each one wait for the replication of the
+one before: one replication round trip per request, which caps a connection at a few thousand
+small acks=all requests a second in Python (librdkafka at linger.ms=0 sends one request per
+record). The records are appended in the same order either way; only the waiting overlaps.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ log = logging.getLogger("gregor.network")
 _SIZE = struct.Struct(">i")
 _INITIAL_BUFFER = 64 * 1024
 _MAX_QUEUED_REQUESTS = 64
+_MAX_PIPELINED = 64
 
 Response = "bytes | Sequence[bytes] | None"
 
@@ -63,6 +73,16 @@ class Dispatcher(Protocol):
         """
 
 
+class Pipelined:
+    """An answer that only waits: the request's effects are done, so the connection may dispatch
+    the requests behind it before this one is answered (answers still go out in order)."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[object]) -> None:
+        self.awaitable = awaitable
+
+
 class CloseConnection(Exception):
     """Raised by a dispatcher when the only correct answer is to close the connection."""
 
@@ -82,7 +102,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._start = 0
         self._end = 0
         self._queue: deque[bytearray] = deque()
-        self._waiting: asyncio.Task | None = None
+        self._answers: deque[asyncio.Future] = deque()  # in request order, not sent yet
+        self._blocking: asyncio.Future | None = None  # an answer the next requests wait for
+        self._sending: asyncio.Task | None = None  # file regions going out; later answers wait
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._stopping = False
@@ -105,8 +127,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         self._queue.clear()
-        if self._waiting is not None:
-            self._waiting.cancel()
+        for answer in self._answers:
+            answer.cancel()
+        self._answers.clear()
+        self._blocking = None
+        if self._sending is not None:
+            self._sending.cancel()
         if self._on_close is not None:
             self._on_close(self)
 
@@ -150,15 +176,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._queue.append(frame)
         if self._start == self._end:
             self._start = self._end = 0
-        if self._waiting is None:
-            self._drain()
-        elif len(self._queue) >= _MAX_QUEUED_REQUESTS and not self._reading_paused:
+        self._drain()
+        if len(self._queue) >= _MAX_QUEUED_REQUESTS and not self._reading_paused and self._transport is not None:
             self._transport.pause_reading()
             self._reading_paused = True
 
     def _drain(self) -> None:
-        """Answer queued requests in order until one needs to wait."""
-        while self._queue and self._transport is not None:
+        """Dispatch queued requests in order until one must be answered before the next runs."""
+        while (self._queue and self._transport is not None and self._blocking is None
+               and len(self._answers) < _MAX_PIPELINED):
             frame = self._queue.popleft()
             try:
                 result = self._dispatcher.dispatch(frame, self.info)
@@ -166,46 +192,61 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.info("closing connection from %s: %s", self.info.peer, reason)
                 self._close()
                 return
-            if inspect.isawaitable(result):
-                self._waiting = asyncio.ensure_future(self._await_response(result))
-                return
-            if not self._send(result):
-                return
-        if self._reading_paused and self._transport is not None and not self._stopping:
+            if isinstance(result, Pipelined):
+                self._expect(asyncio.ensure_future(result.awaitable))
+            elif inspect.isawaitable(result):
+                self._blocking = asyncio.ensure_future(result)
+                self._expect(self._blocking)
+            elif self._answers or self._sending is not None:
+                ready = asyncio.get_running_loop().create_future()
+                ready.set_result(result)
+                self._answers.append(ready)
+            else:
+                self._send(result)
+        if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
             self._reading_paused = False
             self._transport.resume_reading()
 
-    async def _await_response(self, pending: Awaitable[object]) -> None:
-        try:
-            result = await pending
-        except CloseConnection as reason:
-            log.info("closing connection from %s: %s", self.info.peer, reason)
-            self._close()
-            return
-        except asyncio.CancelledError:
-            return
-        except Exception:
-            log.exception("request from %s failed; closing its connection", self.info.peer)
-            self._close()
-            return
-        finally:
-            self._waiting = None
-        if self._send(result):
-            self._drain()
+    def _expect(self, answer: asyncio.Future) -> None:
+        self._answers.append(answer)
+        answer.add_done_callback(self._answered)
 
-    def _send(self, result: object) -> bool:
-        """Write a response; False when it goes out asynchronously (file regions), in which
-        case the following responses wait for it."""
+    def _answered(self, _answer: asyncio.Future) -> None:
+        self._flush()
+        self._drain()
+
+    def _flush(self) -> None:
+        """Send the answers that are ready, in request order."""
+        while self._answers and self._sending is None and self._transport is not None:
+            answer = self._answers[0]
+            if not answer.done():
+                return
+            self._answers.popleft()
+            if answer is self._blocking:
+                self._blocking = None
+            if answer.cancelled():
+                continue
+            error = answer.exception()
+            if isinstance(error, CloseConnection):
+                log.info("closing connection from %s: %s", self.info.peer, error)
+                self._close()
+                return
+            if error is not None:
+                log.error("request from %s failed; closing its connection", self.info.peer, exc_info=error)
+                self._close()
+                return
+            self._send(answer.result())
+
+    def _send(self, result: object) -> None:
+        """Write a response; file regions go out asynchronously, and the answers after them wait."""
         if result is None or self._transport is None:
-            return True
+            return
         if isinstance(result, (bytes, bytearray, memoryview)):
             self._transport.write(result)
-            return True
-        if any(isinstance(part, FileRegion) for part in result):
-            self._waiting = asyncio.ensure_future(self._send_with_regions(result))
-            return False
-        self._transport.writelines(result)
-        return True
+        elif any(isinstance(part, FileRegion) for part in result):
+            self._sending = asyncio.ensure_future(self._send_with_regions(result))
+        else:
+            self._transport.writelines(result)
 
     async def _send_with_regions(self, parts: Sequence[object]) -> None:
         loop = asyncio.get_running_loop()
@@ -227,13 +268,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except asyncio.CancelledError:
             return
         finally:
-            self._waiting = None
+            self._sending = None
+        self._flush()
         self._drain()
 
     @property
     def queued(self) -> int:
         """Requests read from this connection and not answered yet."""
-        return len(self._queue) + (1 if self._waiting is not None else 0)
+        return len(self._queue) + len(self._answers) + (1 if self._sending is not None else 0)
 
     @property
     def busy(self) -> bool:

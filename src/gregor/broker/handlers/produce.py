@@ -7,7 +7,9 @@ that is not part of an ongoing transaction). acks=0 gets no response; acks=1 is 
 the leader's append; acks=-1 once the high watermark has passed the batch, i.e. every ISR member
 has it (a delayed produce, answered REQUEST_TIMED_OUT after the request's timeout, or
 NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas meanwhile). With
-one replica the high watermark moves with the append, so the answer is immediate.
+one replica the high watermark moves with the append, so the answer is immediate. A delayed
+produce is `Pipelined`: its records are appended, so the connection's next requests are
+dispatched while it waits (answers still in order).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.network import Pipelined
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
 from gregor.records.batch import parse_header
@@ -46,7 +49,7 @@ def handle(context: RequestContext, request: ProduceRequest):
         return None
     response = ProduceResponse(responses=topics, throttle_time_ms=0)
     if waiting:
-        return _when_replicated(response, waiting)
+        return Pipelined(_when_replicated(response, waiting))
     return response
 
 

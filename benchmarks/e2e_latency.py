@@ -1,0 +1,200 @@
+"""End-to-end latency at fixed rates: one producer (linger.ms=0, acks=all), a consumer in another process.
+
+    .venv/bin/python benchmarks/e2e_latency.py                        # rates 1000 5000 10000, RF=3, RF=1, tansu
+    .venv/bin/python benchmarks/e2e_latency.py --rates 5000 --seconds 20 --peer none
+
+`linger.ms=0` with `acks=all` is what kafka-python, aiokafka and Java clients before 4.0 send by
+default: every record goes out as soon as the connection may carry it, so the broker sees many
+small acks=all produce requests. The script starts, on free loopback ports in a temporary
+directory, one controller-only node and three broker-only nodes (as benchmarks/replicated_produce.py
+does) and runs each rate against, each time on a new one-partition topic:
+
+    rf3   replication factor 3, min.insync.replicas=2 (the cluster)
+    rf1   replication factor 1 (the same cluster)
+    tansu replication factor 1 (one tansu node, in-memory storage), with `--peer tansu`
+
+Each record's value starts with the wall-clock time of its `produce()` call; a consumer process
+(this script with `--consume`, assigned the partition from offset 0, no group) takes its receive
+time when `poll()` returns the record. The end-to-end latency is the difference: producer queue,
+produce request, replication to the ISR (acks=all holds the high watermark until then, and the
+consumer reads only below it), fetch and delivery. Producer and consumer are separate processes on
+one machine, so their clocks are the same.
+
+Printed per row: records sent at the rate, records the consumer received (all of them, or the
+run is a failure), the producer's delivery errors, and p50 / p99 / p99.9 of the end-to-end
+latency in milliseconds. The producer is librdkafka (confluent-kafka) with its defaults besides
+`linger.ms=0` and `acks=all` (not idempotent, as kafka-python's and aiokafka's defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from replicated_produce import Configuration, GregorCluster, Processes, Tansu, create_topic  # noqa: E402
+from throughput import tansu_binary  # noqa: E402
+
+_STAMP = struct.Struct(">d")
+RF3 = Configuration("rf3", 3, "all", 2)
+RF1 = Configuration("rf1", 1, "all")
+
+
+@dataclass
+class Row:
+    broker: str
+    configuration: str
+    rate: int
+    sent: int
+    received: int
+    errors: int
+    p50: float
+    p99: float
+    p999: float
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def consume(bootstrap: str, topic: str, expected: int, timeout_s: float, ready_path: str, out_path: str) -> None:
+    """The consumer process: read `expected` records from offset 0, write their latencies' summary."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"latency-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.poll(0.5)
+    with open(ready_path, "w"):
+        pass
+    latencies: list[float] = []
+    deadline = time.monotonic() + timeout_s
+    while len(latencies) < expected and time.monotonic() < deadline:
+        # poll() returns as soon as a record is there; consume(n, t) would wait for n records or t
+        message = consumer.poll(0.2)
+        received = time.time()
+        if message is not None and message.error() is None:
+            latencies.append((received - _STAMP.unpack_from(message.value())[0]) * 1000)
+    consumer.close()
+    latencies.sort()
+    with open(out_path, "w") as out:
+        json.dump({"received": len(latencies), "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99),
+                   "p999": percentile(latencies, 0.999)}, out)
+
+
+def produce_at(bootstrap: str, topic: str, rate: int, seconds: float, size: int) -> tuple[int, int]:
+    """Send `rate` records/s for `seconds`; (records sent, delivery errors)."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    errors = 0
+    acked: list[float] = []
+
+    def delivered(error, message) -> None:
+        nonlocal errors
+        if error is not None:
+            errors += 1
+        else:
+            acked.append(message.latency() * 1000)
+
+    padding = b"x" * (size - _STAMP.size)
+    total = int(rate * seconds)
+    started = time.monotonic()
+    for index in range(total):
+        due = started + index / rate
+        while (wait := due - time.monotonic()) > 0:
+            producer.poll(min(wait, 0.001))
+        producer.produce(topic, _STAMP.pack(time.time()) + padding, partition=0, on_delivery=delivered)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    acked.sort()
+    print(f"  produce acknowledged: p50 {percentile(acked, 0.5):.1f} ms, p99 {percentile(acked, 0.99):.1f} ms",
+          file=sys.stderr)
+    return total, errors + remaining
+
+
+def run_rate(name: str, bootstrap: str, configuration: Configuration, rate: int, args: argparse.Namespace,
+             processes: Processes, root: str) -> Row:
+    from confluent_kafka.admin import AdminClient
+    topic = f"latency-{configuration.name}-{rate}-{uuid.uuid4().hex[:6]}"
+    create_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, 1, configuration)
+    ready, out = os.path.join(root, f"{topic}.ready"), os.path.join(root, f"{topic}.json")
+    expected = int(rate * args.seconds)
+    consumer = processes.start(f"consumer {topic}", [
+        sys.executable, os.path.abspath(__file__), "--consume", bootstrap, topic, str(expected),
+        str(args.seconds + 60), ready, out], os.path.join(root, f"{topic}.log"))
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ready):
+        if consumer.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the consumer of {topic} did not start; see {root}")
+        time.sleep(0.05)
+    sent, errors = produce_at(bootstrap, topic, rate, args.seconds, args.size)
+    consumer.wait(args.seconds + 90)
+    with open(out) as handle:
+        figures = json.load(handle)
+    row = Row(name, configuration.name, rate, sent, figures["received"], errors, figures["p50"], figures["p99"],
+              figures["p999"])
+    print(f"{row.broker:6} {row.configuration:4} {rate:>6}/s: received {row.received}/{row.sent}, errors {errors}, "
+          f"p50 {row.p50:.1f} ms, p99 {row.p99:.1f} ms, p99.9 {row.p999:.1f} ms", file=sys.stderr)
+    return row
+
+
+def report(rows: list[Row], args: argparse.Namespace) -> None:
+    print(f"\nEnd-to-end latency, one producer (librdkafka, linger.ms=0, acks=all) at a fixed rate for "
+          f"{args.seconds:g} s, records of {args.size} B, one partition, consumer in another process:\n")
+    print("| broker | topic | rate (msg/s) | received | p50 (ms) | p99 (ms) | p99.9 (ms) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        described = "RF=3, min.insync=2" if row.configuration == "rf3" else "RF=1"
+        received = f"{row.received:,}/{row.sent:,}" + (f" ({row.errors} errors)" if row.errors else "")
+        print(f"| {row.broker} | {described} | {row.rate:,} | {received} | {row.p50:.1f} | {row.p99:.1f} | "
+              f"{row.p999:.1f} |")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--seconds", type=float, default=10.0, help="sending time per rate (default 10)")
+    parser.add_argument("--size", type=int, default=100, help="record value size in bytes (default 100)")
+    parser.add_argument("--peer", choices=["tansu", "none"], default="tansu" if tansu_binary() else "none")
+    parser.add_argument("--configurations", nargs="+", choices=["rf3", "rf1"], default=["rf3", "rf1"])
+    return parser.parse_args()
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--consume":
+        bootstrap, topic, expected, timeout_s, ready, out = sys.argv[2:8]
+        consume(bootstrap, topic, int(expected), float(timeout_s), ready, out)
+        return
+    args = parse_args()
+    processes = Processes()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="gregor-latency-") as root:
+        try:
+            cluster = GregorCluster(processes, os.path.join(root, "gregor"))
+            cluster.start()
+            chosen = [c for c in (RF3, RF1) if c.name in args.configurations]
+            for configuration in chosen:
+                for rate in args.rates:
+                    rows.append(run_rate("gregor", cluster.bootstrap, configuration, rate, args, processes, root))
+            if args.peer == "tansu":
+                tansu = Tansu(processes, root, tansu_binary())
+                tansu.start()
+                for rate in args.rates:
+                    rows.append(run_rate("tansu", tansu.bootstrap, RF1, rate, args, processes, root))
+        finally:
+            processes.stop_all()
+    report(rows, args)
+
+
+if __name__ == "__main__":
+    main()

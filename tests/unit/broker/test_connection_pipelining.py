@@ -1,0 +1,155 @@
+"""The connection's ordering rules: answers leave in request order; a request that only waits for
+its answer (`Pipelined`, an appended acks=all produce) lets the next requests be dispatched, any
+other waiting request holds them back (Kafka's muted channel), and the number of answers
+outstanding is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from gregor.broker.network import _MAX_PIPELINED, KafkaConnection, Pipelined
+
+
+class Transport:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.paused = False
+        self.closed = False
+
+    def get_extra_info(self, name: str):
+        return ("127.0.0.1", 5555) if name == "peername" else None
+
+    def write(self, data: bytes) -> None:
+        self.written.append(bytes(data))
+
+    def writelines(self, parts) -> None:
+        self.written.append(b"".join(bytes(part) for part in parts))
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Dispatcher:
+    """Answers frame `name` as the test arranged: at once, pipelined or blocking on a future."""
+
+    def __init__(self) -> None:
+        self.dispatched: list[bytes] = []
+        self.pending: dict[bytes, asyncio.Future] = {}
+        self.kinds: dict[bytes, str] = {}
+
+    def dispatch(self, frame, info):
+        name = bytes(frame)
+        self.dispatched.append(name)
+        kind = self.kinds.get(name, "now")
+        if kind == "now":
+            return b"answer " + name
+        future = self.pending[name] = asyncio.get_running_loop().create_future()
+
+        async def later():
+            return b"answer " + await future
+        return Pipelined(later()) if kind == "pipelined" else later()
+
+
+def connect() -> tuple[KafkaConnection, Transport, Dispatcher]:
+    dispatcher = Dispatcher()
+    connection = KafkaConnection(dispatcher, "PLAINTEXT", 1 << 20)
+    transport = Transport()
+    connection.connection_made(transport)
+    return connection, transport, dispatcher
+
+
+def receive(connection: KafkaConnection, *names: bytes) -> None:
+    data = b"".join(struct.pack(">i", len(name)) + name for name in names)
+    buffer = connection.get_buffer(len(data))
+    buffer[:len(data)] = data
+    connection.buffer_updated(len(data))
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_requests_behind_a_pipelined_answer_are_dispatched_and_answered_in_order():
+    async def run():
+        connection, transport, dispatcher = connect()
+        dispatcher.kinds = {b"p1": "pipelined", b"p2": "pipelined"}
+        receive(connection, b"p1", b"p2", b"m3")
+        assert dispatcher.dispatched == [b"p1", b"p2", b"m3"]  # nothing waited for p1's answer
+        assert transport.written == [] and connection.queued == 3
+        dispatcher.pending[b"p2"].set_result(b"p2")
+        await settle()
+        assert transport.written == []  # p2 and m3 are ready, but p1 goes first
+        dispatcher.pending[b"p1"].set_result(b"p1")
+        await settle()
+        assert transport.written == [b"answer p1", b"answer p2", b"answer m3"]
+        assert connection.queued == 0
+    asyncio.run(run())
+
+
+def test_a_waiting_request_that_is_not_pipelined_holds_the_next_ones_back():
+    async def run():
+        connection, transport, dispatcher = connect()
+        dispatcher.kinds = {b"f1": "blocking"}
+        receive(connection, b"f1", b"m2")
+        assert dispatcher.dispatched == [b"f1"]
+        dispatcher.pending[b"f1"].set_result(b"f1")
+        await settle()
+        assert dispatcher.dispatched == [b"f1", b"m2"]
+        assert transport.written == [b"answer f1", b"answer m2"]
+    asyncio.run(run())
+
+
+def test_a_blocking_request_behind_pipelined_ones_waits_for_its_own_answer_only():
+    async def run():
+        connection, transport, dispatcher = connect()
+        dispatcher.kinds = {b"p1": "pipelined", b"f2": "blocking"}
+        receive(connection, b"p1", b"f2", b"m3")
+        assert dispatcher.dispatched == [b"p1", b"f2"]
+        dispatcher.pending[b"f2"].set_result(b"f2")
+        await settle()
+        assert dispatcher.dispatched == [b"p1", b"f2"]  # f2 is answered only after p1
+        dispatcher.pending[b"p1"].set_result(b"p1")
+        await settle()
+        assert dispatcher.dispatched == [b"p1", b"f2", b"m3"]
+        assert transport.written == [b"answer p1", b"answer f2", b"answer m3"]
+    asyncio.run(run())
+
+
+def test_outstanding_answers_are_bounded():
+    async def run():
+        connection, transport, dispatcher = connect()
+        names = [b"p%d" % index for index in range(_MAX_PIPELINED + 3)]
+        dispatcher.kinds = {name: "pipelined" for name in names}
+        receive(connection, *names)
+        assert len(dispatcher.dispatched) == _MAX_PIPELINED
+        dispatcher.pending[names[0]].set_result(names[0])
+        await settle()
+        assert len(dispatcher.dispatched) == _MAX_PIPELINED + 1
+        for name in names[1:]:
+            if not dispatcher.pending[name].done():
+                dispatcher.pending[name].set_result(name)
+            await settle()
+        assert transport.written == [b"answer " + name for name in names]
+    asyncio.run(run())
+
+
+def test_a_lost_connection_cancels_the_answers_still_waiting():
+    async def run():
+        connection, transport, dispatcher = connect()
+        dispatcher.kinds = {b"p1": "pipelined"}
+        receive(connection, b"p1")
+        connection.connection_lost(None)
+        assert connection.queued == 0
+        if not dispatcher.pending[b"p1"].done():
+            dispatcher.pending[b"p1"].set_result(b"p1")
+        await settle()
+        assert transport.written == []
+    asyncio.run(run())

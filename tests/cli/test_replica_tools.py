@@ -236,8 +236,11 @@ def test_log_dirs_match_what_kafka_python_reads(capsys, cluster, bootstrap):
                                                      for p in t["partitions"]}
                                       for d in entry["log_dirs"]}
                     for entry in oracle.describe_log_dirs()}
+        filtered = oracle.describe_log_dirs({topic: [1]})
     finally:
         oracle.close()
+    assert {(entry["broker"], t["name"], p["partition_index"]) for entry in filtered for d in entry["log_dirs"]
+            for t in d["topics"] for p in t["partitions"]} == {(broker, topic, 1) for broker in brokers}
     printed = {b["broker"]: {d["logDir"]: {p["partition"]: p["size"] for p in d["partitions"]} for d in b["logDirs"]}
                for b in document["brokers"]}
     assert printed == expected

@@ -200,6 +200,26 @@ def test_wakeup_interrupts_a_poll_from_another_thread(topic_factory, consumer_fa
     consumer.poll(0)
 
 
+def test_wakeup_returns_when_called_by_the_thread_inside_poll(topic_factory, consumer_factory):
+    """A signal handler runs on the thread it interrupted, possibly while poll holds the fetch
+    lock: wakeup() from the handler must not wait for that lock (it waited for itself forever,
+    and the console consumer ignored a Ctrl-C)."""
+    topic = topic_factory()
+    consumer = consumer_factory()
+    returned = threading.Event()
+
+    def interrupted_inside_poll() -> None:
+        with consumer._fetcher.data_ready:
+            consumer.wakeup()
+            returned.set()
+
+    threading.Thread(target=interrupted_inside_poll, daemon=True).start()
+    assert returned.wait(5), "wakeup() waited for a lock its own thread holds"
+    consumer.assign([(topic, 0)])
+    with pytest.raises(WakeupException):
+        consumer.poll(5)
+
+
 def test_a_second_thread_is_refused_while_one_is_inside(topic_factory, consumer_factory):
     topic = topic_factory()
     consumer = consumer_factory()

@@ -8,7 +8,9 @@ stderr and an exit code a script can trust: 0 success, 1 failure, 2 wrong usage,
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
+import json
 import re
 import sys
 from typing import Any, Callable, Iterable, NoReturn, Sequence
@@ -44,11 +46,43 @@ class UsageError(ToolError):
         super().__init__(message, EXIT_USAGE)
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: (?P<given>'[^']*') \(choose from (?P<choices>.*)\)$")
+
+
 class ToolParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line naming the problem and where to look."""
+    """An ArgumentParser whose errors are one line naming the problem and where to look, with
+    the closest known names for a mistyped tool, choice or flag ("did you mean")."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        """Unknown arguments are an error of the parser that met them (a tool's, not `gregor`'s),
+        so that the suggestions come from that tool's flags."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            flags = [option for action in self._actions for option in action.option_strings]
+            guesses = [guess for extra in extras if extra.startswith("-")
+                       for guess in close_matches(extra.split("=", 1)[0], flags)]
+            self.error(f"unrecognized arguments: {' '.join(extras)}" + did_you_mean(guesses))
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
+        choice = _INVALID_CHOICE.search(message)
+        if choice is not None:
+            choices = [name.strip().strip("'") for name in choice["choices"].split(",")]
+            given = choice["given"].strip("'")
+            message = message[:choice.start()] + f"invalid choice: {choice['given']}" + \
+                did_you_mean(close_matches(given, choices))
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def close_matches(given: str, known: Sequence[str]) -> list[str]:
+    """The known names closest to a mistyped one (difflib's ratio, at most three)."""
+    return difflib.get_close_matches(given, known, n=3, cutoff=0.6)
+
+
+def did_you_mean(guesses: Sequence[str]) -> str:
+    unique = list(dict.fromkeys(guesses))
+    return f"; did you mean {' or '.join(unique)}?" if unique else ""
 
 
 def add_tool(tools: argparse._SubParsersAction, name: str, summary: str, description: str,
@@ -142,6 +176,22 @@ def one_action(args: argparse.Namespace, actions: Sequence[str]) -> str:
         listed = ", ".join(actions)
         raise UsageError(f"give exactly one of {listed}" + (f" (got {', '.join(chosen)})" if chosen else ""))
     return chosen[0]
+
+
+def read_json_file(path: str, flag: str) -> Any:
+    """The JSON document in the file a flag names; an unreadable or malformed file is a ToolError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as error:
+        raise ToolError(f"cannot read {flag} {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise ToolError(f"{flag} {path} is not valid JSON: {error}") from None
+
+
+def partition_name(topic: str, partition: int) -> str:
+    """A partition as Kafka's TopicPartition prints it: `topic-partition`."""
+    return f"{topic}-{partition}"
 
 
 def unescape(text: str) -> str:

@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, client_config, guarded, key_value,
@@ -208,15 +208,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop_on_signals(consumer: Consumer) -> Any:
-    """SIGINT and SIGTERM end the loop through wakeup(), so the consumer closes cleanly."""
-    previous = {signum: signal.signal(signum, lambda *_: consumer.wakeup())
-                for signum in (signal.SIGINT, signal.SIGTERM)}
+def _stop_on_signals(consumer: Consumer) -> Callable[[], None]:
+    """The first SIGINT or SIGTERM ends the loop through wakeup() (safe in a signal handler), so
+    that the consumer commits and closes; it also puts the previous handlers back, so that a
+    second signal interrupts whatever the shutdown waits for (exit 130) instead of being lost."""
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous: dict[int, Any] = {}
 
     def restore() -> None:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
+    def stop(signum: int, frame: Any) -> None:
+        restore()
+        consumer.wakeup()
+
+    for signum in signals:
+        previous[signum] = signal.signal(signum, stop)
     return restore
 
 

@@ -7,7 +7,8 @@ import sys
 
 from gregor import __version__
 from gregor.cli import (
-    cluster, configs, console_consumer, console_producer, consumer_groups, dump_log, perf, server, topics,
+    cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, get_offsets,
+    leader_election, log_dirs, perf, reassign_partitions, server, topics,
 )
 from gregor.cli.common import ToolParser
 
@@ -26,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     consumer_groups.register(tools)
     configs.register(tools)
     dump_log.register(tools)
+    get_offsets.register(tools)
+    delete_records.register(tools)
+    leader_election.register(tools)
+    reassign_partitions.register(tools)
+    log_dirs.register(tools)
     perf.register(tools)
     cluster.register(tools)
     return parser

@@ -41,10 +41,11 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.messages import (
     AlterConfigsRequest, ApiKey, ConsumerProtocolAssignment, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeQuorumRequest, IncrementalAlterConfigsRequest,
-    ListGroupsRequest,
-    ListOffsetsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    AlterPartitionReassignmentsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeQuorumRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest, ListGroupsRequest,
+    ListOffsetsRequest, ListPartitionReassignmentsRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest,
 )
 from gregor.protocol.primitives import ZERO_UUID, Reader
 
@@ -95,6 +96,13 @@ class AlterConfigOpType(enum.IntEnum):
 class IsolationLevel(enum.IntEnum):
     READ_UNCOMMITTED = 0
     READ_COMMITTED = 1
+
+
+class ElectionType(enum.IntEnum):
+    """Which leader `elect_leaders` asks for (Kafka's ElectionType)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
 
 
 @dataclass(frozen=True)
@@ -286,6 +294,35 @@ class DeletedRecords:
 
 
 @dataclass(frozen=True)
+class PartitionReassignment:
+    """A running reassignment: the replicas now (old and new), those being added and removed."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """One replica in a log dir: its bytes on disk and how far its log end is behind (Kafka's)."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir of a broker; `error` set when the broker could not read it (then no replicas).
+    The byte totals are None when the broker's DescribeLogDirs version (< v4) does not say."""
+
+    error: KafkaException | None
+    replica_infos: dict[TopicPartition, ReplicaInfo]
+    total_bytes: int | None
+    usable_bytes: int | None
+
+
+@dataclass(frozen=True)
 class ListedOffset:
     offset: int
     timestamp: int
@@ -449,6 +486,37 @@ class AdminClient:
                      timeout: float | None = None) -> dict[TopicPartition, ListedOffset | KafkaException]:
         wanted = {TopicPartition(*tp): spec for tp, spec in specs.items()}
         return self._call(lambda deadline: self._operations.list_offsets(wanted, isolation_level, deadline), timeout)
+
+    # replicas: leaders, reassignments, log dirs
+
+    def elect_leaders(self, election_type: ElectionType, partitions: Iterable[tuple[str, int]] | None = None,
+                      timeout: float | None = None) -> dict[TopicPartition, KafkaException | None]:
+        """Elect the preferred (or, UNCLEAN, any live) replica leader of each partition; None asks
+        for every partition, and the answer then lists only those that needed an election. An
+        already suitable leader is ELECTION_NOT_NEEDED, as in Kafka."""
+        wanted = None if partitions is None else list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
+        kind = ElectionType(election_type)
+        return self._call(lambda deadline: self._operations.elect_leaders(kind, wanted, deadline), timeout)
+
+    def alter_partition_reassignments(self, reassignments: Mapping[tuple[str, int], Sequence[int] | None],
+                                      timeout: float | None = None) -> dict[TopicPartition, KafkaException | None]:
+        """Move each partition to the given replicas (None cancels its running reassignment);
+        success means accepted: the new replicas catch up in the background."""
+        targets = {TopicPartition(*tp): None if replicas is None else list(replicas)
+                   for tp, replicas in reassignments.items()}
+        return self._call(lambda deadline: self._operations.alter_reassignments(targets, deadline), timeout)
+
+    def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None,
+                                     timeout: float | None = None) -> dict[TopicPartition, PartitionReassignment]:
+        """The running reassignments, of `partitions` or (None) of every partition."""
+        wanted = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
+        return self._call(lambda deadline: self._operations.list_reassignments(wanted, deadline), timeout)
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None, timeout: float | None = None,
+                          ) -> dict[int, dict[str, LogDirDescription] | KafkaException]:
+        """Each broker's log dirs (of `brokers`, or every broker) with the replicas they hold."""
+        wanted = None if brokers is None else list(dict.fromkeys(brokers))
+        return self._call(lambda deadline: self._operations.describe_log_dirs(wanted, deadline), timeout)
 
 
 # ---- the operations, on the network thread ----
@@ -921,6 +989,76 @@ class AdminOperations:
                                    lambda pending: self._to_leaders(pending, deadline, send), deadline)
 
 
+    # replicas
+
+    async def elect_leaders(self, election_type: ElectionType, partitions: list[TopicPartition] | None,
+                            deadline: float) -> dict[TopicPartition, KafkaException | None]:
+        topics = None if partitions is None else [
+            ElectLeadersRequest.TopicPartitions(topic=topic, partitions=indexes)
+            for topic, indexes in _partitions_by_topic(partitions).items()]
+
+        async def attempt() -> dict[TopicPartition, KafkaException | None]:
+            request = ElectLeadersRequest(election_type=election_type, topic_partitions=topics,
+                                          timeout_ms=int(self._timeout_ms(deadline)))
+            versions = (1, 2) if election_type != ElectionType.PREFERRED else None
+            response = await self._send(request, await self._controller(deadline), deadline, versions=versions)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code)
+            return {TopicPartition(topic.topic, partition.partition_id):
+                    _error_or_none(partition.error_code, partition.error_message)
+                    for topic in response.replica_election_results for partition in topic.partition_result}
+
+        return await self._single("elect_leaders", attempt, deadline)
+
+    async def alter_reassignments(self, targets: dict[TopicPartition, list[int] | None],
+                                  deadline: float) -> dict[TopicPartition, KafkaException | None]:
+        async def attempt(pending: list[TopicPartition]) -> dict[TopicPartition, Any]:
+            request = AlterPartitionReassignmentsRequest(
+                timeout_ms=int(self._timeout_ms(deadline)),
+                topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(name=topic, partitions=[
+                    AlterPartitionReassignmentsRequest.ReassignablePartition(
+                        partition_index=index, replicas=targets[TopicPartition(topic, index)])
+                    for index in indexes]) for topic, indexes in _partitions_by_topic(pending).items()])
+            response = await self._send(request, await self._controller(deadline), deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+            return {TopicPartition(topic.name, partition.partition_index):
+                    _error_or_none(partition.error_code, partition.error_message)
+                    for topic in response.responses for partition in topic.partitions}
+
+        return await self._per_key("alter_partition_reassignments", targets, attempt, deadline)
+
+    async def list_reassignments(self, partitions: list[TopicPartition] | None,
+                                 deadline: float) -> dict[TopicPartition, PartitionReassignment]:
+        topics = None if partitions is None else [
+            ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=topic, partition_indexes=indexes)
+            for topic, indexes in _partitions_by_topic(partitions).items()]
+
+        async def attempt() -> dict[TopicPartition, PartitionReassignment]:
+            request = ListPartitionReassignmentsRequest(timeout_ms=int(self._timeout_ms(deadline)), topics=topics)
+            response = await self._send(request, await self._controller(deadline), deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+            return {TopicPartition(topic.name, partition.partition_index): PartitionReassignment(
+                list(partition.replicas), list(partition.adding_replicas), list(partition.removing_replicas))
+                for topic in response.topics for partition in topic.partitions}
+
+        return await self._single("list_partition_reassignments", attempt, deadline)
+
+    async def describe_log_dirs(self, brokers: list[int] | None, deadline: float) -> dict[int, Any]:
+        async def send(node: int, _: list[int]) -> dict[int, Any]:
+            response = await self._send(DescribeLogDirsRequest(topics=None), node, deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code)
+            return {node: {result.log_dir: _log_dir_description(result) for result in response.results}}
+
+        if brokers is None:
+            await self._known_brokers(deadline)
+            brokers = sorted(self._network.cluster.brokers)
+        return await self._per_key("describe_log_dirs", brokers,
+                                   lambda pending: self._fan_out({node: [node] for node in pending}, send), deadline)
+
+
 # ---- helpers ----
 
 def _refuse_duplicates(names: Iterable[str]) -> None:
@@ -1029,6 +1167,16 @@ def _decode_assignment(data: bytes) -> list[TopicPartition] | None:
         return None
     return [TopicPartition(topic.topic, index)
             for topic in assignment.assigned_partitions for index in topic.partitions]
+
+
+def _log_dir_description(result: Any) -> LogDirDescription:
+    return LogDirDescription(
+        error=_error_or_none(result.error_code),
+        replica_infos={TopicPartition(topic.name, partition.partition_index): ReplicaInfo(
+            partition.partition_size, partition.offset_lag, partition.is_future_key)
+            for topic in result.topics for partition in topic.partitions},
+        total_bytes=result.total_bytes if result.total_bytes >= 0 else None,
+        usable_bytes=result.usable_bytes if result.usable_bytes >= 0 else None)
 
 
 def _group_description(group: Any, coordinator: Node | None) -> ConsumerGroupDescription:

@@ -144,6 +144,10 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         return list(self.logs.values())
 
+    def logs_in(self, directory: str) -> dict[tuple[str, int], Log]:
+        """The partition logs held in one log dir (DescribeLogDirs reports them per dir)."""
+        return {key: self.logs[key] for key in self._keys_in(directory)}
+
     def _keys_in(self, directory: str) -> list[tuple[str, int]]:
         return [key for key, owner in self._dir_of.items() if owner == directory]
 

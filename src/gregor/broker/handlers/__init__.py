@@ -60,12 +60,13 @@ def _collect() -> dict[int, Handler]:
         list_offsets, list_partition_reassignments, metadata, offset_commit, offset_delete, offset_fetch,
         offset_for_leader_epoch, produce, sync_group,
     )
+    from gregor.broker.handlers import describe_log_dirs
     modules = (api_versions, metadata, produce, fetch, list_offsets, create_topics, delete_topics,
                create_partitions, describe_configs, alter_configs, delete_records,
                describe_cluster, init_producer_id, find_coordinator, join_group, sync_group, heartbeat,
                leave_group, offset_commit, offset_fetch, describe_groups, list_groups, delete_groups,
                offset_delete, describe_quorum, offset_for_leader_epoch, elect_leaders, alter_partition_reassignments,
-               list_partition_reassignments)
+               list_partition_reassignments, describe_log_dirs)
     handlers: dict[int, Handler] = {}
     for module in modules:
         for handler in module.HANDLERS:

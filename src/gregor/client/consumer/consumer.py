@@ -108,7 +108,7 @@ class Consumer:
         self._owner: int | None = None
         self._owner_depth = 0
         self._owner_lock = threading.Lock()
-        self._wakeup = threading.Event()
+        self._woken = False
         self._closed = False
         self._thread = NetworkThread(name=f"gregor-{self.client_id}")
         self._network = NetworkClient(NetworkSettings.from_config({**parsed, "client.id": self.client_id}))
@@ -313,15 +313,22 @@ class Consumer:
                     self._fetcher.data_ready.wait(min(remaining, 0.05))
 
     def _check_wakeup(self) -> None:
-        if self._wakeup.is_set():
-            self._wakeup.clear()
+        if self._woken:
+            self._woken = False
             raise WakeupException(ClientErrorCode._INTR, "the consumer was woken up (wakeup())")
 
     def wakeup(self) -> None:
-        """Make the current or next blocking call raise WakeupException (safe from any thread)."""
-        self._wakeup.set()
-        with self._fetcher.data_ready:
-            self._fetcher.data_ready.notify_all()
+        """Make the current or next blocking call raise WakeupException; safe from any thread and
+        from a signal handler. A handler runs on the main thread wherever it was interrupted, which
+        may be inside poll holding the fetch lock, so this takes no lock it would wait for: the flag
+        is a plain attribute, and a poll that is waiting for data is notified only if the lock is
+        free (else it sees the flag at its next check, within 50 ms)."""
+        self._woken = True
+        if self._fetcher.data_ready.acquire(blocking=False):
+            try:
+                self._fetcher.data_ready.notify_all()
+            finally:
+                self._fetcher.data_ready.release()
 
     # -- group membership (application thread) --
 

@@ -55,12 +55,12 @@ def quorum_partition(request: Any) -> Any:
 def _collect() -> dict[int, Handler]:
     from gregor.broker.handlers import (
         alter_configs, alter_partition_reassignments, api_versions, create_partitions, create_topics, delete_groups,
-        delete_records, delete_topics, describe_cluster, describe_configs, describe_groups, describe_quorum,
+        delete_records, delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
+        describe_quorum,
         elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups,
         list_offsets, list_partition_reassignments, metadata, offset_commit, offset_delete, offset_fetch,
         offset_for_leader_epoch, produce, sync_group,
     )
-    from gregor.broker.handlers import describe_log_dirs
     modules = (api_versions, metadata, produce, fetch, list_offsets, create_topics, delete_topics,
                create_partitions, describe_configs, alter_configs, delete_records,
                describe_cluster, init_producer_id, find_coordinator, join_group, sync_group, heartbeat,

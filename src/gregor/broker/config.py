@@ -151,6 +151,11 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
 }
 
 
+# The embedded single node is a development broker: like the `server.properties` Kafka ships for
+# development (and `gregor cluster start`), it lets a new group's first consumer in at once instead
+# of holding the join 3 s for more members. Any node of a larger quorum keeps Kafka's defaults.
+EMBEDDED_DEFAULTS: dict[str, str] = {"group.initial.rebalance.delay.ms": "0"}
+
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's ids
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
@@ -257,6 +262,10 @@ class BrokerConfig:
             parse_listeners(",".join(advertised), "advertised.listeners") if advertised else self.listeners
         )
         self._validate()
+        if self.embedded:
+            for name, raw in EMBEDDED_DEFAULTS.items():
+                if name not in self.originals:
+                    self._values[name] = _parse_value(BROKER_CONFIG_KEYS[name], raw)
 
     def _validate(self) -> None:
         self._validate_security()
@@ -315,6 +324,13 @@ class BrokerConfig:
     def get(self, name: str):
         return self._values[name]
 
+    def default(self, name: str) -> str | None:
+        """The value a key has when it is not set: Kafka's, except for the embedded single
+        node's development defaults (EMBEDDED_DEFAULTS)."""
+        if self.embedded and name in EMBEDDED_DEFAULTS:
+            return EMBEDDED_DEFAULTS[name]
+        return BROKER_CONFIG_KEYS[name].default
+
     @property
     def node_id(self) -> int:
         return self.get("node.id")
@@ -363,6 +379,12 @@ class BrokerConfig:
         """A broker,controller node that is one voter of a multi-voter quorum (not the embedded
         single-node mode, whose one-voter quorum commits in process)."""
         return self.process_roles == {"broker", "controller"} and len(self.quorum_voters()) > 1
+
+    @property
+    def embedded(self) -> bool:
+        """The single-node mode `gregor server` starts with no process.roles override: broker and
+        controller in one process, a one-voter quorum that commits in process."""
+        return self.process_roles == {"broker", "controller"} and not self.combined_quorum
 
     @property
     def inter_broker_listener(self) -> str:

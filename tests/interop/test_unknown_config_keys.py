@@ -77,3 +77,9 @@ def test_check_config_of_an_invalid_value_is_one_line_and_exit_1():
     result = check("--override", "num.partitions=many")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.splitlines() == ["gregor server: num.partitions: 'many' is not a valid int"]
+
+
+def test_check_config_shows_an_empty_value_that_replaces_a_derived_default():
+    result = check("--override", "metrics.host=")
+    assert result.returncode == 0
+    assert "  metrics.host=" in result.stdout.splitlines()

@@ -146,7 +146,9 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("cluster.id", "string", None, "Cluster id (generated at first start when unset)."),
         _key("metrics.port", "int", "-1",
              "Port of the Prometheus endpoint (GET /metrics); -1 turns it off, 0 picks a free port."),
-        _key("metrics.host", "string", "", "Interface of the Prometheus endpoint (empty: every interface)."),
+        _key("metrics.host", "string", None,
+             "Interface of the Prometheus endpoint (unset: the first client listener's host; empty: every "
+             "interface)."),
     )
 }
 
@@ -395,6 +397,17 @@ class BrokerConfig:
             return name.upper()
         listeners = self.client_listeners()
         return listeners[0].listener if listeners else ""
+
+    @property
+    def metrics_host(self) -> str:
+        """Where the Prometheus endpoint listens: `metrics.host`, else the host of the first client
+        listener, so that a broker on localhost does not expose its metrics on every interface
+        (an empty host means every interface, as in `listeners`)."""
+        host = self.get("metrics.host")
+        if host is not None:
+            return host
+        listeners = self.client_listeners()
+        return listeners[0].host if listeners else ""
 
     def advertised_client_listeners(self) -> list[Endpoint]:
         controllers = self.controller_listener_names()

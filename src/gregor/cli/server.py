@@ -89,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
         exporter = _metrics_exporter(broker, config)
         await broker.start()
         if exporter is not None:
-            port = await exporter.listen(config.get("metrics.host"), config.get("metrics.port"))
+            port = await exporter.listen(config.metrics_host, config.get("metrics.port"))
             logging.getLogger("gregor.metrics").info("Prometheus metrics at http://%s:%d/metrics",
-                                                     config.get("metrics.host") or "0.0.0.0", port)
+                                                     config.metrics_host or "0.0.0.0", port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -16,7 +16,7 @@ def changed_values(config: BrokerConfig) -> list[str]:
     for name in sorted({name for name in config.originals if name not in unknown} | set(BROKER_CONFIG_KEYS)):
         default = config.default(name) if name in BROKER_CONFIG_KEYS else None
         if name in config.originals:
-            if config.originals[name].strip() != (default or ""):
+            if default is None or config.originals[name].strip() != default:
                 lines.append(f"{name}={config.originals[name]}")
         elif default != BROKER_CONFIG_KEYS[name].default:
             lines.append(f"{name}={default}  (the embedded single node's default; Kafka's is "

@@ -8,6 +8,9 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip
 fi
+# The distribution was named "gregor" before it became gregor-streaming (docs/packaging.md): an older
+# .venv holds it under that name, and both would own the `gregor` command.
+if .venv/bin/pip show -q gregor >/dev/null 2>&1; then .venv/bin/pip uninstall -q -y gregor; fi
 .venv/bin/pip install -q -e ".${extras}"
 if [ -n "$extras" ] && ! command -v kcat >/dev/null 2>&1; then
   echo "installing kcat (Debian package) for the interop tests" >&2

@@ -75,10 +75,11 @@ def test_a_pattern_subscription_picks_up_new_matching_topics(peer, admin):
         consumer.close(5)
 
 
-def test_a_poll_returns_at_its_timeout_during_a_join_and_wakeup_interrupts_one(broker):
-    """Gregor's coordinator holds the first join for group.initial.rebalance.delay.ms (3 s): a
-    short poll returns empty meanwhile, the join goes on in later polls, and wakeup() breaks a
-    long poll that waits for it."""
+def test_a_poll_returns_at_its_timeout_during_a_join_and_wakeup_interrupts_one(broker_factory):
+    """A coordinator holding the first join for group.initial.rebalance.delay.ms (Kafka's 3 s; the
+    embedded node's default is 0): a short poll returns empty meanwhile, the join goes on in later
+    polls, and wakeup() breaks a long poll that waits for it."""
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "3000"})
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     try:
         topic = create(admin, f"join-{uuid.uuid4().hex[:6]}", 1)

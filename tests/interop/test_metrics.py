@@ -3,6 +3,7 @@ confluent-kafka produced and a group consumed, the figures match what the test d
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
 
@@ -95,3 +96,30 @@ def test_other_paths_and_methods_are_refused(broker):
     with pytest.raises(urllib.error.HTTPError) as posted:
         urllib.request.urlopen(request, timeout=10)
     assert posted.value.code == 405
+
+
+def listening_hosts(port: int) -> set[str]:
+    """The local addresses of the sockets listening on `port` (Linux's /proc/net/tcp and tcp6,
+    state 0A); an IPv6 address is left in the kernel's hex."""
+    hosts = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as handle:
+            for line in handle.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, _, hex_port = local.partition(":")
+                if state == "0A" and int(hex_port, 16) == port:
+                    hosts.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]) if len(address) == 8 else address)
+    return hosts
+
+
+def test_the_endpoint_listens_on_the_listeners_host_by_default(tmp_path):
+    metrics_port = free_port()
+    process = BrokerProcess(str(tmp_path / "data"), {"metrics.port": str(metrics_port)})
+    process.start()
+    try:
+        hosts = listening_hosts(metrics_port)
+        assert scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+    finally:
+        process.stop()
+    assert hosts == {"127.0.0.1"}
+    assert f"Prometheus metrics at http://127.0.0.1:{metrics_port}/metrics" in process.output()

@@ -146,10 +146,17 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("cluster.id", "string", None, "Cluster id (generated at first start when unset)."),
         _key("metrics.port", "int", "-1",
              "Port of the Prometheus endpoint (GET /metrics); -1 turns it off, 0 picks a free port."),
-        _key("metrics.host", "string", "", "Interface of the Prometheus endpoint (empty: every interface)."),
+        _key("metrics.host", "string", None,
+             "Interface of the Prometheus endpoint (unset: the first client listener's host; empty: every "
+             "interface)."),
     )
 }
 
+
+# The embedded single node is a development broker: like the `server.properties` Kafka ships for
+# development (and `gregor cluster start`), it lets a new group's first consumer in at once instead
+# of holding the join 3 s for more members. Any node of a larger quorum keeps Kafka's defaults.
+EMBEDDED_DEFAULTS: dict[str, str] = {"group.initial.rebalance.delay.ms": "0"}
 
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's ids
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
@@ -257,6 +264,10 @@ class BrokerConfig:
             parse_listeners(",".join(advertised), "advertised.listeners") if advertised else self.listeners
         )
         self._validate()
+        if self.embedded:
+            for name, raw in EMBEDDED_DEFAULTS.items():
+                if name not in self.originals:
+                    self._values[name] = _parse_value(BROKER_CONFIG_KEYS[name], raw)
 
     def _validate(self) -> None:
         self._validate_security()
@@ -315,6 +326,13 @@ class BrokerConfig:
     def get(self, name: str):
         return self._values[name]
 
+    def default(self, name: str) -> str | None:
+        """The value a key has when it is not set: Kafka's, except for the embedded single
+        node's development defaults (EMBEDDED_DEFAULTS)."""
+        if self.embedded and name in EMBEDDED_DEFAULTS:
+            return EMBEDDED_DEFAULTS[name]
+        return BROKER_CONFIG_KEYS[name].default
+
     @property
     def node_id(self) -> int:
         return self.get("node.id")
@@ -365,6 +383,12 @@ class BrokerConfig:
         return self.process_roles == {"broker", "controller"} and len(self.quorum_voters()) > 1
 
     @property
+    def embedded(self) -> bool:
+        """The single-node mode `gregor server` starts with no process.roles override: broker and
+        controller in one process, a one-voter quorum that commits in process."""
+        return self.process_roles == {"broker", "controller"} and not self.combined_quorum
+
+    @property
     def inter_broker_listener(self) -> str:
         """The listener followers fetch from leaders on: `inter.broker.listener.name`, else the
         first client listener."""
@@ -373,6 +397,17 @@ class BrokerConfig:
             return name.upper()
         listeners = self.client_listeners()
         return listeners[0].listener if listeners else ""
+
+    @property
+    def metrics_host(self) -> str:
+        """Where the Prometheus endpoint listens: `metrics.host`, else the host of the first client
+        listener, so that a broker on localhost does not expose its metrics on every interface
+        (an empty host means every interface, as in `listeners`)."""
+        host = self.get("metrics.host")
+        if host is not None:
+            return host
+        listeners = self.client_listeners()
+        return listeners[0].host if listeners else ""
 
     def advertised_client_listeners(self) -> list[Endpoint]:
         controllers = self.controller_listener_names()

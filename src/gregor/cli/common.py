@@ -20,6 +20,7 @@ from gregor.broker.config import read_properties
 from gregor.client import AdminClient
 from gregor.client.config import ConfigError as ClientConfigError
 from gregor.client.errors import ClientErrorCode, KafkaException
+from gregor.protocol.error_codes import ErrorCode
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -208,11 +209,26 @@ def topic_matcher(pattern: str) -> Callable[[str], bool]:
     return lambda name: compiled.fullmatch(name) is not None
 
 
-def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_ms: int | None) -> str:
+def missing_topic(topic: str | None) -> str:
+    """What to say about a topic the cluster does not have, and the two ways to get it."""
+    name = f"topic '{topic}'" if topic else "the topic"
+    return (f"{name} does not exist: create it with 'gregor topics --create{f' --topic {topic}' if topic else ''}', "
+            f"or let the broker create topics on first use (auto.create.topics.enable=true)")
+
+
+def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_ms: int | None,
+                         topic: str | None = None) -> str:
     """One line for a client exception; an unreachable cluster (no connection, or no answer within
     the time allowed, which on a loaded machine may end before a connection attempt fails) says
-    where and how long we tried."""
+    where and how long we tried. A wait that ended with the cluster answering (the client chains
+    the last answer as the cause) names that answer instead: UNKNOWN_TOPIC_OR_PARTITION is a topic
+    that does not exist, not a broker that is down."""
     text = str(error)
+    answer = error.__cause__
+    if isinstance(answer, KafkaException) and answer.code > 0:
+        if answer.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return f"{missing_topic(topic)} (detail: {_one_line(text)})"
+        return _one_line(text)
     if error.code in _UNREACHABLE:
         waited = f" within {timeout_ms} ms" if timeout_ms else ""
         return (f"cannot reach the cluster at {bootstrap}{waited}: is a broker running there? "
@@ -238,7 +254,8 @@ def guarded(tool: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
                 return error.exit_code
             except KafkaException as error:
                 timeout = getattr(args, "resolved_timeout_ms", None)
-                _print_error(prefix, describe_kafka_error(error, getattr(args, "bootstrap_server", None), timeout))
+                _print_error(prefix, describe_kafka_error(error, getattr(args, "bootstrap_server", None), timeout,
+                                                          getattr(args, "topic", None)))
                 return EXIT_FAILURE
             except ClientConfigError as error:
                 _print_error(prefix, f"invalid client config: {error}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable
 
 from gregor.cli.common import (
-    ToolError, UsageError, add_connection_options, add_tool, client_config, guarded, key_value,
+    ToolError, UsageError, add_connection_options, add_tool, client_config, guarded, key_value, missing_topic,
     properties_from, read_properties_file, topic_matcher, unescape,
 )
 from gregor.client import Consumer, ConsumerRecord, TopicPartition, WakeupException
@@ -242,7 +242,7 @@ def _start(consumer: Consumer, args: argparse.Namespace) -> None:
         return
     partitions = consumer.partitions_for(args.topic)
     if not partitions:
-        raise ToolError(f"topic '{args.topic}' does not exist (create it with 'gregor topics --create')")
+        raise ToolError(missing_topic(args.topic))
     if args.partition is None:
         if args.group is not None:
             consumer.subscribe([args.topic])

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from gregor.cli.common import (
-    ToolError, UsageError, add_tool, client_config, guarded, key_value, properties_from,
+    ToolError, UsageError, add_tool, client_config, guarded, key_value, missing_topic, properties_from,
     read_properties_file, unescape,
 )
 from gregor.client import Consumer, ConsumerRebalanceListener, KafkaException, Producer, RecordMetadata
@@ -397,7 +397,7 @@ def run_consumer(args: argparse.Namespace) -> int:
         print(DETAILED_HEADER if args.show_detailed_stats else CONSUMER_HEADER, flush=True)
     with Consumer(config) as consumer:
         if args.topic is not None and not consumer.partitions_for(args.topic):
-            raise ToolError(f"topic '{args.topic}' does not exist (create it with 'gregor topics --create')")
+            raise ToolError(missing_topic(args.topic))
         timer = RebalanceTimer(time.monotonic)
         consumer.subscribe([args.topic] if args.topic is not None else "^(" + args.include + ")$", timer)
         start_wall, start = time.time(), time.monotonic()

@@ -10,6 +10,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from gregor.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides
+from gregor.broker.unknown_config import describe_unknown_key, unknown_keys
+from gregor.cli.server_check import check_config
 from gregor.cli.server_logging import configure_logging
 from gregor.storage.dir_lock import DirectoryLockedError
 
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 EPILOG = """examples:
   gregor server                                   # localhost:9092, data in ./data
   gregor server --config config/server.properties
+  gregor server --config config/server.properties --check-config
   gregor server --override listeners=PLAINTEXT://127.0.0.1:19092 --override log.dirs=/tmp/g1
   gregor server --log-file /var/log/gregor/server.log --log-format json --override metrics.port=9404
   gregor server --override process.roles=controller --override node.id=1 \
@@ -35,6 +38,9 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", metavar="FILE", help="a Kafka-style server.properties file")
     parser.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
                         help="set a config key on top of the file (repeatable)")
+    parser.add_argument("--check-config", action="store_true",
+                        help="print the unknown keys and the values that differ from the defaults, then exit "
+                             "without starting: 0 when every key is known, 1 otherwise")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level (default INFO)")
     parser.add_argument("--log-file", metavar="FILE",
@@ -60,15 +66,19 @@ def _metrics_exporter(node: object, config: BrokerConfig) -> "MetricsServer | No
 
 def run(args: argparse.Namespace) -> int:
     try:
+        config = load_config(args.config, parse_overrides(args.override))
+    except (ConfigError, OSError) as error:
+        print(f"gregor server: {error}", file=sys.stderr)
+        return 1 if args.check_config else 2
+    if args.check_config:
+        return check_config(config)
+    try:
         configure_logging(args.log_level, args.log_file, args.log_format)
     except OSError as error:
         print(f"gregor server: cannot open the log file: {error}", file=sys.stderr)
         return 2
-    try:
-        config = load_config(args.config, parse_overrides(args.override))
-    except (ConfigError, OSError) as error:
-        print(f"gregor server: {error}", file=sys.stderr)
-        return 2
+    for name in unknown_keys(config.originals):
+        logging.getLogger("gregor.config").warning(describe_unknown_key(name))
     if config.process_roles == {"controller"}:
         from gregor.broker.controller_server import ControllerServer as Server
     else:
@@ -79,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
         exporter = _metrics_exporter(broker, config)
         await broker.start()
         if exporter is not None:
-            port = await exporter.listen(config.get("metrics.host"), config.get("metrics.port"))
+            port = await exporter.listen(config.metrics_host, config.get("metrics.port"))
             logging.getLogger("gregor.metrics").info("Prometheus metrics at http://%s:%d/metrics",
-                                                     config.get("metrics.host") or "0.0.0.0", port)
+                                                     config.metrics_host or "0.0.0.0", port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -86,7 +86,7 @@ def _broker_entries(context: RequestContext, request: DescribeConfigsRequest, re
         elif name in broker.config.originals:
             value, source = broker.config.originals[name], ConfigSource.STATIC_BROKER_CONFIG
         else:
-            value, source = BROKER_CONFIG_KEYS[name].default, ConfigSource.DEFAULT_CONFIG
+            value, source = broker.config.default(name), ConfigSource.DEFAULT_CONFIG
         entries.append(_broker_entry(context, request, name, value, source))
     return entries
 

@@ -15,7 +15,7 @@ import time
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from gregor.client.config import ConfigError, Role, parse_config
-from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
+from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError, error_for
 from gregor.client.interceptors import ProducerInterceptors, resolve_producer_interceptors
 from gregor.client.network import (
     NetworkClient, NetworkSettings, NetworkThread, PartitionMetadata, TopicMetadata, TopicPartition,
@@ -216,19 +216,19 @@ class Producer:
         if not topic:
             raise KafkaException(ErrorCode.INVALID_TOPIC_EXCEPTION, "the topic name is empty")
         last_error = "no answer yet"
+        cause: KafkaException | None = None  # the last answer, chained to the timeout for callers to inspect
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT,
-                                        f"topic {topic!r} not present in metadata after "
-                                        f"{self._max_block_s * 1000:.0f} ms (max.block.ms): {last_error}")
+                raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT, f"topic {topic!r} not present in metadata after "
+                                        f"{self._max_block_s * 1000:.0f} ms (max.block.ms): {last_error}") from cause
             try:
                 metadata, code = self._thread.run(self._fetch_metadata(topic, remaining * 1000),
                                                   remaining + _GRACE_SECONDS)
             except KafkaException as error:
                 if not error.retriable:
                     raise
-                last_error = str(error)
+                last_error, cause = str(error), error
                 metadata, code = None, None
             if metadata is not None and metadata.partitions:
                 if partition is None or partition in metadata.partitions:
@@ -237,10 +237,10 @@ class Producer:
                                      f"partition {partition} of topic {topic!r} does not exist (it has "
                                      f"partitions 0 to {len(metadata.partitions) - 1})")
             if code is not None:
-                error = KafkaException(code, f"topic {topic!r}")
+                error = error_for(code, f"topic {topic!r}")
                 if not error.retriable:
                     raise error
-                last_error = error.name
+                last_error, cause = error.name, error
             time.sleep(min(self._network.settings.retry_backoff_ms / 1000, max(deadline - time.monotonic(), 0)))
 
     async def _fetch_metadata(self, topic: str, timeout_ms: float) -> tuple[TopicMetadata | None, int | None]:

@@ -1,9 +1,9 @@
 """A broker's membership in the cluster, as the active controller sees it (Kafka's
 BrokerLifecycleManager): register, heartbeat, and leave with a controlled shutdown.
 
-The broker registers (it starts fenced), then heartbeats every `broker.heartbeat.interval.ms`
-with the metadata offset it has replayed; the controller unfences it once that offset reaches its
-registration, and `unfenced` completes. A STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED answer
+The broker registers (it starts fenced), then heartbeats with the metadata offset it has
+replayed, every 50 ms while fenced and every `broker.heartbeat.interval.ms` once running; the
+controller unfences it once that offset reaches its registration, and `unfenced` completes. A STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED answer
 (the registration was lost) registers again. At shutdown, heartbeats ask to shut down until the
 controller has moved the broker's leaderships away and says it may stop, or the time is up.
 A registration refused because the node id's previous process still has a live session
@@ -32,6 +32,7 @@ REGISTRATION_VERSION = 2
 HEARTBEAT_VERSION = 0
 FATAL = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID})
 REREGISTER = frozenset({ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED})
+FENCED_HEARTBEAT_S = 0.05
 UNANSWERED_SHUTDOWN_HEARTBEATS = 2  # no controller answers (all stopped): stop without its consent
 
 
@@ -81,9 +82,12 @@ class BrokerLifecycle:
         try:
             await self._register()
             while self.state in (LifecycleState.FENCED, LifecycleState.RUNNING):
-                await asyncio.sleep(self.heartbeat_interval_s)
-                if self.state in (LifecycleState.FENCED, LifecycleState.RUNNING):
-                    await self._heartbeat(want_shut_down=False)
+                await self._heartbeat(want_shut_down=False)
+                # while fenced the broker is catching up: it reports its progress at once, so it
+                # is unfenced as soon as it has replayed its registration, as Kafka's does
+                fenced = self.state == LifecycleState.FENCED
+                await asyncio.sleep(min(FENCED_HEARTBEAT_S, self.heartbeat_interval_s) if fenced
+                                    else self.heartbeat_interval_s)
         except KafkaError as error:
             log.error("broker %d cannot stay in the cluster: %s", self.broker_id, error)
             self.state = LifecycleState.STOPPED

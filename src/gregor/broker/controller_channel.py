@@ -6,18 +6,26 @@ next guess when the answer is NOT_CONTROLLER, the connection fails or no answer 
 `controller.quorum.request.timeout.ms`, until the caller's deadline. One connection per voter,
 opened when first needed, one request at a time on it (broker-to-controller traffic is a
 heartbeat every few seconds and the odd forwarded admin request).
+
+The embedded single node reaches its own one-voter quorum the same way, through a
+`LocalConnection`: the request is encoded at its version and handed to the controller's
+dispatcher in this process, and the answer decoded from the bytes it returns, as they would
+cross a socket. So a single node and a cluster share one path from a broker to its controller.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Protocol
 
-from gregor.broker.peer_channel import RequestConnection
+from gregor.broker.network import CloseConnection, ConnectionInfo, Dispatcher, Pipelined
+from gregor.broker.peer_channel import RequestConnection, decode_response
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
+from gregor.protocol.headers import encode_request
 from gregor.protocol.messages._base import Struct
 
 log = logging.getLogger("gregor.broker")
@@ -39,11 +47,47 @@ def says_not_controller(response: Any) -> bool:
     return False
 
 
+class VoterConnection(Protocol):
+    """How requests reach one voter: a socket (`RequestConnection`) or this process (`LocalConnection`)."""
+
+    async def call(self, correlation_id: int, client_id: str, request: Any, version: int) -> Any: ...
+
+    async def wait_closed(self) -> None: ...
+
+
+class LocalConnection:
+    """The controller of this process, reached through its dispatcher with the request's bytes."""
+
+    def __init__(self, dispatcher: Dispatcher, node_id: int) -> None:
+        self._dispatcher = dispatcher
+        self._info = ConnectionInfo(f"in-process broker {node_id}", "CONTROLLER", 0)
+
+    async def call(self, correlation_id: int, client_id: str, request: Any, version: int) -> Any:
+        frame = encode_request(correlation_id, client_id, request, version)
+        try:
+            result = self._dispatcher.dispatch(bytearray(frame[4:]), self._info)
+            if isinstance(result, Pipelined):
+                result = result.awaitable
+            if inspect.isawaitable(result):
+                result = await result
+        except CloseConnection as reason:
+            raise DecodeError(f"the controller closed the request: {reason}") from None
+        answered, response = decode_response(memoryview(b"".join(bytes(part) for part in result)[4:]),
+                                             request.API_KEY, version)
+        if answered != correlation_id:
+            raise DecodeError(f"response to correlation id {answered}, not {correlation_id}")
+        return response
+
+    async def wait_closed(self) -> None:
+        return None
+
+
 class ControllerChannel:
-    def __init__(self, voters: dict[int, tuple[str, int]], client_id: str,
+    def __init__(self, voters: Mapping[int, VoterConnection], client_id: str,
                  leader_hint: Callable[[], int] = lambda: NO_LEADER, request_timeout_ms: int = 2000,
                  retry_backoff_ms: int = 100) -> None:
-        self._connections = {node: RequestConnection(host, port) for node, (host, port) in voters.items()}
+        """`voters`: how to reach each voter (`over_sockets` makes them from their addresses)."""
+        self._connections = dict(voters)
         self._order = itertools.cycle(sorted(voters))
         self._client_id = client_id
         self._leader_hint = leader_hint
@@ -51,6 +95,12 @@ class ControllerChannel:
         self._retry_backoff_s = retry_backoff_ms / 1000
         self._correlation_ids = itertools.count(1)
         self._last_good = NO_LEADER
+
+    @classmethod
+    def over_sockets(cls, voters: Mapping[int, tuple[str, int]], client_id: str, **settings: Any) -> ControllerChannel:
+        """A channel to the voters at these addresses (`controller.quorum.voters`)."""
+        return cls({node: RequestConnection(host, port) for node, (host, port) in voters.items()}, client_id,
+                   **settings)
 
     def _target(self, previous: int) -> int:
         hint = self._leader_hint()

@@ -27,7 +27,7 @@ from typing import Callable, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.dispatcher import Dispatcher
-from gregor.broker.handlers import register_quorum
+from gregor.broker.handlers import quorum_handlers
 from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
@@ -92,6 +92,7 @@ class ControllerServer:
         self.controller = QuorumController(controller_config(config), random.Random())
         self.heartbeats = BrokerHeartbeats(config.get("broker.session.timeout.ms"))
         self._server: KafkaServer | None = None
+        self.dispatcher = Dispatcher(self, quorum_handlers())
         self._operations = asyncio.Lock()
         self._commit_waiters: list[tuple[int, asyncio.Future]] = []
         self._duties: asyncio.Task | None = None
@@ -107,11 +108,13 @@ class ControllerServer:
         if self._locks is not None:
             self._locks.acquire()
         self._caught_up = asyncio.get_running_loop().create_future()
-        self._server = KafkaServer(Dispatcher(self, register_quorum()), self.config.get("socket.request.max.bytes"))
+        if self.config.controller_listeners():
+            self._server = KafkaServer(self.dispatcher, self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.controller_listeners():
             self.bound_ports[endpoint.listener] = await self._server.listen(endpoint.listener, endpoint.host,
                                                                            endpoint.port, start_serving=False)
-        voters = self.config.quorum_voters()
+        # the embedded single node names no voters: it is the one voter, reached in process
+        voters = self.config.quorum_voters() or {self.node_id: ("localhost", 0)}
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
                                        may_generate=len(voters) == 1)
         directory = self.config.metadata_log_dir
@@ -122,11 +125,12 @@ class ControllerServer:
         self.replay = MetadataReplay(raft, self.loader, snapshot_policy(self.config))
         self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed)
         self.raft_driver.start()
-        await self._server.start_serving()
+        if self._server is not None:
+            await self._server.start_serving()
         self._committed(raft.high_watermark)
         self._duties = asyncio.ensure_future(self._run_duties())
         listeners = ", ".join(f"{e.listener}://{e.host}:{self.bound_ports[e.listener]}"
-                              for e in self.config.controller_listeners())
+                              for e in self.config.controller_listeners()) or "no listener (in process only)"
         log.info("controller %d started: cluster %s, voters %s, listening on %s, metadata log in %s", self.node_id,
                  cluster_id, ",".join(str(v) for v in sorted(voters)), listeners, directory)
 

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from gregor.broker.handlers import Handler, RequestContext, register_all
+from gregor.broker.handlers import Handler, RequestContext
 from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
@@ -26,10 +26,10 @@ log = logging.getLogger("gregor.dispatcher")
 
 
 class Dispatcher:
-    def __init__(self, broker: "Broker", handlers: dict[int, Handler] | None = None,
+    def __init__(self, broker: "Broker", handlers: dict[int, Handler],
                  on_request: Callable[[int, float], None] | None = None) -> None:
         self._broker = broker
-        self._handlers: dict[int, Handler] = register_all() if handlers is None else handlers
+        self._handlers = handlers
         self._on_request = on_request
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> Any:

@@ -1,20 +1,22 @@
 """The broker process: wires storage, the metadata, replication and the network edge.
 
-Single-node mode runs broker and controller in one process over a one-voter metadata quorum:
-every topic or config change is decided by the controller, committed to `__cluster_metadata`,
-replayed into a new metadata image, and published to the broker, which only then creates,
-deletes or reconfigures local partition logs. A restart replays the same log, so the image it
-builds is the one the broker had.
+Every broker reaches the metadata the same way, whatever the deployment: it registers with the
+active controller and heartbeats (`broker_lifecycle`), sends it the changes clients ask for
+(`handlers/forward`) and its own requests (AlterPartition, AllocateProducerIds, CreateTopics for
+auto-creation) through a `ControllerChannel`, and applies each committed metadata image to its
+partition logs (`on_metadata_update`), only after it has caught up with the quorum's committed
+log once, so a restart never mistakes a stale image for deleted topics.
 
-A broker-only node (`process.roles=broker`) follows a separate controller quorum instead: it
-copies the metadata log as a raft observer (`metadata_observer`), registers and heartbeats
-(`broker_lifecycle`), forwards topic and config changes to the active controller, and hosts
-replicas of partitions led by other brokers, fetching from their leaders (`replica_manager`).
-It takes partition states from the metadata only after it has caught up with the quorum's
-committed log once, so a restart never mistakes a stale image for deleted topics. A
-`broker,controller` node that is one voter of a larger quorum runs a ControllerServer in the same
-process and takes its images from it instead of observing; otherwise it is a broker like the
-broker-only ones (it registers with, and forwards to, whichever voter is active).
+Where the images come from depends on the node's roles:
+
+- the embedded single node (`process.roles=broker,controller`, at most one voter): a
+  ControllerServer in this process is the one voter of the quorum; the broker takes its images
+  from it and reaches it through the channel in process (a `LocalConnection`), not a socket;
+- a combined node (`broker,controller` in a quorum of several voters): the same, but the active
+  controller may be another voter, reached over sockets;
+- a broker-only node (`process.roles=broker`): copies the metadata log as a raft observer
+  (`metadata_observer`) and hosts replicas of partitions led elsewhere, fetching from their
+  leaders (`replica_manager`).
 """
 
 from __future__ import annotations
@@ -23,27 +25,24 @@ import asyncio
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-import random
 import time
 import uuid
-from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Iterable, Iterator, Sequence
 
 from gregor.broker.broker_lifecycle import BrokerLifecycle
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
-from gregor.broker.controller_channel import ControllerChannel
-from gregor.broker.controller_server import ControllerServer, controller_config, snapshot_policy
+from gregor.broker.controller_channel import ControllerChannel, LocalConnection
+from gregor.broker.controller_server import ControllerServer
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
-from gregor.broker.handlers import register_all, register_forwarding
+from gregor.broker.handlers import client_handlers
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.network import KafkaServer
 from gregor.broker.replica_manager import ReplicaManager, replication_config
-from gregor.controller.metadata_node import MetadataNode
-from gregor.controller.operations import ControllerResult, CreatableTopic, CreateTopicResult, Endpoint
-from gregor.controller.quorum_controller import QuorumController
+from gregor.controller.operations import CreatableTopic, CreateTopicResult, Endpoint
 from gregor.controller.replication_control import partition_state, replica_state
 from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
@@ -54,7 +53,6 @@ from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import CreateTopicsRequest
 from gregor.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
-from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.partition import Partition
 from gregor.replication.waiters import PartitionWaiters
@@ -64,7 +62,6 @@ from gregor.storage.log_config import LogConfig
 from gregor.storage.log_manager import LogManager
 
 log = logging.getLogger("gregor.broker")
-T = TypeVar("T")
 
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 HOUSEKEEPING_INTERVAL_S = 1.0
@@ -105,7 +102,6 @@ class Broker:
         self._cleaners: list[asyncio.Task] = []
         self._cleaner_pool: ThreadPoolExecutor | None = None
         self.logs: LogManager | None = None
-        self.metadata: MetadataNode | None = None
         self.observer: MetadataObserver | None = None
         self.controller_server: ControllerServer | None = None
         self.lifecycle: BrokerLifecycle | None = None
@@ -121,8 +117,13 @@ class Broker:
 
     @property
     def is_embedded(self) -> bool:
-        """The single-node mode: this process is the whole cluster, with a one-voter quorum."""
+        """The single-node mode: this process is the whole cluster, the one voter of its quorum."""
         return "controller" in self.config.process_roles and not self.config.combined_quorum
+
+    @property
+    def runs_controller(self) -> bool:
+        """A voter runs in this process (the embedded single node, or a combined node)."""
+        return "controller" in self.config.process_roles
 
     async def start(self) -> None:
         """Lock the data directories and bind the listeners before anything reads or writes data
@@ -135,19 +136,14 @@ class Broker:
             raise
 
     async def _start(self) -> None:
-        self._server = KafkaServer(Dispatcher(self, register_all() if self.is_embedded else register_forwarding(),
-                                              on_request=self._request_done),
+        self._server = KafkaServer(Dispatcher(self, client_handlers(), on_request=self._request_done),
                                    self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
             port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
             self.bound_ports[endpoint.listener] = port
         start = now_ms()
         cluster_id = self._cluster_id()
-        if self.is_embedded:
-            self.metadata = MetadataNode.open(self.config.metadata_log_dir, controller_config(self.config), cluster_id,
-                                              random.Random(), start, snapshot_policy(self.config))
-            self.image = self.metadata.start(start)
-        elif self.config.combined_quorum:
+        if self.runs_controller:
             self.controller_server = ControllerServer(self.config, lock_dirs=False)
             await self.controller_server.start()
             self.image = await self.controller_server.caught_up()
@@ -164,13 +160,10 @@ class Broker:
         elif self.logs.logs:
             log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(self.logs.logs))
         self.replicas.start()
-        (self.metadata or self.observer or self.controller_server.loader).install(self)
+        (self.observer or self.controller_server.loader).install(self)
         endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
                      for e in self.config.advertised_client_listeners()]
-        if self.metadata is not None:
-            self.metadata.bootstrap(endpoints, self.config.get("broker.rack"), now_ms())
-        else:
-            await self._join_cluster(cluster_id, endpoints)
+        await self._join_cluster(cluster_id, endpoints)
         await self._server.start_serving()
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
         if self.config.get("log.cleaner.enable"):
@@ -185,9 +178,16 @@ class Broker:
         """Register with the active controller; it unfences this broker once its heartbeats show
         the metadata caught up (partition leaderships come only then)."""
         raft = self.observer.raft if self.observer is not None else self.controller_server.raft_driver.raft
-        self.controller_channel = ControllerChannel(
-            self.config.quorum_voters(), f"broker-{self.node_id}", lambda: raft.leader_id,
-            self.config.get("controller.quorum.request.timeout.ms"), self.config.get("controller.quorum.retry.backoff.ms"))
+        settings = dict(leader_hint=lambda: raft.leader_id,
+                        request_timeout_ms=self.config.get("controller.quorum.request.timeout.ms"),
+                        retry_backoff_ms=self.config.get("controller.quorum.retry.backoff.ms"))
+        if self.is_embedded:
+            self.controller_channel = ControllerChannel(
+                {self.node_id: LocalConnection(self.controller_server.dispatcher, self.node_id)},
+                f"broker-{self.node_id}", **settings)
+        else:
+            self.controller_channel = ControllerChannel.over_sockets(self.config.quorum_voters(),
+                                                                     f"broker-{self.node_id}", **settings)
         listeners = [BrokerRegistrationRequest.Listener(name=e.listener, host=e.host, port=e.port,
                                                         security_protocol=e.security_protocol) for e in endpoints]
         self.lifecycle = BrokerLifecycle(self.controller_channel, self.node_id, cluster_id, listeners,
@@ -223,8 +223,6 @@ class Broker:
         self.groups.close()
         if self.logs is not None:
             self.logs.shutdown(now_ms())
-        if self.metadata is not None:
-            self.metadata.close()
         if self.observer is not None:
             await self.observer.close()
         if self.lifecycle is not None:
@@ -295,19 +293,6 @@ class Broker:
                     log.exception("swapping cleaned segments of %s-%d failed", task.log.topic, task.log.partition)
 
     # -- metadata
-
-    def commit(self, result: ControllerResult[T]) -> T:
-        """Commit a controller decision; the new image reaches `on_metadata_update` before this returns."""
-        return self.metadata.commit(result, now_ms())
-
-    async def submit(self, operation: Callable[[], ControllerResult[T]]) -> T:
-        """Run a controller operation and commit it: what handlers shared with a controller-only
-        node call (there it waits for the quorum; here the one-voter quorum commits at once)."""
-        return self.commit(operation())
-
-    @property
-    def controller(self) -> QuorumController:
-        return self.metadata.controller
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Bring local partitions in line with a newly committed image."""
@@ -420,9 +405,7 @@ class Broker:
         return dict(states)
 
     def metric_is_active_controller(self) -> bool:
-        if self.controller_server is not None:
-            return self.controller_server.raft_driver.raft.is_leader
-        return self.metadata is not None and self.metadata.raft.is_leader
+        return self.controller_server is not None and self.controller_server.raft_driver.raft.is_leader
 
     def metric_connections(self) -> int:
         return len(self._server.connections) if self._server is not None else 0
@@ -440,9 +423,6 @@ class Broker:
                     yield group_id, topic, index, max(partition.high_watermark - committed.offset, 0)
 
     # -- what handlers use
-
-    def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
-        return self.metadata.describe_quorum(request, now_ms())
 
     def partition(self, topic: str | None, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -464,10 +444,7 @@ class Broker:
                 yield broker_id, AdvertisedEndpoint(endpoint.host, endpoint.port, registration.rack)
 
     async def create_topics(self, topics: list[CreatableTopic]) -> list[CreateTopicResult]:
-        """Have the controller create topics the broker needs (auto-creation, __consumer_offsets):
-        decided here on a combined node, by the active controller from a broker-only one."""
-        if self.metadata is not None:
-            return self.commit(self.controller.create_topics(topics))
+        """Have the active controller create topics the broker needs (auto-creation, __consumer_offsets)."""
         request = CreateTopicsRequest(timeout_ms=int(CONTROLLER_REQUEST_S * 1000), topics=[
             CreateTopicsRequest.CreatableTopic(
                 name=topic.name, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
@@ -498,15 +475,11 @@ class Broker:
         """A fresh producer id from this broker's block, allocating a new block when it runs out."""
         producer_id = next(self._producer_ids, None)
         if producer_id is None:
-            if self.metadata is not None:
-                block = self.commit(self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
-                error, message, first, size = block.error, block.message, block.first_producer_id, block.size
-            else:
-                response = await self.send_to_controller(
-                    AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch),
-                    ALLOCATE_PRODUCER_IDS_VERSION, CONTROLLER_REQUEST_S)
-                error, message = response.error_code, "the controller allocated no producer ids"
-                first, size = response.producer_id_start, response.producer_id_len
+            response = await self.send_to_controller(
+                AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch),
+                ALLOCATE_PRODUCER_IDS_VERSION, CONTROLLER_REQUEST_S)
+            error, message = response.error_code, "the controller allocated no producer ids"
+            first, size = response.producer_id_start, response.producer_id_len
             if error:
                 raise KafkaError(error, message)
             self._producer_ids = iter(range(first, first + size))
@@ -517,11 +490,8 @@ class Broker:
 
     @property
     def broker_epoch(self) -> int:
-        """This broker's registration epoch (in the metadata image on a combined node)."""
-        if self.lifecycle is not None:
-            return self.lifecycle.broker_epoch
-        registration = self.image.brokers.get(self.node_id)
-        return registration.epoch if registration else -1
+        """This broker's registration epoch."""
+        return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
 
     @property
     def inter_broker_listener(self) -> str:
@@ -537,7 +507,7 @@ class Broker:
         """A request to the active controller: this broker's own (AlterPartition, AllocateProducerIds,
         CreateTopics for auto-creation) or a client's, forwarded as it came."""
         if self.controller_channel is None:
-            raise KafkaError(ErrorCode.NOT_CONTROLLER, "a single-node broker has no controller to ask")
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the broker has not joined its cluster yet")
         return await self.controller_channel.send(request, version, timeout_s)
 
     def on_leader_append(self, partition: Partition) -> None:

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from gregor.controller.metadata_node import MetadataNode
+from tests.unit.controller.metadata_node import MetadataNode
 from gregor.controller.operations import Endpoint
 from gregor.controller.quorum_controller import ControllerConfig
 from gregor.raft.memory_log import MemoryLog

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from gregor.controller.metadata_node import MetadataNode
+from tests.unit.controller.metadata_node import MetadataNode
 from gregor.controller.operations import AlterConfigsResource, CreatableTopic, PartitionsIncrease
 from gregor.controller.quorum_controller import (
     ControllerConfig, QuorumController, generate_cluster_id,

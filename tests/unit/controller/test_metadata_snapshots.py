@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from gregor.controller.metadata_node import MetadataNode
+from tests.unit.controller.metadata_node import MetadataNode
 from gregor.controller.metadata_replay import SnapshotPolicy, decode_snapshot, encode_snapshot
 from gregor.controller.operations import AlterConfigsResource, CreatableTopic
 from gregor.controller.quorum_controller import ControllerConfig

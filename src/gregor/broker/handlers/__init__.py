@@ -74,27 +74,25 @@ def _collect() -> dict[int, Handler]:
     return handlers
 
 
-HANDLERS: dict[int, Handler] = {}
+CLIENT_HANDLERS: dict[int, Handler] = {}
 QUORUM_HANDLERS: dict[int, Handler] = {}
 
 
-def register_all() -> dict[int, Handler]:
-    """The broker's APIs, for its client listeners."""
-    if not HANDLERS:
-        HANDLERS.update(_collect())
-    return HANDLERS
+def client_handlers() -> dict[int, Handler]:
+    """A broker's client listeners: its own APIs, with the controller's (topic and config changes,
+    leader elections, reassignments, DescribeQuorum) forwarded to the active controller, which on
+    the embedded single node is in the same process."""
+    if not CLIENT_HANDLERS:
+        from gregor.broker.handlers.forward import FORWARDED, forwarding
+        CLIENT_HANDLERS.update({key: forwarding(handler) if key in FORWARDED else handler
+                                for key, handler in _collect().items()})
+    return CLIENT_HANDLERS
 
 
-def register_forwarding() -> dict[int, Handler]:
-    """A broker-only node's APIs: the broker's, with the controller's decisions forwarded to it."""
-    from gregor.broker.handlers.forward import FORWARDED, forwarding
-    return {key: forwarding(handler) if key in FORWARDED else handler for key, handler in register_all().items()}
-
-
-def register_quorum() -> dict[int, Handler]:
-    """The controller listener's APIs: the raft quorum's, the brokers' (registration, heartbeats,
-    ISR changes), the topic, config, leader-election and reassignment requests brokers forward,
-    and ApiVersions."""
+def quorum_handlers() -> dict[int, Handler]:
+    """The controller's APIs, on its listener and to a broker in the same process: the raft
+    quorum's, the brokers' (registration, heartbeats, ISR changes), the topic, config,
+    leader-election and reassignment requests brokers forward, and ApiVersions."""
     if not QUORUM_HANDLERS:
         from gregor.broker.handlers import (
             allocate_producer_ids, alter_configs, alter_partition, alter_partition_reassignments, api_versions,

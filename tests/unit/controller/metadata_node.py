@@ -1,13 +1,10 @@
-"""One node's metadata stack: raft client, loader (the image) and controller, wired once.
+"""The controller's metadata stack committed synchronously: a test harness.
 
-This is the single path from a decision to an image, for the embedded single-node mode and,
-later, for every voter of a quorum:
-
-    controller op -> ControllerResult -> commit(): frame records, raft append -> committed
-    entries -> loader replays them -> new image published to the controller and the broker
-
-Opening the node replays the whole committed log into the image first, so a restart rebuilds
-exactly the image the node had. All methods take the current time; nothing reads a clock.
+A one-voter raft client, the loader (the image) and the controller, wired as a ControllerServer
+wires them, but driven without an event loop: `commit` appends a decision's records and replays
+them into a new image before it returns. The controller unit tests use it to run operations
+through the real record path (decision -> records -> raft log -> replay -> image) in one call.
+Production brokers reach the controller only through ControllerServer and a ControllerChannel.
 """
 
 from __future__ import annotations

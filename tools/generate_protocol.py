@@ -691,7 +691,7 @@ def generate(spec_dir: str) -> dict[str, str]:
     init.append("METADATA_RECORDS: dict[int, type[Message]] = {"
                 + ", ".join(f"{k}: {n}" for k, n in metadata) + "}")
     init.append("")
-    init.append("__all__ = [" + ", ".join(repr(n) for n in sorted(exports) + ["ApiKey", "REQUESTS", "RESPONSES", "METADATA_RECORDS"]) + "]")
+    init.append("__all__ = [" + ", ".join(repr(n) for n in sorted(exports) + ["ApiKey", "Message", "REQUESTS", "RESPONSES", "METADATA_RECORDS"]) + "]")
     files["messages/__init__.py"] = "\n".join(init) + "\n"
     return files
 

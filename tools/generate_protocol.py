@@ -28,6 +28,7 @@ HEADER = (
 FAMILIES = ("clients", "metadata", "group-coordinator", "raft")
 PRIMITIVES = {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64",
               "string", "bytes", "records", "uuid"}
+BUFFER = "bytes | bytearray | memoryview"
 FIXED_SIZE = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
               "int64": 8, "float64": 8, "uuid": 16}
 
@@ -217,6 +218,11 @@ def load_message(path: str) -> Message:
 # ---------------------------------------------------------------- code generation
 
 
+PY_TYPES = {"bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int", "uint32": "int",
+            "int64": "int", "float64": "float", "string": "str", "bytes": "bytes", "uuid": "UUID",
+            "records": "RecordsData"}
+
+
 class Emitter:
     """Writes the decode/encode functions of one message for each of its versions."""
 
@@ -232,6 +238,16 @@ class Emitter:
 
     def struct_of(self, field_: Field) -> Struct:
         return self.message.structs[field_.element]
+
+    def py_type(self, field_: Field) -> str:
+        """The attribute's annotation: None is allowed where some version can carry null or the default is null."""
+        element = field_.element
+        text = self.qualified(self.struct_of(field_)) if field_.is_struct else PY_TYPES[element]
+        if field_.is_array:
+            text = f"list[{text}]"
+        if field_.nullable.low <= field_.nullable.high or self.default_expr(field_) == "None":
+            text += " | None"
+        return text
 
     def min_size(self, field_: Field, flexible: bool) -> int:
         if field_.element in FIXED_SIZE:
@@ -398,9 +414,9 @@ def all_structs(struct: Struct) -> list[Struct]:
     return result
 
 
-def class_source(message: Message, struct: Struct, indent: str) -> list[str]:
+def class_source(message: Message, struct: Struct, indent: str, base: str = "Struct") -> list[str]:
     """A struct's class; nested structs of any depth become attributes of the message class."""
-    lines = [f"{indent}class {struct.name}(Struct):"]
+    lines = [f"{indent}class {struct.name}({base}):"]
     attrs = [f.attr for f in struct.fields]
     lines.append(f"{indent}    __slots__ = {tuple(attrs + ['_unknown_tagged_fields'])!r}")
     schema = []
@@ -411,22 +427,23 @@ def class_source(message: Message, struct: Struct, indent: str) -> list[str]:
             f"{(f.tagged.low, min(f.tagged.high, 32767)) if f.tagged else None!r}, {f.tag!r})"
         )
     lines.append(f"{indent}    _SCHEMA = ({', '.join(schema)}{',' if len(schema) == 1 else ''})")
+    emitter = Emitter(message)
+    lines.extend(f"{indent}    {f.attr}: {emitter.py_type(f)}" for f in struct.fields)
     if struct is message.root:
         for nested in all_structs(struct)[:-1]:
             lines.extend(class_source(message, nested, indent + "    "))
     params = []
     assigns = []
-    emitter = Emitter(message)
     for f in struct.fields:
         default = emitter.default_expr(f)
         if default in ("[]",) or (f.is_struct and default != "None"):
-            params.append(f"{f.attr}=_UNSET")
+            params.append(f"{f.attr}: {emitter.py_type(f)} | _Unset = _UNSET")
             assigns.append(f"{indent}        self.{f.attr} = {default} if {f.attr} is _UNSET else {f.attr}")
         else:
-            params.append(f"{f.attr}={default}")
+            params.append(f"{f.attr}: {emitter.py_type(f)} = {default}")
             assigns.append(f"{indent}        self.{f.attr} = {f.attr}")
     signature = ", ".join(["self"] + (["*"] + params if params else []))
-    lines.append(f"{indent}    def __init__({signature}):")
+    lines.append(f"{indent}    def __init__({signature}) -> None:")
     lines.extend(assigns)
     lines.append(f"{indent}        self._unknown_tagged_fields = None")
     lines.append("")
@@ -434,10 +451,13 @@ def class_source(message: Message, struct: Struct, indent: str) -> list[str]:
 
 
 IMPORTS = (
+    "from __future__ import annotations\n\n"
+    "from typing import Self\n"
+    "from uuid import UUID\n\n"
     "from gregor.protocol.messages._base import (\n"
-    "    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,\n"
-    "    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,\n"
-    "    decode_with, encode_with,\n"
+    "    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,\n"
+    "    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,\n"
+    "    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,\n"
     ")\n"
 )
 
@@ -456,22 +476,22 @@ def message_body(message: Message) -> str:
     versions = range(message.valid.low, message.valid.high + 1)
     decoders, encoders = f"_DECODERS_{root.name}", f"_ENCODERS_{root.name}"
     out = [""]
-    out.extend(class_source(message, root, ""))
+    out.extend(class_source(message, root, "", "Message"))
     out.append(f"    API_KEY = {message.api_key!r}")
     out.append(f"    VALID_VERSIONS = ({message.valid.low}, {message.valid.high})")
     flex_min = message.flexible.low if message.flexible.low <= message.flexible.high else None
     out.append(f"    FLEXIBLE_VERSIONS_MIN = {flex_min!r}")
     out.append("")
     out.append("    @classmethod")
-    out.append("    def decode(cls, data, version):")
+    out.append(f"    def decode(cls, data: {BUFFER} | Reader, version: int) -> Self:")
     out.append(f"        return decode_with({decoders}, cls, data, version)")
     out.append("")
-    out.append("    def encode_into(self, w, version):")
+    out.append("    def encode_into(self, w: Writer, version: int) -> None:")
     out.append(f"        encode_with({encoders}, self, w, version)")
     if message.kind in ("request", "response"):
         out.append("")
         out.append("    @classmethod")
-        out.append("    def header_version(cls, version):")
+        out.append("    def header_version(cls, version: int) -> int:")
         if message.kind == "request":
             if message.name == "ControlledShutdownRequest":
                 out.append("        if version == 0:")
@@ -487,20 +507,42 @@ def message_body(message: Message) -> str:
             emitter.emit_decoder(struct, version)
             emitter.emit_encoder(struct, version)
     out.extend(emitter.lines)
-    out.append(f"{decoders} = {{{', '.join(f'{v}: {emitter.decoder_name(root, v)}' for v in versions)}}}")
-    out.append(f"{encoders} = {{{', '.join(f'{v}: {emitter.encoder_name(root, v)}' for v in versions)}}}")
+    out.append(f"{decoders}: dict[int, Decoder] = "
+               f"{{{', '.join(f'{v}: {emitter.decoder_name(root, v)}' for v in versions)}}}")
+    out.append(f"{encoders}: dict[int, Encoder] = "
+               f"{{{', '.join(f'{v}: {emitter.encoder_name(root, v)}' for v in versions)}}}")
     return "\n".join(out) + "\n"
 
 
-BASE_MODULE = HEADER + '''"""Shared runtime of the generated message classes."""
+BASE_MODULE = HEADER + '''\"\"\"Shared runtime of the generated message classes.\"\"\"
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sized
+from typing import Any, ClassVar, Final, Self, TypeVar
 
 from gregor.protocol.exceptions import DecodeError, EncodeError
 from gregor.protocol.primitives import ZERO_UUID, Reader, Writer
 
-_UNSET = object()
-_new = object.__new__
+__all__ = ["Message", "Struct", "Reader", "Writer", "RecordsData", "ZERO_UUID", "DecodeError", "EncodeError"]
 
-__all__ = ["Struct", "Reader", "Writer", "ZERO_UUID", "DecodeError", "EncodeError"]
+RecordsData = bytes | bytearray | memoryview | Sized
+\"\"\"A records field: bytes when built or decoded, or an opaque part the transport sends as is (a file region).\"\"\"
+
+Decoder = Callable[[Reader], Any]
+Encoder = Callable[[Writer, Any], None]
+_M = TypeVar("_M", bound="Message")
+
+
+class _Unset(enum.Enum):
+    \"\"\"The default of a list or struct argument: the field gets a fresh empty value (never a shared one).\"\"\"
+
+    UNSET = 0
+
+
+_UNSET: Final = _Unset.UNSET
+_new = object.__new__
 
 
 def _R_bool(r): return r.bool()
@@ -519,41 +561,65 @@ def _R_compact_bytes(r): return r.compact_bytes()
 
 
 class Struct:
-    """Base of every generated struct: equality, repr and encoding entry points."""
+    \"\"\"Base of every generated struct: equality and repr.\"\"\"
 
-    __slots__ = ()
-    _SCHEMA = ()
+    __slots__: tuple[str, ...] = ()
+    _SCHEMA: ClassVar[tuple[tuple[str, str, tuple[int, int], tuple[int, int], tuple[int, int] | None, int | None], ...]] = ()
+    _unknown_tagged_fields: list[tuple[int, bytes]] | None
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__
                            if name != "_unknown_tagged_fields")
         return f"{type(self).__qualname__}({fields})"
 
-    def encode(self, version):
+
+class Message(Struct):
+    \"\"\"Base of every top-level message (request, response, header, record): versions and the codec entry points.\"\"\"
+
+    __slots__ = ()
+    API_KEY: ClassVar[int | None]
+    VALID_VERSIONS: ClassVar[tuple[int, int]]
+    FLEXIBLE_VERSIONS_MIN: ClassVar[int | None]
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
+        raise NotImplementedError
+
+    def encode_into(self, w: Writer, version: int) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def header_version(cls, version: int) -> int:
+        \"\"\"The request or response header version that goes with this version (requests and responses only).\"\"\"
+        raise NotImplementedError
+
+    def encode(self, version: int) -> bytes:
         w = Writer()
         self.encode_into(w, version)
         return w.getvalue()
 
 
-def decode_with(decoders, cls, data, version):
-    """Decode a whole message; given a Reader, decode from its position and leave the rest."""
+def decode_with(decoders: Mapping[int, Decoder], cls: type[_M], data: bytes | bytearray | memoryview | Reader,
+                version: int) -> _M:
+    \"\"\"Decode a whole message; given a Reader, decode from its position and leave the rest.\"\"\"
     decoder = decoders.get(version)
     if decoder is None:
         raise DecodeError(f"{cls.__name__} has no version {version}")
     if isinstance(data, Reader):
-        return decoder(data)
+        message: _M = decoder(data)
+        return message
     reader = Reader(data)
     message = decoder(reader)
     reader.expect_end()
     return message
 
 
-def encode_with(encoders, message, w, version):
+def encode_with(encoders: Mapping[int, Encoder], message: Message, w: Writer, version: int) -> None:
     encoder = encoders.get(version)
     if encoder is None:
         raise EncodeError(f"{type(message).__name__} has no version {version}")
@@ -604,7 +670,7 @@ def generate(spec_dir: str) -> dict[str, str]:
                 modules.setdefault(package + module_name(message), []).append(message)
     files["messages/_base.py"] = BASE_MODULE
     init = [HEADER, '"""Every message of the Kafka protocol specs, by name and by API key."""', "",
-            "import enum", ""]
+            "import enum", "", "from gregor.protocol.messages._base import Message"]
     exports = []
     for path, group in sorted(modules.items()):
         files[f"messages/{path}.py"] = module_source(group)
@@ -620,11 +686,12 @@ def generate(spec_dir: str) -> dict[str, str]:
     init.extend(["", "", "class ApiKey(enum.IntEnum):"])
     init.extend(f"    {snake(name[:-len('Request')]).upper().rstrip('_')} = {key}" for key, name in requests)
     init.extend(["", ""])
-    init.append("REQUESTS = {" + ", ".join(f"{k}: {n}" for k, n in requests) + "}")
-    init.append("RESPONSES = {" + ", ".join(f"{k}: {n}" for k, n in responses) + "}")
-    init.append("METADATA_RECORDS = {" + ", ".join(f"{k}: {n}" for k, n in metadata) + "}")
+    init.append("REQUESTS: dict[int, type[Message]] = {" + ", ".join(f"{k}: {n}" for k, n in requests) + "}")
+    init.append("RESPONSES: dict[int, type[Message]] = {" + ", ".join(f"{k}: {n}" for k, n in responses) + "}")
+    init.append("METADATA_RECORDS: dict[int, type[Message]] = {"
+                + ", ".join(f"{k}: {n}" for k, n in metadata) + "}")
     init.append("")
-    init.append("__all__ = [" + ", ".join(repr(n) for n in sorted(exports) + ["ApiKey", "REQUESTS", "RESPONSES", "METADATA_RECORDS"]) + "]")
+    init.append("__all__ = [" + ", ".join(repr(n) for n in sorted(exports) + ["ApiKey", "Message", "REQUESTS", "RESPONSES", "METADATA_RECORDS"]) + "]")
     files["messages/__init__.py"] = "\n".join(init) + "\n"
     return files
 

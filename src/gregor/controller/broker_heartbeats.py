@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from gregor.controller.replication_control import UncleanPolicy, fence_broker, unfence_broker
 from gregor.metadata.image import MetadataImage
 from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import Message
 from gregor.protocol.messages.metadata_records.broker_registration_change_record import (
     BrokerRegistrationChangeRecord,
 )
@@ -34,7 +35,7 @@ class HeartbeatReply:
     is_caught_up: bool = False
     is_fenced: bool = True
     should_shut_down: bool = False
-    records: tuple = ()
+    records: tuple[Message, ...] = ()
 
 
 class BrokerHeartbeats:
@@ -79,7 +80,7 @@ class BrokerHeartbeats:
         if broker.fenced or not leads:
             return HeartbeatReply(is_caught_up=caught_up, is_fenced=True, should_shut_down=True,
                                   records=tuple(fence_broker(image, broker_id, unclean_allowed)))
-        records: list = []
+        records: list[Message] = []
         if not broker.in_controlled_shutdown:
             records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker.epoch,
                                                           in_controlled_shutdown=1))

@@ -23,6 +23,7 @@ from gregor.controller.partition_change import Election, PartitionChange
 from gregor.controller.reassignment import is_reassigning
 from gregor.controller.replication_control import acceptable_leaders, preferred_replica
 from gregor.metadata.image import NO_LEADER, MetadataImage, PartitionRegistration
+from gregor.protocol.messages import Message
 
 MAX_ELECTIONS = 1000
 
@@ -47,12 +48,12 @@ def leader_imbalance(image: MetadataImage) -> dict[int, float]:
     return {broker_id: elsewhere.get(broker_id, 0) / count for broker_id, count in preferred.items()}
 
 
-def rebalance_leaders(image: MetadataImage, imbalance_percentage: int) -> list:
+def rebalance_leaders(image: MetadataImage, imbalance_percentage: int) -> list[Message]:
     """The preferred-leader elections of the brokers whose imbalance exceeds the percentage."""
     imbalanced = {broker_id for broker_id, share in leader_imbalance(image).items()
                   if share * 100 > imbalance_percentage}
     acceptable = acceptable_leaders(image)
-    records: list = []
+    records: list[Message] = []
     for broker_id, name, index, registration in _preferred_partitions(image):
         if broker_id not in imbalanced or registration.leader == broker_id:
             continue

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader
-from gregor.metadata.record_codec import decode_metadata_record, encode_metadata_record
+from gregor.metadata.record_codec import MetadataRecordError, decode_metadata_record, encode_metadata_record
 from gregor.metadata.snapshot import image_records
+from gregor.protocol.messages import Message
 from gregor.raft.client import RaftClient
 from gregor.records.batch import scan_batches
 from gregor.records.record import BatchBuilder, decode_records
@@ -49,12 +50,18 @@ def encode_snapshot(image: MetadataImage, now_ms: int) -> bytes:
     return b"".join(batches)
 
 
-def decode_snapshot(data: bytes) -> list:
+def decode_snapshot(data: bytes) -> list[Message]:
+    """The records of a snapshot; ValueError (MetadataRecordError for a bad record) if it is not one."""
     batches, end = scan_batches(data)
     if end != len(data):
         raise ValueError(f"the metadata snapshot has {len(data) - end} trailing bytes that are not a batch")
-    return [decode_metadata_record(record.value) for header, pos in batches
-            for record in decode_records(data, pos, header, MAX_SNAPSHOT_BATCH_BYTES)]
+    records = []
+    for header, pos in batches:
+        for record in decode_records(data, pos, header, MAX_SNAPSHOT_BATCH_BYTES):
+            if record.value is None:
+                raise MetadataRecordError(f"the metadata snapshot's record at offset {record.offset} has no value")
+            records.append(decode_metadata_record(record.value))
+    return records
 
 
 class MetadataReplay:

@@ -22,8 +22,9 @@ def place_replicas(brokers: Sequence[int], partitions: range, replication_factor
                    rng: random.Random, racks: Mapping[int, str | None] | None = None) -> dict[int, list[int]]:
     """partition → replica list; `brokers` sorted, `replication_factor` ≤ len(brokers)."""
     racks = racks or {}
-    if brokers and all(racks.get(broker) for broker in brokers):
-        return _rack_aware(brokers, partitions, replication_factor, rng, racks)
+    known = {broker: rack for broker in brokers if (rack := racks.get(broker))}
+    if brokers and all(broker in known for broker in brokers):
+        return _rack_aware(brokers, partitions, replication_factor, rng, known)
     count = len(brokers)
     start = rng.randrange(count)
     shift = rng.randrange(count)
@@ -39,7 +40,7 @@ def place_replicas(brokers: Sequence[int], partitions: range, replication_factor
     return placement
 
 
-def rack_alternated(brokers: Sequence[int], racks: Mapping[int, str | None]) -> list[int]:
+def rack_alternated(brokers: Sequence[int], racks: Mapping[int, str]) -> list[int]:
     """The brokers one rack at a time in turn: the first of each rack, then the second, ..."""
     by_rack: dict[str, list[int]] = {}
     for broker in sorted(brokers):
@@ -49,7 +50,7 @@ def rack_alternated(brokers: Sequence[int], racks: Mapping[int, str | None]) -> 
 
 
 def _rack_aware(brokers: Sequence[int], partitions: range, replication_factor: int, rng: random.Random,
-                racks: Mapping[int, str | None]) -> dict[int, list[int]]:
+                racks: Mapping[int, str]) -> dict[int, list[int]]:
     arranged = rack_alternated(brokers, racks)
     count, rack_count = len(arranged), len(set(racks[broker] for broker in arranged))
     start = rng.randrange(count)

@@ -29,6 +29,7 @@ from gregor.controller.replication_control import UncleanPolicy, acceptable_lead
 from gregor.metadata.delta import merge_partition_change
 from gregor.metadata.image import MetadataImage, PartitionRegistration
 from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import Message
 
 
 @dataclass(frozen=True)
@@ -84,18 +85,20 @@ def _check_target(image: MetadataImage, target: Sequence[int]) -> str | None:
 
 
 def alter_reassignments(image: MetadataImage, targets: Iterable[tuple[str, int, Sequence[int] | None]],
-                        unclean_allowed: UncleanPolicy) -> tuple[list[ReassignmentResult], list]:
+                        unclean_allowed: UncleanPolicy) -> tuple[list[ReassignmentResult], list[Message]]:
     """AlterPartitionReassignments: per (topic, partition, target replicas or None to cancel) a
     result and the records that start, complete or cancel the reassignments. A partition named
     twice gets its second target applied on top of the first."""
     acceptable = acceptable_leaders(image)
     changed: dict[tuple[str, int], PartitionRegistration] = {}
     results: list[ReassignmentResult] = []
-    records: list = []
+    records: list[Message] = []
     for name, index, target in targets:
         topic = image.topics.get(name)
-        registration = changed.get((name, index)) or (topic.partitions.get(index) if topic is not None else None)
-        if registration is None:
+        registration = None
+        if topic is not None:
+            registration = changed.get((name, index)) or topic.partitions.get(index)
+        if topic is None or registration is None:
             results.append(ReassignmentResult(name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                               f"Unable to find partition {name}:{index}."))
             continue

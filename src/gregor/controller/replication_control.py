@@ -23,6 +23,7 @@ from gregor.controller.partition_change import NO_LEADER, NO_LEADER_CHANGE, Elec
 from gregor.metadata.image import MetadataImage, PartitionRegistration
 from gregor.metadata.topic_configs import effective_topic_config
 from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import Message
 from gregor.protocol.messages.metadata_records.fence_broker_record import FenceBrokerRecord
 from gregor.protocol.messages.metadata_records.partition_change_record import PartitionChangeRecord
 from gregor.protocol.messages.metadata_records.unfence_broker_record import UnfenceBrokerRecord
@@ -75,13 +76,13 @@ def _partitions_of(image: MetadataImage, broker_id: int) -> Iterable[tuple[str, 
                 yield name, topic.topic_id, index, registration
 
 
-def fence_broker(image: MetadataImage, broker_id: int, unclean_allowed: UncleanPolicy) -> list:
+def fence_broker(image: MetadataImage, broker_id: int, unclean_allowed: UncleanPolicy) -> list[Message]:
     """The broker missed its session (or shut down): fence it, take it out of every ISR (the
     last member stays, so a clean election can find it later) and move its leaderships."""
     broker = image.brokers.get(broker_id)
     if broker is None or broker.fenced:
         return []
-    records: list = [FenceBrokerRecord(id=broker_id, epoch=broker.epoch)]
+    records: list[Message] = [FenceBrokerRecord(id=broker_id, epoch=broker.epoch)]
     acceptable = acceptable_leaders(image, excluded=broker_id)
     for name, topic_id, index, registration in _partitions_of(image, broker_id):
         change = PartitionChange(registration, topic_id, index, acceptable, unclean_allowed(name))
@@ -92,13 +93,13 @@ def fence_broker(image: MetadataImage, broker_id: int, unclean_allowed: UncleanP
     return records
 
 
-def unfence_broker(image: MetadataImage, broker_id: int, unclean_allowed: UncleanPolicy) -> list:
+def unfence_broker(image: MetadataImage, broker_id: int, unclean_allowed: UncleanPolicy) -> list[Message]:
     """The broker is back and caught up: unfence it and give leaderless partitions it can lead a
     leader. It rejoins ISRs only when their leaders propose it (AlterPartition)."""
     broker = image.brokers.get(broker_id)
     if broker is None or not broker.fenced:
         return []
-    records: list = [UnfenceBrokerRecord(id=broker_id, epoch=broker.epoch)]
+    records: list[Message] = [UnfenceBrokerRecord(id=broker_id, epoch=broker.epoch)]
 
     def acceptable(candidate: int) -> bool:
         return candidate == broker_id or acceptable_leaders(image)(candidate)
@@ -147,7 +148,7 @@ class ElectionType(enum.IntEnum):
 
 
 def elect_leaders(image: MetadataImage, election_type: ElectionType,
-                  topics: Iterable[tuple[str, Iterable[int]]] | None) -> tuple[list[tuple[str, list]], list]:
+                  topics: Iterable[tuple[str, Iterable[int]]] | None) -> tuple[list[tuple[str, list[tuple[int, ErrorCode]]]], list[Message]]:
     """ElectLeaders, as Kafka's controller answers it: per topic of the request, (partition,
     error) for each of its partitions, and the records. The error is NONE (a leader was elected),
     ELECTION_NOT_NEEDED (PREFERRED: already led by its preferred replica; UNCLEAN: it has a
@@ -159,12 +160,12 @@ def elect_leaders(image: MetadataImage, election_type: ElectionType,
     `topics` None means every partition of every topic; then partitions that need no election
     are left out of the answer. A partition named twice is elected once."""
     every = topics is None
-    if every:
+    if topics is None:
         topics = [(name, sorted(topic.partitions)) for name, topic in image.topics.items()]
     acceptable = acceptable_leaders(image)
     answered: dict[tuple[str, int], ErrorCode] = {}
-    results: list[tuple[str, list]] = []
-    records: list = []
+    results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
+    records: list[Message] = []
     for name, indexes in topics:
         answers: list[tuple[int, ErrorCode]] = []
         topic = image.topics.get(name)
@@ -173,7 +174,7 @@ def elect_leaders(image: MetadataImage, election_type: ElectionType,
             if error is None:
                 registration = topic.partitions.get(index) if topic is not None else None
                 error, record = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-                if registration is not None:
+                if topic is not None and registration is not None:
                     error, record = _elect(registration, topic.topic_id, index, election_type, acceptable)
                 answered[(name, index)] = error
                 if record is not None:
@@ -207,7 +208,7 @@ def preferred_replica(registration: PartitionRegistration) -> int:
 
 
 def elect_preferred_leaders(image: MetadataImage,
-                            partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], ErrorCode], list]:
+                            partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], ErrorCode], list[Message]]:
     """ElectLeaders (PREFERRED) for the named partitions, answered per partition."""
     topics: dict[str, list[int]] = {}
     for name, index in partitions:

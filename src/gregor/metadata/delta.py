@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from gregor.metadata.image import (
     TOPIC_RESOURCE, BrokerEndpoint, BrokerRegistration, MetadataImage, PartitionRegistration,
@@ -264,8 +264,8 @@ class MetadataDelta:
                     by_id[topic_id] = image.topics_by_id[topic_id]
                 else:
                     by_id[topic_id] = TopicImage(name, topic_id, MappingProxyType(dict(partitions)))
-            topics_by_id = MappingProxyType(by_id)
-            topics = MappingProxyType({topic.name: topic for topic in by_id.values()})
+            topics_by_id: Mapping[uuid.UUID, TopicImage] = MappingProxyType(by_id)
+            topics: Mapping[str, TopicImage] = MappingProxyType({topic.name: topic for topic in by_id.values()})
         else:
             topics_by_id, topics = image.topics_by_id, image.topics
         configs = image.configs

@@ -10,14 +10,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 METADATA_VERSION_FEATURE = "metadata.version"
 NO_LEADER = -1
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})  # empty, so a mapping of any key and value type
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,9 @@ class MetadataLoader:
         delta.replay(NoOpRecord(), end_offset - 1, epoch)
         return self._publish(delta)
 
-    def load(self, entries: Iterable[LogEntry]) -> MetadataDelta | None:
-        """Replay `entries` (framed values), publish the new image; None if there were none."""
+    def load(self, entries: Iterable[tuple[int, int, bytes]]) -> MetadataDelta | None:
+        """Replay `entries` ((offset, epoch, framed value), e.g. LogEntry or raft's CommittedEntry), publish
+        the new image; None if there were none."""
         delta = MetadataDelta(self.image)
         replayed = False
         for offset, epoch, value in entries:

@@ -8,10 +8,8 @@ Kafka's dump tools and vice versa.
 
 from __future__ import annotations
 
-from typing import Any
-
 from gregor.protocol.exceptions import DecodeError, EncodeError
-from gregor.protocol.messages import METADATA_RECORDS
+from gregor.protocol.messages import METADATA_RECORDS, Message
 from gregor.protocol.primitives import Reader, uvarint_bytes
 
 FRAME_VERSION = 1
@@ -22,7 +20,7 @@ class MetadataRecordError(DecodeError):
     """A metadata log value that this build cannot read: bad frame, unknown type or version."""
 
 
-def encode_metadata_record(record: Any, version: int | None = None) -> bytes:
+def encode_metadata_record(record: Message, version: int | None = None) -> bytes:
     """Frame `record` at `version` (default: the highest version the codec knows)."""
     api_key = _TYPE_OF_CLASS.get(type(record))
     if api_key is None:
@@ -34,7 +32,7 @@ def encode_metadata_record(record: Any, version: int | None = None) -> bytes:
     return uvarint_bytes(FRAME_VERSION) + uvarint_bytes(api_key) + uvarint_bytes(version) + record.encode(version)
 
 
-def decode_metadata_record(value: bytes | bytearray | memoryview) -> Any:
+def decode_metadata_record(value: bytes | bytearray | memoryview) -> Message:
     """The record framed in `value`; MetadataRecordError if it is not one we can read."""
     reader = Reader(value)
     frame_version = reader.uvarint()

@@ -7,6 +7,7 @@ at most its own size. All failures surface as DecodeError.
 
 from __future__ import annotations
 
+import builtins
 import struct
 import uuid
 from typing import Any, Callable
@@ -151,17 +152,17 @@ class Reader:
             raise DecodeError("null bytes where bytes are required")
         return self._blob(size)
 
-    def nullable_bytes(self) -> bytes | None:
+    def nullable_bytes(self) -> builtins.bytes | None:
         size = self.int32()
         return None if size < 0 else self._blob(size)
 
-    def compact_bytes(self) -> bytes:
+    def compact_bytes(self) -> builtins.bytes:
         size = self.uvarint() - 1
         if size < 0:
             raise DecodeError("null bytes where bytes are required")
         return self._blob(size)
 
-    def compact_nullable_bytes(self) -> bytes | None:
+    def compact_nullable_bytes(self) -> builtins.bytes | None:
         size = self.uvarint() - 1
         return None if size < 0 else self._blob(size)
 
@@ -209,7 +210,7 @@ class Reader:
             return None
         return [read(self) for _ in range(self._count(count, min_element_size))]
 
-    def tagged_fields(self, known: Callable[["Reader", int, int], bool]) -> list[tuple[int, bytes]] | None:
+    def tagged_fields(self, known: Callable[["Reader", int, int], builtins.bool]) -> list[tuple[int, builtins.bytes]] | None:
         """Read a tagged-field section; `known(reader, tag, size)` decodes the tags it knows.
 
         Unknown tags are returned raw so that they survive a decode/encode round trip.
@@ -227,7 +228,7 @@ class Reader:
                 unknown.append((tag, bytes(self.buf[start:start + size])))
         return unknown
 
-    def skip_tagged_fields(self) -> list[tuple[int, bytes]] | None:
+    def skip_tagged_fields(self) -> list[tuple[int, builtins.bytes]] | None:
         return self.tagged_fields(_unknown_tag)
 
     def expect_end(self) -> None:
@@ -342,19 +343,19 @@ class Writer:
         self._buf += _I32.pack(len(value))
         self._buf += value
 
-    def nullable_bytes(self, value: bytes | None) -> None:
+    def nullable_bytes(self, value: builtins.bytes | None) -> None:
         if value is None:
             self._buf += b"\xff\xff\xff\xff"
         else:
             self.bytes(value)
 
-    def compact_bytes(self, value: bytes) -> None:
+    def compact_bytes(self, value: builtins.bytes) -> None:
         if value is None:
             raise EncodeError("null where bytes are required")
         self.uvarint(len(value) + 1)
         self._buf += value
 
-    def compact_nullable_bytes(self, value: bytes | None) -> None:
+    def compact_nullable_bytes(self, value: builtins.bytes | None) -> None:
         if value is None:
             self._buf.append(0)
         else:
@@ -390,7 +391,7 @@ class Writer:
         self._parts.append(part)
         self._opaque_size += len(part)
 
-    def array_length(self, value: list | None, nullable: bool = False) -> None:
+    def array_length(self, value: list | None, nullable: builtins.bool = False) -> None:
         if value is None:
             if not nullable:
                 raise EncodeError("null where an array is required")
@@ -398,7 +399,7 @@ class Writer:
         else:
             self._buf += _I32.pack(len(value))
 
-    def compact_array_length(self, value: list | None, nullable: bool = False) -> None:
+    def compact_array_length(self, value: list | None, nullable: builtins.bool = False) -> None:
         if value is None:
             if not nullable:
                 raise EncodeError("null where an array is required")
@@ -406,7 +407,7 @@ class Writer:
         else:
             self.uvarint(len(value) + 1)
 
-    def tagged_fields(self, fields: list[tuple[int, bytes]]) -> None:
+    def tagged_fields(self, fields: list[tuple[int, builtins.bytes]]) -> None:
         """Write a tagged-field section from (tag, encoded value) pairs, in tag order."""
         fields.sort(key=lambda item: item[0])
         self.uvarint(len(fields))
@@ -427,7 +428,7 @@ class Writer:
             parts.append(bytes(self._buf))
         return parts
 
-    def getvalue(self) -> bytes:
+    def getvalue(self) -> builtins.bytes:
         if self._parts is not None:
             raise EncodeError("the message holds opaque parts; use parts()")
         return bytes(self._buf)

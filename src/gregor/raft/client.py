@@ -31,11 +31,11 @@ from __future__ import annotations
 import random
 import struct
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
-from gregor.protocol.messages import LeaderChangeMessage
+from gregor.protocol.messages import LeaderChangeMessage, Message
 from gregor.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from gregor.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest, EndQuorumEpochResponse
@@ -294,24 +294,24 @@ class RaftClient:
             self._maybe_fetch(now_ms)
         return self._take_effects()
 
-    def handle_request(self, source: int, correlation_id: int, request: object, now_ms: int) -> list[Effect]:
+    def handle_request(self, source: int, correlation_id: int, request: Message, now_ms: int) -> list[Effect]:
         """A request from node `source`; its response is a `Respond` effect, now or later."""
         handler = self._request_handlers.get(type(request))
         if handler is None:
             raise TypeError(f"raft does not handle {type(request).__name__}")
         cluster_id = getattr(request, "cluster_id", None)
         if cluster_id is not None and self.cluster_id and cluster_id != self.cluster_id:
-            response = _RESPONSE_TYPES[type(request)](error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+            response: Message | None = _RESPONSE_TYPES[type(request)](error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         else:
             response = handler(self, source, correlation_id, request, now_ms)
         if response is not None:
             self._effects.append(Respond(source, correlation_id, response))
         return self._take_effects()
 
-    def handle_response(self, source: int, correlation_id: int, response: object, now_ms: int) -> list[Effect]:
+    def handle_response(self, source: int, correlation_id: int, response: Message, now_ms: int) -> list[Effect]:
         """The response to a request this client sent (`Send` with this correlation id)."""
         handler = self._response_handlers.get(type(response))
-        if handler is None:
+        if handler is None or not isinstance(response, _RAFT_RESPONSES):
             raise TypeError(f"raft does not handle {type(response).__name__}")
         if response.error_code:
             if self._accept_fetch_response(source, correlation_id):
@@ -329,7 +329,7 @@ class RaftClient:
             effects.append(HighWatermarkChanged(self.log.high_watermark))
         return effects
 
-    def _send(self, destination: int, request: object) -> int:
+    def _send(self, destination: int, request: Message) -> int:
         self._next_correlation += 1
         self._effects.append(Send(destination, self._next_correlation, request))
         return self._next_correlation
@@ -451,6 +451,7 @@ class RaftClient:
 
     def _answer_parked(self, parked: ParkedFetch, now_ms: int) -> None:
         response = self._fetch_answer(parked.source, parked.correlation_id, parked.request, now_ms, may_park=False)
+        assert response is not None, "a fetch that may not park is always answered"
         self._effects.append(Respond(parked.source, parked.correlation_id, response))
 
     def _leader_error(self, requested_epoch: int) -> int:
@@ -607,7 +608,7 @@ class RaftClient:
             self._fetch_target = self._rng.choice(sorted(self.quorum.voters))
         if self._snapshot_fetch is not None:
             snapshot_id, received = self._snapshot_fetch
-            request: object = messages.fetch_snapshot_request(self.cluster_id, self.node_id, self.quorum.epoch,
+            request: Message = messages.fetch_snapshot_request(self.cluster_id, self.node_id, self.quorum.epoch,
                                                               snapshot_id, len(received),
                                                               self.config.snapshot_chunk_bytes)
         else:
@@ -651,6 +652,7 @@ class RaftClient:
                                     bytearray())
         else:
             if partition.records:
+                assert isinstance(partition.records, (bytes, bytearray, memoryview)), "raft records are bytes"
                 records = bytes(partition.records)
                 if scan_batches(records)[0][0][0].base_offset != self.log.end_offset:
                     return
@@ -679,7 +681,9 @@ class RaftClient:
         snapshot_id, received = self._snapshot_fetch
         if partition.position != len(received):
             return
-        received += partition.unaligned_records or b""
+        chunk = partition.unaligned_records or b""
+        assert isinstance(chunk, (bytes, bytearray, memoryview)), "raft records are bytes"
+        received += chunk
         self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
         if len(received) >= partition.size:
             self.log.install_snapshot(Snapshot(snapshot_id, bytes(received)))
@@ -710,19 +714,27 @@ class RaftClient:
         partition = response.topics[0].partitions[0]
         self._maybe_transition(partition.leader_id, partition.leader_epoch, now_ms)
 
-    _request_handlers: dict[type, Callable] = {
+    _request_handlers: dict[type[Message], Callable[..., Message | None]] = {
         FetchRequest: _on_fetch, VoteRequest: _on_vote, BeginQuorumEpochRequest: _on_begin_quorum_epoch,
         EndQuorumEpochRequest: _on_end_quorum_epoch, FetchSnapshotRequest: _on_fetch_snapshot,
         DescribeQuorumRequest: _on_describe_quorum,
     }
-    _response_handlers: dict[type, Callable] = {
+    _response_handlers: dict[type[Message], Callable[..., None]] = {
         FetchResponse: _on_fetch_response, FetchSnapshotResponse: _on_fetch_snapshot_response,
         VoteResponse: _on_vote_response, BeginQuorumEpochResponse: _on_begin_quorum_epoch_response,
         EndQuorumEpochResponse: _on_end_quorum_epoch_response,
     }
 
 
-_RESPONSE_TYPES: dict[type, type] = {
+_RAFT_RESPONSES = (FetchResponse, FetchSnapshotResponse, VoteResponse, BeginQuorumEpochResponse,
+                   EndQuorumEpochResponse)
+class _ErrorResponse(Protocol):
+    """A response class built from its error code alone (every field but the error keeps its default)."""
+
+    def __call__(self, *, error_code: int) -> Message: ...
+
+
+_RESPONSE_TYPES: dict[type[Message], _ErrorResponse] = {
     FetchRequest: FetchResponse, VoteRequest: VoteResponse, BeginQuorumEpochRequest: BeginQuorumEpochResponse,
     EndQuorumEpochRequest: EndQuorumEpochResponse, FetchSnapshotRequest: FetchSnapshotResponse,
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Union
 
-from gregor.protocol.messages._base import Struct
+from gregor.protocol.messages import Message
 from gregor.raft.quorum_state import EpochState
 from gregor.raft.replicated_log import SnapshotId
 
@@ -19,7 +19,7 @@ class Send(NamedTuple):
 
     destination: int
     correlation_id: int
-    request: Struct
+    request: Message
 
 
 class Respond(NamedTuple):
@@ -27,7 +27,7 @@ class Respond(NamedTuple):
 
     destination: int
     correlation_id: int
-    response: Struct
+    response: Message
 
 
 class HighWatermarkChanged(NamedTuple):

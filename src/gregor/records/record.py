@@ -195,4 +195,5 @@ def control_record_type(record: Record) -> int:
     """0 for an abort marker, 1 for a commit marker (key: version int16, type int16)."""
     if record.key is None or len(record.key) < 4:
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "control record without a valid key")
-    return struct.unpack_from(">hh", record.key)[1]
+    marker_type: int = struct.unpack_from(">hh", record.key)[1]
+    return marker_type

@@ -59,9 +59,8 @@ def rebuilt_batch(header: BatchHeader, kept: Sequence[Record], horizon_ms: int |
     for record in kept:
         body += encode_record(record.offset - header.base_offset, record.timestamp - base_timestamp,
                               record.key, record.value, record.headers)
-    if header.compression:
-        body = compress(header.compression, bytes(body))
-    return _batch(header, attributes, base_timestamp, max(r.timestamp for r in kept), len(kept), body)
+    payload = compress(header.compression, bytes(body)) if header.compression else body
+    return _batch(header, attributes, base_timestamp, max(r.timestamp for r in kept), len(kept), payload)
 
 
 def empty_batch(header: BatchHeader) -> bytes:

@@ -60,7 +60,7 @@ class LeaderEpochCache:
         count = int(lines[1])
         if len(lines) - 2 < count:
             return False
-        entries = []
+        entries: list[EpochEntry] = []
         for line in lines[2:2 + count]:
             parts = line.split()
             if len(parts) != 2 or not all(part.isdigit() for part in parts):

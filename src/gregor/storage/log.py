@@ -43,7 +43,7 @@ from gregor.records.batch import (
 )
 from gregor.records.record import decode_records
 from gregor.storage.errors import StorageError
-from gregor.storage.file_slice import FetchDataInfo
+from gregor.storage.file_slice import FetchDataInfo, FileSlice
 from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import ProducerStateManager
@@ -393,7 +393,7 @@ class Log:
             raise StorageError(ErrorCode.OFFSET_OUT_OF_RANGE,
                                f"offset {fetch_offset} is outside {self.log_start_offset}..{end}")
         limit = end if max_offset is None else min(max_offset, end)
-        slices = []
+        slices: list[FileSlice] = []
         remaining = max_bytes
         offset = fetch_offset
         for segment in self.segments[self._segment_index(fetch_offset):]:

@@ -47,8 +47,7 @@ def complete_interrupted_swaps(directory: str, index_interval_bytes: int, max_in
                                now_ms: int) -> None:
     """Bring the directory to the state before or after each interrupted replacement (see above)."""
     names = os.listdir(directory)
-    cleaned = {name: _base_offset(name, CLEANED_SUFFIX) for name in names}
-    cleaned = {name: base for name, base in cleaned.items() if base is not None}
+    cleaned = {name: base for name in names if (base := _base_offset(name, CLEANED_SUFFIX)) is not None}
     min_cleaned = min(cleaned.values(), default=None)
     for name in cleaned:
         os.remove(os.path.join(directory, name))

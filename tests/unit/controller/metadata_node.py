@@ -89,7 +89,9 @@ class MetadataNode:
     def describe_quorum(self, request: DescribeQuorumRequest, now_ms: int) -> DescribeQuorumResponse:
         """The quorum's DescribeQuorum answer (the one voter answers at once)."""
         effects = self.raft.handle_request(-1, 0, request, now_ms)
-        return next(effect.response for effect in effects if isinstance(effect, Respond))
+        response = next(effect.response for effect in effects if isinstance(effect, Respond))
+        assert isinstance(response, DescribeQuorumResponse)
+        return response
 
     def close(self) -> None:
         self.raft.close()

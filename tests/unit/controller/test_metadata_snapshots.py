@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import random
 
-from tests.unit.controller.metadata_node import MetadataNode
+import pytest
+
 from gregor.controller.metadata_replay import SnapshotPolicy, decode_snapshot, encode_snapshot
 from gregor.controller.operations import AlterConfigsResource, CreatableTopic
 from gregor.controller.quorum_controller import ControllerConfig
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.loader import MetadataLoader
+from gregor.metadata.record_codec import MetadataRecordError
 from gregor.raft.storage_log import metadata_partition_dir
+from gregor.records.record import BatchBuilder
 from tests.unit.controller.conftest import NOW, endpoints
+from tests.unit.controller.metadata_node import MetadataNode
 
 class Recorder:
     def __init__(self) -> None:
@@ -87,3 +91,10 @@ def test_snapshot_files_live_in_the_metadata_partition_directory(tmp_path):
     names = [path.name for path in (tmp_path / "__cluster_metadata-0").iterdir()]
     assert any(name.endswith(".checkpoint") for name in names), names
     assert metadata_partition_dir(str(tmp_path)).endswith("__cluster_metadata-0")
+
+
+def test_a_snapshot_record_without_a_value_is_a_metadata_record_error():
+    builder = BatchBuilder()
+    builder.append(NOW, None, None)
+    with pytest.raises(MetadataRecordError, match="offset 0 has no value"):
+        decode_snapshot(builder.build())

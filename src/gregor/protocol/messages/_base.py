@@ -2,13 +2,33 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """Shared runtime of the generated message classes."""
 
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sized
+from typing import Any, ClassVar, Final, Self, TypeVar
+
 from gregor.protocol.exceptions import DecodeError, EncodeError
 from gregor.protocol.primitives import ZERO_UUID, Reader, Writer
 
-_UNSET = object()
-_new = object.__new__
+__all__ = ["Message", "Struct", "Reader", "Writer", "RecordsData", "ZERO_UUID", "DecodeError", "EncodeError"]
 
-__all__ = ["Struct", "Reader", "Writer", "ZERO_UUID", "DecodeError", "EncodeError"]
+RecordsData = bytes | bytearray | memoryview | Sized
+"""A records field: bytes when built or decoded, or an opaque part the transport sends as is (a file region)."""
+
+Decoder = Callable[[Reader], Any]
+Encoder = Callable[[Writer, Any], None]
+_M = TypeVar("_M", bound="Message")
+
+
+class _Unset(enum.Enum):
+    """The default of a list or struct argument: the field gets a fresh empty value (never a shared one)."""
+
+    UNSET = 0
+
+
+_UNSET: Final = _Unset.UNSET
+_new = object.__new__
 
 
 def _R_bool(r): return r.bool()
@@ -27,41 +47,65 @@ def _R_compact_bytes(r): return r.compact_bytes()
 
 
 class Struct:
-    """Base of every generated struct: equality, repr and encoding entry points."""
+    """Base of every generated struct: equality and repr."""
 
-    __slots__ = ()
-    _SCHEMA = ()
+    __slots__: tuple[str, ...] = ()
+    _SCHEMA: ClassVar[tuple[tuple[str, str, tuple[int, int], tuple[int, int], tuple[int, int] | None, int | None], ...]] = ()
+    _unknown_tagged_fields: list[tuple[int, bytes]] | None
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__
                            if name != "_unknown_tagged_fields")
         return f"{type(self).__qualname__}({fields})"
 
-    def encode(self, version):
+
+class Message(Struct):
+    """Base of every top-level message (request, response, header, record): versions and the codec entry points."""
+
+    __slots__ = ()
+    API_KEY: ClassVar[int | None]
+    VALID_VERSIONS: ClassVar[tuple[int, int]]
+    FLEXIBLE_VERSIONS_MIN: ClassVar[int | None]
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
+        raise NotImplementedError
+
+    def encode_into(self, w: Writer, version: int) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def header_version(cls, version: int) -> int:
+        """The request or response header version that goes with this version (requests and responses only)."""
+        raise NotImplementedError
+
+    def encode(self, version: int) -> bytes:
         w = Writer()
         self.encode_into(w, version)
         return w.getvalue()
 
 
-def decode_with(decoders, cls, data, version):
+def decode_with(decoders: Mapping[int, Decoder], cls: type[_M], data: bytes | bytearray | memoryview | Reader,
+                version: int) -> _M:
     """Decode a whole message; given a Reader, decode from its position and leave the rest."""
     decoder = decoders.get(version)
     if decoder is None:
         raise DecodeError(f"{cls.__name__} has no version {version}")
     if isinstance(data, Reader):
-        return decoder(data)
+        message: _M = decoder(data)
+        return message
     reader = Reader(data)
     message = decoder(reader)
     reader.expect_end()
     return message
 
 
-def encode_with(encoders, message, w, version):
+def encode_with(encoders: Mapping[int, Encoder], message: Message, w: Writer, version: int) -> None:
     encoder = encoders.get(version)
     if encoder is None:
         raise EncodeError(f"{type(message).__name__} has no version {version}")

@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AddOffsetsToTxnRequest, AddOffsetsToTxnResponse (AddOffsetsToTxnRequest.json, AddOffsetsToTxnResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AddOffsetsToTxnRequest(Struct):
+class AddOffsetsToTxnRequest(Message):
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id', '_unknown_tagged_fields')
     _SCHEMA = (('transactional_id', 'string', (0, 4), (1, 0), None, None), ('producer_id', 'int64', (0, 4), (1, 0), None, None), ('producer_epoch', 'int16', (0, 4), (1, 0), None, None), ('group_id', 'string', (0, 4), (1, 0), None, None))
-    def __init__(self, *, transactional_id="", producer_id=0, producer_epoch=0, group_id=""):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+    def __init__(self, *, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, group_id: str = "") -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -25,14 +34,14 @@ class AddOffsetsToTxnRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AddOffsetsToTxnRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AddOffsetsToTxnRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -78,15 +87,17 @@ def _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3(w, o):
 
 _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4 = _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3
 _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4 = _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3
-_DECODERS_AddOffsetsToTxnRequest = {0: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0, 1: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v1, 2: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v2, 3: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3, 4: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4}
-_ENCODERS_AddOffsetsToTxnRequest = {0: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0, 1: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v1, 2: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v2, 3: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3, 4: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4}
+_DECODERS_AddOffsetsToTxnRequest: dict[int, Decoder] = {0: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0, 1: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v1, 2: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v2, 3: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3, 4: _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4}
+_ENCODERS_AddOffsetsToTxnRequest: dict[int, Encoder] = {0: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0, 1: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v1, 2: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v2, 3: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3, 4: _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4}
 
 
 
-class AddOffsetsToTxnResponse(Struct):
+class AddOffsetsToTxnResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 4), (1, 0), None, None), ('error_code', 'int16', (0, 4), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tagged_fields = None
@@ -96,14 +107,14 @@ class AddOffsetsToTxnResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AddOffsetsToTxnResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AddOffsetsToTxnResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -141,5 +152,5 @@ def _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3(w, o):
 
 _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4 = _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3
 _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4 = _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3
-_DECODERS_AddOffsetsToTxnResponse = {0: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0, 1: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v1, 2: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v2, 3: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3, 4: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4}
-_ENCODERS_AddOffsetsToTxnResponse = {0: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0, 1: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v1, 2: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v2, 3: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3, 4: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4}
+_DECODERS_AddOffsetsToTxnResponse: dict[int, Decoder] = {0: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0, 1: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v1, 2: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v2, 3: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3, 4: _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4}
+_ENCODERS_AddOffsetsToTxnResponse: dict[int, Encoder] = {0: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0, 1: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v1, 2: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v2, 3: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3, 4: _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4}

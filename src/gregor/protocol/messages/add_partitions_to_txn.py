@@ -2,21 +2,33 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AddPartitionsToTxnRequest, AddPartitionsToTxnResponse (AddPartitionsToTxnRequest.json, AddPartitionsToTxnResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AddPartitionsToTxnRequest(Struct):
+class AddPartitionsToTxnRequest(Message):
     __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics', '_unknown_tagged_fields')
     _SCHEMA = (('transactions', '[]AddPartitionsToTxnTransaction', (4, 5), (1, 0), None, None), ('v3_and_below_transactional_id', 'string', (0, 3), (1, 0), None, None), ('v3_and_below_producer_id', 'int64', (0, 3), (1, 0), None, None), ('v3_and_below_producer_epoch', 'int16', (0, 3), (1, 0), None, None), ('v3_and_below_topics', '[]AddPartitionsToTxnTopic', (0, 3), (1, 0), None, None))
+    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
     class AddPartitionsToTxnTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 5), (1, 0), None, None), ('partitions', '[]int32', (0, 5), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[int]
+        def __init__(self, *, name: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -24,7 +36,12 @@ class AddPartitionsToTxnRequest(Struct):
     class AddPartitionsToTxnTransaction(Struct):
         __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('transactional_id', 'string', (4, 5), (1, 0), None, None), ('producer_id', 'int64', (4, 5), (1, 0), None, None), ('producer_epoch', 'int16', (4, 5), (1, 0), None, None), ('verify_only', 'bool', (4, 5), (1, 0), None, None), ('topics', '[]AddPartitionsToTxnTopic', (4, 5), (1, 0), None, None))
-        def __init__(self, *, transactional_id="", producer_id=0, producer_epoch=0, verify_only=False, topics=_UNSET):
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+        def __init__(self, *, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] | _Unset = _UNSET) -> None:
             self.transactional_id = transactional_id
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
@@ -32,7 +49,7 @@ class AddPartitionsToTxnRequest(Struct):
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, transactions=_UNSET, v3_and_below_transactional_id="", v3_and_below_producer_id=0, v3_and_below_producer_epoch=0, v3_and_below_topics=_UNSET):
+    def __init__(self, *, transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] | _Unset = _UNSET, v3_and_below_transactional_id: str = "", v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] | _Unset = _UNSET) -> None:
         self.transactions = [] if transactions is _UNSET else transactions
         self.v3_and_below_transactional_id = v3_and_below_transactional_id
         self.v3_and_below_producer_id = v3_and_below_producer_id
@@ -45,14 +62,14 @@ class AddPartitionsToTxnRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AddPartitionsToTxnRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AddPartitionsToTxnRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -317,18 +334,24 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AddPartitionsToTxnRequest = {0: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0, 1: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1, 2: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2, 3: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3, 4: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4, 5: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5}
-_ENCODERS_AddPartitionsToTxnRequest = {0: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0, 1: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1, 2: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2, 3: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3, 4: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4, 5: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5}
+_DECODERS_AddPartitionsToTxnRequest: dict[int, Decoder] = {0: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0, 1: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1, 2: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2, 3: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3, 4: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4, 5: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5}
+_ENCODERS_AddPartitionsToTxnRequest: dict[int, Encoder] = {0: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0, 1: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1, 2: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2, 3: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3, 4: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4, 5: _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5}
 
 
 
-class AddPartitionsToTxnResponse(Struct):
+class AddPartitionsToTxnResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 5), (1, 0), None, None), ('error_code', 'int16', (4, 5), (1, 0), None, None), ('results_by_transaction', '[]AddPartitionsToTxnResult', (4, 5), (1, 0), None, None), ('results_by_topic_v3_and_below', '[]AddPartitionsToTxnTopicResult', (0, 3), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     class AddPartitionsToTxnTopicResult(Struct):
         __slots__ = ('name', 'results_by_partition', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 5), (1, 0), None, None), ('results_by_partition', '[]AddPartitionsToTxnPartitionResult', (0, 5), (1, 0), None, None))
-        def __init__(self, *, name="", results_by_partition=_UNSET):
+        name: str
+        results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
+        def __init__(self, *, name: str = "", results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] | _Unset = _UNSET) -> None:
             self.name = name
             self.results_by_partition = [] if results_by_partition is _UNSET else results_by_partition
             self._unknown_tagged_fields = None
@@ -336,7 +359,9 @@ class AddPartitionsToTxnResponse(Struct):
     class AddPartitionsToTxnPartitionResult(Struct):
         __slots__ = ('partition_index', 'partition_error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 5), (1, 0), None, None), ('partition_error_code', 'int16', (0, 5), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, partition_error_code=0):
+        partition_index: int
+        partition_error_code: int
+        def __init__(self, *, partition_index: int = 0, partition_error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.partition_error_code = partition_error_code
             self._unknown_tagged_fields = None
@@ -344,12 +369,14 @@ class AddPartitionsToTxnResponse(Struct):
     class AddPartitionsToTxnResult(Struct):
         __slots__ = ('transactional_id', 'topic_results', '_unknown_tagged_fields')
         _SCHEMA = (('transactional_id', 'string', (4, 5), (1, 0), None, None), ('topic_results', '[]AddPartitionsToTxnTopicResult', (4, 5), (1, 0), None, None))
-        def __init__(self, *, transactional_id="", topic_results=_UNSET):
+        transactional_id: str
+        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
+        def __init__(self, *, transactional_id: str = "", topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] | _Unset = _UNSET) -> None:
             self.transactional_id = transactional_id
             self.topic_results = [] if topic_results is _UNSET else topic_results
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, results_by_transaction=_UNSET, results_by_topic_v3_and_below=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] | _Unset = _UNSET, results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results_by_transaction = [] if results_by_transaction is _UNSET else results_by_transaction
@@ -361,14 +388,14 @@ class AddPartitionsToTxnResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AddPartitionsToTxnResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AddPartitionsToTxnResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -705,5 +732,5 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AddPartitionsToTxnResponse = {0: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0, 1: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1, 2: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2, 3: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3, 4: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4, 5: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5}
-_ENCODERS_AddPartitionsToTxnResponse = {0: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0, 1: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1, 2: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2, 3: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3, 4: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4, 5: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5}
+_DECODERS_AddPartitionsToTxnResponse: dict[int, Decoder] = {0: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0, 1: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1, 2: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2, 3: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3, 4: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4, 5: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5}
+_ENCODERS_AddPartitionsToTxnResponse: dict[int, Encoder] = {0: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0, 1: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1, 2: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2, 3: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3, 4: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4, 5: _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5}

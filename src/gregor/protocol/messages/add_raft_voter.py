@@ -2,27 +2,40 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AddRaftVoterRequest, AddRaftVoterResponse (AddRaftVoterRequest.json, AddRaftVoterResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AddRaftVoterRequest(Struct):
+class AddRaftVoterRequest(Message):
     __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 0), (0, 0), None, None), ('timeout_ms', 'int32', (0, 0), (1, 0), None, None), ('voter_id', 'int32', (0, 0), (1, 0), None, None), ('voter_directory_id', 'uuid', (0, 0), (1, 0), None, None), ('listeners', '[]Listener', (0, 0), (1, 0), None, None))
+    cluster_id: str | None
+    timeout_ms: int
+    voter_id: int
+    voter_directory_id: UUID
+    listeners: list[AddRaftVoterRequest.Listener]
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'uint16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id="", timeout_ms=0, voter_id=0, voter_directory_id=ZERO_UUID, listeners=_UNSET):
+    def __init__(self, *, cluster_id: str | None = "", timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: UUID = ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.timeout_ms = timeout_ms
         self.voter_id = voter_id
@@ -35,14 +48,14 @@ class AddRaftVoterRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AddRaftVoterRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AddRaftVoterRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -88,15 +101,18 @@ def _e_AddRaftVoterRequest_AddRaftVoterRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AddRaftVoterRequest = {0: _d_AddRaftVoterRequest_AddRaftVoterRequest_v0}
-_ENCODERS_AddRaftVoterRequest = {0: _e_AddRaftVoterRequest_AddRaftVoterRequest_v0}
+_DECODERS_AddRaftVoterRequest: dict[int, Decoder] = {0: _d_AddRaftVoterRequest_AddRaftVoterRequest_v0}
+_ENCODERS_AddRaftVoterRequest: dict[int, Encoder] = {0: _e_AddRaftVoterRequest_AddRaftVoterRequest_v0}
 
 
 
-class AddRaftVoterResponse(Struct):
+class AddRaftVoterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=""):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -107,14 +123,14 @@ class AddRaftVoterResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AddRaftVoterResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AddRaftVoterResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -135,5 +151,5 @@ def _e_AddRaftVoterResponse_AddRaftVoterResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AddRaftVoterResponse = {0: _d_AddRaftVoterResponse_AddRaftVoterResponse_v0}
-_ENCODERS_AddRaftVoterResponse = {0: _e_AddRaftVoterResponse_AddRaftVoterResponse_v0}
+_DECODERS_AddRaftVoterResponse: dict[int, Decoder] = {0: _d_AddRaftVoterResponse_AddRaftVoterResponse_v0}
+_ENCODERS_AddRaftVoterResponse: dict[int, Encoder] = {0: _e_AddRaftVoterResponse_AddRaftVoterResponse_v0}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AllocateProducerIdsRequest, AllocateProducerIdsResponse (AllocateProducerIdsRequest.json, AllocateProducerIdsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AllocateProducerIdsRequest(Struct):
+class AllocateProducerIdsRequest(Message):
     __slots__ = ('broker_id', 'broker_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 0), (1, 0), None, None), ('broker_epoch', 'int64', (0, 0), (1, 0), None, None))
-    def __init__(self, *, broker_id=0, broker_epoch=-1):
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class AllocateProducerIdsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AllocateProducerIdsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AllocateProducerIdsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -49,15 +56,19 @@ def _e_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AllocateProducerIdsRequest = {0: _d_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0}
-_ENCODERS_AllocateProducerIdsRequest = {0: _e_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0}
+_DECODERS_AllocateProducerIdsRequest: dict[int, Decoder] = {0: _d_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0}
+_ENCODERS_AllocateProducerIdsRequest: dict[int, Encoder] = {0: _e_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0}
 
 
 
-class AllocateProducerIdsResponse(Struct):
+class AllocateProducerIdsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('producer_id_start', 'int64', (0, 0), (1, 0), None, None), ('producer_id_len', 'int32', (0, 0), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, producer_id_start=0, producer_id_len=0):
+    throttle_time_ms: int
+    error_code: int
+    producer_id_start: int
+    producer_id_len: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, producer_id_start: int = 0, producer_id_len: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id_start = producer_id_start
@@ -69,14 +80,14 @@ class AllocateProducerIdsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AllocateProducerIdsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AllocateProducerIdsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -99,5 +110,5 @@ def _e_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AllocateProducerIdsResponse = {0: _d_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0}
-_ENCODERS_AllocateProducerIdsResponse = {0: _e_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0}
+_DECODERS_AllocateProducerIdsResponse: dict[int, Decoder] = {0: _d_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0}
+_ENCODERS_AllocateProducerIdsResponse: dict[int, Encoder] = {0: _e_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0}

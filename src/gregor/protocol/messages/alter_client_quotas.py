@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterClientQuotasRequest, AlterClientQuotasResponse (AlterClientQuotasRequest.json, AlterClientQuotasResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AlterClientQuotasRequest(Struct):
+class AlterClientQuotasRequest(Message):
     __slots__ = ('entries', 'validate_only', '_unknown_tagged_fields')
     _SCHEMA = (('entries', '[]EntryData', (0, 1), (1, 0), None, None), ('validate_only', 'bool', (0, 1), (1, 0), None, None))
+    entries: list[AlterClientQuotasRequest.EntryData]
+    validate_only: bool
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name', '_unknown_tagged_fields')
         _SCHEMA = (('entity_type', 'string', (0, 1), (1, 0), None, None), ('entity_name', 'string', (0, 1), (0, 1), None, None))
-        def __init__(self, *, entity_type="", entity_name=""):
+        entity_type: str
+        entity_name: str | None
+        def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tagged_fields = None
@@ -24,7 +33,10 @@ class AlterClientQuotasRequest(Struct):
     class OpData(Struct):
         __slots__ = ('key', 'value', 'remove', '_unknown_tagged_fields')
         _SCHEMA = (('key', 'string', (0, 1), (1, 0), None, None), ('value', 'float64', (0, 1), (1, 0), None, None), ('remove', 'bool', (0, 1), (1, 0), None, None))
-        def __init__(self, *, key="", value=0.0, remove=False):
+        key: str
+        value: float
+        remove: bool
+        def __init__(self, *, key: str = "", value: float = 0.0, remove: bool = False) -> None:
             self.key = key
             self.value = value
             self.remove = remove
@@ -33,12 +45,14 @@ class AlterClientQuotasRequest(Struct):
     class EntryData(Struct):
         __slots__ = ('entity', 'ops', '_unknown_tagged_fields')
         _SCHEMA = (('entity', '[]EntityData', (0, 1), (1, 0), None, None), ('ops', '[]OpData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, entity=_UNSET, ops=_UNSET):
+        entity: list[AlterClientQuotasRequest.EntityData]
+        ops: list[AlterClientQuotasRequest.OpData]
+        def __init__(self, *, entity: list[AlterClientQuotasRequest.EntityData] | _Unset = _UNSET, ops: list[AlterClientQuotasRequest.OpData] | _Unset = _UNSET) -> None:
             self.entity = [] if entity is _UNSET else entity
             self.ops = [] if ops is _UNSET else ops
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, entries=_UNSET, validate_only=False):
+    def __init__(self, *, entries: list[AlterClientQuotasRequest.EntryData] | _Unset = _UNSET, validate_only: bool = False) -> None:
         self.entries = [] if entries is _UNSET else entries
         self.validate_only = validate_only
         self._unknown_tagged_fields = None
@@ -48,14 +62,14 @@ class AlterClientQuotasRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterClientQuotasRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterClientQuotasRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 1 else 1
 
 
@@ -199,18 +213,22 @@ def _e_AlterClientQuotasRequest_AlterClientQuotasRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterClientQuotasRequest = {0: _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v0, 1: _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v1}
-_ENCODERS_AlterClientQuotasRequest = {0: _e_AlterClientQuotasRequest_AlterClientQuotasRequest_v0, 1: _e_AlterClientQuotasRequest_AlterClientQuotasRequest_v1}
+_DECODERS_AlterClientQuotasRequest: dict[int, Decoder] = {0: _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v0, 1: _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v1}
+_ENCODERS_AlterClientQuotasRequest: dict[int, Encoder] = {0: _e_AlterClientQuotasRequest_AlterClientQuotasRequest_v0, 1: _e_AlterClientQuotasRequest_AlterClientQuotasRequest_v1}
 
 
 
-class AlterClientQuotasResponse(Struct):
+class AlterClientQuotasResponse(Message):
     __slots__ = ('throttle_time_ms', 'entries', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('entries', '[]EntryData', (0, 1), (1, 0), None, None))
+    throttle_time_ms: int
+    entries: list[AlterClientQuotasResponse.EntryData]
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name', '_unknown_tagged_fields')
         _SCHEMA = (('entity_type', 'string', (0, 1), (1, 0), None, None), ('entity_name', 'string', (0, 1), (0, 1), None, None))
-        def __init__(self, *, entity_type="", entity_name=""):
+        entity_type: str
+        entity_name: str | None
+        def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tagged_fields = None
@@ -218,13 +236,16 @@ class AlterClientQuotasResponse(Struct):
     class EntryData(Struct):
         __slots__ = ('error_code', 'error_message', 'entity', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 1), (1, 0), None, None), ('error_message', 'string', (0, 1), (0, 1), None, None), ('entity', '[]EntityData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message="", entity=_UNSET):
+        error_code: int
+        error_message: str | None
+        entity: list[AlterClientQuotasResponse.EntityData]
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "", entity: list[AlterClientQuotasResponse.EntityData] | _Unset = _UNSET) -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.entity = [] if entity is _UNSET else entity
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, entries=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, entries: list[AlterClientQuotasResponse.EntryData] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.entries = [] if entries is _UNSET else entries
         self._unknown_tagged_fields = None
@@ -234,14 +255,14 @@ class AlterClientQuotasResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterClientQuotasResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterClientQuotasResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 1 else 0
 
 
@@ -349,5 +370,5 @@ def _e_AlterClientQuotasResponse_AlterClientQuotasResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterClientQuotasResponse = {0: _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v0, 1: _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v1}
-_ENCODERS_AlterClientQuotasResponse = {0: _e_AlterClientQuotasResponse_AlterClientQuotasResponse_v0, 1: _e_AlterClientQuotasResponse_AlterClientQuotasResponse_v1}
+_DECODERS_AlterClientQuotasResponse: dict[int, Decoder] = {0: _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v0, 1: _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v1}
+_ENCODERS_AlterClientQuotasResponse: dict[int, Encoder] = {0: _e_AlterClientQuotasResponse_AlterClientQuotasResponse_v0, 1: _e_AlterClientQuotasResponse_AlterClientQuotasResponse_v1}

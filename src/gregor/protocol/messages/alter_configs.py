@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterConfigsRequest, AlterConfigsResponse (AlterConfigsRequest.json, AlterConfigsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AlterConfigsRequest(Struct):
+class AlterConfigsRequest(Message):
     __slots__ = ('resources', 'validate_only', '_unknown_tagged_fields')
     _SCHEMA = (('resources', '[]AlterConfigsResource', (0, 2), (1, 0), None, None), ('validate_only', 'bool', (0, 2), (1, 0), None, None))
+    resources: list[AlterConfigsRequest.AlterConfigsResource]
+    validate_only: bool
     class AlterableConfig(Struct):
         __slots__ = ('name', 'value', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 2), (1, 0), None, None), ('value', 'string', (0, 2), (0, 2), None, None))
-        def __init__(self, *, name="", value=""):
+        name: str
+        value: str | None
+        def __init__(self, *, name: str = "", value: str | None = "") -> None:
             self.name = name
             self.value = value
             self._unknown_tagged_fields = None
@@ -24,13 +33,16 @@ class AlterConfigsRequest(Struct):
     class AlterConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configs', '_unknown_tagged_fields')
         _SCHEMA = (('resource_type', 'int8', (0, 2), (1, 0), None, None), ('resource_name', 'string', (0, 2), (1, 0), None, None), ('configs', '[]AlterableConfig', (0, 2), (1, 0), None, None))
-        def __init__(self, *, resource_type=0, resource_name="", configs=_UNSET):
+        resource_type: int
+        resource_name: str
+        configs: list[AlterConfigsRequest.AlterableConfig]
+        def __init__(self, *, resource_type: int = 0, resource_name: str = "", configs: list[AlterConfigsRequest.AlterableConfig] | _Unset = _UNSET) -> None:
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configs = [] if configs is _UNSET else configs
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, resources=_UNSET, validate_only=False):
+    def __init__(self, *, resources: list[AlterConfigsRequest.AlterConfigsResource] | _Unset = _UNSET, validate_only: bool = False) -> None:
         self.resources = [] if resources is _UNSET else resources
         self.validate_only = validate_only
         self._unknown_tagged_fields = None
@@ -40,14 +52,14 @@ class AlterConfigsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterConfigsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterConfigsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -193,25 +205,31 @@ def _e_AlterConfigsRequest_AlterConfigsRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterConfigsRequest = {0: _d_AlterConfigsRequest_AlterConfigsRequest_v0, 1: _d_AlterConfigsRequest_AlterConfigsRequest_v1, 2: _d_AlterConfigsRequest_AlterConfigsRequest_v2}
-_ENCODERS_AlterConfigsRequest = {0: _e_AlterConfigsRequest_AlterConfigsRequest_v0, 1: _e_AlterConfigsRequest_AlterConfigsRequest_v1, 2: _e_AlterConfigsRequest_AlterConfigsRequest_v2}
+_DECODERS_AlterConfigsRequest: dict[int, Decoder] = {0: _d_AlterConfigsRequest_AlterConfigsRequest_v0, 1: _d_AlterConfigsRequest_AlterConfigsRequest_v1, 2: _d_AlterConfigsRequest_AlterConfigsRequest_v2}
+_ENCODERS_AlterConfigsRequest: dict[int, Encoder] = {0: _e_AlterConfigsRequest_AlterConfigsRequest_v0, 1: _e_AlterConfigsRequest_AlterConfigsRequest_v1, 2: _e_AlterConfigsRequest_AlterConfigsRequest_v2}
 
 
 
-class AlterConfigsResponse(Struct):
+class AlterConfigsResponse(Message):
     __slots__ = ('throttle_time_ms', 'responses', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None), ('responses', '[]AlterConfigsResourceResponse', (0, 2), (1, 0), None, None))
+    throttle_time_ms: int
+    responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
     class AlterConfigsResourceResponse(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (0, 2), (0, 2), None, None), ('resource_type', 'int8', (0, 2), (1, 0), None, None), ('resource_name', 'string', (0, 2), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message="", resource_type=0, resource_name=""):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "") -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.resource_type = resource_type
             self.resource_name = resource_name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, responses=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is _UNSET else responses
         self._unknown_tagged_fields = None
@@ -221,14 +239,14 @@ class AlterConfigsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterConfigsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterConfigsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -323,5 +341,5 @@ def _e_AlterConfigsResponse_AlterConfigsResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterConfigsResponse = {0: _d_AlterConfigsResponse_AlterConfigsResponse_v0, 1: _d_AlterConfigsResponse_AlterConfigsResponse_v1, 2: _d_AlterConfigsResponse_AlterConfigsResponse_v2}
-_ENCODERS_AlterConfigsResponse = {0: _e_AlterConfigsResponse_AlterConfigsResponse_v0, 1: _e_AlterConfigsResponse_AlterConfigsResponse_v1, 2: _e_AlterConfigsResponse_AlterConfigsResponse_v2}
+_DECODERS_AlterConfigsResponse: dict[int, Decoder] = {0: _d_AlterConfigsResponse_AlterConfigsResponse_v0, 1: _d_AlterConfigsResponse_AlterConfigsResponse_v1, 2: _d_AlterConfigsResponse_AlterConfigsResponse_v2}
+_ENCODERS_AlterConfigsResponse: dict[int, Encoder] = {0: _e_AlterConfigsResponse_AlterConfigsResponse_v0, 1: _e_AlterConfigsResponse_AlterConfigsResponse_v1, 2: _e_AlterConfigsResponse_AlterConfigsResponse_v2}

@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterPartitionRequest, AlterPartitionResponse (AlterPartitionRequest.json, AlterPartitionResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AlterPartitionRequest(Struct):
+class AlterPartitionRequest(Message):
     __slots__ = ('broker_id', 'broker_epoch', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 3), (1, 0), None, None), ('broker_epoch', 'int64', (0, 3), (1, 0), None, None), ('topics', '[]TopicData', (0, 3), (1, 0), None, None))
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterPartitionRequest.TopicData]
     class BrokerState(Struct):
         __slots__ = ('broker_id', 'broker_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('broker_id', 'int32', (3, 3), (1, 0), None, None), ('broker_epoch', 'int64', (3, 3), (1, 0), None, None))
-        def __init__(self, *, broker_id=0, broker_epoch=-1):
+        broker_id: int
+        broker_epoch: int
+        def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
             self.broker_id = broker_id
             self.broker_epoch = broker_epoch
             self._unknown_tagged_fields = None
@@ -24,7 +34,13 @@ class AlterPartitionRequest(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 3), (1, 0), None, None), ('leader_epoch', 'int32', (0, 3), (1, 0), None, None), ('new_isr', '[]int32', (0, 2), (1, 0), None, None), ('new_isr_with_epochs', '[]BrokerState', (3, 3), (1, 0), None, None), ('leader_recovery_state', 'int8', (1, 3), (1, 0), None, None), ('partition_epoch', 'int32', (0, 3), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, leader_epoch=0, new_isr=_UNSET, new_isr_with_epochs=_UNSET, leader_recovery_state=0, partition_epoch=0):
+        partition_index: int
+        leader_epoch: int
+        new_isr: list[int]
+        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(self, *, partition_index: int = 0, leader_epoch: int = 0, new_isr: list[int] | _Unset = _UNSET, new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] | _Unset = _UNSET, leader_recovery_state: int = 0, partition_epoch: int = 0) -> None:
             self.partition_index = partition_index
             self.leader_epoch = leader_epoch
             self.new_isr = [] if new_isr is _UNSET else new_isr
@@ -36,13 +52,16 @@ class AlterPartitionRequest(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('topic_id', 'uuid', (2, 3), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 3), (1, 0), None, None))
-        def __init__(self, *, topic_name="", topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionRequest.PartitionData]
+        def __init__(self, *, topic_name: str = "", topic_id: UUID = ZERO_UUID, partitions: list[AlterPartitionRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1, topics=_UNSET):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, topics: list[AlterPartitionRequest.TopicData] | _Unset = _UNSET) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.topics = [] if topics is _UNSET else topics
@@ -53,14 +72,14 @@ class AlterPartitionRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterPartitionRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterPartitionRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -339,18 +358,28 @@ def _e_AlterPartitionRequest_AlterPartitionRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterPartitionRequest = {0: _d_AlterPartitionRequest_AlterPartitionRequest_v0, 1: _d_AlterPartitionRequest_AlterPartitionRequest_v1, 2: _d_AlterPartitionRequest_AlterPartitionRequest_v2, 3: _d_AlterPartitionRequest_AlterPartitionRequest_v3}
-_ENCODERS_AlterPartitionRequest = {0: _e_AlterPartitionRequest_AlterPartitionRequest_v0, 1: _e_AlterPartitionRequest_AlterPartitionRequest_v1, 2: _e_AlterPartitionRequest_AlterPartitionRequest_v2, 3: _e_AlterPartitionRequest_AlterPartitionRequest_v3}
+_DECODERS_AlterPartitionRequest: dict[int, Decoder] = {0: _d_AlterPartitionRequest_AlterPartitionRequest_v0, 1: _d_AlterPartitionRequest_AlterPartitionRequest_v1, 2: _d_AlterPartitionRequest_AlterPartitionRequest_v2, 3: _d_AlterPartitionRequest_AlterPartitionRequest_v3}
+_ENCODERS_AlterPartitionRequest: dict[int, Encoder] = {0: _e_AlterPartitionRequest_AlterPartitionRequest_v0, 1: _e_AlterPartitionRequest_AlterPartitionRequest_v1, 2: _e_AlterPartitionRequest_AlterPartitionRequest_v2, 3: _e_AlterPartitionRequest_AlterPartitionRequest_v3}
 
 
 
-class AlterPartitionResponse(Struct):
+class AlterPartitionResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None), ('error_code', 'int16', (0, 3), (1, 0), None, None), ('topics', '[]TopicData', (0, 3), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    topics: list[AlterPartitionResponse.TopicData]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 3), (1, 0), None, None), ('error_code', 'int16', (0, 3), (1, 0), None, None), ('leader_id', 'int32', (0, 3), (1, 0), None, None), ('leader_epoch', 'int32', (0, 3), (1, 0), None, None), ('isr', '[]int32', (0, 3), (1, 0), None, None), ('leader_recovery_state', 'int8', (1, 3), (1, 0), None, None), ('partition_epoch', 'int32', (0, 3), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, leader_id=0, leader_epoch=0, isr=_UNSET, leader_recovery_state=0, partition_epoch=0):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        isr: list[int]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, isr: list[int] | _Unset = _UNSET, leader_recovery_state: int = 0, partition_epoch: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.leader_id = leader_id
@@ -363,13 +392,16 @@ class AlterPartitionResponse(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('topic_id', 'uuid', (2, 3), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 3), (1, 0), None, None))
-        def __init__(self, *, topic_name="", topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionResponse.PartitionData]
+        def __init__(self, *, topic_name: str = "", topic_id: UUID = ZERO_UUID, partitions: list[AlterPartitionResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, topics: list[AlterPartitionResponse.TopicData] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.topics = [] if topics is _UNSET else topics
@@ -380,14 +412,14 @@ class AlterPartitionResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterPartitionResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterPartitionResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -616,5 +648,5 @@ def _e_AlterPartitionResponse_AlterPartitionResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterPartitionResponse = {0: _d_AlterPartitionResponse_AlterPartitionResponse_v0, 1: _d_AlterPartitionResponse_AlterPartitionResponse_v1, 2: _d_AlterPartitionResponse_AlterPartitionResponse_v2, 3: _d_AlterPartitionResponse_AlterPartitionResponse_v3}
-_ENCODERS_AlterPartitionResponse = {0: _e_AlterPartitionResponse_AlterPartitionResponse_v0, 1: _e_AlterPartitionResponse_AlterPartitionResponse_v1, 2: _e_AlterPartitionResponse_AlterPartitionResponse_v2, 3: _e_AlterPartitionResponse_AlterPartitionResponse_v3}
+_DECODERS_AlterPartitionResponse: dict[int, Decoder] = {0: _d_AlterPartitionResponse_AlterPartitionResponse_v0, 1: _d_AlterPartitionResponse_AlterPartitionResponse_v1, 2: _d_AlterPartitionResponse_AlterPartitionResponse_v2, 3: _d_AlterPartitionResponse_AlterPartitionResponse_v3}
+_ENCODERS_AlterPartitionResponse: dict[int, Encoder] = {0: _e_AlterPartitionResponse_AlterPartitionResponse_v0, 1: _e_AlterPartitionResponse_AlterPartitionResponse_v1, 2: _e_AlterPartitionResponse_AlterPartitionResponse_v2, 3: _e_AlterPartitionResponse_AlterPartitionResponse_v3}

@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse (AlterPartitionReassignmentsRequest.json, AlterPartitionReassignmentsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AlterPartitionReassignmentsRequest(Struct):
+class AlterPartitionReassignmentsRequest(Message):
     __slots__ = ('timeout_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('timeout_ms', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]ReassignableTopic', (0, 0), (1, 0), None, None))
+    timeout_ms: int
+    topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic]
     class ReassignablePartition(Struct):
         __slots__ = ('partition_index', 'replicas', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('replicas', '[]int32', (0, 0), (0, 0), None, None))
-        def __init__(self, *, partition_index=0, replicas=None):
+        partition_index: int
+        replicas: list[int] | None
+        def __init__(self, *, partition_index: int = 0, replicas: list[int] | None = None) -> None:
             self.partition_index = partition_index
             self.replicas = replicas
             self._unknown_tagged_fields = None
@@ -24,12 +33,14 @@ class AlterPartitionReassignmentsRequest(Struct):
     class ReassignableTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]ReassignablePartition', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition]
+        def __init__(self, *, name: str = "", partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, timeout_ms=60000, topics=_UNSET):
+    def __init__(self, *, timeout_ms: int = 60000, topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] | _Unset = _UNSET) -> None:
         self.timeout_ms = timeout_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -39,14 +50,14 @@ class AlterPartitionReassignmentsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterPartitionReassignmentsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterPartitionReassignmentsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -107,18 +118,25 @@ def _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0(
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterPartitionReassignmentsRequest = {0: _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0}
-_ENCODERS_AlterPartitionReassignmentsRequest = {0: _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0}
+_DECODERS_AlterPartitionReassignmentsRequest: dict[int, Decoder] = {0: _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0}
+_ENCODERS_AlterPartitionReassignmentsRequest: dict[int, Encoder] = {0: _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0}
 
 
 
-class AlterPartitionReassignmentsResponse(Struct):
+class AlterPartitionReassignmentsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('responses', '[]ReassignableTopicResponse', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse]
     class ReassignablePartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, error_message=""):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message
@@ -127,12 +145,14 @@ class AlterPartitionReassignmentsResponse(Struct):
     class ReassignableTopicResponse(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]ReassignablePartitionResponse', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
+        def __init__(self, *, name: str = "", partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", responses=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -144,14 +164,14 @@ class AlterPartitionReassignmentsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterPartitionReassignmentsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterPartitionReassignmentsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -214,5 +234,5 @@ def _e_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterPartitionReassignmentsResponse = {0: _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0}
-_ENCODERS_AlterPartitionReassignmentsResponse = {0: _e_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0}
+_DECODERS_AlterPartitionReassignmentsResponse: dict[int, Decoder] = {0: _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0}
+_ENCODERS_AlterPartitionReassignmentsResponse: dict[int, Encoder] = {0: _e_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0}

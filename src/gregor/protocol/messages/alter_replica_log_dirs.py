@@ -2,21 +2,29 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse (AlterReplicaLogDirsRequest.json, AlterReplicaLogDirsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AlterReplicaLogDirsRequest(Struct):
+class AlterReplicaLogDirsRequest(Message):
     __slots__ = ('dirs', '_unknown_tagged_fields')
     _SCHEMA = (('dirs', '[]AlterReplicaLogDir', (0, 2), (1, 0), None, None),)
+    dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
     class AlterReplicaLogDirTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]int32', (0, 2), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[int]
+        def __init__(self, *, name: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -24,12 +32,14 @@ class AlterReplicaLogDirsRequest(Struct):
     class AlterReplicaLogDir(Struct):
         __slots__ = ('path', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('path', 'string', (0, 2), (1, 0), None, None), ('topics', '[]AlterReplicaLogDirTopic', (0, 2), (1, 0), None, None))
-        def __init__(self, *, path="", topics=_UNSET):
+        path: str
+        topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
+        def __init__(self, *, path: str = "", topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] | _Unset = _UNSET) -> None:
             self.path = path
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, dirs=_UNSET):
+    def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] | _Unset = _UNSET) -> None:
         self.dirs = [] if dirs is _UNSET else dirs
         self._unknown_tagged_fields = None
 
@@ -38,14 +48,14 @@ class AlterReplicaLogDirsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterReplicaLogDirsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterReplicaLogDirsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -187,18 +197,22 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterReplicaLogDirsRequest = {0: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v0, 1: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v1, 2: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2}
-_ENCODERS_AlterReplicaLogDirsRequest = {0: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v0, 1: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v1, 2: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2}
+_DECODERS_AlterReplicaLogDirsRequest: dict[int, Decoder] = {0: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v0, 1: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v1, 2: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2}
+_ENCODERS_AlterReplicaLogDirsRequest: dict[int, Encoder] = {0: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v0, 1: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v1, 2: _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2}
 
 
 
-class AlterReplicaLogDirsResponse(Struct):
+class AlterReplicaLogDirsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None), ('results', '[]AlterReplicaLogDirTopicResult', (0, 2), (1, 0), None, None))
+    throttle_time_ms: int
+    results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
     class AlterReplicaLogDirPartitionResult(Struct):
         __slots__ = ('partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
@@ -206,12 +220,14 @@ class AlterReplicaLogDirsResponse(Struct):
     class AlterReplicaLogDirTopicResult(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]AlterReplicaLogDirPartitionResult', (0, 2), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
+        def __init__(self, *, topic_name: str = "", partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
@@ -221,14 +237,14 @@ class AlterReplicaLogDirsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterReplicaLogDirsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterReplicaLogDirsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -368,5 +384,5 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterReplicaLogDirsResponse = {0: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v0, 1: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1, 2: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2}
-_ENCODERS_AlterReplicaLogDirsResponse = {0: _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v0, 1: _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1, 2: _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2}
+_DECODERS_AlterReplicaLogDirsResponse: dict[int, Decoder] = {0: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v0, 1: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1, 2: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2}
+_ENCODERS_AlterReplicaLogDirsResponse: dict[int, Encoder] = {0: _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v0, 1: _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1, 2: _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2}

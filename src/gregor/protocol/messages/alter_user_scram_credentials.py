@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse (AlterUserScramCredentialsRequest.json, AlterUserScramCredentialsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AlterUserScramCredentialsRequest(Struct):
+class AlterUserScramCredentialsRequest(Message):
     __slots__ = ('deletions', 'upsertions', '_unknown_tagged_fields')
     _SCHEMA = (('deletions', '[]ScramCredentialDeletion', (0, 0), (1, 0), None, None), ('upsertions', '[]ScramCredentialUpsertion', (0, 0), (1, 0), None, None))
+    deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
+    upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
     class ScramCredentialDeletion(Struct):
         __slots__ = ('name', 'mechanism', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('mechanism', 'int8', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", mechanism=0):
+        name: str
+        mechanism: int
+        def __init__(self, *, name: str = "", mechanism: int = 0) -> None:
             self.name = name
             self.mechanism = mechanism
             self._unknown_tagged_fields = None
@@ -24,7 +33,12 @@ class AlterUserScramCredentialsRequest(Struct):
     class ScramCredentialUpsertion(Struct):
         __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('mechanism', 'int8', (0, 0), (1, 0), None, None), ('iterations', 'int32', (0, 0), (1, 0), None, None), ('salt', 'bytes', (0, 0), (1, 0), None, None), ('salted_password', 'bytes', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", mechanism=0, iterations=0, salt=b"", salted_password=b""):
+        name: str
+        mechanism: int
+        iterations: int
+        salt: bytes
+        salted_password: bytes
+        def __init__(self, *, name: str = "", mechanism: int = 0, iterations: int = 0, salt: bytes = b"", salted_password: bytes = b"") -> None:
             self.name = name
             self.mechanism = mechanism
             self.iterations = iterations
@@ -32,7 +46,7 @@ class AlterUserScramCredentialsRequest(Struct):
             self.salted_password = salted_password
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, deletions=_UNSET, upsertions=_UNSET):
+    def __init__(self, *, deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] | _Unset = _UNSET, upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] | _Unset = _UNSET) -> None:
         self.deletions = [] if deletions is _UNSET else deletions
         self.upsertions = [] if upsertions is _UNSET else upsertions
         self._unknown_tagged_fields = None
@@ -42,14 +56,14 @@ class AlterUserScramCredentialsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterUserScramCredentialsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterUserScramCredentialsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -112,24 +126,29 @@ def _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0(w, o
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterUserScramCredentialsRequest = {0: _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0}
-_ENCODERS_AlterUserScramCredentialsRequest = {0: _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0}
+_DECODERS_AlterUserScramCredentialsRequest: dict[int, Decoder] = {0: _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0}
+_ENCODERS_AlterUserScramCredentialsRequest: dict[int, Encoder] = {0: _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0}
 
 
 
-class AlterUserScramCredentialsResponse(Struct):
+class AlterUserScramCredentialsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('results', '[]AlterUserScramCredentialsResult', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
     class AlterUserScramCredentialsResult(Struct):
         __slots__ = ('user', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('user', 'string', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, user="", error_code=0, error_message=""):
+        user: str
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, user: str = "", error_code: int = 0, error_message: str | None = "") -> None:
             self.user = user
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
@@ -139,14 +158,14 @@ class AlterUserScramCredentialsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AlterUserScramCredentialsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AlterUserScramCredentialsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -186,5 +205,5 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0(w,
     w.tagged_fields(_t)
 
 
-_DECODERS_AlterUserScramCredentialsResponse = {0: _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0}
-_ENCODERS_AlterUserScramCredentialsResponse = {0: _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0}
+_DECODERS_AlterUserScramCredentialsResponse: dict[int, Decoder] = {0: _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0}
+_ENCODERS_AlterUserScramCredentialsResponse: dict[int, Encoder] = {0: _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0}

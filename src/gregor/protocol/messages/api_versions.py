@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ApiVersionsRequest, ApiVersionsResponse (ApiVersionsRequest.json, ApiVersionsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ApiVersionsRequest(Struct):
+class ApiVersionsRequest(Message):
     __slots__ = ('client_software_name', 'client_software_version', '_unknown_tagged_fields')
     _SCHEMA = (('client_software_name', 'string', (3, 4), (1, 0), None, None), ('client_software_version', 'string', (3, 4), (1, 0), None, None))
-    def __init__(self, *, client_software_name="", client_software_version=""):
+    client_software_name: str
+    client_software_version: str
+    def __init__(self, *, client_software_name: str = "", client_software_version: str = "") -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class ApiVersionsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ApiVersionsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ApiVersionsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -67,18 +74,28 @@ def _e_ApiVersionsRequest_ApiVersionsRequest_v3(w, o):
 
 _d_ApiVersionsRequest_ApiVersionsRequest_v4 = _d_ApiVersionsRequest_ApiVersionsRequest_v3
 _e_ApiVersionsRequest_ApiVersionsRequest_v4 = _e_ApiVersionsRequest_ApiVersionsRequest_v3
-_DECODERS_ApiVersionsRequest = {0: _d_ApiVersionsRequest_ApiVersionsRequest_v0, 1: _d_ApiVersionsRequest_ApiVersionsRequest_v1, 2: _d_ApiVersionsRequest_ApiVersionsRequest_v2, 3: _d_ApiVersionsRequest_ApiVersionsRequest_v3, 4: _d_ApiVersionsRequest_ApiVersionsRequest_v4}
-_ENCODERS_ApiVersionsRequest = {0: _e_ApiVersionsRequest_ApiVersionsRequest_v0, 1: _e_ApiVersionsRequest_ApiVersionsRequest_v1, 2: _e_ApiVersionsRequest_ApiVersionsRequest_v2, 3: _e_ApiVersionsRequest_ApiVersionsRequest_v3, 4: _e_ApiVersionsRequest_ApiVersionsRequest_v4}
+_DECODERS_ApiVersionsRequest: dict[int, Decoder] = {0: _d_ApiVersionsRequest_ApiVersionsRequest_v0, 1: _d_ApiVersionsRequest_ApiVersionsRequest_v1, 2: _d_ApiVersionsRequest_ApiVersionsRequest_v2, 3: _d_ApiVersionsRequest_ApiVersionsRequest_v3, 4: _d_ApiVersionsRequest_ApiVersionsRequest_v4}
+_ENCODERS_ApiVersionsRequest: dict[int, Encoder] = {0: _e_ApiVersionsRequest_ApiVersionsRequest_v0, 1: _e_ApiVersionsRequest_ApiVersionsRequest_v1, 2: _e_ApiVersionsRequest_ApiVersionsRequest_v2, 3: _e_ApiVersionsRequest_ApiVersionsRequest_v3, 4: _e_ApiVersionsRequest_ApiVersionsRequest_v4}
 
 
 
-class ApiVersionsResponse(Struct):
+class ApiVersionsResponse(Message):
     __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 4), (1, 0), None, None), ('api_keys', '[]ApiVersion', (0, 4), (1, 0), None, None), ('throttle_time_ms', 'int32', (1, 4), (1, 0), None, None), ('supported_features', '[]SupportedFeatureKey', (3, 4), (1, 0), (3, 4), 0), ('finalized_features_epoch', 'int64', (3, 4), (1, 0), (3, 4), 1), ('finalized_features', '[]FinalizedFeatureKey', (3, 4), (1, 0), (3, 4), 2), ('zk_migration_ready', 'bool', (3, 4), (1, 0), (3, 4), 3))
+    error_code: int
+    api_keys: list[ApiVersionsResponse.ApiVersion]
+    throttle_time_ms: int
+    supported_features: list[ApiVersionsResponse.SupportedFeatureKey]
+    finalized_features_epoch: int
+    finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
+    zk_migration_ready: bool
     class ApiVersion(Struct):
         __slots__ = ('api_key', 'min_version', 'max_version', '_unknown_tagged_fields')
         _SCHEMA = (('api_key', 'int16', (0, 4), (1, 0), None, None), ('min_version', 'int16', (0, 4), (1, 0), None, None), ('max_version', 'int16', (0, 4), (1, 0), None, None))
-        def __init__(self, *, api_key=0, min_version=0, max_version=0):
+        api_key: int
+        min_version: int
+        max_version: int
+        def __init__(self, *, api_key: int = 0, min_version: int = 0, max_version: int = 0) -> None:
             self.api_key = api_key
             self.min_version = min_version
             self.max_version = max_version
@@ -87,7 +104,10 @@ class ApiVersionsResponse(Struct):
     class SupportedFeatureKey(Struct):
         __slots__ = ('name', 'min_version', 'max_version', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (3, 4), (1, 0), None, None), ('min_version', 'int16', (3, 4), (1, 0), None, None), ('max_version', 'int16', (3, 4), (1, 0), None, None))
-        def __init__(self, *, name="", min_version=0, max_version=0):
+        name: str
+        min_version: int
+        max_version: int
+        def __init__(self, *, name: str = "", min_version: int = 0, max_version: int = 0) -> None:
             self.name = name
             self.min_version = min_version
             self.max_version = max_version
@@ -96,13 +116,16 @@ class ApiVersionsResponse(Struct):
     class FinalizedFeatureKey(Struct):
         __slots__ = ('name', 'max_version_level', 'min_version_level', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (3, 4), (1, 0), None, None), ('max_version_level', 'int16', (3, 4), (1, 0), None, None), ('min_version_level', 'int16', (3, 4), (1, 0), None, None))
-        def __init__(self, *, name="", max_version_level=0, min_version_level=0):
+        name: str
+        max_version_level: int
+        min_version_level: int
+        def __init__(self, *, name: str = "", max_version_level: int = 0, min_version_level: int = 0) -> None:
             self.name = name
             self.max_version_level = max_version_level
             self.min_version_level = min_version_level
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, api_keys=_UNSET, throttle_time_ms=0, supported_features=_UNSET, finalized_features_epoch=-1, finalized_features=_UNSET, zk_migration_ready=False):
+    def __init__(self, *, error_code: int = 0, api_keys: list[ApiVersionsResponse.ApiVersion] | _Unset = _UNSET, throttle_time_ms: int = 0, supported_features: list[ApiVersionsResponse.SupportedFeatureKey] | _Unset = _UNSET, finalized_features_epoch: int = -1, finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] | _Unset = _UNSET, zk_migration_ready: bool = False) -> None:
         self.error_code = error_code
         self.api_keys = [] if api_keys is _UNSET else api_keys
         self.throttle_time_ms = throttle_time_ms
@@ -117,14 +140,14 @@ class ApiVersionsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ApiVersionsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ApiVersionsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 0
 
 
@@ -439,5 +462,5 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ApiVersionsResponse = {0: _d_ApiVersionsResponse_ApiVersionsResponse_v0, 1: _d_ApiVersionsResponse_ApiVersionsResponse_v1, 2: _d_ApiVersionsResponse_ApiVersionsResponse_v2, 3: _d_ApiVersionsResponse_ApiVersionsResponse_v3, 4: _d_ApiVersionsResponse_ApiVersionsResponse_v4}
-_ENCODERS_ApiVersionsResponse = {0: _e_ApiVersionsResponse_ApiVersionsResponse_v0, 1: _e_ApiVersionsResponse_ApiVersionsResponse_v1, 2: _e_ApiVersionsResponse_ApiVersionsResponse_v2, 3: _e_ApiVersionsResponse_ApiVersionsResponse_v3, 4: _e_ApiVersionsResponse_ApiVersionsResponse_v4}
+_DECODERS_ApiVersionsResponse: dict[int, Decoder] = {0: _d_ApiVersionsResponse_ApiVersionsResponse_v0, 1: _d_ApiVersionsResponse_ApiVersionsResponse_v1, 2: _d_ApiVersionsResponse_ApiVersionsResponse_v2, 3: _d_ApiVersionsResponse_ApiVersionsResponse_v3, 4: _d_ApiVersionsResponse_ApiVersionsResponse_v4}
+_ENCODERS_ApiVersionsResponse: dict[int, Encoder] = {0: _e_ApiVersionsResponse_ApiVersionsResponse_v0, 1: _e_ApiVersionsResponse_ApiVersionsResponse_v1, 2: _e_ApiVersionsResponse_ApiVersionsResponse_v2, 3: _e_ApiVersionsResponse_ApiVersionsResponse_v3, 4: _e_ApiVersionsResponse_ApiVersionsResponse_v4}

@@ -2,28 +2,39 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AssignReplicasToDirsRequest, AssignReplicasToDirsResponse (AssignReplicasToDirsRequest.json, AssignReplicasToDirsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AssignReplicasToDirsRequest(Struct):
+class AssignReplicasToDirsRequest(Message):
     __slots__ = ('broker_id', 'broker_epoch', 'directories', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 0), (1, 0), None, None), ('broker_epoch', 'int64', (0, 0), (1, 0), None, None), ('directories', '[]DirectoryData', (0, 0), (1, 0), None, None))
+    broker_id: int
+    broker_epoch: int
+    directories: list[AssignReplicasToDirsRequest.DirectoryData]
     class PartitionData(Struct):
         __slots__ = ('partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, partition_index=0):
+        partition_index: int
+        def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
 
     class TopicData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[AssignReplicasToDirsRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[AssignReplicasToDirsRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -31,12 +42,14 @@ class AssignReplicasToDirsRequest(Struct):
     class DirectoryData(Struct):
         __slots__ = ('id', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('id', 'uuid', (0, 0), (1, 0), None, None), ('topics', '[]TopicData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, id=ZERO_UUID, topics=_UNSET):
+        id: UUID
+        topics: list[AssignReplicasToDirsRequest.TopicData]
+        def __init__(self, *, id: UUID = ZERO_UUID, topics: list[AssignReplicasToDirsRequest.TopicData] | _Unset = _UNSET) -> None:
             self.id = id
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1, directories=_UNSET):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, directories: list[AssignReplicasToDirsRequest.DirectoryData] | _Unset = _UNSET) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.directories = [] if directories is _UNSET else directories
@@ -47,14 +60,14 @@ class AssignReplicasToDirsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AssignReplicasToDirsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AssignReplicasToDirsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -130,18 +143,23 @@ def _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AssignReplicasToDirsRequest = {0: _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0}
-_ENCODERS_AssignReplicasToDirsRequest = {0: _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0}
+_DECODERS_AssignReplicasToDirsRequest: dict[int, Decoder] = {0: _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0}
+_ENCODERS_AssignReplicasToDirsRequest: dict[int, Encoder] = {0: _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0}
 
 
 
-class AssignReplicasToDirsResponse(Struct):
+class AssignReplicasToDirsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'directories', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('directories', '[]DirectoryData', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    directories: list[AssignReplicasToDirsResponse.DirectoryData]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
@@ -149,7 +167,9 @@ class AssignReplicasToDirsResponse(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[AssignReplicasToDirsResponse.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[AssignReplicasToDirsResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -157,12 +177,14 @@ class AssignReplicasToDirsResponse(Struct):
     class DirectoryData(Struct):
         __slots__ = ('id', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('id', 'uuid', (0, 0), (1, 0), None, None), ('topics', '[]TopicData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, id=ZERO_UUID, topics=_UNSET):
+        id: UUID
+        topics: list[AssignReplicasToDirsResponse.TopicData]
+        def __init__(self, *, id: UUID = ZERO_UUID, topics: list[AssignReplicasToDirsResponse.TopicData] | _Unset = _UNSET) -> None:
             self.id = id
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, directories=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, directories: list[AssignReplicasToDirsResponse.DirectoryData] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.directories = [] if directories is _UNSET else directories
@@ -173,14 +195,14 @@ class AssignReplicasToDirsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AssignReplicasToDirsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AssignReplicasToDirsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -258,5 +280,5 @@ def _e_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AssignReplicasToDirsResponse = {0: _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0}
-_ENCODERS_AssignReplicasToDirsResponse = {0: _e_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0}
+_DECODERS_AssignReplicasToDirsResponse: dict[int, Decoder] = {0: _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0}
+_ENCODERS_AssignReplicasToDirsResponse: dict[int, Encoder] = {0: _e_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0}

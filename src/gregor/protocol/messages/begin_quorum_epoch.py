@@ -2,21 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BeginQuorumEpochRequest, BeginQuorumEpochResponse (BeginQuorumEpochRequest.json, BeginQuorumEpochResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class BeginQuorumEpochRequest(Struct):
+class BeginQuorumEpochRequest(Message):
     __slots__ = ('cluster_id', 'voter_id', 'topics', 'leader_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 1), (0, 1), None, None), ('voter_id', 'int32', (1, 1), (1, 0), None, None), ('topics', '[]TopicData', (0, 1), (1, 0), None, None), ('leader_endpoints', '[]LeaderEndpoint', (1, 1), (1, 0), None, None))
+    cluster_id: str | None
+    voter_id: int
+    topics: list[BeginQuorumEpochRequest.TopicData]
+    leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'voter_directory_id', 'leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('voter_directory_id', 'uuid', (1, 1), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, voter_directory_id=ZERO_UUID, leader_id=0, leader_epoch=0):
+        partition_index: int
+        voter_directory_id: UUID
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = 0, voter_directory_id: UUID = ZERO_UUID, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.partition_index = partition_index
             self.voter_directory_id = voter_directory_id
             self.leader_id = leader_id
@@ -26,7 +39,9 @@ class BeginQuorumEpochRequest(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[BeginQuorumEpochRequest.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[BeginQuorumEpochRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -34,13 +49,16 @@ class BeginQuorumEpochRequest(Struct):
     class LeaderEndpoint(Struct):
         __slots__ = ('name', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (1, 1), (1, 0), None, None), ('host', 'string', (1, 1), (1, 0), None, None), ('port', 'uint16', (1, 1), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id=None, voter_id=-1, topics=_UNSET, leader_endpoints=_UNSET):
+    def __init__(self, *, cluster_id: str | None = None, voter_id: int = -1, topics: list[BeginQuorumEpochRequest.TopicData] | _Unset = _UNSET, leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.topics = [] if topics is _UNSET else topics
@@ -52,14 +70,14 @@ class BeginQuorumEpochRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BeginQuorumEpochRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BeginQuorumEpochRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 1 else 1
 
 
@@ -210,18 +228,25 @@ def _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_BeginQuorumEpochRequest = {0: _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0, 1: _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1}
-_ENCODERS_BeginQuorumEpochRequest = {0: _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0, 1: _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1}
+_DECODERS_BeginQuorumEpochRequest: dict[int, Decoder] = {0: _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0, 1: _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1}
+_ENCODERS_BeginQuorumEpochRequest: dict[int, Encoder] = {0: _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0, 1: _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1}
 
 
 
-class BeginQuorumEpochResponse(Struct):
+class BeginQuorumEpochResponse(Message):
     __slots__ = ('error_code', 'topics', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 1), (1, 0), None, None), ('topics', '[]TopicData', (0, 1), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (1, 1), (1, 0), (1, 1), 0))
+    error_code: int
+    topics: list[BeginQuorumEpochResponse.TopicData]
+    node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, leader_id=0, leader_epoch=0):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.leader_id = leader_id
@@ -231,7 +256,9 @@ class BeginQuorumEpochResponse(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[BeginQuorumEpochResponse.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[BeginQuorumEpochResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -239,13 +266,16 @@ class BeginQuorumEpochResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (1, 1), (1, 0), None, None), ('host', 'string', (1, 1), (1, 0), None, None), ('port', 'uint16', (1, 1), (1, 0), None, None))
-        def __init__(self, *, node_id=0, host="", port=0):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, topics=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, error_code: int = 0, topics: list[BeginQuorumEpochResponse.TopicData] | _Unset = _UNSET, node_endpoints: list[BeginQuorumEpochResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.topics = [] if topics is _UNSET else topics
         self.node_endpoints = [] if node_endpoints is _UNSET else node_endpoints
@@ -256,14 +286,14 @@ class BeginQuorumEpochResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BeginQuorumEpochResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BeginQuorumEpochResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 1 else 0
 
 
@@ -422,5 +452,5 @@ def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_BeginQuorumEpochResponse = {0: _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0, 1: _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1}
-_ENCODERS_BeginQuorumEpochResponse = {0: _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0, 1: _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1}
+_DECODERS_BeginQuorumEpochResponse: dict[int, Decoder] = {0: _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0, 1: _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1}
+_ENCODERS_BeginQuorumEpochResponse: dict[int, Encoder] = {0: _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0, 1: _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1}

@@ -2,18 +2,29 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BrokerHeartbeatRequest, BrokerHeartbeatResponse (BrokerHeartbeatRequest.json, BrokerHeartbeatResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class BrokerHeartbeatRequest(Struct):
+class BrokerHeartbeatRequest(Message):
     __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 1), (1, 0), None, None), ('broker_epoch', 'int64', (0, 1), (1, 0), None, None), ('current_metadata_offset', 'int64', (0, 1), (1, 0), None, None), ('want_fence', 'bool', (0, 1), (1, 0), None, None), ('want_shut_down', 'bool', (0, 1), (1, 0), None, None), ('offline_log_dirs', '[]uuid', (1, 1), (1, 0), (1, 1), 0))
-    def __init__(self, *, broker_id=0, broker_epoch=-1, current_metadata_offset=0, want_fence=False, want_shut_down=False, offline_log_dirs=_UNSET):
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    offline_log_dirs: list[UUID]
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[UUID] | _Unset = _UNSET) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.current_metadata_offset = current_metadata_offset
@@ -27,14 +38,14 @@ class BrokerHeartbeatRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BrokerHeartbeatRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BrokerHeartbeatRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -97,15 +108,20 @@ def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_BrokerHeartbeatRequest = {0: _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0, 1: _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1}
-_ENCODERS_BrokerHeartbeatRequest = {0: _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0, 1: _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1}
+_DECODERS_BrokerHeartbeatRequest: dict[int, Decoder] = {0: _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0, 1: _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1}
+_ENCODERS_BrokerHeartbeatRequest: dict[int, Encoder] = {0: _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0, 1: _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1}
 
 
 
-class BrokerHeartbeatResponse(Struct):
+class BrokerHeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('is_caught_up', 'bool', (0, 1), (1, 0), None, None), ('is_fenced', 'bool', (0, 1), (1, 0), None, None), ('should_shut_down', 'bool', (0, 1), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, is_caught_up=False, is_fenced=True, should_shut_down=False):
+    throttle_time_ms: int
+    error_code: int
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, is_caught_up: bool = False, is_fenced: bool = True, should_shut_down: bool = False) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.is_caught_up = is_caught_up
@@ -118,14 +134,14 @@ class BrokerHeartbeatResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BrokerHeartbeatResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BrokerHeartbeatResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -152,5 +168,5 @@ def _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0(w, o):
 
 _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1 = _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0
 _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1 = _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0
-_DECODERS_BrokerHeartbeatResponse = {0: _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0, 1: _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1}
-_ENCODERS_BrokerHeartbeatResponse = {0: _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0, 1: _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1}
+_DECODERS_BrokerHeartbeatResponse: dict[int, Decoder] = {0: _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0, 1: _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1}
+_ENCODERS_BrokerHeartbeatResponse: dict[int, Encoder] = {0: _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0, 1: _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1}

@@ -2,21 +2,39 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BrokerRegistrationRequest, BrokerRegistrationResponse (BrokerRegistrationRequest.json, BrokerRegistrationResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class BrokerRegistrationRequest(Struct):
+class BrokerRegistrationRequest(Message):
     __slots__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 4), (1, 0), None, None), ('cluster_id', 'string', (0, 4), (1, 0), None, None), ('incarnation_id', 'uuid', (0, 4), (1, 0), None, None), ('listeners', '[]Listener', (0, 4), (1, 0), None, None), ('features', '[]Feature', (0, 4), (1, 0), None, None), ('rack', 'string', (0, 4), (0, 4), None, None), ('is_migrating_zk_broker', 'bool', (1, 4), (1, 0), None, None), ('log_dirs', '[]uuid', (2, 4), (1, 0), None, None), ('previous_broker_epoch', 'int64', (3, 4), (1, 0), None, None))
+    broker_id: int
+    cluster_id: str
+    incarnation_id: UUID
+    listeners: list[BrokerRegistrationRequest.Listener]
+    features: list[BrokerRegistrationRequest.Feature]
+    rack: str | None
+    is_migrating_zk_broker: bool
+    log_dirs: list[UUID]
+    previous_broker_epoch: int
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 4), (1, 0), None, None), ('host', 'string', (0, 4), (1, 0), None, None), ('port', 'uint16', (0, 4), (1, 0), None, None), ('security_protocol', 'int16', (0, 4), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0, security_protocol=0):
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0, security_protocol: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
@@ -26,13 +44,16 @@ class BrokerRegistrationRequest(Struct):
     class Feature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 4), (1, 0), None, None), ('min_supported_version', 'int16', (0, 4), (1, 0), None, None), ('max_supported_version', 'int16', (0, 4), (1, 0), None, None))
-        def __init__(self, *, name="", min_supported_version=0, max_supported_version=0):
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, name: str = "", min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, broker_id=0, cluster_id="", incarnation_id=ZERO_UUID, listeners=_UNSET, features=_UNSET, rack="", is_migrating_zk_broker=False, log_dirs=_UNSET, previous_broker_epoch=-1):
+    def __init__(self, *, broker_id: int = 0, cluster_id: str = "", incarnation_id: UUID = ZERO_UUID, listeners: list[BrokerRegistrationRequest.Listener] | _Unset = _UNSET, features: list[BrokerRegistrationRequest.Feature] | _Unset = _UNSET, rack: str | None = "", is_migrating_zk_broker: bool = False, log_dirs: list[UUID] | _Unset = _UNSET, previous_broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.incarnation_id = incarnation_id
@@ -49,14 +70,14 @@ class BrokerRegistrationRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BrokerRegistrationRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BrokerRegistrationRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -303,15 +324,18 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_BrokerRegistrationRequest = {0: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v0, 1: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v1, 2: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v2, 3: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v3, 4: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v4}
-_ENCODERS_BrokerRegistrationRequest = {0: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v0, 1: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v1, 2: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v2, 3: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v3, 4: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v4}
+_DECODERS_BrokerRegistrationRequest: dict[int, Decoder] = {0: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v0, 1: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v1, 2: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v2, 3: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v3, 4: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v4}
+_ENCODERS_BrokerRegistrationRequest: dict[int, Encoder] = {0: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v0, 1: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v1, 2: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v2, 3: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v3, 4: _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v4}
 
 
 
-class BrokerRegistrationResponse(Struct):
+class BrokerRegistrationResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'broker_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 4), (1, 0), None, None), ('error_code', 'int16', (0, 4), (1, 0), None, None), ('broker_epoch', 'int64', (0, 4), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, broker_epoch=-1):
+    throttle_time_ms: int
+    error_code: int
+    broker_epoch: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, broker_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.broker_epoch = broker_epoch
@@ -322,14 +346,14 @@ class BrokerRegistrationResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BrokerRegistrationResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BrokerRegistrationResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -358,5 +382,5 @@ _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v3 = _d_BrokerRegistrat
 _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v3 = _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v0
 _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v4 = _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v0
 _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v4 = _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v0
-_DECODERS_BrokerRegistrationResponse = {0: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v0, 1: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v1, 2: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v2, 3: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v3, 4: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v4}
-_ENCODERS_BrokerRegistrationResponse = {0: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v0, 1: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v1, 2: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v2, 3: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v3, 4: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v4}
+_DECODERS_BrokerRegistrationResponse: dict[int, Decoder] = {0: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v0, 1: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v1, 2: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v2, 3: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v3, 4: _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v4}
+_ENCODERS_BrokerRegistrationResponse: dict[int, Encoder] = {0: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v0, 1: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v1, 2: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v2, 3: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v3, 4: _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v4}

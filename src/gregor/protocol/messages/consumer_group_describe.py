@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse (ConsumerGroupDescribeRequest.json, ConsumerGroupDescribeResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerGroupDescribeRequest(Struct):
+class ConsumerGroupDescribeRequest(Message):
     __slots__ = ('group_ids', 'include_authorized_operations', '_unknown_tagged_fields')
     _SCHEMA = (('group_ids', '[]string', (0, 0), (1, 0), None, None), ('include_authorized_operations', 'bool', (0, 0), (1, 0), None, None))
-    def __init__(self, *, group_ids=_UNSET, include_authorized_operations=False):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, group_ids: list[str] | _Unset = _UNSET, include_authorized_operations: bool = False) -> None:
         self.group_ids = [] if group_ids is _UNSET else group_ids
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class ConsumerGroupDescribeRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupDescribeRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupDescribeRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -53,18 +60,23 @@ def _e_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ConsumerGroupDescribeRequest = {0: _d_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0}
-_ENCODERS_ConsumerGroupDescribeRequest = {0: _e_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0}
+_DECODERS_ConsumerGroupDescribeRequest: dict[int, Decoder] = {0: _d_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0}
+_ENCODERS_ConsumerGroupDescribeRequest: dict[int, Encoder] = {0: _e_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0}
 
 
 
-class ConsumerGroupDescribeResponse(Struct):
+class ConsumerGroupDescribeResponse(Message):
     __slots__ = ('throttle_time_ms', 'groups', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('groups', '[]DescribedGroup', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('topic_name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, topic_name="", partitions=_UNSET):
+        topic_id: UUID
+        topic_name: str
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, topic_name: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
@@ -73,14 +85,25 @@ class ConsumerGroupDescribeResponse(Struct):
     class Assignment(Struct):
         __slots__ = ('topic_partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_partitions', '[]TopicPartitions', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, topic_partitions=_UNSET):
+        topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions]
+        def __init__(self, *, topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] | _Unset = _UNSET) -> None:
             self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
             self._unknown_tagged_fields = None
 
     class Member(Struct):
         __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (0, 0), (1, 0), None, None), ('instance_id', 'string', (0, 0), (0, 0), None, None), ('rack_id', 'string', (0, 0), (0, 0), None, None), ('member_epoch', 'int32', (0, 0), (1, 0), None, None), ('client_id', 'string', (0, 0), (1, 0), None, None), ('client_host', 'string', (0, 0), (1, 0), None, None), ('subscribed_topic_names', '[]string', (0, 0), (1, 0), None, None), ('subscribed_topic_regex', 'string', (0, 0), (0, 0), None, None), ('assignment', 'Assignment', (0, 0), (1, 0), None, None), ('target_assignment', 'Assignment', (0, 0), (1, 0), None, None))
-        def __init__(self, *, member_id="", instance_id=None, rack_id=None, member_epoch=0, client_id="", client_host="", subscribed_topic_names=_UNSET, subscribed_topic_regex=None, assignment=_UNSET, target_assignment=_UNSET):
+        member_id: str
+        instance_id: str | None
+        rack_id: str | None
+        member_epoch: int
+        client_id: str
+        client_host: str
+        subscribed_topic_names: list[str]
+        subscribed_topic_regex: str | None
+        assignment: ConsumerGroupDescribeResponse.Assignment
+        target_assignment: ConsumerGroupDescribeResponse.Assignment
+        def __init__(self, *, member_id: str = "", instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | _Unset = _UNSET, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment | _Unset = _UNSET, target_assignment: ConsumerGroupDescribeResponse.Assignment | _Unset = _UNSET) -> None:
             self.member_id = member_id
             self.instance_id = instance_id
             self.rack_id = rack_id
@@ -96,7 +119,16 @@ class ConsumerGroupDescribeResponse(Struct):
     class DescribedGroup(Struct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('group_id', 'string', (0, 0), (1, 0), None, None), ('group_state', 'string', (0, 0), (1, 0), None, None), ('group_epoch', 'int32', (0, 0), (1, 0), None, None), ('assignment_epoch', 'int32', (0, 0), (1, 0), None, None), ('assignor_name', 'string', (0, 0), (1, 0), None, None), ('members', '[]Member', (0, 0), (1, 0), None, None), ('authorized_operations', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message=None, group_id="", group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=_UNSET, authorized_operations=-2147483648):
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[ConsumerGroupDescribeResponse.Member]
+        authorized_operations: int
+        def __init__(self, *, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = "", members: list[ConsumerGroupDescribeResponse.Member] | _Unset = _UNSET, authorized_operations: int = -2147483648) -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.group_id = group_id
@@ -108,7 +140,7 @@ class ConsumerGroupDescribeResponse(Struct):
             self.authorized_operations = authorized_operations
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, groups=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, groups: list[ConsumerGroupDescribeResponse.DescribedGroup] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _UNSET else groups
         self._unknown_tagged_fields = None
@@ -118,14 +150,14 @@ class ConsumerGroupDescribeResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupDescribeResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupDescribeResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -254,5 +286,5 @@ def _e_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ConsumerGroupDescribeResponse = {0: _d_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0}
-_ENCODERS_ConsumerGroupDescribeResponse = {0: _e_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0}
+_DECODERS_ConsumerGroupDescribeResponse: dict[int, Decoder] = {0: _d_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0}
+_ENCODERS_ConsumerGroupDescribeResponse: dict[int, Encoder] = {0: _e_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0}

@@ -2,26 +2,43 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse (ConsumerGroupHeartbeatRequest.json, ConsumerGroupHeartbeatResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerGroupHeartbeatRequest(Struct):
+class ConsumerGroupHeartbeatRequest(Message):
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'subscribed_topic_names', 'subscribed_topic_regex', 'server_assignor', 'topic_partitions', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 1), (1, 0), None, None), ('member_id', 'string', (0, 1), (1, 0), None, None), ('member_epoch', 'int32', (0, 1), (1, 0), None, None), ('instance_id', 'string', (0, 1), (0, 1), None, None), ('rack_id', 'string', (0, 1), (0, 1), None, None), ('rebalance_timeout_ms', 'int32', (0, 1), (1, 0), None, None), ('subscribed_topic_names', '[]string', (0, 1), (0, 1), None, None), ('subscribed_topic_regex', 'string', (1, 1), (1, 1), None, None), ('server_assignor', 'string', (0, 1), (0, 1), None, None), ('topic_partitions', '[]TopicPartitions', (0, 1), (0, 1), None, None))
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 1), (1, 0), None, None), ('partitions', '[]int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", member_id="", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None, server_assignor=None, topic_partitions=None):
+    def __init__(self, *, group_id: str = "", member_id: str = "", member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
@@ -39,14 +56,14 @@ class ConsumerGroupHeartbeatRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupHeartbeatRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupHeartbeatRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -148,18 +165,27 @@ def _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ConsumerGroupHeartbeatRequest = {0: _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0, 1: _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1}
-_ENCODERS_ConsumerGroupHeartbeatRequest = {0: _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0, 1: _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1}
+_DECODERS_ConsumerGroupHeartbeatRequest: dict[int, Decoder] = {0: _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0, 1: _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1}
+_ENCODERS_ConsumerGroupHeartbeatRequest: dict[int, Encoder] = {0: _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0, 1: _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1}
 
 
 
-class ConsumerGroupHeartbeatResponse(Struct):
+class ConsumerGroupHeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('error_message', 'string', (0, 1), (0, 1), None, None), ('member_id', 'string', (0, 1), (0, 1), None, None), ('member_epoch', 'int32', (0, 1), (1, 0), None, None), ('heartbeat_interval_ms', 'int32', (0, 1), (1, 0), None, None), ('assignment', 'Assignment', (0, 1), (0, 1), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ConsumerGroupHeartbeatResponse.Assignment | None
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 1), (1, 0), None, None), ('partitions', '[]int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -167,11 +193,12 @@ class ConsumerGroupHeartbeatResponse(Struct):
     class Assignment(Struct):
         __slots__ = ('topic_partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_partitions', '[]TopicPartitions', (0, 1), (1, 0), None, None),)
-        def __init__(self, *, topic_partitions=_UNSET):
+        topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions]
+        def __init__(self, *, topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] | _Unset = _UNSET) -> None:
             self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: ConsumerGroupHeartbeatResponse.Assignment | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -186,14 +213,14 @@ class ConsumerGroupHeartbeatResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupHeartbeatResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupHeartbeatResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -302,5 +329,5 @@ def _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ConsumerGroupHeartbeatResponse = {0: _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0, 1: _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1}
-_ENCODERS_ConsumerGroupHeartbeatResponse = {0: _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0, 1: _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1}
+_DECODERS_ConsumerGroupHeartbeatResponse: dict[int, Decoder] = {0: _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0, 1: _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1}
+_ENCODERS_ConsumerGroupHeartbeatResponse: dict[int, Encoder] = {0: _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0, 1: _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1}

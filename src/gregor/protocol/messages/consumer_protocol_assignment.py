@@ -2,26 +2,35 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerProtocolAssignment (ConsumerProtocolAssignment.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerProtocolAssignment(Struct):
+class ConsumerProtocolAssignment(Message):
     __slots__ = ('assigned_partitions', 'user_data', '_unknown_tagged_fields')
     _SCHEMA = (('assigned_partitions', '[]TopicPartition', (0, 3), (1, 0), None, None), ('user_data', 'bytes', (0, 3), (0, 3), None, None))
+    assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition]
+    user_data: bytes | None
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 3), (1, 0), None, None), ('partitions', '[]int32', (0, 3), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, assigned_partitions=_UNSET, user_data=None):
+    def __init__(self, *, assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] | _Unset = _UNSET, user_data: bytes | None = None) -> None:
         self.assigned_partitions = [] if assigned_partitions is _UNSET else assigned_partitions
         self.user_data = user_data
         self._unknown_tagged_fields = None
@@ -31,10 +40,10 @@ class ConsumerProtocolAssignment(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerProtocolAssignment, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerProtocolAssignment, self, w, version)
 
 
@@ -129,5 +138,5 @@ def _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v3(w, o):
     w.nullable_bytes(o.user_data)
 
 
-_DECODERS_ConsumerProtocolAssignment = {0: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v0, 1: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v1, 2: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v2, 3: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v3}
-_ENCODERS_ConsumerProtocolAssignment = {0: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v0, 1: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v1, 2: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v2, 3: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v3}
+_DECODERS_ConsumerProtocolAssignment: dict[int, Decoder] = {0: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v0, 1: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v1, 2: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v2, 3: _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v3}
+_ENCODERS_ConsumerProtocolAssignment: dict[int, Encoder] = {0: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v0, 1: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v1, 2: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v2, 3: _e_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v3}

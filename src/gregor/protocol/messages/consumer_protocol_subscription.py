@@ -2,26 +2,38 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerProtocolSubscription (ConsumerProtocolSubscription.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerProtocolSubscription(Struct):
+class ConsumerProtocolSubscription(Message):
     __slots__ = ('topics', 'user_data', 'owned_partitions', 'generation_id', 'rack_id', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]string', (0, 3), (1, 0), None, None), ('user_data', 'bytes', (0, 3), (0, 3), None, None), ('owned_partitions', '[]TopicPartition', (1, 3), (1, 0), None, None), ('generation_id', 'int32', (2, 3), (1, 0), None, None), ('rack_id', 'string', (3, 3), (3, 3), None, None))
+    topics: list[str]
+    user_data: bytes | None
+    owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
+    generation_id: int
+    rack_id: str | None
     class TopicPartition(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (1, 3), (1, 0), None, None), ('partitions', '[]int32', (1, 3), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, user_data=None, owned_partitions=_UNSET, generation_id=-1, rack_id=None):
+    def __init__(self, *, topics: list[str] | _Unset = _UNSET, user_data: bytes | None = None, owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] | _Unset = _UNSET, generation_id: int = -1, rack_id: str | None = None) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.user_data = user_data
         self.owned_partitions = [] if owned_partitions is _UNSET else owned_partitions
@@ -34,10 +46,10 @@ class ConsumerProtocolSubscription(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerProtocolSubscription, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerProtocolSubscription, self, w, version)
 
 
@@ -172,5 +184,5 @@ def _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v3(w, o):
     w.nullable_string(o.rack_id)
 
 
-_DECODERS_ConsumerProtocolSubscription = {0: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v0, 1: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v1, 2: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v2, 3: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v3}
-_ENCODERS_ConsumerProtocolSubscription = {0: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v0, 1: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v1, 2: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v2, 3: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v3}
+_DECODERS_ConsumerProtocolSubscription: dict[int, Decoder] = {0: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v0, 1: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v1, 2: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v2, 3: _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v3}
+_ENCODERS_ConsumerProtocolSubscription: dict[int, Encoder] = {0: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v0, 1: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v1, 2: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v2, 3: _e_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v3}

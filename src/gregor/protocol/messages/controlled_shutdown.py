@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ControlledShutdownRequest, ControlledShutdownResponse (ControlledShutdownRequest.json, ControlledShutdownResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ControlledShutdownRequest(Struct):
+class ControlledShutdownRequest(Message):
     __slots__ = ('broker_id', 'broker_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 3), (1, 0), None, None), ('broker_epoch', 'int64', (2, 3), (1, 0), None, None))
-    def __init__(self, *, broker_id=0, broker_epoch=-1):
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class ControlledShutdownRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ControlledShutdownRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ControlledShutdownRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         if version == 0:
             return 0
         return 2 if version >= 3 else 1
@@ -78,23 +85,27 @@ def _e_ControlledShutdownRequest_ControlledShutdownRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ControlledShutdownRequest = {0: _d_ControlledShutdownRequest_ControlledShutdownRequest_v0, 1: _d_ControlledShutdownRequest_ControlledShutdownRequest_v1, 2: _d_ControlledShutdownRequest_ControlledShutdownRequest_v2, 3: _d_ControlledShutdownRequest_ControlledShutdownRequest_v3}
-_ENCODERS_ControlledShutdownRequest = {0: _e_ControlledShutdownRequest_ControlledShutdownRequest_v0, 1: _e_ControlledShutdownRequest_ControlledShutdownRequest_v1, 2: _e_ControlledShutdownRequest_ControlledShutdownRequest_v2, 3: _e_ControlledShutdownRequest_ControlledShutdownRequest_v3}
+_DECODERS_ControlledShutdownRequest: dict[int, Decoder] = {0: _d_ControlledShutdownRequest_ControlledShutdownRequest_v0, 1: _d_ControlledShutdownRequest_ControlledShutdownRequest_v1, 2: _d_ControlledShutdownRequest_ControlledShutdownRequest_v2, 3: _d_ControlledShutdownRequest_ControlledShutdownRequest_v3}
+_ENCODERS_ControlledShutdownRequest: dict[int, Encoder] = {0: _e_ControlledShutdownRequest_ControlledShutdownRequest_v0, 1: _e_ControlledShutdownRequest_ControlledShutdownRequest_v1, 2: _e_ControlledShutdownRequest_ControlledShutdownRequest_v2, 3: _e_ControlledShutdownRequest_ControlledShutdownRequest_v3}
 
 
 
-class ControlledShutdownResponse(Struct):
+class ControlledShutdownResponse(Message):
     __slots__ = ('error_code', 'remaining_partitions', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 3), (1, 0), None, None), ('remaining_partitions', '[]RemainingPartition', (0, 3), (1, 0), None, None))
+    error_code: int
+    remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
     class RemainingPartition(Struct):
         __slots__ = ('topic_name', 'partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 3), (1, 0), None, None), ('partition_index', 'int32', (0, 3), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0):
+        topic_name: str
+        partition_index: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, remaining_partitions=_UNSET):
+    def __init__(self, *, error_code: int = 0, remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.remaining_partitions = [] if remaining_partitions is _UNSET else remaining_partitions
         self._unknown_tagged_fields = None
@@ -104,14 +115,14 @@ class ControlledShutdownResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ControlledShutdownResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ControlledShutdownResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -217,5 +228,5 @@ def _e_ControlledShutdownResponse_ControlledShutdownResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ControlledShutdownResponse = {0: _d_ControlledShutdownResponse_ControlledShutdownResponse_v0, 1: _d_ControlledShutdownResponse_ControlledShutdownResponse_v1, 2: _d_ControlledShutdownResponse_ControlledShutdownResponse_v2, 3: _d_ControlledShutdownResponse_ControlledShutdownResponse_v3}
-_ENCODERS_ControlledShutdownResponse = {0: _e_ControlledShutdownResponse_ControlledShutdownResponse_v0, 1: _e_ControlledShutdownResponse_ControlledShutdownResponse_v1, 2: _e_ControlledShutdownResponse_ControlledShutdownResponse_v2, 3: _e_ControlledShutdownResponse_ControlledShutdownResponse_v3}
+_DECODERS_ControlledShutdownResponse: dict[int, Decoder] = {0: _d_ControlledShutdownResponse_ControlledShutdownResponse_v0, 1: _d_ControlledShutdownResponse_ControlledShutdownResponse_v1, 2: _d_ControlledShutdownResponse_ControlledShutdownResponse_v2, 3: _d_ControlledShutdownResponse_ControlledShutdownResponse_v3}
+_ENCODERS_ControlledShutdownResponse: dict[int, Encoder] = {0: _e_ControlledShutdownResponse_ControlledShutdownResponse_v0, 1: _e_ControlledShutdownResponse_ControlledShutdownResponse_v1, 2: _e_ControlledShutdownResponse_ControlledShutdownResponse_v2, 3: _e_ControlledShutdownResponse_ControlledShutdownResponse_v3}

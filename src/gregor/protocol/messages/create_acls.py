@@ -2,21 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreateAclsRequest, CreateAclsResponse (CreateAclsRequest.json, CreateAclsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class CreateAclsRequest(Struct):
+class CreateAclsRequest(Message):
     __slots__ = ('creations', '_unknown_tagged_fields')
     _SCHEMA = (('creations', '[]AclCreation', (0, 3), (1, 0), None, None),)
+    creations: list[CreateAclsRequest.AclCreation]
     class AclCreation(Struct):
         __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', '_unknown_tagged_fields')
         _SCHEMA = (('resource_type', 'int8', (0, 3), (1, 0), None, None), ('resource_name', 'string', (0, 3), (1, 0), None, None), ('resource_pattern_type', 'int8', (1, 3), (1, 0), None, None), ('principal', 'string', (0, 3), (1, 0), None, None), ('host', 'string', (0, 3), (1, 0), None, None), ('operation', 'int8', (0, 3), (1, 0), None, None), ('permission_type', 'int8', (0, 3), (1, 0), None, None))
-        def __init__(self, *, resource_type=0, resource_name="", resource_pattern_type=3, principal="", host="", operation=0, permission_type=0):
+        resource_type: int
+        resource_name: str
+        resource_pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        def __init__(self, *, resource_type: int = 0, resource_name: str = "", resource_pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.resource_pattern_type = resource_pattern_type
@@ -26,7 +39,7 @@ class CreateAclsRequest(Struct):
             self.permission_type = permission_type
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, creations=_UNSET):
+    def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] | _Unset = _UNSET) -> None:
         self.creations = [] if creations is _UNSET else creations
         self._unknown_tagged_fields = None
 
@@ -35,14 +48,14 @@ class CreateAclsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreateAclsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreateAclsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -182,23 +195,27 @@ def _e_CreateAclsRequest_CreateAclsRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreateAclsRequest = {0: _d_CreateAclsRequest_CreateAclsRequest_v0, 1: _d_CreateAclsRequest_CreateAclsRequest_v1, 2: _d_CreateAclsRequest_CreateAclsRequest_v2, 3: _d_CreateAclsRequest_CreateAclsRequest_v3}
-_ENCODERS_CreateAclsRequest = {0: _e_CreateAclsRequest_CreateAclsRequest_v0, 1: _e_CreateAclsRequest_CreateAclsRequest_v1, 2: _e_CreateAclsRequest_CreateAclsRequest_v2, 3: _e_CreateAclsRequest_CreateAclsRequest_v3}
+_DECODERS_CreateAclsRequest: dict[int, Decoder] = {0: _d_CreateAclsRequest_CreateAclsRequest_v0, 1: _d_CreateAclsRequest_CreateAclsRequest_v1, 2: _d_CreateAclsRequest_CreateAclsRequest_v2, 3: _d_CreateAclsRequest_CreateAclsRequest_v3}
+_ENCODERS_CreateAclsRequest: dict[int, Encoder] = {0: _e_CreateAclsRequest_CreateAclsRequest_v0, 1: _e_CreateAclsRequest_CreateAclsRequest_v1, 2: _e_CreateAclsRequest_CreateAclsRequest_v2, 3: _e_CreateAclsRequest_CreateAclsRequest_v3}
 
 
 
-class CreateAclsResponse(Struct):
+class CreateAclsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None), ('results', '[]AclCreationResult', (0, 3), (1, 0), None, None))
+    throttle_time_ms: int
+    results: list[CreateAclsResponse.AclCreationResult]
     class AclCreationResult(Struct):
         __slots__ = ('error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 3), (1, 0), None, None), ('error_message', 'string', (0, 3), (0, 3), None, None))
-        def __init__(self, *, error_code=0, error_message=""):
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "") -> None:
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[CreateAclsResponse.AclCreationResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
@@ -208,14 +225,14 @@ class CreateAclsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreateAclsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreateAclsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -323,5 +340,5 @@ def _e_CreateAclsResponse_CreateAclsResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreateAclsResponse = {0: _d_CreateAclsResponse_CreateAclsResponse_v0, 1: _d_CreateAclsResponse_CreateAclsResponse_v1, 2: _d_CreateAclsResponse_CreateAclsResponse_v2, 3: _d_CreateAclsResponse_CreateAclsResponse_v3}
-_ENCODERS_CreateAclsResponse = {0: _e_CreateAclsResponse_CreateAclsResponse_v0, 1: _e_CreateAclsResponse_CreateAclsResponse_v1, 2: _e_CreateAclsResponse_CreateAclsResponse_v2, 3: _e_CreateAclsResponse_CreateAclsResponse_v3}
+_DECODERS_CreateAclsResponse: dict[int, Decoder] = {0: _d_CreateAclsResponse_CreateAclsResponse_v0, 1: _d_CreateAclsResponse_CreateAclsResponse_v1, 2: _d_CreateAclsResponse_CreateAclsResponse_v2, 3: _d_CreateAclsResponse_CreateAclsResponse_v3}
+_ENCODERS_CreateAclsResponse: dict[int, Encoder] = {0: _e_CreateAclsResponse_CreateAclsResponse_v0, 1: _e_CreateAclsResponse_CreateAclsResponse_v1, 2: _e_CreateAclsResponse_CreateAclsResponse_v2, 3: _e_CreateAclsResponse_CreateAclsResponse_v3}

@@ -2,26 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreateDelegationTokenRequest, CreateDelegationTokenResponse (CreateDelegationTokenRequest.json, CreateDelegationTokenResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class CreateDelegationTokenRequest(Struct):
+class CreateDelegationTokenRequest(Message):
     __slots__ = ('owner_principal_type', 'owner_principal_name', 'renewers', 'max_lifetime_ms', '_unknown_tagged_fields')
     _SCHEMA = (('owner_principal_type', 'string', (3, 3), (3, 3), None, None), ('owner_principal_name', 'string', (3, 3), (3, 3), None, None), ('renewers', '[]CreatableRenewers', (0, 3), (1, 0), None, None), ('max_lifetime_ms', 'int64', (0, 3), (1, 0), None, None))
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
+    max_lifetime_ms: int
     class CreatableRenewers(Struct):
         __slots__ = ('principal_type', 'principal_name', '_unknown_tagged_fields')
         _SCHEMA = (('principal_type', 'string', (0, 3), (1, 0), None, None), ('principal_name', 'string', (0, 3), (1, 0), None, None))
-        def __init__(self, *, principal_type="", principal_name=""):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, owner_principal_type="", owner_principal_name="", renewers=_UNSET, max_lifetime_ms=0):
+    def __init__(self, *, owner_principal_type: str | None = "", owner_principal_name: str | None = "", renewers: list[CreateDelegationTokenRequest.CreatableRenewers] | _Unset = _UNSET, max_lifetime_ms: int = 0) -> None:
         self.owner_principal_type = owner_principal_type
         self.owner_principal_name = owner_principal_name
         self.renewers = [] if renewers is _UNSET else renewers
@@ -33,14 +44,14 @@ class CreateDelegationTokenRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreateDelegationTokenRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreateDelegationTokenRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -158,15 +169,26 @@ def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreateDelegationTokenRequest = {0: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0, 1: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1, 2: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2, 3: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3}
-_ENCODERS_CreateDelegationTokenRequest = {0: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0, 1: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1, 2: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2, 3: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3}
+_DECODERS_CreateDelegationTokenRequest: dict[int, Decoder] = {0: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0, 1: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1, 2: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2, 3: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3}
+_ENCODERS_CreateDelegationTokenRequest: dict[int, Encoder] = {0: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0, 1: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1, 2: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2, 3: _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3}
 
 
 
-class CreateDelegationTokenResponse(Struct):
+class CreateDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 3), (1, 0), None, None), ('principal_type', 'string', (0, 3), (1, 0), None, None), ('principal_name', 'string', (0, 3), (1, 0), None, None), ('token_requester_principal_type', 'string', (3, 3), (1, 0), None, None), ('token_requester_principal_name', 'string', (3, 3), (1, 0), None, None), ('issue_timestamp_ms', 'int64', (0, 3), (1, 0), None, None), ('expiry_timestamp_ms', 'int64', (0, 3), (1, 0), None, None), ('max_timestamp_ms', 'int64', (0, 3), (1, 0), None, None), ('token_id', 'string', (0, 3), (1, 0), None, None), ('hmac', 'bytes', (0, 3), (1, 0), None, None), ('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None))
-    def __init__(self, *, error_code=0, principal_type="", principal_name="", token_requester_principal_type="", token_requester_principal_name="", issue_timestamp_ms=0, expiry_timestamp_ms=0, max_timestamp_ms=0, token_id="", hmac=b"", throttle_time_ms=0):
+    error_code: int
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp_ms: int
+    expiry_timestamp_ms: int
+    max_timestamp_ms: int
+    token_id: str
+    hmac: bytes
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = 0, principal_type: str = "", principal_name: str = "", token_requester_principal_type: str = "", token_requester_principal_name: str = "", issue_timestamp_ms: int = 0, expiry_timestamp_ms: int = 0, max_timestamp_ms: int = 0, token_id: str = "", hmac: bytes = b"", throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.principal_type = principal_type
         self.principal_name = principal_name
@@ -185,14 +207,14 @@ class CreateDelegationTokenResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreateDelegationTokenResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreateDelegationTokenResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -291,5 +313,5 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreateDelegationTokenResponse = {0: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0, 1: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1, 2: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2, 3: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3}
-_ENCODERS_CreateDelegationTokenResponse = {0: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0, 1: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1, 2: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2, 3: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3}
+_DECODERS_CreateDelegationTokenResponse: dict[int, Decoder] = {0: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0, 1: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1, 2: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2, 3: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3}
+_ENCODERS_CreateDelegationTokenResponse: dict[int, Encoder] = {0: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0, 1: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1, 2: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2, 3: _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3}

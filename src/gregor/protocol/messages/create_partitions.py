@@ -2,34 +2,46 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreatePartitionsRequest, CreatePartitionsResponse (CreatePartitionsRequest.json, CreatePartitionsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class CreatePartitionsRequest(Struct):
+class CreatePartitionsRequest(Message):
     __slots__ = ('topics', 'timeout_ms', 'validate_only', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]CreatePartitionsTopic', (0, 3), (1, 0), None, None), ('timeout_ms', 'int32', (0, 3), (1, 0), None, None), ('validate_only', 'bool', (0, 3), (1, 0), None, None))
+    topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool
     class CreatePartitionsAssignment(Struct):
         __slots__ = ('broker_ids', '_unknown_tagged_fields')
         _SCHEMA = (('broker_ids', '[]int32', (0, 3), (1, 0), None, None),)
-        def __init__(self, *, broker_ids=_UNSET):
+        broker_ids: list[int]
+        def __init__(self, *, broker_ids: list[int] | _Unset = _UNSET) -> None:
             self.broker_ids = [] if broker_ids is _UNSET else broker_ids
             self._unknown_tagged_fields = None
 
     class CreatePartitionsTopic(Struct):
         __slots__ = ('name', 'count', 'assignments', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 3), (1, 0), None, None), ('count', 'int32', (0, 3), (1, 0), None, None), ('assignments', '[]CreatePartitionsAssignment', (0, 3), (0, 3), None, None))
-        def __init__(self, *, name="", count=0, assignments=_UNSET):
+        name: str
+        count: int
+        assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None
+        def __init__(self, *, name: str = "", count: int = 0, assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None | _Unset = _UNSET) -> None:
             self.name = name
             self.count = count
             self.assignments = [] if assignments is _UNSET else assignments
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, timeout_ms=0, validate_only=False):
+    def __init__(self, *, topics: list[CreatePartitionsRequest.CreatePartitionsTopic] | _Unset = _UNSET, timeout_ms: int = 0, validate_only: bool = False) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
@@ -40,14 +52,14 @@ class CreatePartitionsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreatePartitionsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreatePartitionsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -247,24 +259,29 @@ def _e_CreatePartitionsRequest_CreatePartitionsRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreatePartitionsRequest = {0: _d_CreatePartitionsRequest_CreatePartitionsRequest_v0, 1: _d_CreatePartitionsRequest_CreatePartitionsRequest_v1, 2: _d_CreatePartitionsRequest_CreatePartitionsRequest_v2, 3: _d_CreatePartitionsRequest_CreatePartitionsRequest_v3}
-_ENCODERS_CreatePartitionsRequest = {0: _e_CreatePartitionsRequest_CreatePartitionsRequest_v0, 1: _e_CreatePartitionsRequest_CreatePartitionsRequest_v1, 2: _e_CreatePartitionsRequest_CreatePartitionsRequest_v2, 3: _e_CreatePartitionsRequest_CreatePartitionsRequest_v3}
+_DECODERS_CreatePartitionsRequest: dict[int, Decoder] = {0: _d_CreatePartitionsRequest_CreatePartitionsRequest_v0, 1: _d_CreatePartitionsRequest_CreatePartitionsRequest_v1, 2: _d_CreatePartitionsRequest_CreatePartitionsRequest_v2, 3: _d_CreatePartitionsRequest_CreatePartitionsRequest_v3}
+_ENCODERS_CreatePartitionsRequest: dict[int, Encoder] = {0: _e_CreatePartitionsRequest_CreatePartitionsRequest_v0, 1: _e_CreatePartitionsRequest_CreatePartitionsRequest_v1, 2: _e_CreatePartitionsRequest_CreatePartitionsRequest_v2, 3: _e_CreatePartitionsRequest_CreatePartitionsRequest_v3}
 
 
 
-class CreatePartitionsResponse(Struct):
+class CreatePartitionsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None), ('results', '[]CreatePartitionsTopicResult', (0, 3), (1, 0), None, None))
+    throttle_time_ms: int
+    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
     class CreatePartitionsTopicResult(Struct):
         __slots__ = ('name', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 3), (1, 0), None, None), ('error_code', 'int16', (0, 3), (1, 0), None, None), ('error_message', 'string', (0, 3), (0, 3), None, None))
-        def __init__(self, *, name="", error_code=0, error_message=None):
+        name: str
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, name: str = "", error_code: int = 0, error_message: str | None = None) -> None:
             self.name = name
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
@@ -274,14 +291,14 @@ class CreatePartitionsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreatePartitionsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreatePartitionsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -393,5 +410,5 @@ def _e_CreatePartitionsResponse_CreatePartitionsResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreatePartitionsResponse = {0: _d_CreatePartitionsResponse_CreatePartitionsResponse_v0, 1: _d_CreatePartitionsResponse_CreatePartitionsResponse_v1, 2: _d_CreatePartitionsResponse_CreatePartitionsResponse_v2, 3: _d_CreatePartitionsResponse_CreatePartitionsResponse_v3}
-_ENCODERS_CreatePartitionsResponse = {0: _e_CreatePartitionsResponse_CreatePartitionsResponse_v0, 1: _e_CreatePartitionsResponse_CreatePartitionsResponse_v1, 2: _e_CreatePartitionsResponse_CreatePartitionsResponse_v2, 3: _e_CreatePartitionsResponse_CreatePartitionsResponse_v3}
+_DECODERS_CreatePartitionsResponse: dict[int, Decoder] = {0: _d_CreatePartitionsResponse_CreatePartitionsResponse_v0, 1: _d_CreatePartitionsResponse_CreatePartitionsResponse_v1, 2: _d_CreatePartitionsResponse_CreatePartitionsResponse_v2, 3: _d_CreatePartitionsResponse_CreatePartitionsResponse_v3}
+_ENCODERS_CreatePartitionsResponse: dict[int, Encoder] = {0: _e_CreatePartitionsResponse_CreatePartitionsResponse_v0, 1: _e_CreatePartitionsResponse_CreatePartitionsResponse_v1, 2: _e_CreatePartitionsResponse_CreatePartitionsResponse_v2, 3: _e_CreatePartitionsResponse_CreatePartitionsResponse_v3}

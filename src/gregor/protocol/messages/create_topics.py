@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """CreateTopicsRequest, CreateTopicsResponse (CreateTopicsRequest.json, CreateTopicsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class CreateTopicsRequest(Struct):
+class CreateTopicsRequest(Message):
     __slots__ = ('topics', 'timeout_ms', 'validate_only', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]CreatableTopic', (0, 7), (1, 0), None, None), ('timeout_ms', 'int32', (0, 7), (1, 0), None, None), ('validate_only', 'bool', (1, 7), (1, 0), None, None))
+    topics: list[CreateTopicsRequest.CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
     class CreatableReplicaAssignment(Struct):
         __slots__ = ('partition_index', 'broker_ids', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 7), (1, 0), None, None), ('broker_ids', '[]int32', (0, 7), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, broker_ids=_UNSET):
+        partition_index: int
+        broker_ids: list[int]
+        def __init__(self, *, partition_index: int = 0, broker_ids: list[int] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.broker_ids = [] if broker_ids is _UNSET else broker_ids
             self._unknown_tagged_fields = None
@@ -24,7 +34,9 @@ class CreateTopicsRequest(Struct):
     class CreatableTopicConfig(Struct):
         __slots__ = ('name', 'value', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 7), (1, 0), None, None), ('value', 'string', (0, 7), (0, 7), None, None))
-        def __init__(self, *, name="", value=""):
+        name: str
+        value: str | None
+        def __init__(self, *, name: str = "", value: str | None = "") -> None:
             self.name = name
             self.value = value
             self._unknown_tagged_fields = None
@@ -32,7 +44,12 @@ class CreateTopicsRequest(Struct):
     class CreatableTopic(Struct):
         __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 7), (1, 0), None, None), ('num_partitions', 'int32', (0, 7), (1, 0), None, None), ('replication_factor', 'int16', (0, 7), (1, 0), None, None), ('assignments', '[]CreatableReplicaAssignment', (0, 7), (1, 0), None, None), ('configs', '[]CreatableTopicConfig', (0, 7), (1, 0), None, None))
-        def __init__(self, *, name="", num_partitions=0, replication_factor=0, assignments=_UNSET, configs=_UNSET):
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
+        configs: list[CreateTopicsRequest.CreatableTopicConfig]
+        def __init__(self, *, name: str = "", num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] | _Unset = _UNSET, configs: list[CreateTopicsRequest.CreatableTopicConfig] | _Unset = _UNSET) -> None:
             self.name = name
             self.num_partitions = num_partitions
             self.replication_factor = replication_factor
@@ -40,7 +57,7 @@ class CreateTopicsRequest(Struct):
             self.configs = [] if configs is _UNSET else configs
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, timeout_ms=60000, validate_only=False):
+    def __init__(self, *, topics: list[CreateTopicsRequest.CreatableTopic] | _Unset = _UNSET, timeout_ms: int = 60000, validate_only: bool = False) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
@@ -51,14 +68,14 @@ class CreateTopicsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 5
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreateTopicsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreateTopicsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 5 else 1
 
 
@@ -529,18 +546,25 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v7(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreateTopicsRequest = {0: _d_CreateTopicsRequest_CreateTopicsRequest_v0, 1: _d_CreateTopicsRequest_CreateTopicsRequest_v1, 2: _d_CreateTopicsRequest_CreateTopicsRequest_v2, 3: _d_CreateTopicsRequest_CreateTopicsRequest_v3, 4: _d_CreateTopicsRequest_CreateTopicsRequest_v4, 5: _d_CreateTopicsRequest_CreateTopicsRequest_v5, 6: _d_CreateTopicsRequest_CreateTopicsRequest_v6, 7: _d_CreateTopicsRequest_CreateTopicsRequest_v7}
-_ENCODERS_CreateTopicsRequest = {0: _e_CreateTopicsRequest_CreateTopicsRequest_v0, 1: _e_CreateTopicsRequest_CreateTopicsRequest_v1, 2: _e_CreateTopicsRequest_CreateTopicsRequest_v2, 3: _e_CreateTopicsRequest_CreateTopicsRequest_v3, 4: _e_CreateTopicsRequest_CreateTopicsRequest_v4, 5: _e_CreateTopicsRequest_CreateTopicsRequest_v5, 6: _e_CreateTopicsRequest_CreateTopicsRequest_v6, 7: _e_CreateTopicsRequest_CreateTopicsRequest_v7}
+_DECODERS_CreateTopicsRequest: dict[int, Decoder] = {0: _d_CreateTopicsRequest_CreateTopicsRequest_v0, 1: _d_CreateTopicsRequest_CreateTopicsRequest_v1, 2: _d_CreateTopicsRequest_CreateTopicsRequest_v2, 3: _d_CreateTopicsRequest_CreateTopicsRequest_v3, 4: _d_CreateTopicsRequest_CreateTopicsRequest_v4, 5: _d_CreateTopicsRequest_CreateTopicsRequest_v5, 6: _d_CreateTopicsRequest_CreateTopicsRequest_v6, 7: _d_CreateTopicsRequest_CreateTopicsRequest_v7}
+_ENCODERS_CreateTopicsRequest: dict[int, Encoder] = {0: _e_CreateTopicsRequest_CreateTopicsRequest_v0, 1: _e_CreateTopicsRequest_CreateTopicsRequest_v1, 2: _e_CreateTopicsRequest_CreateTopicsRequest_v2, 3: _e_CreateTopicsRequest_CreateTopicsRequest_v3, 4: _e_CreateTopicsRequest_CreateTopicsRequest_v4, 5: _e_CreateTopicsRequest_CreateTopicsRequest_v5, 6: _e_CreateTopicsRequest_CreateTopicsRequest_v6, 7: _e_CreateTopicsRequest_CreateTopicsRequest_v7}
 
 
 
-class CreateTopicsResponse(Struct):
+class CreateTopicsResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (2, 7), (1, 0), None, None), ('topics', '[]CreatableTopicResult', (0, 7), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[CreateTopicsResponse.CreatableTopicResult]
     class CreatableTopicConfigs(Struct):
         __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (5, 7), (1, 0), None, None), ('value', 'string', (5, 7), (5, 7), None, None), ('read_only', 'bool', (5, 7), (1, 0), None, None), ('config_source', 'int8', (5, 7), (1, 0), None, None), ('is_sensitive', 'bool', (5, 7), (1, 0), None, None))
-        def __init__(self, *, name="", value="", read_only=False, config_source=-1, is_sensitive=False):
+        name: str
+        value: str | None
+        read_only: bool
+        config_source: int
+        is_sensitive: bool
+        def __init__(self, *, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_sensitive: bool = False) -> None:
             self.name = name
             self.value = value
             self.read_only = read_only
@@ -551,7 +575,15 @@ class CreateTopicsResponse(Struct):
     class CreatableTopicResult(Struct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 7), (1, 0), None, None), ('topic_id', 'uuid', (7, 7), (1, 0), None, None), ('error_code', 'int16', (0, 7), (1, 0), None, None), ('error_message', 'string', (1, 7), (0, 7), None, None), ('topic_config_error_code', 'int16', (5, 7), (1, 0), (5, 7), 0), ('num_partitions', 'int32', (5, 7), (1, 0), None, None), ('replication_factor', 'int16', (5, 7), (1, 0), None, None), ('configs', '[]CreatableTopicConfigs', (5, 7), (5, 7), None, None))
-        def __init__(self, *, name="", topic_id=ZERO_UUID, error_code=0, error_message="", topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=_UNSET):
+        name: str
+        topic_id: UUID
+        error_code: int
+        error_message: str | None
+        topic_config_error_code: int
+        num_partitions: int
+        replication_factor: int
+        configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
+        def __init__(self, *, name: str = "", topic_id: UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = "", topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None | _Unset = _UNSET) -> None:
             self.name = name
             self.topic_id = topic_id
             self.error_code = error_code
@@ -562,7 +594,7 @@ class CreateTopicsResponse(Struct):
             self.configs = [] if configs is _UNSET else configs
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[CreateTopicsResponse.CreatableTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -572,14 +604,14 @@ class CreateTopicsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 5
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_CreateTopicsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_CreateTopicsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 5 else 0
 
 
@@ -937,5 +969,5 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v7(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_CreateTopicsResponse = {0: _d_CreateTopicsResponse_CreateTopicsResponse_v0, 1: _d_CreateTopicsResponse_CreateTopicsResponse_v1, 2: _d_CreateTopicsResponse_CreateTopicsResponse_v2, 3: _d_CreateTopicsResponse_CreateTopicsResponse_v3, 4: _d_CreateTopicsResponse_CreateTopicsResponse_v4, 5: _d_CreateTopicsResponse_CreateTopicsResponse_v5, 6: _d_CreateTopicsResponse_CreateTopicsResponse_v6, 7: _d_CreateTopicsResponse_CreateTopicsResponse_v7}
-_ENCODERS_CreateTopicsResponse = {0: _e_CreateTopicsResponse_CreateTopicsResponse_v0, 1: _e_CreateTopicsResponse_CreateTopicsResponse_v1, 2: _e_CreateTopicsResponse_CreateTopicsResponse_v2, 3: _e_CreateTopicsResponse_CreateTopicsResponse_v3, 4: _e_CreateTopicsResponse_CreateTopicsResponse_v4, 5: _e_CreateTopicsResponse_CreateTopicsResponse_v5, 6: _e_CreateTopicsResponse_CreateTopicsResponse_v6, 7: _e_CreateTopicsResponse_CreateTopicsResponse_v7}
+_DECODERS_CreateTopicsResponse: dict[int, Decoder] = {0: _d_CreateTopicsResponse_CreateTopicsResponse_v0, 1: _d_CreateTopicsResponse_CreateTopicsResponse_v1, 2: _d_CreateTopicsResponse_CreateTopicsResponse_v2, 3: _d_CreateTopicsResponse_CreateTopicsResponse_v3, 4: _d_CreateTopicsResponse_CreateTopicsResponse_v4, 5: _d_CreateTopicsResponse_CreateTopicsResponse_v5, 6: _d_CreateTopicsResponse_CreateTopicsResponse_v6, 7: _d_CreateTopicsResponse_CreateTopicsResponse_v7}
+_ENCODERS_CreateTopicsResponse: dict[int, Encoder] = {0: _e_CreateTopicsResponse_CreateTopicsResponse_v0, 1: _e_CreateTopicsResponse_CreateTopicsResponse_v1, 2: _e_CreateTopicsResponse_CreateTopicsResponse_v2, 3: _e_CreateTopicsResponse_CreateTopicsResponse_v3, 4: _e_CreateTopicsResponse_CreateTopicsResponse_v4, 5: _e_CreateTopicsResponse_CreateTopicsResponse_v5, 6: _e_CreateTopicsResponse_CreateTopicsResponse_v6, 7: _e_CreateTopicsResponse_CreateTopicsResponse_v7}

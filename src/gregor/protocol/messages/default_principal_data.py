@@ -2,18 +2,26 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DefaultPrincipalData (DefaultPrincipalData.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DefaultPrincipalData(Struct):
+class DefaultPrincipalData(Message):
     __slots__ = ('type', 'name', 'token_authenticated', '_unknown_tagged_fields')
     _SCHEMA = (('type', 'string', (0, 0), (1, 0), None, None), ('name', 'string', (0, 0), (1, 0), None, None), ('token_authenticated', 'bool', (0, 0), (1, 0), None, None))
-    def __init__(self, *, type="", name="", token_authenticated=False):
+    type: str
+    name: str
+    token_authenticated: bool
+    def __init__(self, *, type: str = "", name: str = "", token_authenticated: bool = False) -> None:
         self.type = type
         self.name = name
         self.token_authenticated = token_authenticated
@@ -24,10 +32,10 @@ class DefaultPrincipalData(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DefaultPrincipalData, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DefaultPrincipalData, self, w, version)
 
 
@@ -48,5 +56,5 @@ def _e_DefaultPrincipalData_DefaultPrincipalData_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DefaultPrincipalData = {0: _d_DefaultPrincipalData_DefaultPrincipalData_v0}
-_ENCODERS_DefaultPrincipalData = {0: _e_DefaultPrincipalData_DefaultPrincipalData_v0}
+_DECODERS_DefaultPrincipalData: dict[int, Decoder] = {0: _d_DefaultPrincipalData_DefaultPrincipalData_v0}
+_ENCODERS_DefaultPrincipalData: dict[int, Encoder] = {0: _e_DefaultPrincipalData_DefaultPrincipalData_v0}

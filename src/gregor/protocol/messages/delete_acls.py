@@ -2,21 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DeleteAclsRequest, DeleteAclsResponse (DeleteAclsRequest.json, DeleteAclsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DeleteAclsRequest(Struct):
+class DeleteAclsRequest(Message):
     __slots__ = ('filters', '_unknown_tagged_fields')
     _SCHEMA = (('filters', '[]DeleteAclsFilter', (0, 3), (1, 0), None, None),)
+    filters: list[DeleteAclsRequest.DeleteAclsFilter]
     class DeleteAclsFilter(Struct):
         __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', '_unknown_tagged_fields')
         _SCHEMA = (('resource_type_filter', 'int8', (0, 3), (1, 0), None, None), ('resource_name_filter', 'string', (0, 3), (0, 3), None, None), ('pattern_type_filter', 'int8', (1, 3), (1, 0), None, None), ('principal_filter', 'string', (0, 3), (0, 3), None, None), ('host_filter', 'string', (0, 3), (0, 3), None, None), ('operation', 'int8', (0, 3), (1, 0), None, None), ('permission_type', 'int8', (0, 3), (1, 0), None, None))
-        def __init__(self, *, resource_type_filter=0, resource_name_filter="", pattern_type_filter=3, principal_filter="", host_filter="", operation=0, permission_type=0):
+        resource_type_filter: int
+        resource_name_filter: str | None
+        pattern_type_filter: int
+        principal_filter: str | None
+        host_filter: str | None
+        operation: int
+        permission_type: int
+        def __init__(self, *, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
             self.resource_type_filter = resource_type_filter
             self.resource_name_filter = resource_name_filter
             self.pattern_type_filter = pattern_type_filter
@@ -26,7 +39,7 @@ class DeleteAclsRequest(Struct):
             self.permission_type = permission_type
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, filters=_UNSET):
+    def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] | _Unset = _UNSET) -> None:
         self.filters = [] if filters is _UNSET else filters
         self._unknown_tagged_fields = None
 
@@ -35,14 +48,14 @@ class DeleteAclsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteAclsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteAclsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -182,18 +195,29 @@ def _e_DeleteAclsRequest_DeleteAclsRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteAclsRequest = {0: _d_DeleteAclsRequest_DeleteAclsRequest_v0, 1: _d_DeleteAclsRequest_DeleteAclsRequest_v1, 2: _d_DeleteAclsRequest_DeleteAclsRequest_v2, 3: _d_DeleteAclsRequest_DeleteAclsRequest_v3}
-_ENCODERS_DeleteAclsRequest = {0: _e_DeleteAclsRequest_DeleteAclsRequest_v0, 1: _e_DeleteAclsRequest_DeleteAclsRequest_v1, 2: _e_DeleteAclsRequest_DeleteAclsRequest_v2, 3: _e_DeleteAclsRequest_DeleteAclsRequest_v3}
+_DECODERS_DeleteAclsRequest: dict[int, Decoder] = {0: _d_DeleteAclsRequest_DeleteAclsRequest_v0, 1: _d_DeleteAclsRequest_DeleteAclsRequest_v1, 2: _d_DeleteAclsRequest_DeleteAclsRequest_v2, 3: _d_DeleteAclsRequest_DeleteAclsRequest_v3}
+_ENCODERS_DeleteAclsRequest: dict[int, Encoder] = {0: _e_DeleteAclsRequest_DeleteAclsRequest_v0, 1: _e_DeleteAclsRequest_DeleteAclsRequest_v1, 2: _e_DeleteAclsRequest_DeleteAclsRequest_v2, 3: _e_DeleteAclsRequest_DeleteAclsRequest_v3}
 
 
 
-class DeleteAclsResponse(Struct):
+class DeleteAclsResponse(Message):
     __slots__ = ('throttle_time_ms', 'filter_results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None), ('filter_results', '[]DeleteAclsFilterResult', (0, 3), (1, 0), None, None))
+    throttle_time_ms: int
+    filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     class DeleteAclsMatchingAcl(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 3), (1, 0), None, None), ('error_message', 'string', (0, 3), (0, 3), None, None), ('resource_type', 'int8', (0, 3), (1, 0), None, None), ('resource_name', 'string', (0, 3), (1, 0), None, None), ('pattern_type', 'int8', (1, 3), (1, 0), None, None), ('principal', 'string', (0, 3), (1, 0), None, None), ('host', 'string', (0, 3), (1, 0), None, None), ('operation', 'int8', (0, 3), (1, 0), None, None), ('permission_type', 'int8', (0, 3), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message="", resource_type=0, resource_name="", pattern_type=3, principal="", host="", operation=0, permission_type=0):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.resource_type = resource_type
@@ -208,13 +232,16 @@ class DeleteAclsResponse(Struct):
     class DeleteAclsFilterResult(Struct):
         __slots__ = ('error_code', 'error_message', 'matching_acls', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 3), (1, 0), None, None), ('error_message', 'string', (0, 3), (0, 3), None, None), ('matching_acls', '[]DeleteAclsMatchingAcl', (0, 3), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message="", matching_acls=_UNSET):
+        error_code: int
+        error_message: str | None
+        matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl]
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "", matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] | _Unset = _UNSET) -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.matching_acls = [] if matching_acls is _UNSET else matching_acls
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, filter_results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.filter_results = [] if filter_results is _UNSET else filter_results
         self._unknown_tagged_fields = None
@@ -224,14 +251,14 @@ class DeleteAclsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteAclsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteAclsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -471,5 +498,5 @@ def _e_DeleteAclsResponse_DeleteAclsResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteAclsResponse = {0: _d_DeleteAclsResponse_DeleteAclsResponse_v0, 1: _d_DeleteAclsResponse_DeleteAclsResponse_v1, 2: _d_DeleteAclsResponse_DeleteAclsResponse_v2, 3: _d_DeleteAclsResponse_DeleteAclsResponse_v3}
-_ENCODERS_DeleteAclsResponse = {0: _e_DeleteAclsResponse_DeleteAclsResponse_v0, 1: _e_DeleteAclsResponse_DeleteAclsResponse_v1, 2: _e_DeleteAclsResponse_DeleteAclsResponse_v2, 3: _e_DeleteAclsResponse_DeleteAclsResponse_v3}
+_DECODERS_DeleteAclsResponse: dict[int, Decoder] = {0: _d_DeleteAclsResponse_DeleteAclsResponse_v0, 1: _d_DeleteAclsResponse_DeleteAclsResponse_v1, 2: _d_DeleteAclsResponse_DeleteAclsResponse_v2, 3: _d_DeleteAclsResponse_DeleteAclsResponse_v3}
+_ENCODERS_DeleteAclsResponse: dict[int, Encoder] = {0: _e_DeleteAclsResponse_DeleteAclsResponse_v0, 1: _e_DeleteAclsResponse_DeleteAclsResponse_v1, 2: _e_DeleteAclsResponse_DeleteAclsResponse_v2, 3: _e_DeleteAclsResponse_DeleteAclsResponse_v3}

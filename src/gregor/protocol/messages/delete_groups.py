@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DeleteGroupsRequest, DeleteGroupsResponse (DeleteGroupsRequest.json, DeleteGroupsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DeleteGroupsRequest(Struct):
+class DeleteGroupsRequest(Message):
     __slots__ = ('groups_names', '_unknown_tagged_fields')
     _SCHEMA = (('groups_names', '[]string', (0, 2), (1, 0), None, None),)
-    def __init__(self, *, groups_names=_UNSET):
+    groups_names: list[str]
+    def __init__(self, *, groups_names: list[str] | _Unset = _UNSET) -> None:
         self.groups_names = [] if groups_names is _UNSET else groups_names
         self._unknown_tagged_fields = None
 
@@ -22,14 +28,14 @@ class DeleteGroupsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteGroupsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteGroupsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -67,23 +73,27 @@ def _e_DeleteGroupsRequest_DeleteGroupsRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteGroupsRequest = {0: _d_DeleteGroupsRequest_DeleteGroupsRequest_v0, 1: _d_DeleteGroupsRequest_DeleteGroupsRequest_v1, 2: _d_DeleteGroupsRequest_DeleteGroupsRequest_v2}
-_ENCODERS_DeleteGroupsRequest = {0: _e_DeleteGroupsRequest_DeleteGroupsRequest_v0, 1: _e_DeleteGroupsRequest_DeleteGroupsRequest_v1, 2: _e_DeleteGroupsRequest_DeleteGroupsRequest_v2}
+_DECODERS_DeleteGroupsRequest: dict[int, Decoder] = {0: _d_DeleteGroupsRequest_DeleteGroupsRequest_v0, 1: _d_DeleteGroupsRequest_DeleteGroupsRequest_v1, 2: _d_DeleteGroupsRequest_DeleteGroupsRequest_v2}
+_ENCODERS_DeleteGroupsRequest: dict[int, Encoder] = {0: _e_DeleteGroupsRequest_DeleteGroupsRequest_v0, 1: _e_DeleteGroupsRequest_DeleteGroupsRequest_v1, 2: _e_DeleteGroupsRequest_DeleteGroupsRequest_v2}
 
 
 
-class DeleteGroupsResponse(Struct):
+class DeleteGroupsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None), ('results', '[]DeletableGroupResult', (0, 2), (1, 0), None, None))
+    throttle_time_ms: int
+    results: list[DeleteGroupsResponse.DeletableGroupResult]
     class DeletableGroupResult(Struct):
         __slots__ = ('group_id', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('group_id', 'string', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None))
-        def __init__(self, *, group_id="", error_code=0):
+        group_id: str
+        error_code: int
+        def __init__(self, *, group_id: str = "", error_code: int = 0) -> None:
             self.group_id = group_id
             self.error_code = error_code
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[DeleteGroupsResponse.DeletableGroupResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
@@ -93,14 +103,14 @@ class DeleteGroupsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteGroupsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteGroupsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -187,5 +197,5 @@ def _e_DeleteGroupsResponse_DeleteGroupsResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteGroupsResponse = {0: _d_DeleteGroupsResponse_DeleteGroupsResponse_v0, 1: _d_DeleteGroupsResponse_DeleteGroupsResponse_v1, 2: _d_DeleteGroupsResponse_DeleteGroupsResponse_v2}
-_ENCODERS_DeleteGroupsResponse = {0: _e_DeleteGroupsResponse_DeleteGroupsResponse_v0, 1: _e_DeleteGroupsResponse_DeleteGroupsResponse_v1, 2: _e_DeleteGroupsResponse_DeleteGroupsResponse_v2}
+_DECODERS_DeleteGroupsResponse: dict[int, Decoder] = {0: _d_DeleteGroupsResponse_DeleteGroupsResponse_v0, 1: _d_DeleteGroupsResponse_DeleteGroupsResponse_v1, 2: _d_DeleteGroupsResponse_DeleteGroupsResponse_v2}
+_ENCODERS_DeleteGroupsResponse: dict[int, Encoder] = {0: _e_DeleteGroupsResponse_DeleteGroupsResponse_v0, 1: _e_DeleteGroupsResponse_DeleteGroupsResponse_v1, 2: _e_DeleteGroupsResponse_DeleteGroupsResponse_v2}

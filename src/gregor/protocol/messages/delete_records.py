@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DeleteRecordsRequest, DeleteRecordsResponse (DeleteRecordsRequest.json, DeleteRecordsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DeleteRecordsRequest(Struct):
+class DeleteRecordsRequest(Message):
     __slots__ = ('topics', 'timeout_ms', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]DeleteRecordsTopic', (0, 2), (1, 0), None, None), ('timeout_ms', 'int32', (0, 2), (1, 0), None, None))
+    topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
+    timeout_ms: int
     class DeleteRecordsPartition(Struct):
         __slots__ = ('partition_index', 'offset', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 2), (1, 0), None, None), ('offset', 'int64', (0, 2), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, offset=0):
+        partition_index: int
+        offset: int
+        def __init__(self, *, partition_index: int = 0, offset: int = 0) -> None:
             self.partition_index = partition_index
             self.offset = offset
             self._unknown_tagged_fields = None
@@ -24,12 +33,14 @@ class DeleteRecordsRequest(Struct):
     class DeleteRecordsTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]DeleteRecordsPartition', (0, 2), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
+        def __init__(self, *, name: str = "", partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, timeout_ms=0):
+    def __init__(self, *, topics: list[DeleteRecordsRequest.DeleteRecordsTopic] | _Unset = _UNSET, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.timeout_ms = timeout_ms
         self._unknown_tagged_fields = None
@@ -39,14 +50,14 @@ class DeleteRecordsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteRecordsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteRecordsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -186,18 +197,23 @@ def _e_DeleteRecordsRequest_DeleteRecordsRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteRecordsRequest = {0: _d_DeleteRecordsRequest_DeleteRecordsRequest_v0, 1: _d_DeleteRecordsRequest_DeleteRecordsRequest_v1, 2: _d_DeleteRecordsRequest_DeleteRecordsRequest_v2}
-_ENCODERS_DeleteRecordsRequest = {0: _e_DeleteRecordsRequest_DeleteRecordsRequest_v0, 1: _e_DeleteRecordsRequest_DeleteRecordsRequest_v1, 2: _e_DeleteRecordsRequest_DeleteRecordsRequest_v2}
+_DECODERS_DeleteRecordsRequest: dict[int, Decoder] = {0: _d_DeleteRecordsRequest_DeleteRecordsRequest_v0, 1: _d_DeleteRecordsRequest_DeleteRecordsRequest_v1, 2: _d_DeleteRecordsRequest_DeleteRecordsRequest_v2}
+_ENCODERS_DeleteRecordsRequest: dict[int, Encoder] = {0: _e_DeleteRecordsRequest_DeleteRecordsRequest_v0, 1: _e_DeleteRecordsRequest_DeleteRecordsRequest_v1, 2: _e_DeleteRecordsRequest_DeleteRecordsRequest_v2}
 
 
 
-class DeleteRecordsResponse(Struct):
+class DeleteRecordsResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None), ('topics', '[]DeleteRecordsTopicResult', (0, 2), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
     class DeleteRecordsPartitionResult(Struct):
         __slots__ = ('partition_index', 'low_watermark', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 2), (1, 0), None, None), ('low_watermark', 'int64', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, low_watermark=0, error_code=0):
+        partition_index: int
+        low_watermark: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.low_watermark = low_watermark
             self.error_code = error_code
@@ -206,12 +222,14 @@ class DeleteRecordsResponse(Struct):
     class DeleteRecordsTopicResult(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]DeleteRecordsPartitionResult', (0, 2), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult]
+        def __init__(self, *, name: str = "", partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -221,14 +239,14 @@ class DeleteRecordsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteRecordsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteRecordsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -372,5 +390,5 @@ def _e_DeleteRecordsResponse_DeleteRecordsResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteRecordsResponse = {0: _d_DeleteRecordsResponse_DeleteRecordsResponse_v0, 1: _d_DeleteRecordsResponse_DeleteRecordsResponse_v1, 2: _d_DeleteRecordsResponse_DeleteRecordsResponse_v2}
-_ENCODERS_DeleteRecordsResponse = {0: _e_DeleteRecordsResponse_DeleteRecordsResponse_v0, 1: _e_DeleteRecordsResponse_DeleteRecordsResponse_v1, 2: _e_DeleteRecordsResponse_DeleteRecordsResponse_v2}
+_DECODERS_DeleteRecordsResponse: dict[int, Decoder] = {0: _d_DeleteRecordsResponse_DeleteRecordsResponse_v0, 1: _d_DeleteRecordsResponse_DeleteRecordsResponse_v1, 2: _d_DeleteRecordsResponse_DeleteRecordsResponse_v2}
+_ENCODERS_DeleteRecordsResponse: dict[int, Encoder] = {0: _e_DeleteRecordsResponse_DeleteRecordsResponse_v0, 1: _e_DeleteRecordsResponse_DeleteRecordsResponse_v1, 2: _e_DeleteRecordsResponse_DeleteRecordsResponse_v2}

@@ -2,33 +2,43 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DeleteShareGroupStateRequest, DeleteShareGroupStateResponse (DeleteShareGroupStateRequest.json, DeleteShareGroupStateResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DeleteShareGroupStateRequest(Struct):
+class DeleteShareGroupStateRequest(Message):
     __slots__ = ('group_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('topics', '[]DeleteStateData', (0, 0), (1, 0), None, None))
+    group_id: str
+    topics: list[DeleteShareGroupStateRequest.DeleteStateData]
     class PartitionData(Struct):
         __slots__ = ('partition', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, partition=0):
+        partition: int
+        def __init__(self, *, partition: int = 0) -> None:
             self.partition = partition
             self._unknown_tagged_fields = None
 
     class DeleteStateData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[DeleteShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[DeleteShareGroupStateRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET):
+    def __init__(self, *, group_id: str = "", topics: list[DeleteShareGroupStateRequest.DeleteStateData] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -38,14 +48,14 @@ class DeleteShareGroupStateRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteShareGroupStateRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteShareGroupStateRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -100,18 +110,22 @@ def _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteShareGroupStateRequest = {0: _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0}
-_ENCODERS_DeleteShareGroupStateRequest = {0: _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0}
+_DECODERS_DeleteShareGroupStateRequest: dict[int, Decoder] = {0: _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0}
+_ENCODERS_DeleteShareGroupStateRequest: dict[int, Encoder] = {0: _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0}
 
 
 
-class DeleteShareGroupStateResponse(Struct):
+class DeleteShareGroupStateResponse(Message):
     __slots__ = ('results', '_unknown_tagged_fields')
     _SCHEMA = (('results', '[]DeleteStateResult', (0, 0), (1, 0), None, None),)
+    results: list[DeleteShareGroupStateResponse.DeleteStateResult]
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, partition=0, error_code=0, error_message=None):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
@@ -120,12 +134,14 @@ class DeleteShareGroupStateResponse(Struct):
     class DeleteStateResult(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionResult', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[DeleteShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[DeleteShareGroupStateResponse.PartitionResult] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, results=_UNSET):
+    def __init__(self, *, results: list[DeleteShareGroupStateResponse.DeleteStateResult] | _Unset = _UNSET) -> None:
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
 
@@ -134,14 +150,14 @@ class DeleteShareGroupStateResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteShareGroupStateResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteShareGroupStateResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -198,5 +214,5 @@ def _e_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteShareGroupStateResponse = {0: _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0}
-_ENCODERS_DeleteShareGroupStateResponse = {0: _e_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0}
+_DECODERS_DeleteShareGroupStateResponse: dict[int, Decoder] = {0: _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0}
+_ENCODERS_DeleteShareGroupStateResponse: dict[int, Encoder] = {0: _e_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0}

@@ -2,26 +2,36 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DeleteTopicsRequest, DeleteTopicsResponse (DeleteTopicsRequest.json, DeleteTopicsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DeleteTopicsRequest(Struct):
+class DeleteTopicsRequest(Message):
     __slots__ = ('topics', 'topic_names', 'timeout_ms', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]DeleteTopicState', (6, 6), (1, 0), None, None), ('topic_names', '[]string', (0, 5), (1, 0), None, None), ('timeout_ms', 'int32', (0, 6), (1, 0), None, None))
+    topics: list[DeleteTopicsRequest.DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
     class DeleteTopicState(Struct):
         __slots__ = ('name', 'topic_id', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (6, 6), (6, 6), None, None), ('topic_id', 'uuid', (6, 6), (1, 0), None, None))
-        def __init__(self, *, name=None, topic_id=ZERO_UUID):
+        name: str | None
+        topic_id: UUID
+        def __init__(self, *, name: str | None = None, topic_id: UUID = ZERO_UUID) -> None:
             self.name = name
             self.topic_id = topic_id
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, topic_names=_UNSET, timeout_ms=0):
+    def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] | _Unset = _UNSET, topic_names: list[str] | _Unset = _UNSET, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.topic_names = [] if topic_names is _UNSET else topic_names
         self.timeout_ms = timeout_ms
@@ -32,14 +42,14 @@ class DeleteTopicsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteTopicsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteTopicsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -157,25 +167,31 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_v6(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteTopicsRequest = {0: _d_DeleteTopicsRequest_DeleteTopicsRequest_v0, 1: _d_DeleteTopicsRequest_DeleteTopicsRequest_v1, 2: _d_DeleteTopicsRequest_DeleteTopicsRequest_v2, 3: _d_DeleteTopicsRequest_DeleteTopicsRequest_v3, 4: _d_DeleteTopicsRequest_DeleteTopicsRequest_v4, 5: _d_DeleteTopicsRequest_DeleteTopicsRequest_v5, 6: _d_DeleteTopicsRequest_DeleteTopicsRequest_v6}
-_ENCODERS_DeleteTopicsRequest = {0: _e_DeleteTopicsRequest_DeleteTopicsRequest_v0, 1: _e_DeleteTopicsRequest_DeleteTopicsRequest_v1, 2: _e_DeleteTopicsRequest_DeleteTopicsRequest_v2, 3: _e_DeleteTopicsRequest_DeleteTopicsRequest_v3, 4: _e_DeleteTopicsRequest_DeleteTopicsRequest_v4, 5: _e_DeleteTopicsRequest_DeleteTopicsRequest_v5, 6: _e_DeleteTopicsRequest_DeleteTopicsRequest_v6}
+_DECODERS_DeleteTopicsRequest: dict[int, Decoder] = {0: _d_DeleteTopicsRequest_DeleteTopicsRequest_v0, 1: _d_DeleteTopicsRequest_DeleteTopicsRequest_v1, 2: _d_DeleteTopicsRequest_DeleteTopicsRequest_v2, 3: _d_DeleteTopicsRequest_DeleteTopicsRequest_v3, 4: _d_DeleteTopicsRequest_DeleteTopicsRequest_v4, 5: _d_DeleteTopicsRequest_DeleteTopicsRequest_v5, 6: _d_DeleteTopicsRequest_DeleteTopicsRequest_v6}
+_ENCODERS_DeleteTopicsRequest: dict[int, Encoder] = {0: _e_DeleteTopicsRequest_DeleteTopicsRequest_v0, 1: _e_DeleteTopicsRequest_DeleteTopicsRequest_v1, 2: _e_DeleteTopicsRequest_DeleteTopicsRequest_v2, 3: _e_DeleteTopicsRequest_DeleteTopicsRequest_v3, 4: _e_DeleteTopicsRequest_DeleteTopicsRequest_v4, 5: _e_DeleteTopicsRequest_DeleteTopicsRequest_v5, 6: _e_DeleteTopicsRequest_DeleteTopicsRequest_v6}
 
 
 
-class DeleteTopicsResponse(Struct):
+class DeleteTopicsResponse(Message):
     __slots__ = ('throttle_time_ms', 'responses', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 6), (1, 0), None, None), ('responses', '[]DeletableTopicResult', (0, 6), (1, 0), None, None))
+    throttle_time_ms: int
+    responses: list[DeleteTopicsResponse.DeletableTopicResult]
     class DeletableTopicResult(Struct):
         __slots__ = ('name', 'topic_id', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 6), (6, 6), None, None), ('topic_id', 'uuid', (6, 6), (1, 0), None, None), ('error_code', 'int16', (0, 6), (1, 0), None, None), ('error_message', 'string', (5, 6), (5, 6), None, None))
-        def __init__(self, *, name="", topic_id=ZERO_UUID, error_code=0, error_message=None):
+        name: str | None
+        topic_id: UUID
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, name: str | None = "", topic_id: UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
             self.name = name
             self.topic_id = topic_id
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, responses=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, responses: list[DeleteTopicsResponse.DeletableTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is _UNSET else responses
         self._unknown_tagged_fields = None
@@ -185,14 +201,14 @@ class DeleteTopicsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DeleteTopicsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DeleteTopicsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -395,5 +411,5 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_v6(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DeleteTopicsResponse = {0: _d_DeleteTopicsResponse_DeleteTopicsResponse_v0, 1: _d_DeleteTopicsResponse_DeleteTopicsResponse_v1, 2: _d_DeleteTopicsResponse_DeleteTopicsResponse_v2, 3: _d_DeleteTopicsResponse_DeleteTopicsResponse_v3, 4: _d_DeleteTopicsResponse_DeleteTopicsResponse_v4, 5: _d_DeleteTopicsResponse_DeleteTopicsResponse_v5, 6: _d_DeleteTopicsResponse_DeleteTopicsResponse_v6}
-_ENCODERS_DeleteTopicsResponse = {0: _e_DeleteTopicsResponse_DeleteTopicsResponse_v0, 1: _e_DeleteTopicsResponse_DeleteTopicsResponse_v1, 2: _e_DeleteTopicsResponse_DeleteTopicsResponse_v2, 3: _e_DeleteTopicsResponse_DeleteTopicsResponse_v3, 4: _e_DeleteTopicsResponse_DeleteTopicsResponse_v4, 5: _e_DeleteTopicsResponse_DeleteTopicsResponse_v5, 6: _e_DeleteTopicsResponse_DeleteTopicsResponse_v6}
+_DECODERS_DeleteTopicsResponse: dict[int, Decoder] = {0: _d_DeleteTopicsResponse_DeleteTopicsResponse_v0, 1: _d_DeleteTopicsResponse_DeleteTopicsResponse_v1, 2: _d_DeleteTopicsResponse_DeleteTopicsResponse_v2, 3: _d_DeleteTopicsResponse_DeleteTopicsResponse_v3, 4: _d_DeleteTopicsResponse_DeleteTopicsResponse_v4, 5: _d_DeleteTopicsResponse_DeleteTopicsResponse_v5, 6: _d_DeleteTopicsResponse_DeleteTopicsResponse_v6}
+_ENCODERS_DeleteTopicsResponse: dict[int, Encoder] = {0: _e_DeleteTopicsResponse_DeleteTopicsResponse_v0, 1: _e_DeleteTopicsResponse_DeleteTopicsResponse_v1, 2: _e_DeleteTopicsResponse_DeleteTopicsResponse_v2, 3: _e_DeleteTopicsResponse_DeleteTopicsResponse_v3, 4: _e_DeleteTopicsResponse_DeleteTopicsResponse_v4, 5: _e_DeleteTopicsResponse_DeleteTopicsResponse_v5, 6: _e_DeleteTopicsResponse_DeleteTopicsResponse_v6}

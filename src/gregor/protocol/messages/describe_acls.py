@@ -2,18 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeAclsRequest, DescribeAclsResponse (DescribeAclsRequest.json, DescribeAclsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeAclsRequest(Struct):
+class DescribeAclsRequest(Message):
     __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', '_unknown_tagged_fields')
     _SCHEMA = (('resource_type_filter', 'int8', (0, 3), (1, 0), None, None), ('resource_name_filter', 'string', (0, 3), (0, 3), None, None), ('pattern_type_filter', 'int8', (1, 3), (1, 0), None, None), ('principal_filter', 'string', (0, 3), (0, 3), None, None), ('host_filter', 'string', (0, 3), (0, 3), None, None), ('operation', 'int8', (0, 3), (1, 0), None, None), ('permission_type', 'int8', (0, 3), (1, 0), None, None))
-    def __init__(self, *, resource_type_filter=0, resource_name_filter="", pattern_type_filter=3, principal_filter="", host_filter="", operation=0, permission_type=0):
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    def __init__(self, *, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type_filter = resource_type_filter
         self.resource_name_filter = resource_name_filter
         self.pattern_type_filter = pattern_type_filter
@@ -28,14 +40,14 @@ class DescribeAclsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeAclsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeAclsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -111,18 +123,26 @@ def _e_DescribeAclsRequest_DescribeAclsRequest_v2(w, o):
 
 _d_DescribeAclsRequest_DescribeAclsRequest_v3 = _d_DescribeAclsRequest_DescribeAclsRequest_v2
 _e_DescribeAclsRequest_DescribeAclsRequest_v3 = _e_DescribeAclsRequest_DescribeAclsRequest_v2
-_DECODERS_DescribeAclsRequest = {0: _d_DescribeAclsRequest_DescribeAclsRequest_v0, 1: _d_DescribeAclsRequest_DescribeAclsRequest_v1, 2: _d_DescribeAclsRequest_DescribeAclsRequest_v2, 3: _d_DescribeAclsRequest_DescribeAclsRequest_v3}
-_ENCODERS_DescribeAclsRequest = {0: _e_DescribeAclsRequest_DescribeAclsRequest_v0, 1: _e_DescribeAclsRequest_DescribeAclsRequest_v1, 2: _e_DescribeAclsRequest_DescribeAclsRequest_v2, 3: _e_DescribeAclsRequest_DescribeAclsRequest_v3}
+_DECODERS_DescribeAclsRequest: dict[int, Decoder] = {0: _d_DescribeAclsRequest_DescribeAclsRequest_v0, 1: _d_DescribeAclsRequest_DescribeAclsRequest_v1, 2: _d_DescribeAclsRequest_DescribeAclsRequest_v2, 3: _d_DescribeAclsRequest_DescribeAclsRequest_v3}
+_ENCODERS_DescribeAclsRequest: dict[int, Encoder] = {0: _e_DescribeAclsRequest_DescribeAclsRequest_v0, 1: _e_DescribeAclsRequest_DescribeAclsRequest_v1, 2: _e_DescribeAclsRequest_DescribeAclsRequest_v2, 3: _e_DescribeAclsRequest_DescribeAclsRequest_v3}
 
 
 
-class DescribeAclsResponse(Struct):
+class DescribeAclsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None), ('error_code', 'int16', (0, 3), (1, 0), None, None), ('error_message', 'string', (0, 3), (0, 3), None, None), ('resources', '[]DescribeAclsResource', (0, 3), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResponse.DescribeAclsResource]
     class AclDescription(Struct):
         __slots__ = ('principal', 'host', 'operation', 'permission_type', '_unknown_tagged_fields')
         _SCHEMA = (('principal', 'string', (0, 3), (1, 0), None, None), ('host', 'string', (0, 3), (1, 0), None, None), ('operation', 'int8', (0, 3), (1, 0), None, None), ('permission_type', 'int8', (0, 3), (1, 0), None, None))
-        def __init__(self, *, principal="", host="", operation=0, permission_type=0):
+        principal: str
+        host: str
+        operation: int
+        permission_type: int
+        def __init__(self, *, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
             self.principal = principal
             self.host = host
             self.operation = operation
@@ -132,14 +152,18 @@ class DescribeAclsResponse(Struct):
     class DescribeAclsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', '_unknown_tagged_fields')
         _SCHEMA = (('resource_type', 'int8', (0, 3), (1, 0), None, None), ('resource_name', 'string', (0, 3), (1, 0), None, None), ('pattern_type', 'int8', (1, 3), (1, 0), None, None), ('acls', '[]AclDescription', (0, 3), (1, 0), None, None))
-        def __init__(self, *, resource_type=0, resource_name="", pattern_type=3, acls=_UNSET):
+        resource_type: int
+        resource_name: str
+        pattern_type: int
+        acls: list[DescribeAclsResponse.AclDescription]
+        def __init__(self, *, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, acls: list[DescribeAclsResponse.AclDescription] | _Unset = _UNSET) -> None:
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.pattern_type = pattern_type
             self.acls = [] if acls is _UNSET else acls
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", resources=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", resources: list[DescribeAclsResponse.DescribeAclsResource] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -151,14 +175,14 @@ class DescribeAclsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeAclsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeAclsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -377,5 +401,5 @@ def _e_DescribeAclsResponse_DescribeAclsResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeAclsResponse = {0: _d_DescribeAclsResponse_DescribeAclsResponse_v0, 1: _d_DescribeAclsResponse_DescribeAclsResponse_v1, 2: _d_DescribeAclsResponse_DescribeAclsResponse_v2, 3: _d_DescribeAclsResponse_DescribeAclsResponse_v3}
-_ENCODERS_DescribeAclsResponse = {0: _e_DescribeAclsResponse_DescribeAclsResponse_v0, 1: _e_DescribeAclsResponse_DescribeAclsResponse_v1, 2: _e_DescribeAclsResponse_DescribeAclsResponse_v2, 3: _e_DescribeAclsResponse_DescribeAclsResponse_v3}
+_DECODERS_DescribeAclsResponse: dict[int, Decoder] = {0: _d_DescribeAclsResponse_DescribeAclsResponse_v0, 1: _d_DescribeAclsResponse_DescribeAclsResponse_v1, 2: _d_DescribeAclsResponse_DescribeAclsResponse_v2, 3: _d_DescribeAclsResponse_DescribeAclsResponse_v3}
+_ENCODERS_DescribeAclsResponse: dict[int, Encoder] = {0: _e_DescribeAclsResponse_DescribeAclsResponse_v0, 1: _e_DescribeAclsResponse_DescribeAclsResponse_v1, 2: _e_DescribeAclsResponse_DescribeAclsResponse_v2, 3: _e_DescribeAclsResponse_DescribeAclsResponse_v3}

@@ -2,27 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeClientQuotasRequest, DescribeClientQuotasResponse (DescribeClientQuotasRequest.json, DescribeClientQuotasResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeClientQuotasRequest(Struct):
+class DescribeClientQuotasRequest(Message):
     __slots__ = ('components', 'strict', '_unknown_tagged_fields')
     _SCHEMA = (('components', '[]ComponentData', (0, 1), (1, 0), None, None), ('strict', 'bool', (0, 1), (1, 0), None, None))
+    components: list[DescribeClientQuotasRequest.ComponentData]
+    strict: bool
     class ComponentData(Struct):
         __slots__ = ('entity_type', 'match_type', 'match', '_unknown_tagged_fields')
         _SCHEMA = (('entity_type', 'string', (0, 1), (1, 0), None, None), ('match_type', 'int8', (0, 1), (1, 0), None, None), ('match', 'string', (0, 1), (0, 1), None, None))
-        def __init__(self, *, entity_type="", match_type=0, match=""):
+        entity_type: str
+        match_type: int
+        match: str | None
+        def __init__(self, *, entity_type: str = "", match_type: int = 0, match: str | None = "") -> None:
             self.entity_type = entity_type
             self.match_type = match_type
             self.match = match
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, components=_UNSET, strict=False):
+    def __init__(self, *, components: list[DescribeClientQuotasRequest.ComponentData] | _Unset = _UNSET, strict: bool = False) -> None:
         self.components = [] if components is _UNSET else components
         self.strict = strict
         self._unknown_tagged_fields = None
@@ -32,14 +42,14 @@ class DescribeClientQuotasRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeClientQuotasRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeClientQuotasRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 1 else 1
 
 
@@ -111,18 +121,24 @@ def _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeClientQuotasRequest = {0: _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v0, 1: _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1}
-_ENCODERS_DescribeClientQuotasRequest = {0: _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v0, 1: _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1}
+_DECODERS_DescribeClientQuotasRequest: dict[int, Decoder] = {0: _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v0, 1: _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1}
+_ENCODERS_DescribeClientQuotasRequest: dict[int, Encoder] = {0: _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v0, 1: _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1}
 
 
 
-class DescribeClientQuotasResponse(Struct):
+class DescribeClientQuotasResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('error_message', 'string', (0, 1), (0, 1), None, None), ('entries', '[]EntryData', (0, 1), (0, 1), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    entries: list[DescribeClientQuotasResponse.EntryData] | None
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name', '_unknown_tagged_fields')
         _SCHEMA = (('entity_type', 'string', (0, 1), (1, 0), None, None), ('entity_name', 'string', (0, 1), (0, 1), None, None))
-        def __init__(self, *, entity_type="", entity_name=""):
+        entity_type: str
+        entity_name: str | None
+        def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tagged_fields = None
@@ -130,7 +146,9 @@ class DescribeClientQuotasResponse(Struct):
     class ValueData(Struct):
         __slots__ = ('key', 'value', '_unknown_tagged_fields')
         _SCHEMA = (('key', 'string', (0, 1), (1, 0), None, None), ('value', 'float64', (0, 1), (1, 0), None, None))
-        def __init__(self, *, key="", value=0.0):
+        key: str
+        value: float
+        def __init__(self, *, key: str = "", value: float = 0.0) -> None:
             self.key = key
             self.value = value
             self._unknown_tagged_fields = None
@@ -138,12 +156,14 @@ class DescribeClientQuotasResponse(Struct):
     class EntryData(Struct):
         __slots__ = ('entity', 'values', '_unknown_tagged_fields')
         _SCHEMA = (('entity', '[]EntityData', (0, 1), (1, 0), None, None), ('values', '[]ValueData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, entity=_UNSET, values=_UNSET):
+        entity: list[DescribeClientQuotasResponse.EntityData]
+        values: list[DescribeClientQuotasResponse.ValueData]
+        def __init__(self, *, entity: list[DescribeClientQuotasResponse.EntityData] | _Unset = _UNSET, values: list[DescribeClientQuotasResponse.ValueData] | _Unset = _UNSET) -> None:
             self.entity = [] if entity is _UNSET else entity
             self.values = [] if values is _UNSET else values
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", entries=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", entries: list[DescribeClientQuotasResponse.EntryData] | None | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -155,14 +175,14 @@ class DescribeClientQuotasResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeClientQuotasResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeClientQuotasResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 1 else 0
 
 
@@ -310,5 +330,5 @@ def _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeClientQuotasResponse = {0: _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0, 1: _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1}
-_ENCODERS_DescribeClientQuotasResponse = {0: _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0, 1: _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1}
+_DECODERS_DescribeClientQuotasResponse: dict[int, Decoder] = {0: _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0, 1: _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1}
+_ENCODERS_DescribeClientQuotasResponse: dict[int, Encoder] = {0: _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0, 1: _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeClusterRequest, DescribeClusterResponse (DescribeClusterRequest.json, DescribeClusterResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeClusterRequest(Struct):
+class DescribeClusterRequest(Message):
     __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', '_unknown_tagged_fields')
     _SCHEMA = (('include_cluster_authorized_operations', 'bool', (0, 1), (1, 0), None, None), ('endpoint_type', 'int8', (1, 1), (1, 0), None, None))
-    def __init__(self, *, include_cluster_authorized_operations=False, endpoint_type=1):
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    def __init__(self, *, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class DescribeClusterRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeClusterRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeClusterRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -63,25 +70,37 @@ def _e_DescribeClusterRequest_DescribeClusterRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeClusterRequest = {0: _d_DescribeClusterRequest_DescribeClusterRequest_v0, 1: _d_DescribeClusterRequest_DescribeClusterRequest_v1}
-_ENCODERS_DescribeClusterRequest = {0: _e_DescribeClusterRequest_DescribeClusterRequest_v0, 1: _e_DescribeClusterRequest_DescribeClusterRequest_v1}
+_DECODERS_DescribeClusterRequest: dict[int, Decoder] = {0: _d_DescribeClusterRequest_DescribeClusterRequest_v0, 1: _d_DescribeClusterRequest_DescribeClusterRequest_v1}
+_ENCODERS_DescribeClusterRequest: dict[int, Encoder] = {0: _e_DescribeClusterRequest_DescribeClusterRequest_v0, 1: _e_DescribeClusterRequest_DescribeClusterRequest_v1}
 
 
 
-class DescribeClusterResponse(Struct):
+class DescribeClusterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('error_message', 'string', (0, 1), (0, 1), None, None), ('endpoint_type', 'int8', (1, 1), (1, 0), None, None), ('cluster_id', 'string', (0, 1), (1, 0), None, None), ('controller_id', 'int32', (0, 1), (1, 0), None, None), ('brokers', '[]DescribeClusterBroker', (0, 1), (1, 0), None, None), ('cluster_authorized_operations', 'int32', (0, 1), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    endpoint_type: int
+    cluster_id: str
+    controller_id: int
+    brokers: list[DescribeClusterResponse.DescribeClusterBroker]
+    cluster_authorized_operations: int
     class DescribeClusterBroker(Struct):
         __slots__ = ('broker_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('broker_id', 'int32', (0, 1), (1, 0), None, None), ('host', 'string', (0, 1), (1, 0), None, None), ('port', 'int32', (0, 1), (1, 0), None, None), ('rack', 'string', (0, 1), (0, 1), None, None))
-        def __init__(self, *, broker_id=0, host="", port=0, rack=None):
+        broker_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, broker_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
             self.broker_id = broker_id
             self.host = host
             self.port = port
             self.rack = rack
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id="", controller_id=-1, brokers=_UNSET, cluster_authorized_operations=-2147483648):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = "", controller_id: int = -1, brokers: list[DescribeClusterResponse.DescribeClusterBroker] | _Unset = _UNSET, cluster_authorized_operations: int = -2147483648) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -97,14 +116,14 @@ class DescribeClusterResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeClusterResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeClusterResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -190,5 +209,5 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeClusterResponse = {0: _d_DescribeClusterResponse_DescribeClusterResponse_v0, 1: _d_DescribeClusterResponse_DescribeClusterResponse_v1}
-_ENCODERS_DescribeClusterResponse = {0: _e_DescribeClusterResponse_DescribeClusterResponse_v0, 1: _e_DescribeClusterResponse_DescribeClusterResponse_v1}
+_DECODERS_DescribeClusterResponse: dict[int, Decoder] = {0: _d_DescribeClusterResponse_DescribeClusterResponse_v0, 1: _d_DescribeClusterResponse_DescribeClusterResponse_v1}
+_ENCODERS_DescribeClusterResponse: dict[int, Encoder] = {0: _e_DescribeClusterResponse_DescribeClusterResponse_v0, 1: _e_DescribeClusterResponse_DescribeClusterResponse_v1}

@@ -2,27 +2,38 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeConfigsRequest, DescribeConfigsResponse (DescribeConfigsRequest.json, DescribeConfigsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeConfigsRequest(Struct):
+class DescribeConfigsRequest(Message):
     __slots__ = ('resources', 'include_synonyms', 'include_documentation', '_unknown_tagged_fields')
     _SCHEMA = (('resources', '[]DescribeConfigsResource', (0, 4), (1, 0), None, None), ('include_synonyms', 'bool', (1, 4), (1, 0), None, None), ('include_documentation', 'bool', (3, 4), (1, 0), None, None))
+    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
     class DescribeConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configuration_keys', '_unknown_tagged_fields')
         _SCHEMA = (('resource_type', 'int8', (0, 4), (1, 0), None, None), ('resource_name', 'string', (0, 4), (1, 0), None, None), ('configuration_keys', '[]string', (0, 4), (0, 4), None, None))
-        def __init__(self, *, resource_type=0, resource_name="", configuration_keys=_UNSET):
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None
+        def __init__(self, *, resource_type: int = 0, resource_name: str = "", configuration_keys: list[str] | None | _Unset = _UNSET) -> None:
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configuration_keys = [] if configuration_keys is _UNSET else configuration_keys
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, resources=_UNSET, include_synonyms=False, include_documentation=False):
+    def __init__(self, *, resources: list[DescribeConfigsRequest.DescribeConfigsResource] | _Unset = _UNSET, include_synonyms: bool = False, include_documentation: bool = False) -> None:
         self.resources = [] if resources is _UNSET else resources
         self.include_synonyms = include_synonyms
         self.include_documentation = include_documentation
@@ -33,14 +44,14 @@ class DescribeConfigsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeConfigsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeConfigsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -183,18 +194,23 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeConfigsRequest = {0: _d_DescribeConfigsRequest_DescribeConfigsRequest_v0, 1: _d_DescribeConfigsRequest_DescribeConfigsRequest_v1, 2: _d_DescribeConfigsRequest_DescribeConfigsRequest_v2, 3: _d_DescribeConfigsRequest_DescribeConfigsRequest_v3, 4: _d_DescribeConfigsRequest_DescribeConfigsRequest_v4}
-_ENCODERS_DescribeConfigsRequest = {0: _e_DescribeConfigsRequest_DescribeConfigsRequest_v0, 1: _e_DescribeConfigsRequest_DescribeConfigsRequest_v1, 2: _e_DescribeConfigsRequest_DescribeConfigsRequest_v2, 3: _e_DescribeConfigsRequest_DescribeConfigsRequest_v3, 4: _e_DescribeConfigsRequest_DescribeConfigsRequest_v4}
+_DECODERS_DescribeConfigsRequest: dict[int, Decoder] = {0: _d_DescribeConfigsRequest_DescribeConfigsRequest_v0, 1: _d_DescribeConfigsRequest_DescribeConfigsRequest_v1, 2: _d_DescribeConfigsRequest_DescribeConfigsRequest_v2, 3: _d_DescribeConfigsRequest_DescribeConfigsRequest_v3, 4: _d_DescribeConfigsRequest_DescribeConfigsRequest_v4}
+_ENCODERS_DescribeConfigsRequest: dict[int, Encoder] = {0: _e_DescribeConfigsRequest_DescribeConfigsRequest_v0, 1: _e_DescribeConfigsRequest_DescribeConfigsRequest_v1, 2: _e_DescribeConfigsRequest_DescribeConfigsRequest_v2, 3: _e_DescribeConfigsRequest_DescribeConfigsRequest_v3, 4: _e_DescribeConfigsRequest_DescribeConfigsRequest_v4}
 
 
 
-class DescribeConfigsResponse(Struct):
+class DescribeConfigsResponse(Message):
     __slots__ = ('throttle_time_ms', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 4), (1, 0), None, None), ('results', '[]DescribeConfigsResult', (0, 4), (1, 0), None, None))
+    throttle_time_ms: int
+    results: list[DescribeConfigsResponse.DescribeConfigsResult]
     class DescribeConfigsSynonym(Struct):
         __slots__ = ('name', 'value', 'source', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (1, 4), (1, 0), None, None), ('value', 'string', (1, 4), (0, 4), None, None), ('source', 'int8', (1, 4), (1, 0), None, None))
-        def __init__(self, *, name="", value="", source=0):
+        name: str
+        value: str | None
+        source: int
+        def __init__(self, *, name: str = "", value: str | None = "", source: int = 0) -> None:
             self.name = name
             self.value = value
             self.source = source
@@ -203,7 +219,16 @@ class DescribeConfigsResponse(Struct):
     class DescribeConfigsResourceResult(Struct):
         __slots__ = ('name', 'value', 'read_only', 'is_default', 'config_source', 'is_sensitive', 'synonyms', 'config_type', 'documentation', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 4), (1, 0), None, None), ('value', 'string', (0, 4), (0, 4), None, None), ('read_only', 'bool', (0, 4), (1, 0), None, None), ('is_default', 'bool', (0, 0), (1, 0), None, None), ('config_source', 'int8', (1, 4), (1, 0), None, None), ('is_sensitive', 'bool', (0, 4), (1, 0), None, None), ('synonyms', '[]DescribeConfigsSynonym', (1, 4), (1, 0), None, None), ('config_type', 'int8', (3, 4), (1, 0), None, None), ('documentation', 'string', (3, 4), (0, 4), None, None))
-        def __init__(self, *, name="", value="", read_only=False, is_default=False, config_source=-1, is_sensitive=False, synonyms=_UNSET, config_type=0, documentation=""):
+        name: str
+        value: str | None
+        read_only: bool
+        is_default: bool
+        config_source: int
+        is_sensitive: bool
+        synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym]
+        config_type: int
+        documentation: str | None
+        def __init__(self, *, name: str = "", value: str | None = "", read_only: bool = False, is_default: bool = False, config_source: int = -1, is_sensitive: bool = False, synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] | _Unset = _UNSET, config_type: int = 0, documentation: str | None = "") -> None:
             self.name = name
             self.value = value
             self.read_only = read_only
@@ -218,7 +243,12 @@ class DescribeConfigsResponse(Struct):
     class DescribeConfigsResult(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 4), (1, 0), None, None), ('error_message', 'string', (0, 4), (0, 4), None, None), ('resource_type', 'int8', (0, 4), (1, 0), None, None), ('resource_name', 'string', (0, 4), (1, 0), None, None), ('configs', '[]DescribeConfigsResourceResult', (0, 4), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message="", resource_type=0, resource_name="", configs=_UNSET):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "", configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] | _Unset = _UNSET) -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.resource_type = resource_type
@@ -226,7 +256,7 @@ class DescribeConfigsResponse(Struct):
             self.configs = [] if configs is _UNSET else configs
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[DescribeConfigsResponse.DescribeConfigsResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
@@ -236,14 +266,14 @@ class DescribeConfigsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeConfigsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeConfigsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -641,5 +671,5 @@ def _e_DescribeConfigsResponse_DescribeConfigsResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeConfigsResponse = {0: _d_DescribeConfigsResponse_DescribeConfigsResponse_v0, 1: _d_DescribeConfigsResponse_DescribeConfigsResponse_v1, 2: _d_DescribeConfigsResponse_DescribeConfigsResponse_v2, 3: _d_DescribeConfigsResponse_DescribeConfigsResponse_v3, 4: _d_DescribeConfigsResponse_DescribeConfigsResponse_v4}
-_ENCODERS_DescribeConfigsResponse = {0: _e_DescribeConfigsResponse_DescribeConfigsResponse_v0, 1: _e_DescribeConfigsResponse_DescribeConfigsResponse_v1, 2: _e_DescribeConfigsResponse_DescribeConfigsResponse_v2, 3: _e_DescribeConfigsResponse_DescribeConfigsResponse_v3, 4: _e_DescribeConfigsResponse_DescribeConfigsResponse_v4}
+_DECODERS_DescribeConfigsResponse: dict[int, Decoder] = {0: _d_DescribeConfigsResponse_DescribeConfigsResponse_v0, 1: _d_DescribeConfigsResponse_DescribeConfigsResponse_v1, 2: _d_DescribeConfigsResponse_DescribeConfigsResponse_v2, 3: _d_DescribeConfigsResponse_DescribeConfigsResponse_v3, 4: _d_DescribeConfigsResponse_DescribeConfigsResponse_v4}
+_ENCODERS_DescribeConfigsResponse: dict[int, Encoder] = {0: _e_DescribeConfigsResponse_DescribeConfigsResponse_v0, 1: _e_DescribeConfigsResponse_DescribeConfigsResponse_v1, 2: _e_DescribeConfigsResponse_DescribeConfigsResponse_v2, 3: _e_DescribeConfigsResponse_DescribeConfigsResponse_v3, 4: _e_DescribeConfigsResponse_DescribeConfigsResponse_v4}

@@ -2,26 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeDelegationTokenRequest, DescribeDelegationTokenResponse (DescribeDelegationTokenRequest.json, DescribeDelegationTokenResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeDelegationTokenRequest(Struct):
+class DescribeDelegationTokenRequest(Message):
     __slots__ = ('owners', '_unknown_tagged_fields')
     _SCHEMA = (('owners', '[]DescribeDelegationTokenOwner', (0, 3), (0, 3), None, None),)
+    owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
     class DescribeDelegationTokenOwner(Struct):
         __slots__ = ('principal_type', 'principal_name', '_unknown_tagged_fields')
         _SCHEMA = (('principal_type', 'string', (0, 3), (1, 0), None, None), ('principal_name', 'string', (0, 3), (1, 0), None, None))
-        def __init__(self, *, principal_type="", principal_name=""):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, owners=_UNSET):
+    def __init__(self, *, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None | _Unset = _UNSET) -> None:
         self.owners = [] if owners is _UNSET else owners
         self._unknown_tagged_fields = None
 
@@ -30,14 +38,14 @@ class DescribeDelegationTokenRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeDelegationTokenRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeDelegationTokenRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -137,18 +145,23 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeDelegationTokenRequest = {0: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v0, 1: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v1, 2: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2, 3: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3}
-_ENCODERS_DescribeDelegationTokenRequest = {0: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v0, 1: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v1, 2: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2, 3: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3}
+_DECODERS_DescribeDelegationTokenRequest: dict[int, Decoder] = {0: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v0, 1: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v1, 2: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2, 3: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3}
+_ENCODERS_DescribeDelegationTokenRequest: dict[int, Encoder] = {0: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v0, 1: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v1, 2: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2, 3: _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3}
 
 
 
-class DescribeDelegationTokenResponse(Struct):
+class DescribeDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'tokens', 'throttle_time_ms', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 3), (1, 0), None, None), ('tokens', '[]DescribedDelegationToken', (0, 3), (1, 0), None, None), ('throttle_time_ms', 'int32', (0, 3), (1, 0), None, None))
+    error_code: int
+    tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
+    throttle_time_ms: int
     class DescribedDelegationTokenRenewer(Struct):
         __slots__ = ('principal_type', 'principal_name', '_unknown_tagged_fields')
         _SCHEMA = (('principal_type', 'string', (0, 3), (1, 0), None, None), ('principal_name', 'string', (0, 3), (1, 0), None, None))
-        def __init__(self, *, principal_type="", principal_name=""):
+        principal_type: str
+        principal_name: str
+        def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
             self._unknown_tagged_fields = None
@@ -156,7 +169,17 @@ class DescribeDelegationTokenResponse(Struct):
     class DescribedDelegationToken(Struct):
         __slots__ = ('principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp', 'expiry_timestamp', 'max_timestamp', 'token_id', 'hmac', 'renewers', '_unknown_tagged_fields')
         _SCHEMA = (('principal_type', 'string', (0, 3), (1, 0), None, None), ('principal_name', 'string', (0, 3), (1, 0), None, None), ('token_requester_principal_type', 'string', (3, 3), (1, 0), None, None), ('token_requester_principal_name', 'string', (3, 3), (1, 0), None, None), ('issue_timestamp', 'int64', (0, 3), (1, 0), None, None), ('expiry_timestamp', 'int64', (0, 3), (1, 0), None, None), ('max_timestamp', 'int64', (0, 3), (1, 0), None, None), ('token_id', 'string', (0, 3), (1, 0), None, None), ('hmac', 'bytes', (0, 3), (1, 0), None, None), ('renewers', '[]DescribedDelegationTokenRenewer', (0, 3), (1, 0), None, None))
-        def __init__(self, *, principal_type="", principal_name="", token_requester_principal_type="", token_requester_principal_name="", issue_timestamp=0, expiry_timestamp=0, max_timestamp=0, token_id="", hmac=b"", renewers=_UNSET):
+        principal_type: str
+        principal_name: str
+        token_requester_principal_type: str
+        token_requester_principal_name: str
+        issue_timestamp: int
+        expiry_timestamp: int
+        max_timestamp: int
+        token_id: str
+        hmac: bytes
+        renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer]
+        def __init__(self, *, principal_type: str = "", principal_name: str = "", token_requester_principal_type: str = "", token_requester_principal_name: str = "", issue_timestamp: int = 0, expiry_timestamp: int = 0, max_timestamp: int = 0, token_id: str = "", hmac: bytes = b"", renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] | _Unset = _UNSET) -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
             self.token_requester_principal_type = token_requester_principal_type
@@ -169,7 +192,7 @@ class DescribeDelegationTokenResponse(Struct):
             self.renewers = [] if renewers is _UNSET else renewers
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, tokens=_UNSET, throttle_time_ms=0):
+    def __init__(self, *, error_code: int = 0, tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] | _Unset = _UNSET, throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.tokens = [] if tokens is _UNSET else tokens
         self.throttle_time_ms = throttle_time_ms
@@ -180,14 +203,14 @@ class DescribeDelegationTokenResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeDelegationTokenResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeDelegationTokenResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -433,5 +456,5 @@ def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeDelegationTokenResponse = {0: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v0, 1: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v1, 2: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2, 3: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3}
-_ENCODERS_DescribeDelegationTokenResponse = {0: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v0, 1: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v1, 2: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2, 3: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3}
+_DECODERS_DescribeDelegationTokenResponse: dict[int, Decoder] = {0: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v0, 1: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v1, 2: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2, 3: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3}
+_ENCODERS_DescribeDelegationTokenResponse: dict[int, Encoder] = {0: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v0, 1: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v1, 2: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2, 3: _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeGroupsRequest, DescribeGroupsResponse (DescribeGroupsRequest.json, DescribeGroupsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeGroupsRequest(Struct):
+class DescribeGroupsRequest(Message):
     __slots__ = ('groups', 'include_authorized_operations', '_unknown_tagged_fields')
     _SCHEMA = (('groups', '[]string', (0, 5), (1, 0), None, None), ('include_authorized_operations', 'bool', (3, 5), (1, 0), None, None))
-    def __init__(self, *, groups=_UNSET, include_authorized_operations=False):
+    groups: list[str]
+    include_authorized_operations: bool
+    def __init__(self, *, groups: list[str] | _Unset = _UNSET, include_authorized_operations: bool = False) -> None:
         self.groups = [] if groups is _UNSET else groups
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class DescribeGroupsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 5
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeGroupsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeGroupsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 5 else 1
 
 
@@ -92,18 +99,26 @@ def _e_DescribeGroupsRequest_DescribeGroupsRequest_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeGroupsRequest = {0: _d_DescribeGroupsRequest_DescribeGroupsRequest_v0, 1: _d_DescribeGroupsRequest_DescribeGroupsRequest_v1, 2: _d_DescribeGroupsRequest_DescribeGroupsRequest_v2, 3: _d_DescribeGroupsRequest_DescribeGroupsRequest_v3, 4: _d_DescribeGroupsRequest_DescribeGroupsRequest_v4, 5: _d_DescribeGroupsRequest_DescribeGroupsRequest_v5}
-_ENCODERS_DescribeGroupsRequest = {0: _e_DescribeGroupsRequest_DescribeGroupsRequest_v0, 1: _e_DescribeGroupsRequest_DescribeGroupsRequest_v1, 2: _e_DescribeGroupsRequest_DescribeGroupsRequest_v2, 3: _e_DescribeGroupsRequest_DescribeGroupsRequest_v3, 4: _e_DescribeGroupsRequest_DescribeGroupsRequest_v4, 5: _e_DescribeGroupsRequest_DescribeGroupsRequest_v5}
+_DECODERS_DescribeGroupsRequest: dict[int, Decoder] = {0: _d_DescribeGroupsRequest_DescribeGroupsRequest_v0, 1: _d_DescribeGroupsRequest_DescribeGroupsRequest_v1, 2: _d_DescribeGroupsRequest_DescribeGroupsRequest_v2, 3: _d_DescribeGroupsRequest_DescribeGroupsRequest_v3, 4: _d_DescribeGroupsRequest_DescribeGroupsRequest_v4, 5: _d_DescribeGroupsRequest_DescribeGroupsRequest_v5}
+_ENCODERS_DescribeGroupsRequest: dict[int, Encoder] = {0: _e_DescribeGroupsRequest_DescribeGroupsRequest_v0, 1: _e_DescribeGroupsRequest_DescribeGroupsRequest_v1, 2: _e_DescribeGroupsRequest_DescribeGroupsRequest_v2, 3: _e_DescribeGroupsRequest_DescribeGroupsRequest_v3, 4: _e_DescribeGroupsRequest_DescribeGroupsRequest_v4, 5: _e_DescribeGroupsRequest_DescribeGroupsRequest_v5}
 
 
 
-class DescribeGroupsResponse(Struct):
+class DescribeGroupsResponse(Message):
     __slots__ = ('throttle_time_ms', 'groups', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 5), (1, 0), None, None), ('groups', '[]DescribedGroup', (0, 5), (1, 0), None, None))
+    throttle_time_ms: int
+    groups: list[DescribeGroupsResponse.DescribedGroup]
     class DescribedGroupMember(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (0, 5), (1, 0), None, None), ('group_instance_id', 'string', (4, 5), (4, 5), None, None), ('client_id', 'string', (0, 5), (1, 0), None, None), ('client_host', 'string', (0, 5), (1, 0), None, None), ('member_metadata', 'bytes', (0, 5), (1, 0), None, None), ('member_assignment', 'bytes', (0, 5), (1, 0), None, None))
-        def __init__(self, *, member_id="", group_instance_id=None, client_id="", client_host="", member_metadata=b"", member_assignment=b""):
+        member_id: str
+        group_instance_id: str | None
+        client_id: str
+        client_host: str
+        member_metadata: bytes
+        member_assignment: bytes
+        def __init__(self, *, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", member_metadata: bytes = b"", member_assignment: bytes = b"") -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.client_id = client_id
@@ -115,7 +130,14 @@ class DescribeGroupsResponse(Struct):
     class DescribedGroup(Struct):
         __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 5), (1, 0), None, None), ('group_id', 'string', (0, 5), (1, 0), None, None), ('group_state', 'string', (0, 5), (1, 0), None, None), ('protocol_type', 'string', (0, 5), (1, 0), None, None), ('protocol_data', 'string', (0, 5), (1, 0), None, None), ('members', '[]DescribedGroupMember', (0, 5), (1, 0), None, None), ('authorized_operations', 'int32', (3, 5), (1, 0), None, None))
-        def __init__(self, *, error_code=0, group_id="", group_state="", protocol_type="", protocol_data="", members=_UNSET, authorized_operations=-2147483648):
+        error_code: int
+        group_id: str
+        group_state: str
+        protocol_type: str
+        protocol_data: str
+        members: list[DescribeGroupsResponse.DescribedGroupMember]
+        authorized_operations: int
+        def __init__(self, *, error_code: int = 0, group_id: str = "", group_state: str = "", protocol_type: str = "", protocol_data: str = "", members: list[DescribeGroupsResponse.DescribedGroupMember] | _Unset = _UNSET, authorized_operations: int = -2147483648) -> None:
             self.error_code = error_code
             self.group_id = group_id
             self.group_state = group_state
@@ -125,7 +147,7 @@ class DescribeGroupsResponse(Struct):
             self.authorized_operations = authorized_operations
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, groups=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, groups: list[DescribeGroupsResponse.DescribedGroup] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _UNSET else groups
         self._unknown_tagged_fields = None
@@ -135,14 +157,14 @@ class DescribeGroupsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 5
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeGroupsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeGroupsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 5 else 0
 
 
@@ -480,5 +502,5 @@ def _e_DescribeGroupsResponse_DescribeGroupsResponse_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeGroupsResponse = {0: _d_DescribeGroupsResponse_DescribeGroupsResponse_v0, 1: _d_DescribeGroupsResponse_DescribeGroupsResponse_v1, 2: _d_DescribeGroupsResponse_DescribeGroupsResponse_v2, 3: _d_DescribeGroupsResponse_DescribeGroupsResponse_v3, 4: _d_DescribeGroupsResponse_DescribeGroupsResponse_v4, 5: _d_DescribeGroupsResponse_DescribeGroupsResponse_v5}
-_ENCODERS_DescribeGroupsResponse = {0: _e_DescribeGroupsResponse_DescribeGroupsResponse_v0, 1: _e_DescribeGroupsResponse_DescribeGroupsResponse_v1, 2: _e_DescribeGroupsResponse_DescribeGroupsResponse_v2, 3: _e_DescribeGroupsResponse_DescribeGroupsResponse_v3, 4: _e_DescribeGroupsResponse_DescribeGroupsResponse_v4, 5: _e_DescribeGroupsResponse_DescribeGroupsResponse_v5}
+_DECODERS_DescribeGroupsResponse: dict[int, Decoder] = {0: _d_DescribeGroupsResponse_DescribeGroupsResponse_v0, 1: _d_DescribeGroupsResponse_DescribeGroupsResponse_v1, 2: _d_DescribeGroupsResponse_DescribeGroupsResponse_v2, 3: _d_DescribeGroupsResponse_DescribeGroupsResponse_v3, 4: _d_DescribeGroupsResponse_DescribeGroupsResponse_v4, 5: _d_DescribeGroupsResponse_DescribeGroupsResponse_v5}
+_ENCODERS_DescribeGroupsResponse: dict[int, Encoder] = {0: _e_DescribeGroupsResponse_DescribeGroupsResponse_v0, 1: _e_DescribeGroupsResponse_DescribeGroupsResponse_v1, 2: _e_DescribeGroupsResponse_DescribeGroupsResponse_v2, 3: _e_DescribeGroupsResponse_DescribeGroupsResponse_v3, 4: _e_DescribeGroupsResponse_DescribeGroupsResponse_v4, 5: _e_DescribeGroupsResponse_DescribeGroupsResponse_v5}

@@ -2,26 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeLogDirsRequest, DescribeLogDirsResponse (DescribeLogDirsRequest.json, DescribeLogDirsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeLogDirsRequest(Struct):
+class DescribeLogDirsRequest(Message):
     __slots__ = ('topics', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]DescribableLogDirTopic', (0, 4), (0, 4), None, None),)
+    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
     class DescribableLogDirTopic(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 4), (1, 0), None, None), ('partitions', '[]int32', (0, 4), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET):
+    def __init__(self, *, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None | _Unset = _UNSET) -> None:
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
 
@@ -30,14 +38,14 @@ class DescribeLogDirsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeLogDirsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeLogDirsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -164,18 +172,25 @@ def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeLogDirsRequest = {0: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v0, 1: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v1, 2: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v2, 3: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v3, 4: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v4}
-_ENCODERS_DescribeLogDirsRequest = {0: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v0, 1: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v1, 2: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v2, 3: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v3, 4: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v4}
+_DECODERS_DescribeLogDirsRequest: dict[int, Decoder] = {0: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v0, 1: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v1, 2: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v2, 3: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v3, 4: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v4}
+_ENCODERS_DescribeLogDirsRequest: dict[int, Encoder] = {0: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v0, 1: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v1, 2: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v2, 3: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v3, 4: _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v4}
 
 
 
-class DescribeLogDirsResponse(Struct):
+class DescribeLogDirsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 4), (1, 0), None, None), ('error_code', 'int16', (3, 4), (1, 0), None, None), ('results', '[]DescribeLogDirsResult', (0, 4), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     class DescribeLogDirsPartition(Struct):
         __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 4), (1, 0), None, None), ('partition_size', 'int64', (0, 4), (1, 0), None, None), ('offset_lag', 'int64', (0, 4), (1, 0), None, None), ('is_future_key', 'bool', (0, 4), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, partition_size=0, offset_lag=0, is_future_key=False):
+        partition_index: int
+        partition_size: int
+        offset_lag: int
+        is_future_key: bool
+        def __init__(self, *, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False) -> None:
             self.partition_index = partition_index
             self.partition_size = partition_size
             self.offset_lag = offset_lag
@@ -185,7 +200,9 @@ class DescribeLogDirsResponse(Struct):
     class DescribeLogDirsTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 4), (1, 0), None, None), ('partitions', '[]DescribeLogDirsPartition', (0, 4), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
+        def __init__(self, *, name: str = "", partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -193,7 +210,12 @@ class DescribeLogDirsResponse(Struct):
     class DescribeLogDirsResult(Struct):
         __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 4), (1, 0), None, None), ('log_dir', 'string', (0, 4), (1, 0), None, None), ('topics', '[]DescribeLogDirsTopic', (0, 4), (1, 0), None, None), ('total_bytes', 'int64', (4, 4), (1, 0), None, None), ('usable_bytes', 'int64', (4, 4), (1, 0), None, None))
-        def __init__(self, *, error_code=0, log_dir="", topics=_UNSET, total_bytes=-1, usable_bytes=-1):
+        error_code: int
+        log_dir: str
+        topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
+        total_bytes: int
+        usable_bytes: int
+        def __init__(self, *, error_code: int = 0, log_dir: str = "", topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] | _Unset = _UNSET, total_bytes: int = -1, usable_bytes: int = -1) -> None:
             self.error_code = error_code
             self.log_dir = log_dir
             self.topics = [] if topics is _UNSET else topics
@@ -201,7 +223,7 @@ class DescribeLogDirsResponse(Struct):
             self.usable_bytes = usable_bytes
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, results: list[DescribeLogDirsResponse.DescribeLogDirsResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results = [] if results is _UNSET else results
@@ -212,14 +234,14 @@ class DescribeLogDirsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeLogDirsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeLogDirsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -567,5 +589,5 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeLogDirsResponse = {0: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v0, 1: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v1, 2: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v2, 3: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v3, 4: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v4}
-_ENCODERS_DescribeLogDirsResponse = {0: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v0, 1: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v1, 2: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v2, 3: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v3, 4: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v4}
+_DECODERS_DescribeLogDirsResponse: dict[int, Decoder] = {0: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v0, 1: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v1, 2: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v2, 3: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v3, 4: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v4}
+_ENCODERS_DescribeLogDirsResponse: dict[int, Encoder] = {0: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v0, 1: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v1, 2: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v2, 3: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v3, 4: _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v4}

@@ -2,26 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeProducersRequest, DescribeProducersResponse (DescribeProducersRequest.json, DescribeProducersResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeProducersRequest(Struct):
+class DescribeProducersRequest(Message):
     __slots__ = ('topics', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]TopicRequest', (0, 0), (1, 0), None, None),)
+    topics: list[DescribeProducersRequest.TopicRequest]
     class TopicRequest(Struct):
         __slots__ = ('name', 'partition_indexes', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partition_indexes', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partition_indexes=_UNSET):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = "", partition_indexes: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET):
+    def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] | _Unset = _UNSET) -> None:
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
 
@@ -30,14 +38,14 @@ class DescribeProducersRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeProducersRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeProducersRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -77,18 +85,26 @@ def _e_DescribeProducersRequest_DescribeProducersRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeProducersRequest = {0: _d_DescribeProducersRequest_DescribeProducersRequest_v0}
-_ENCODERS_DescribeProducersRequest = {0: _e_DescribeProducersRequest_DescribeProducersRequest_v0}
+_DECODERS_DescribeProducersRequest: dict[int, Decoder] = {0: _d_DescribeProducersRequest_DescribeProducersRequest_v0}
+_ENCODERS_DescribeProducersRequest: dict[int, Encoder] = {0: _e_DescribeProducersRequest_DescribeProducersRequest_v0}
 
 
 
-class DescribeProducersResponse(Struct):
+class DescribeProducersResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]TopicResponse', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[DescribeProducersResponse.TopicResponse]
     class ProducerState(Struct):
         __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', '_unknown_tagged_fields')
         _SCHEMA = (('producer_id', 'int64', (0, 0), (1, 0), None, None), ('producer_epoch', 'int32', (0, 0), (1, 0), None, None), ('last_sequence', 'int32', (0, 0), (1, 0), None, None), ('last_timestamp', 'int64', (0, 0), (1, 0), None, None), ('coordinator_epoch', 'int32', (0, 0), (1, 0), None, None), ('current_txn_start_offset', 'int64', (0, 0), (1, 0), None, None))
-        def __init__(self, *, producer_id=0, producer_epoch=0, last_sequence=-1, last_timestamp=-1, coordinator_epoch=0, current_txn_start_offset=-1):
+        producer_id: int
+        producer_epoch: int
+        last_sequence: int
+        last_timestamp: int
+        coordinator_epoch: int
+        current_txn_start_offset: int
+        def __init__(self, *, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1) -> None:
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
             self.last_sequence = last_sequence
@@ -100,7 +116,11 @@ class DescribeProducersResponse(Struct):
     class PartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('active_producers', '[]ProducerState', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, error_message=None, active_producers=_UNSET):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        active_producers: list[DescribeProducersResponse.ProducerState]
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[DescribeProducersResponse.ProducerState] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message
@@ -110,12 +130,14 @@ class DescribeProducersResponse(Struct):
     class TopicResponse(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionResponse', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[DescribeProducersResponse.PartitionResponse]
+        def __init__(self, *, name: str = "", partitions: list[DescribeProducersResponse.PartitionResponse] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[DescribeProducersResponse.TopicResponse] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -125,14 +147,14 @@ class DescribeProducersResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeProducersResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeProducersResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -220,5 +242,5 @@ def _e_DescribeProducersResponse_DescribeProducersResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeProducersResponse = {0: _d_DescribeProducersResponse_DescribeProducersResponse_v0}
-_ENCODERS_DescribeProducersResponse = {0: _e_DescribeProducersResponse_DescribeProducersResponse_v0}
+_DECODERS_DescribeProducersResponse: dict[int, Decoder] = {0: _d_DescribeProducersResponse_DescribeProducersResponse_v0}
+_ENCODERS_DescribeProducersResponse: dict[int, Encoder] = {0: _e_DescribeProducersResponse_DescribeProducersResponse_v0}

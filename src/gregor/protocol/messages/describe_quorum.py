@@ -2,33 +2,42 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeQuorumRequest, DescribeQuorumResponse (DescribeQuorumRequest.json, DescribeQuorumResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeQuorumRequest(Struct):
+class DescribeQuorumRequest(Message):
     __slots__ = ('topics', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]TopicData', (0, 2), (1, 0), None, None),)
+    topics: list[DescribeQuorumRequest.TopicData]
     class PartitionData(Struct):
         __slots__ = ('partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 2), (1, 0), None, None),)
-        def __init__(self, *, partition_index=0):
+        partition_index: int
+        def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
 
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 2), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[DescribeQuorumRequest.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[DescribeQuorumRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET):
+    def __init__(self, *, topics: list[DescribeQuorumRequest.TopicData] | _Unset = _UNSET) -> None:
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
 
@@ -37,14 +46,14 @@ class DescribeQuorumRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeQuorumRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeQuorumRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -173,18 +182,27 @@ def _e_DescribeQuorumRequest_DescribeQuorumRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeQuorumRequest = {0: _d_DescribeQuorumRequest_DescribeQuorumRequest_v0, 1: _d_DescribeQuorumRequest_DescribeQuorumRequest_v1, 2: _d_DescribeQuorumRequest_DescribeQuorumRequest_v2}
-_ENCODERS_DescribeQuorumRequest = {0: _e_DescribeQuorumRequest_DescribeQuorumRequest_v0, 1: _e_DescribeQuorumRequest_DescribeQuorumRequest_v1, 2: _e_DescribeQuorumRequest_DescribeQuorumRequest_v2}
+_DECODERS_DescribeQuorumRequest: dict[int, Decoder] = {0: _d_DescribeQuorumRequest_DescribeQuorumRequest_v0, 1: _d_DescribeQuorumRequest_DescribeQuorumRequest_v1, 2: _d_DescribeQuorumRequest_DescribeQuorumRequest_v2}
+_ENCODERS_DescribeQuorumRequest: dict[int, Encoder] = {0: _e_DescribeQuorumRequest_DescribeQuorumRequest_v0, 1: _e_DescribeQuorumRequest_DescribeQuorumRequest_v1, 2: _e_DescribeQuorumRequest_DescribeQuorumRequest_v2}
 
 
 
-class DescribeQuorumResponse(Struct):
+class DescribeQuorumResponse(Message):
     __slots__ = ('error_code', 'error_message', 'topics', 'nodes', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (2, 2), (2, 2), None, None), ('topics', '[]TopicData', (0, 2), (1, 0), None, None), ('nodes', '[]Node', (2, 2), (1, 0), None, None))
+    error_code: int
+    error_message: str | None
+    topics: list[DescribeQuorumResponse.TopicData]
+    nodes: list[DescribeQuorumResponse.Node]
     class ReplicaState(Struct):
         __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', '_unknown_tagged_fields')
         _SCHEMA = (('replica_id', 'int32', (0, 2), (1, 0), None, None), ('replica_directory_id', 'uuid', (2, 2), (1, 0), None, None), ('log_end_offset', 'int64', (0, 2), (1, 0), None, None), ('last_fetch_timestamp', 'int64', (1, 2), (1, 0), None, None), ('last_caught_up_timestamp', 'int64', (1, 2), (1, 0), None, None))
-        def __init__(self, *, replica_id=0, replica_directory_id=ZERO_UUID, log_end_offset=0, last_fetch_timestamp=-1, last_caught_up_timestamp=-1):
+        replica_id: int
+        replica_directory_id: UUID
+        log_end_offset: int
+        last_fetch_timestamp: int
+        last_caught_up_timestamp: int
+        def __init__(self, *, replica_id: int = 0, replica_directory_id: UUID = ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1) -> None:
             self.replica_id = replica_id
             self.replica_directory_id = replica_directory_id
             self.log_end_offset = log_end_offset
@@ -195,7 +213,15 @@ class DescribeQuorumResponse(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (2, 2), (2, 2), None, None), ('leader_id', 'int32', (0, 2), (1, 0), None, None), ('leader_epoch', 'int32', (0, 2), (1, 0), None, None), ('high_watermark', 'int64', (0, 2), (1, 0), None, None), ('current_voters', '[]ReplicaState', (0, 2), (1, 0), None, None), ('observers', '[]ReplicaState', (0, 2), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, error_message="", leader_id=0, leader_epoch=0, high_watermark=0, current_voters=_UNSET, observers=_UNSET):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        leader_id: int
+        leader_epoch: int
+        high_watermark: int
+        current_voters: list[DescribeQuorumResponse.ReplicaState]
+        observers: list[DescribeQuorumResponse.ReplicaState]
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = "", leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[DescribeQuorumResponse.ReplicaState] | _Unset = _UNSET, observers: list[DescribeQuorumResponse.ReplicaState] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message
@@ -209,7 +235,9 @@ class DescribeQuorumResponse(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 2), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[DescribeQuorumResponse.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[DescribeQuorumResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -217,7 +245,10 @@ class DescribeQuorumResponse(Struct):
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (2, 2), (1, 0), None, None), ('host', 'string', (2, 2), (1, 0), None, None), ('port', 'uint16', (2, 2), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
@@ -226,12 +257,14 @@ class DescribeQuorumResponse(Struct):
     class Node(Struct):
         __slots__ = ('node_id', 'listeners', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (2, 2), (1, 0), None, None), ('listeners', '[]Listener', (2, 2), (1, 0), None, None))
-        def __init__(self, *, node_id=0, listeners=_UNSET):
+        node_id: int
+        listeners: list[DescribeQuorumResponse.Listener]
+        def __init__(self, *, node_id: int = 0, listeners: list[DescribeQuorumResponse.Listener] | _Unset = _UNSET) -> None:
             self.node_id = node_id
             self.listeners = [] if listeners is _UNSET else listeners
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, error_message="", topics=_UNSET, nodes=_UNSET):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = "", topics: list[DescribeQuorumResponse.TopicData] | _Unset = _UNSET, nodes: list[DescribeQuorumResponse.Node] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.topics = [] if topics is _UNSET else topics
@@ -243,14 +276,14 @@ class DescribeQuorumResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeQuorumResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeQuorumResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -605,5 +638,5 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeQuorumResponse = {0: _d_DescribeQuorumResponse_DescribeQuorumResponse_v0, 1: _d_DescribeQuorumResponse_DescribeQuorumResponse_v1, 2: _d_DescribeQuorumResponse_DescribeQuorumResponse_v2}
-_ENCODERS_DescribeQuorumResponse = {0: _e_DescribeQuorumResponse_DescribeQuorumResponse_v0, 1: _e_DescribeQuorumResponse_DescribeQuorumResponse_v1, 2: _e_DescribeQuorumResponse_DescribeQuorumResponse_v2}
+_DECODERS_DescribeQuorumResponse: dict[int, Decoder] = {0: _d_DescribeQuorumResponse_DescribeQuorumResponse_v0, 1: _d_DescribeQuorumResponse_DescribeQuorumResponse_v1, 2: _d_DescribeQuorumResponse_DescribeQuorumResponse_v2}
+_ENCODERS_DescribeQuorumResponse: dict[int, Encoder] = {0: _e_DescribeQuorumResponse_DescribeQuorumResponse_v0, 1: _e_DescribeQuorumResponse_DescribeQuorumResponse_v1, 2: _e_DescribeQuorumResponse_DescribeQuorumResponse_v2}

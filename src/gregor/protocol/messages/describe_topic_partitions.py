@@ -2,33 +2,44 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse (DescribeTopicPartitionsRequest.json, DescribeTopicPartitionsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeTopicPartitionsRequest(Struct):
+class DescribeTopicPartitionsRequest(Message):
     __slots__ = ('topics', 'response_partition_limit', 'cursor', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]TopicRequest', (0, 0), (1, 0), None, None), ('response_partition_limit', 'int32', (0, 0), (1, 0), None, None), ('cursor', 'Cursor', (0, 0), (0, 0), None, None))
+    topics: list[DescribeTopicPartitionsRequest.TopicRequest]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequest.Cursor | None
     class TopicRequest(Struct):
         __slots__ = ('name', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, name=""):
+        name: str
+        def __init__(self, *, name: str = "") -> None:
             self.name = name
             self._unknown_tagged_fields = None
 
     class Cursor(Struct):
         __slots__ = ('topic_name', 'partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 0), (1, 0), None, None), ('partition_index', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0):
+        topic_name: str
+        partition_index: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, response_partition_limit=2000, cursor=None):
+    def __init__(self, *, topics: list[DescribeTopicPartitionsRequest.TopicRequest] | _Unset = _UNSET, response_partition_limit: int = 2000, cursor: DescribeTopicPartitionsRequest.Cursor | None = None) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.response_partition_limit = response_partition_limit
         self.cursor = cursor
@@ -39,14 +50,14 @@ class DescribeTopicPartitionsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeTopicPartitionsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeTopicPartitionsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -99,18 +110,30 @@ def _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeTopicPartitionsRequest = {0: _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0}
-_ENCODERS_DescribeTopicPartitionsRequest = {0: _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0}
+_DECODERS_DescribeTopicPartitionsRequest: dict[int, Decoder] = {0: _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0}
+_ENCODERS_DescribeTopicPartitionsRequest: dict[int, Encoder] = {0: _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0}
 
 
 
-class DescribeTopicPartitionsResponse(Struct):
+class DescribeTopicPartitionsResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', 'next_cursor', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]DescribeTopicPartitionsResponseTopic', (0, 0), (1, 0), None, None), ('next_cursor', 'Cursor', (0, 0), (0, 0), None, None))
+    throttle_time_ms: int
+    topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
+    next_cursor: DescribeTopicPartitionsResponse.Cursor | None
     class DescribeTopicPartitionsResponsePartition(Struct):
         __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 0), (1, 0), None, None), ('partition_index', 'int32', (0, 0), (1, 0), None, None), ('leader_id', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None), ('replica_nodes', '[]int32', (0, 0), (1, 0), None, None), ('isr_nodes', '[]int32', (0, 0), (1, 0), None, None), ('eligible_leader_replicas', '[]int32', (0, 0), (0, 0), None, None), ('last_known_elr', '[]int32', (0, 0), (0, 0), None, None), ('offline_replicas', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, error_code=0, partition_index=0, leader_id=0, leader_epoch=-1, replica_nodes=_UNSET, isr_nodes=_UNSET, eligible_leader_replicas=None, last_known_elr=None, offline_replicas=_UNSET):
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        eligible_leader_replicas: list[int] | None
+        last_known_elr: list[int] | None
+        offline_replicas: list[int]
+        def __init__(self, *, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | _Unset = _UNSET, isr_nodes: list[int] | _Unset = _UNSET, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None, offline_replicas: list[int] | _Unset = _UNSET) -> None:
             self.error_code = error_code
             self.partition_index = partition_index
             self.leader_id = leader_id
@@ -125,7 +148,13 @@ class DescribeTopicPartitionsResponse(Struct):
     class DescribeTopicPartitionsResponseTopic(Struct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 0), (1, 0), None, None), ('name', 'string', (0, 0), (0, 0), None, None), ('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('is_internal', 'bool', (0, 0), (1, 0), None, None), ('partitions', '[]DescribeTopicPartitionsResponsePartition', (0, 0), (1, 0), None, None), ('topic_authorized_operations', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, error_code=0, name="", topic_id=ZERO_UUID, is_internal=False, partitions=_UNSET, topic_authorized_operations=-2147483648):
+        error_code: int
+        name: str | None
+        topic_id: UUID
+        is_internal: bool
+        partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition]
+        topic_authorized_operations: int
+        def __init__(self, *, error_code: int = 0, name: str | None = "", topic_id: UUID = ZERO_UUID, is_internal: bool = False, partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] | _Unset = _UNSET, topic_authorized_operations: int = -2147483648) -> None:
             self.error_code = error_code
             self.name = name
             self.topic_id = topic_id
@@ -137,12 +166,14 @@ class DescribeTopicPartitionsResponse(Struct):
     class Cursor(Struct):
         __slots__ = ('topic_name', 'partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 0), (1, 0), None, None), ('partition_index', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0):
+        topic_name: str
+        partition_index: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET, next_cursor=None):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] | _Unset = _UNSET, next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self.next_cursor = next_cursor
@@ -153,14 +184,14 @@ class DescribeTopicPartitionsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeTopicPartitionsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeTopicPartitionsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -276,5 +307,5 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeTopicPartitionsResponse = {0: _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0}
-_ENCODERS_DescribeTopicPartitionsResponse = {0: _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0}
+_DECODERS_DescribeTopicPartitionsResponse: dict[int, Decoder] = {0: _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0}
+_ENCODERS_DescribeTopicPartitionsResponse: dict[int, Encoder] = {0: _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0}

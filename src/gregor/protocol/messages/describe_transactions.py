@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeTransactionsRequest, DescribeTransactionsResponse (DescribeTransactionsRequest.json, DescribeTransactionsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeTransactionsRequest(Struct):
+class DescribeTransactionsRequest(Message):
     __slots__ = ('transactional_ids', '_unknown_tagged_fields')
     _SCHEMA = (('transactional_ids', '[]string', (0, 0), (1, 0), None, None),)
-    def __init__(self, *, transactional_ids=_UNSET):
+    transactional_ids: list[str]
+    def __init__(self, *, transactional_ids: list[str] | _Unset = _UNSET) -> None:
         self.transactional_ids = [] if transactional_ids is _UNSET else transactional_ids
         self._unknown_tagged_fields = None
 
@@ -22,14 +28,14 @@ class DescribeTransactionsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeTransactionsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeTransactionsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -50,18 +56,22 @@ def _e_DescribeTransactionsRequest_DescribeTransactionsRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeTransactionsRequest = {0: _d_DescribeTransactionsRequest_DescribeTransactionsRequest_v0}
-_ENCODERS_DescribeTransactionsRequest = {0: _e_DescribeTransactionsRequest_DescribeTransactionsRequest_v0}
+_DECODERS_DescribeTransactionsRequest: dict[int, Decoder] = {0: _d_DescribeTransactionsRequest_DescribeTransactionsRequest_v0}
+_ENCODERS_DescribeTransactionsRequest: dict[int, Encoder] = {0: _e_DescribeTransactionsRequest_DescribeTransactionsRequest_v0}
 
 
 
-class DescribeTransactionsResponse(Struct):
+class DescribeTransactionsResponse(Message):
     __slots__ = ('throttle_time_ms', 'transaction_states', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('transaction_states', '[]TransactionState', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    transaction_states: list[DescribeTransactionsResponse.TransactionState]
     class TopicData(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -69,7 +79,15 @@ class DescribeTransactionsResponse(Struct):
     class TransactionState(Struct):
         __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 0), (1, 0), None, None), ('transactional_id', 'string', (0, 0), (1, 0), None, None), ('transaction_state', 'string', (0, 0), (1, 0), None, None), ('transaction_timeout_ms', 'int32', (0, 0), (1, 0), None, None), ('transaction_start_time_ms', 'int64', (0, 0), (1, 0), None, None), ('producer_id', 'int64', (0, 0), (1, 0), None, None), ('producer_epoch', 'int16', (0, 0), (1, 0), None, None), ('topics', '[]TopicData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, error_code=0, transactional_id="", transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=_UNSET):
+        error_code: int
+        transactional_id: str
+        transaction_state: str
+        transaction_timeout_ms: int
+        transaction_start_time_ms: int
+        producer_id: int
+        producer_epoch: int
+        topics: list[DescribeTransactionsResponse.TopicData]
+        def __init__(self, *, error_code: int = 0, transactional_id: str = "", transaction_state: str = "", transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[DescribeTransactionsResponse.TopicData] | _Unset = _UNSET) -> None:
             self.error_code = error_code
             self.transactional_id = transactional_id
             self.transaction_state = transaction_state
@@ -80,7 +98,7 @@ class DescribeTransactionsResponse(Struct):
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, transaction_states=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, transaction_states: list[DescribeTransactionsResponse.TransactionState] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.transaction_states = [] if transaction_states is _UNSET else transaction_states
         self._unknown_tagged_fields = None
@@ -90,14 +108,14 @@ class DescribeTransactionsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeTransactionsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeTransactionsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -170,5 +188,5 @@ def _e_DescribeTransactionsResponse_DescribeTransactionsResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeTransactionsResponse = {0: _d_DescribeTransactionsResponse_DescribeTransactionsResponse_v0}
-_ENCODERS_DescribeTransactionsResponse = {0: _e_DescribeTransactionsResponse_DescribeTransactionsResponse_v0}
+_DECODERS_DescribeTransactionsResponse: dict[int, Decoder] = {0: _d_DescribeTransactionsResponse_DescribeTransactionsResponse_v0}
+_ENCODERS_DescribeTransactionsResponse: dict[int, Encoder] = {0: _e_DescribeTransactionsResponse_DescribeTransactionsResponse_v0}

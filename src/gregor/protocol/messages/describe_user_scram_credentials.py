@@ -2,25 +2,32 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse (DescribeUserScramCredentialsRequest.json, DescribeUserScramCredentialsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DescribeUserScramCredentialsRequest(Struct):
+class DescribeUserScramCredentialsRequest(Message):
     __slots__ = ('users', '_unknown_tagged_fields')
     _SCHEMA = (('users', '[]UserName', (0, 0), (0, 0), None, None),)
+    users: list[DescribeUserScramCredentialsRequest.UserName] | None
     class UserName(Struct):
         __slots__ = ('name', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, name=""):
+        name: str
+        def __init__(self, *, name: str = "") -> None:
             self.name = name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, users=_UNSET):
+    def __init__(self, *, users: list[DescribeUserScramCredentialsRequest.UserName] | None | _Unset = _UNSET) -> None:
         self.users = [] if users is _UNSET else users
         self._unknown_tagged_fields = None
 
@@ -29,14 +36,14 @@ class DescribeUserScramCredentialsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeUserScramCredentialsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeUserScramCredentialsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -70,18 +77,24 @@ def _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeUserScramCredentialsRequest = {0: _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0}
-_ENCODERS_DescribeUserScramCredentialsRequest = {0: _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0}
+_DECODERS_DescribeUserScramCredentialsRequest: dict[int, Decoder] = {0: _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0}
+_ENCODERS_DescribeUserScramCredentialsRequest: dict[int, Encoder] = {0: _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0}
 
 
 
-class DescribeUserScramCredentialsResponse(Struct):
+class DescribeUserScramCredentialsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('results', '[]DescribeUserScramCredentialsResult', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
     class CredentialInfo(Struct):
         __slots__ = ('mechanism', 'iterations', '_unknown_tagged_fields')
         _SCHEMA = (('mechanism', 'int8', (0, 0), (1, 0), None, None), ('iterations', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, mechanism=0, iterations=0):
+        mechanism: int
+        iterations: int
+        def __init__(self, *, mechanism: int = 0, iterations: int = 0) -> None:
             self.mechanism = mechanism
             self.iterations = iterations
             self._unknown_tagged_fields = None
@@ -89,14 +102,18 @@ class DescribeUserScramCredentialsResponse(Struct):
     class DescribeUserScramCredentialsResult(Struct):
         __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', '_unknown_tagged_fields')
         _SCHEMA = (('user', 'string', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('credential_infos', '[]CredentialInfo', (0, 0), (1, 0), None, None))
-        def __init__(self, *, user="", error_code=0, error_message="", credential_infos=_UNSET):
+        user: str
+        error_code: int
+        error_message: str | None
+        credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo]
+        def __init__(self, *, user: str = "", error_code: int = 0, error_message: str | None = "", credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] | _Unset = _UNSET) -> None:
             self.user = user
             self.error_code = error_code
             self.error_message = error_message
             self.credential_infos = [] if credential_infos is _UNSET else credential_infos
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -108,14 +125,14 @@ class DescribeUserScramCredentialsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DescribeUserScramCredentialsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DescribeUserScramCredentialsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -180,5 +197,5 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
     w.tagged_fields(_t)
 
 
-_DECODERS_DescribeUserScramCredentialsResponse = {0: _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0}
-_ENCODERS_DescribeUserScramCredentialsResponse = {0: _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0}
+_DECODERS_DescribeUserScramCredentialsResponse: dict[int, Decoder] = {0: _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0}
+_ENCODERS_DescribeUserScramCredentialsResponse: dict[int, Encoder] = {0: _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0}

@@ -2,26 +2,36 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ElectLeadersRequest, ElectLeadersResponse (ElectLeadersRequest.json, ElectLeadersResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ElectLeadersRequest(Struct):
+class ElectLeadersRequest(Message):
     __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', '_unknown_tagged_fields')
     _SCHEMA = (('election_type', 'int8', (1, 2), (1, 0), None, None), ('topic_partitions', '[]TopicPartitions', (0, 2), (0, 2), None, None), ('timeout_ms', 'int32', (0, 2), (1, 0), None, None))
+    election_type: int
+    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
+    timeout_ms: int
     class TopicPartitions(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 2), (1, 0), None, None), ('partitions', '[]int32', (0, 2), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[int]
+        def __init__(self, *, topic: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, election_type=0, topic_partitions=_UNSET, timeout_ms=60000):
+    def __init__(self, *, election_type: int = 0, topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None | _Unset = _UNSET, timeout_ms: int = 60000) -> None:
         self.election_type = election_type
         self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
         self.timeout_ms = timeout_ms
@@ -32,14 +42,14 @@ class ElectLeadersRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ElectLeadersRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ElectLeadersRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -139,18 +149,24 @@ def _e_ElectLeadersRequest_ElectLeadersRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ElectLeadersRequest = {0: _d_ElectLeadersRequest_ElectLeadersRequest_v0, 1: _d_ElectLeadersRequest_ElectLeadersRequest_v1, 2: _d_ElectLeadersRequest_ElectLeadersRequest_v2}
-_ENCODERS_ElectLeadersRequest = {0: _e_ElectLeadersRequest_ElectLeadersRequest_v0, 1: _e_ElectLeadersRequest_ElectLeadersRequest_v1, 2: _e_ElectLeadersRequest_ElectLeadersRequest_v2}
+_DECODERS_ElectLeadersRequest: dict[int, Decoder] = {0: _d_ElectLeadersRequest_ElectLeadersRequest_v0, 1: _d_ElectLeadersRequest_ElectLeadersRequest_v1, 2: _d_ElectLeadersRequest_ElectLeadersRequest_v2}
+_ENCODERS_ElectLeadersRequest: dict[int, Encoder] = {0: _e_ElectLeadersRequest_ElectLeadersRequest_v0, 1: _e_ElectLeadersRequest_ElectLeadersRequest_v1, 2: _e_ElectLeadersRequest_ElectLeadersRequest_v2}
 
 
 
-class ElectLeadersResponse(Struct):
+class ElectLeadersResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None), ('error_code', 'int16', (1, 2), (1, 0), None, None), ('replica_election_results', '[]ReplicaElectionResult', (0, 2), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
     class PartitionResult(Struct):
         __slots__ = ('partition_id', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('partition_id', 'int32', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (0, 2), (0, 2), None, None))
-        def __init__(self, *, partition_id=0, error_code=0, error_message=""):
+        partition_id: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition_id: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
             self.partition_id = partition_id
             self.error_code = error_code
             self.error_message = error_message
@@ -159,12 +175,14 @@ class ElectLeadersResponse(Struct):
     class ReplicaElectionResult(Struct):
         __slots__ = ('topic', 'partition_result', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 2), (1, 0), None, None), ('partition_result', '[]PartitionResult', (0, 2), (1, 0), None, None))
-        def __init__(self, *, topic="", partition_result=_UNSET):
+        topic: str
+        partition_result: list[ElectLeadersResponse.PartitionResult]
+        def __init__(self, *, topic: str = "", partition_result: list[ElectLeadersResponse.PartitionResult] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partition_result = [] if partition_result is _UNSET else partition_result
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, replica_election_results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.replica_election_results = [] if replica_election_results is _UNSET else replica_election_results
@@ -175,14 +193,14 @@ class ElectLeadersResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ElectLeadersResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ElectLeadersResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -331,5 +349,5 @@ def _e_ElectLeadersResponse_ElectLeadersResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ElectLeadersResponse = {0: _d_ElectLeadersResponse_ElectLeadersResponse_v0, 1: _d_ElectLeadersResponse_ElectLeadersResponse_v1, 2: _d_ElectLeadersResponse_ElectLeadersResponse_v2}
-_ENCODERS_ElectLeadersResponse = {0: _e_ElectLeadersResponse_ElectLeadersResponse_v0, 1: _e_ElectLeadersResponse_ElectLeadersResponse_v1, 2: _e_ElectLeadersResponse_ElectLeadersResponse_v2}
+_DECODERS_ElectLeadersResponse: dict[int, Decoder] = {0: _d_ElectLeadersResponse_ElectLeadersResponse_v0, 1: _d_ElectLeadersResponse_ElectLeadersResponse_v1, 2: _d_ElectLeadersResponse_ElectLeadersResponse_v2}
+_ENCODERS_ElectLeadersResponse: dict[int, Encoder] = {0: _e_ElectLeadersResponse_ElectLeadersResponse_v0, 1: _e_ElectLeadersResponse_ElectLeadersResponse_v1, 2: _e_ElectLeadersResponse_ElectLeadersResponse_v2}

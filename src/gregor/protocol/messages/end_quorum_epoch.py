@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """EndQuorumEpochRequest, EndQuorumEpochResponse (EndQuorumEpochRequest.json, EndQuorumEpochResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class EndQuorumEpochRequest(Struct):
+class EndQuorumEpochRequest(Message):
     __slots__ = ('cluster_id', 'topics', 'leader_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 1), (0, 1), None, None), ('topics', '[]TopicData', (0, 1), (1, 0), None, None), ('leader_endpoints', '[]LeaderEndpoint', (1, 1), (1, 0), None, None))
+    cluster_id: str | None
+    topics: list[EndQuorumEpochRequest.TopicData]
+    leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
     class ReplicaInfo(Struct):
         __slots__ = ('candidate_id', 'candidate_directory_id', '_unknown_tagged_fields')
         _SCHEMA = (('candidate_id', 'int32', (1, 1), (1, 0), None, None), ('candidate_directory_id', 'uuid', (1, 1), (1, 0), None, None))
-        def __init__(self, *, candidate_id=0, candidate_directory_id=ZERO_UUID):
+        candidate_id: int
+        candidate_directory_id: UUID
+        def __init__(self, *, candidate_id: int = 0, candidate_directory_id: UUID = ZERO_UUID) -> None:
             self.candidate_id = candidate_id
             self.candidate_directory_id = candidate_directory_id
             self._unknown_tagged_fields = None
@@ -24,7 +34,12 @@ class EndQuorumEpochRequest(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None), ('preferred_successors', '[]int32', (0, 0), (1, 0), None, None), ('preferred_candidates', '[]ReplicaInfo', (1, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, leader_id=0, leader_epoch=0, preferred_successors=_UNSET, preferred_candidates=_UNSET):
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        preferred_successors: list[int]
+        preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
+        def __init__(self, *, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: list[int] | _Unset = _UNSET, preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
@@ -35,7 +50,9 @@ class EndQuorumEpochRequest(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[EndQuorumEpochRequest.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[EndQuorumEpochRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -43,13 +60,16 @@ class EndQuorumEpochRequest(Struct):
     class LeaderEndpoint(Struct):
         __slots__ = ('name', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (1, 1), (1, 0), None, None), ('host', 'string', (1, 1), (1, 0), None, None), ('port', 'uint16', (1, 1), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id=None, topics=_UNSET, leader_endpoints=_UNSET):
+    def __init__(self, *, cluster_id: str | None = None, topics: list[EndQuorumEpochRequest.TopicData] | _Unset = _UNSET, leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.topics = [] if topics is _UNSET else topics
         self.leader_endpoints = [] if leader_endpoints is _UNSET else leader_endpoints
@@ -60,14 +80,14 @@ class EndQuorumEpochRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EndQuorumEpochRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EndQuorumEpochRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 1 else 1
 
 
@@ -250,18 +270,25 @@ def _e_EndQuorumEpochRequest_EndQuorumEpochRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_EndQuorumEpochRequest = {0: _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v0, 1: _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v1}
-_ENCODERS_EndQuorumEpochRequest = {0: _e_EndQuorumEpochRequest_EndQuorumEpochRequest_v0, 1: _e_EndQuorumEpochRequest_EndQuorumEpochRequest_v1}
+_DECODERS_EndQuorumEpochRequest: dict[int, Decoder] = {0: _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v0, 1: _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v1}
+_ENCODERS_EndQuorumEpochRequest: dict[int, Encoder] = {0: _e_EndQuorumEpochRequest_EndQuorumEpochRequest_v0, 1: _e_EndQuorumEpochRequest_EndQuorumEpochRequest_v1}
 
 
 
-class EndQuorumEpochResponse(Struct):
+class EndQuorumEpochResponse(Message):
     __slots__ = ('error_code', 'topics', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 1), (1, 0), None, None), ('topics', '[]TopicData', (0, 1), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (1, 1), (1, 0), (1, 1), 0))
+    error_code: int
+    topics: list[EndQuorumEpochResponse.TopicData]
+    node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, leader_id=0, leader_epoch=0):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.leader_id = leader_id
@@ -271,7 +298,9 @@ class EndQuorumEpochResponse(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[EndQuorumEpochResponse.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[EndQuorumEpochResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -279,13 +308,16 @@ class EndQuorumEpochResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (1, 1), (1, 0), None, None), ('host', 'string', (1, 1), (1, 0), None, None), ('port', 'uint16', (1, 1), (1, 0), None, None))
-        def __init__(self, *, node_id=0, host="", port=0):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, topics=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, error_code: int = 0, topics: list[EndQuorumEpochResponse.TopicData] | _Unset = _UNSET, node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.topics = [] if topics is _UNSET else topics
         self.node_endpoints = [] if node_endpoints is _UNSET else node_endpoints
@@ -296,14 +328,14 @@ class EndQuorumEpochResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EndQuorumEpochResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EndQuorumEpochResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 1 else 0
 
 
@@ -462,5 +494,5 @@ def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_EndQuorumEpochResponse = {0: _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v0, 1: _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v1}
-_ENCODERS_EndQuorumEpochResponse = {0: _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v0, 1: _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v1}
+_DECODERS_EndQuorumEpochResponse: dict[int, Decoder] = {0: _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v0, 1: _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v1}
+_ENCODERS_EndQuorumEpochResponse: dict[int, Encoder] = {0: _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v0, 1: _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v1}

@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """EndTxnRequest, EndTxnResponse (EndTxnRequest.json, EndTxnResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class EndTxnRequest(Struct):
+class EndTxnRequest(Message):
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', '_unknown_tagged_fields')
     _SCHEMA = (('transactional_id', 'string', (0, 5), (1, 0), None, None), ('producer_id', 'int64', (0, 5), (1, 0), None, None), ('producer_epoch', 'int16', (0, 5), (1, 0), None, None), ('committed', 'bool', (0, 5), (1, 0), None, None))
-    def __init__(self, *, transactional_id="", producer_id=0, producer_epoch=0, committed=False):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    def __init__(self, *, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -25,14 +34,14 @@ class EndTxnRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EndTxnRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EndTxnRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -80,15 +89,19 @@ _d_EndTxnRequest_EndTxnRequest_v4 = _d_EndTxnRequest_EndTxnRequest_v3
 _e_EndTxnRequest_EndTxnRequest_v4 = _e_EndTxnRequest_EndTxnRequest_v3
 _d_EndTxnRequest_EndTxnRequest_v5 = _d_EndTxnRequest_EndTxnRequest_v3
 _e_EndTxnRequest_EndTxnRequest_v5 = _e_EndTxnRequest_EndTxnRequest_v3
-_DECODERS_EndTxnRequest = {0: _d_EndTxnRequest_EndTxnRequest_v0, 1: _d_EndTxnRequest_EndTxnRequest_v1, 2: _d_EndTxnRequest_EndTxnRequest_v2, 3: _d_EndTxnRequest_EndTxnRequest_v3, 4: _d_EndTxnRequest_EndTxnRequest_v4, 5: _d_EndTxnRequest_EndTxnRequest_v5}
-_ENCODERS_EndTxnRequest = {0: _e_EndTxnRequest_EndTxnRequest_v0, 1: _e_EndTxnRequest_EndTxnRequest_v1, 2: _e_EndTxnRequest_EndTxnRequest_v2, 3: _e_EndTxnRequest_EndTxnRequest_v3, 4: _e_EndTxnRequest_EndTxnRequest_v4, 5: _e_EndTxnRequest_EndTxnRequest_v5}
+_DECODERS_EndTxnRequest: dict[int, Decoder] = {0: _d_EndTxnRequest_EndTxnRequest_v0, 1: _d_EndTxnRequest_EndTxnRequest_v1, 2: _d_EndTxnRequest_EndTxnRequest_v2, 3: _d_EndTxnRequest_EndTxnRequest_v3, 4: _d_EndTxnRequest_EndTxnRequest_v4, 5: _d_EndTxnRequest_EndTxnRequest_v5}
+_ENCODERS_EndTxnRequest: dict[int, Encoder] = {0: _e_EndTxnRequest_EndTxnRequest_v0, 1: _e_EndTxnRequest_EndTxnRequest_v1, 2: _e_EndTxnRequest_EndTxnRequest_v2, 3: _e_EndTxnRequest_EndTxnRequest_v3, 4: _e_EndTxnRequest_EndTxnRequest_v4, 5: _e_EndTxnRequest_EndTxnRequest_v5}
 
 
 
-class EndTxnResponse(Struct):
+class EndTxnResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 5), (1, 0), None, None), ('error_code', 'int16', (0, 5), (1, 0), None, None), ('producer_id', 'int64', (5, 5), (1, 0), None, None), ('producer_epoch', 'int16', (5, 5), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, producer_id=-1, producer_epoch=-1):
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
@@ -100,14 +113,14 @@ class EndTxnResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EndTxnResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EndTxnResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -168,5 +181,5 @@ def _e_EndTxnResponse_EndTxnResponse_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_EndTxnResponse = {0: _d_EndTxnResponse_EndTxnResponse_v0, 1: _d_EndTxnResponse_EndTxnResponse_v1, 2: _d_EndTxnResponse_EndTxnResponse_v2, 3: _d_EndTxnResponse_EndTxnResponse_v3, 4: _d_EndTxnResponse_EndTxnResponse_v4, 5: _d_EndTxnResponse_EndTxnResponse_v5}
-_ENCODERS_EndTxnResponse = {0: _e_EndTxnResponse_EndTxnResponse_v0, 1: _e_EndTxnResponse_EndTxnResponse_v1, 2: _e_EndTxnResponse_EndTxnResponse_v2, 3: _e_EndTxnResponse_EndTxnResponse_v3, 4: _e_EndTxnResponse_EndTxnResponse_v4, 5: _e_EndTxnResponse_EndTxnResponse_v5}
+_DECODERS_EndTxnResponse: dict[int, Decoder] = {0: _d_EndTxnResponse_EndTxnResponse_v0, 1: _d_EndTxnResponse_EndTxnResponse_v1, 2: _d_EndTxnResponse_EndTxnResponse_v2, 3: _d_EndTxnResponse_EndTxnResponse_v3, 4: _d_EndTxnResponse_EndTxnResponse_v4, 5: _d_EndTxnResponse_EndTxnResponse_v5}
+_ENCODERS_EndTxnResponse: dict[int, Encoder] = {0: _e_EndTxnResponse_EndTxnResponse_v0, 1: _e_EndTxnResponse_EndTxnResponse_v1, 2: _e_EndTxnResponse_EndTxnResponse_v2, 3: _e_EndTxnResponse_EndTxnResponse_v3, 4: _e_EndTxnResponse_EndTxnResponse_v4, 5: _e_EndTxnResponse_EndTxnResponse_v5}

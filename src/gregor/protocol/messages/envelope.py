@@ -2,18 +2,26 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """EnvelopeRequest, EnvelopeResponse (EnvelopeRequest.json, EnvelopeResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class EnvelopeRequest(Struct):
+class EnvelopeRequest(Message):
     __slots__ = ('request_data', 'request_principal', 'client_host_address', '_unknown_tagged_fields')
     _SCHEMA = (('request_data', 'bytes', (0, 0), (1, 0), None, None), ('request_principal', 'bytes', (0, 0), (0, 0), None, None), ('client_host_address', 'bytes', (0, 0), (1, 0), None, None))
-    def __init__(self, *, request_data=b"", request_principal=b"", client_host_address=b""):
+    request_data: bytes
+    request_principal: bytes | None
+    client_host_address: bytes
+    def __init__(self, *, request_data: bytes = b"", request_principal: bytes | None = b"", client_host_address: bytes = b"") -> None:
         self.request_data = request_data
         self.request_principal = request_principal
         self.client_host_address = client_host_address
@@ -24,14 +32,14 @@ class EnvelopeRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EnvelopeRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EnvelopeRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -52,15 +60,17 @@ def _e_EnvelopeRequest_EnvelopeRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_EnvelopeRequest = {0: _d_EnvelopeRequest_EnvelopeRequest_v0}
-_ENCODERS_EnvelopeRequest = {0: _e_EnvelopeRequest_EnvelopeRequest_v0}
+_DECODERS_EnvelopeRequest: dict[int, Decoder] = {0: _d_EnvelopeRequest_EnvelopeRequest_v0}
+_ENCODERS_EnvelopeRequest: dict[int, Encoder] = {0: _e_EnvelopeRequest_EnvelopeRequest_v0}
 
 
 
-class EnvelopeResponse(Struct):
+class EnvelopeResponse(Message):
     __slots__ = ('response_data', 'error_code', '_unknown_tagged_fields')
     _SCHEMA = (('response_data', 'bytes', (0, 0), (0, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None))
-    def __init__(self, *, response_data=None, error_code=0):
+    response_data: bytes | None
+    error_code: int
+    def __init__(self, *, response_data: bytes | None = None, error_code: int = 0) -> None:
         self.response_data = response_data
         self.error_code = error_code
         self._unknown_tagged_fields = None
@@ -70,14 +80,14 @@ class EnvelopeResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EnvelopeResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EnvelopeResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -96,5 +106,5 @@ def _e_EnvelopeResponse_EnvelopeResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_EnvelopeResponse = {0: _d_EnvelopeResponse_EnvelopeResponse_v0}
-_ENCODERS_EnvelopeResponse = {0: _e_EnvelopeResponse_EnvelopeResponse_v0}
+_DECODERS_EnvelopeResponse: dict[int, Decoder] = {0: _d_EnvelopeResponse_EnvelopeResponse_v0}
+_ENCODERS_EnvelopeResponse: dict[int, Encoder] = {0: _e_EnvelopeResponse_EnvelopeResponse_v0}

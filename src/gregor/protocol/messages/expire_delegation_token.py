@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ExpireDelegationTokenRequest, ExpireDelegationTokenResponse (ExpireDelegationTokenRequest.json, ExpireDelegationTokenResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ExpireDelegationTokenRequest(Struct):
+class ExpireDelegationTokenRequest(Message):
     __slots__ = ('hmac', 'expiry_time_period_ms', '_unknown_tagged_fields')
     _SCHEMA = (('hmac', 'bytes', (0, 2), (1, 0), None, None), ('expiry_time_period_ms', 'int64', (0, 2), (1, 0), None, None))
-    def __init__(self, *, hmac=b"", expiry_time_period_ms=0):
+    hmac: bytes
+    expiry_time_period_ms: int
+    def __init__(self, *, hmac: bytes = b"", expiry_time_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.expiry_time_period_ms = expiry_time_period_ms
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class ExpireDelegationTokenRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ExpireDelegationTokenRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ExpireDelegationTokenRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -64,15 +71,18 @@ def _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ExpireDelegationTokenRequest = {0: _d_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v0, 1: _d_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v1, 2: _d_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v2}
-_ENCODERS_ExpireDelegationTokenRequest = {0: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v0, 1: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v1, 2: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v2}
+_DECODERS_ExpireDelegationTokenRequest: dict[int, Decoder] = {0: _d_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v0, 1: _d_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v1, 2: _d_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v2}
+_ENCODERS_ExpireDelegationTokenRequest: dict[int, Encoder] = {0: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v0, 1: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v1, 2: _e_ExpireDelegationTokenRequest_ExpireDelegationTokenRequest_v2}
 
 
 
-class ExpireDelegationTokenResponse(Struct):
+class ExpireDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 2), (1, 0), None, None), ('expiry_timestamp_ms', 'int64', (0, 2), (1, 0), None, None), ('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None))
-    def __init__(self, *, error_code=0, expiry_timestamp_ms=0, throttle_time_ms=0):
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = 0, expiry_timestamp_ms: int = 0, throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.expiry_timestamp_ms = expiry_timestamp_ms
         self.throttle_time_ms = throttle_time_ms
@@ -83,14 +93,14 @@ class ExpireDelegationTokenResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ExpireDelegationTokenResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ExpireDelegationTokenResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -128,5 +138,5 @@ def _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ExpireDelegationTokenResponse = {0: _d_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v0, 1: _d_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v1, 2: _d_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v2}
-_ENCODERS_ExpireDelegationTokenResponse = {0: _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v0, 1: _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v1, 2: _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v2}
+_DECODERS_ExpireDelegationTokenResponse: dict[int, Decoder] = {0: _d_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v0, 1: _d_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v1, 2: _d_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v2}
+_ENCODERS_ExpireDelegationTokenResponse: dict[int, Encoder] = {0: _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v0, 1: _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v1, 2: _e_ExpireDelegationTokenResponse_ExpireDelegationTokenResponse_v2}

@@ -2,21 +2,40 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """FetchRequest, FetchResponse (FetchRequest.json, FetchResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class FetchRequest(Struct):
+class FetchRequest(Message):
     __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (12, 17), (12, 17), (12, 17), 0), ('replica_id', 'int32', (0, 14), (1, 0), None, None), ('replica_state', 'ReplicaState', (15, 17), (1, 0), (15, 17), 1), ('max_wait_ms', 'int32', (0, 17), (1, 0), None, None), ('min_bytes', 'int32', (0, 17), (1, 0), None, None), ('max_bytes', 'int32', (3, 17), (1, 0), None, None), ('isolation_level', 'int8', (4, 17), (1, 0), None, None), ('session_id', 'int32', (7, 17), (1, 0), None, None), ('session_epoch', 'int32', (7, 17), (1, 0), None, None), ('topics', '[]FetchTopic', (0, 17), (1, 0), None, None), ('forgotten_topics_data', '[]ForgottenTopic', (7, 17), (1, 0), None, None), ('rack_id', 'string', (11, 17), (1, 0), None, None))
+    cluster_id: str | None
+    replica_id: int
+    replica_state: FetchRequest.ReplicaState
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchRequest.FetchTopic]
+    forgotten_topics_data: list[FetchRequest.ForgottenTopic]
+    rack_id: str
     class ReplicaState(Struct):
         __slots__ = ('replica_id', 'replica_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('replica_id', 'int32', (15, 17), (1, 0), None, None), ('replica_epoch', 'int64', (15, 17), (1, 0), None, None))
-        def __init__(self, *, replica_id=-1, replica_epoch=-1):
+        replica_id: int
+        replica_epoch: int
+        def __init__(self, *, replica_id: int = -1, replica_epoch: int = -1) -> None:
             self.replica_id = replica_id
             self.replica_epoch = replica_epoch
             self._unknown_tagged_fields = None
@@ -24,7 +43,14 @@ class FetchRequest(Struct):
     class FetchPartition(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 17), (1, 0), None, None), ('current_leader_epoch', 'int32', (9, 17), (1, 0), None, None), ('fetch_offset', 'int64', (0, 17), (1, 0), None, None), ('last_fetched_epoch', 'int32', (12, 17), (1, 0), None, None), ('log_start_offset', 'int64', (5, 17), (1, 0), None, None), ('partition_max_bytes', 'int32', (0, 17), (1, 0), None, None), ('replica_directory_id', 'uuid', (17, 17), (1, 0), (17, 17), 0))
-        def __init__(self, *, partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=0, replica_directory_id=ZERO_UUID):
+        partition: int
+        current_leader_epoch: int
+        fetch_offset: int
+        last_fetched_epoch: int
+        log_start_offset: int
+        partition_max_bytes: int
+        replica_directory_id: UUID
+        def __init__(self, *, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: UUID = ZERO_UUID) -> None:
             self.partition = partition
             self.current_leader_epoch = current_leader_epoch
             self.fetch_offset = fetch_offset
@@ -37,7 +63,10 @@ class FetchRequest(Struct):
     class FetchTopic(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 12), (1, 0), None, None), ('topic_id', 'uuid', (13, 17), (1, 0), None, None), ('partitions', '[]FetchPartition', (0, 17), (1, 0), None, None))
-        def __init__(self, *, topic="", topic_id=ZERO_UUID, partitions=_UNSET):
+        topic: str
+        topic_id: UUID
+        partitions: list[FetchRequest.FetchPartition]
+        def __init__(self, *, topic: str = "", topic_id: UUID = ZERO_UUID, partitions: list[FetchRequest.FetchPartition] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
@@ -46,13 +75,16 @@ class FetchRequest(Struct):
     class ForgottenTopic(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (7, 12), (1, 0), None, None), ('topic_id', 'uuid', (13, 17), (1, 0), None, None), ('partitions', '[]int32', (7, 17), (1, 0), None, None))
-        def __init__(self, *, topic="", topic_id=ZERO_UUID, partitions=_UNSET):
+        topic: str
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic: str = "", topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id=None, replica_id=-1, replica_state=_UNSET, max_wait_ms=0, min_bytes=0, max_bytes=2147483647, isolation_level=0, session_id=0, session_epoch=-1, topics=_UNSET, forgotten_topics_data=_UNSET, rack_id=""):
+    def __init__(self, *, cluster_id: str | None = None, replica_id: int = -1, replica_state: FetchRequest.ReplicaState | _Unset = _UNSET, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchRequest.FetchTopic] | _Unset = _UNSET, forgotten_topics_data: list[FetchRequest.ForgottenTopic] | _Unset = _UNSET, rack_id: str = "") -> None:
         self.cluster_id = cluster_id
         self.replica_id = replica_id
         self.replica_state = FetchRequest.ReplicaState() if replica_state is _UNSET else replica_state
@@ -72,14 +104,14 @@ class FetchRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 12
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_FetchRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_FetchRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 12 else 1
 
 
@@ -1464,18 +1496,25 @@ def _e_FetchRequest_FetchRequest_v17(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_FetchRequest = {0: _d_FetchRequest_FetchRequest_v0, 1: _d_FetchRequest_FetchRequest_v1, 2: _d_FetchRequest_FetchRequest_v2, 3: _d_FetchRequest_FetchRequest_v3, 4: _d_FetchRequest_FetchRequest_v4, 5: _d_FetchRequest_FetchRequest_v5, 6: _d_FetchRequest_FetchRequest_v6, 7: _d_FetchRequest_FetchRequest_v7, 8: _d_FetchRequest_FetchRequest_v8, 9: _d_FetchRequest_FetchRequest_v9, 10: _d_FetchRequest_FetchRequest_v10, 11: _d_FetchRequest_FetchRequest_v11, 12: _d_FetchRequest_FetchRequest_v12, 13: _d_FetchRequest_FetchRequest_v13, 14: _d_FetchRequest_FetchRequest_v14, 15: _d_FetchRequest_FetchRequest_v15, 16: _d_FetchRequest_FetchRequest_v16, 17: _d_FetchRequest_FetchRequest_v17}
-_ENCODERS_FetchRequest = {0: _e_FetchRequest_FetchRequest_v0, 1: _e_FetchRequest_FetchRequest_v1, 2: _e_FetchRequest_FetchRequest_v2, 3: _e_FetchRequest_FetchRequest_v3, 4: _e_FetchRequest_FetchRequest_v4, 5: _e_FetchRequest_FetchRequest_v5, 6: _e_FetchRequest_FetchRequest_v6, 7: _e_FetchRequest_FetchRequest_v7, 8: _e_FetchRequest_FetchRequest_v8, 9: _e_FetchRequest_FetchRequest_v9, 10: _e_FetchRequest_FetchRequest_v10, 11: _e_FetchRequest_FetchRequest_v11, 12: _e_FetchRequest_FetchRequest_v12, 13: _e_FetchRequest_FetchRequest_v13, 14: _e_FetchRequest_FetchRequest_v14, 15: _e_FetchRequest_FetchRequest_v15, 16: _e_FetchRequest_FetchRequest_v16, 17: _e_FetchRequest_FetchRequest_v17}
+_DECODERS_FetchRequest: dict[int, Decoder] = {0: _d_FetchRequest_FetchRequest_v0, 1: _d_FetchRequest_FetchRequest_v1, 2: _d_FetchRequest_FetchRequest_v2, 3: _d_FetchRequest_FetchRequest_v3, 4: _d_FetchRequest_FetchRequest_v4, 5: _d_FetchRequest_FetchRequest_v5, 6: _d_FetchRequest_FetchRequest_v6, 7: _d_FetchRequest_FetchRequest_v7, 8: _d_FetchRequest_FetchRequest_v8, 9: _d_FetchRequest_FetchRequest_v9, 10: _d_FetchRequest_FetchRequest_v10, 11: _d_FetchRequest_FetchRequest_v11, 12: _d_FetchRequest_FetchRequest_v12, 13: _d_FetchRequest_FetchRequest_v13, 14: _d_FetchRequest_FetchRequest_v14, 15: _d_FetchRequest_FetchRequest_v15, 16: _d_FetchRequest_FetchRequest_v16, 17: _d_FetchRequest_FetchRequest_v17}
+_ENCODERS_FetchRequest: dict[int, Encoder] = {0: _e_FetchRequest_FetchRequest_v0, 1: _e_FetchRequest_FetchRequest_v1, 2: _e_FetchRequest_FetchRequest_v2, 3: _e_FetchRequest_FetchRequest_v3, 4: _e_FetchRequest_FetchRequest_v4, 5: _e_FetchRequest_FetchRequest_v5, 6: _e_FetchRequest_FetchRequest_v6, 7: _e_FetchRequest_FetchRequest_v7, 8: _e_FetchRequest_FetchRequest_v8, 9: _e_FetchRequest_FetchRequest_v9, 10: _e_FetchRequest_FetchRequest_v10, 11: _e_FetchRequest_FetchRequest_v11, 12: _e_FetchRequest_FetchRequest_v12, 13: _e_FetchRequest_FetchRequest_v13, 14: _e_FetchRequest_FetchRequest_v14, 15: _e_FetchRequest_FetchRequest_v15, 16: _e_FetchRequest_FetchRequest_v16, 17: _e_FetchRequest_FetchRequest_v17}
 
 
 
-class FetchResponse(Struct):
+class FetchResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 17), (1, 0), None, None), ('error_code', 'int16', (7, 17), (1, 0), None, None), ('session_id', 'int32', (7, 17), (1, 0), None, None), ('responses', '[]FetchableTopicResponse', (0, 17), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (16, 17), (1, 0), (16, 17), 0))
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    responses: list[FetchResponse.FetchableTopicResponse]
+    node_endpoints: list[FetchResponse.NodeEndpoint]
     class EpochEndOffset(Struct):
         __slots__ = ('epoch', 'end_offset', '_unknown_tagged_fields')
         _SCHEMA = (('epoch', 'int32', (12, 17), (1, 0), None, None), ('end_offset', 'int64', (12, 17), (1, 0), None, None))
-        def __init__(self, *, epoch=-1, end_offset=-1):
+        epoch: int
+        end_offset: int
+        def __init__(self, *, epoch: int = -1, end_offset: int = -1) -> None:
             self.epoch = epoch
             self.end_offset = end_offset
             self._unknown_tagged_fields = None
@@ -1483,7 +1522,9 @@ class FetchResponse(Struct):
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('leader_id', 'int32', (12, 17), (1, 0), None, None), ('leader_epoch', 'int32', (12, 17), (1, 0), None, None))
-        def __init__(self, *, leader_id=-1, leader_epoch=-1):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -1491,7 +1532,9 @@ class FetchResponse(Struct):
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch', '_unknown_tagged_fields')
         _SCHEMA = (('end_offset', 'int64', (0, 17), (1, 0), None, None), ('epoch', 'int32', (0, 17), (1, 0), None, None))
-        def __init__(self, *, end_offset=-1, epoch=-1):
+        end_offset: int
+        epoch: int
+        def __init__(self, *, end_offset: int = -1, epoch: int = -1) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
             self._unknown_tagged_fields = None
@@ -1499,7 +1542,9 @@ class FetchResponse(Struct):
     class AbortedTransaction(Struct):
         __slots__ = ('producer_id', 'first_offset', '_unknown_tagged_fields')
         _SCHEMA = (('producer_id', 'int64', (4, 17), (1, 0), None, None), ('first_offset', 'int64', (4, 17), (1, 0), None, None))
-        def __init__(self, *, producer_id=0, first_offset=0):
+        producer_id: int
+        first_offset: int
+        def __init__(self, *, producer_id: int = 0, first_offset: int = 0) -> None:
             self.producer_id = producer_id
             self.first_offset = first_offset
             self._unknown_tagged_fields = None
@@ -1507,7 +1552,18 @@ class FetchResponse(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 17), (1, 0), None, None), ('error_code', 'int16', (0, 17), (1, 0), None, None), ('high_watermark', 'int64', (0, 17), (1, 0), None, None), ('last_stable_offset', 'int64', (4, 17), (1, 0), None, None), ('log_start_offset', 'int64', (5, 17), (1, 0), None, None), ('diverging_epoch', 'EpochEndOffset', (12, 17), (1, 0), (12, 17), 0), ('current_leader', 'LeaderIdAndEpoch', (12, 17), (1, 0), (12, 17), 1), ('snapshot_id', 'SnapshotId', (12, 17), (1, 0), (12, 17), 2), ('aborted_transactions', '[]AbortedTransaction', (4, 17), (4, 17), None, None), ('preferred_read_replica', 'int32', (11, 17), (1, 0), None, None), ('records', 'records', (0, 17), (0, 17), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, high_watermark=0, last_stable_offset=-1, log_start_offset=-1, diverging_epoch=_UNSET, current_leader=_UNSET, snapshot_id=_UNSET, aborted_transactions=_UNSET, preferred_read_replica=-1, records=None):
+        partition_index: int
+        error_code: int
+        high_watermark: int
+        last_stable_offset: int
+        log_start_offset: int
+        diverging_epoch: FetchResponse.EpochEndOffset
+        current_leader: FetchResponse.LeaderIdAndEpoch
+        snapshot_id: FetchResponse.SnapshotId
+        aborted_transactions: list[FetchResponse.AbortedTransaction] | None
+        preferred_read_replica: int
+        records: RecordsData | None
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: FetchResponse.EpochEndOffset | _Unset = _UNSET, current_leader: FetchResponse.LeaderIdAndEpoch | _Unset = _UNSET, snapshot_id: FetchResponse.SnapshotId | _Unset = _UNSET, aborted_transactions: list[FetchResponse.AbortedTransaction] | None | _Unset = _UNSET, preferred_read_replica: int = -1, records: RecordsData | None = None) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.high_watermark = high_watermark
@@ -1524,7 +1580,10 @@ class FetchResponse(Struct):
     class FetchableTopicResponse(Struct):
         __slots__ = ('topic', 'topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 12), (1, 0), None, None), ('topic_id', 'uuid', (13, 17), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 17), (1, 0), None, None))
-        def __init__(self, *, topic="", topic_id=ZERO_UUID, partitions=_UNSET):
+        topic: str
+        topic_id: UUID
+        partitions: list[FetchResponse.PartitionData]
+        def __init__(self, *, topic: str = "", topic_id: UUID = ZERO_UUID, partitions: list[FetchResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
@@ -1533,14 +1592,18 @@ class FetchResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (16, 17), (1, 0), None, None), ('host', 'string', (16, 17), (1, 0), None, None), ('port', 'int32', (16, 17), (1, 0), None, None), ('rack', 'string', (16, 17), (16, 17), None, None))
-        def __init__(self, *, node_id=0, host="", port=0, rack=None):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self.rack = rack
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, session_id=0, responses=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[FetchResponse.FetchableTopicResponse] | _Unset = _UNSET, node_endpoints: list[FetchResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.session_id = session_id
@@ -1553,14 +1616,14 @@ class FetchResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 12
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_FetchResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_FetchResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 12 else 0
 
 
@@ -3284,5 +3347,5 @@ def _e_FetchResponse_FetchResponse_v17(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_FetchResponse = {0: _d_FetchResponse_FetchResponse_v0, 1: _d_FetchResponse_FetchResponse_v1, 2: _d_FetchResponse_FetchResponse_v2, 3: _d_FetchResponse_FetchResponse_v3, 4: _d_FetchResponse_FetchResponse_v4, 5: _d_FetchResponse_FetchResponse_v5, 6: _d_FetchResponse_FetchResponse_v6, 7: _d_FetchResponse_FetchResponse_v7, 8: _d_FetchResponse_FetchResponse_v8, 9: _d_FetchResponse_FetchResponse_v9, 10: _d_FetchResponse_FetchResponse_v10, 11: _d_FetchResponse_FetchResponse_v11, 12: _d_FetchResponse_FetchResponse_v12, 13: _d_FetchResponse_FetchResponse_v13, 14: _d_FetchResponse_FetchResponse_v14, 15: _d_FetchResponse_FetchResponse_v15, 16: _d_FetchResponse_FetchResponse_v16, 17: _d_FetchResponse_FetchResponse_v17}
-_ENCODERS_FetchResponse = {0: _e_FetchResponse_FetchResponse_v0, 1: _e_FetchResponse_FetchResponse_v1, 2: _e_FetchResponse_FetchResponse_v2, 3: _e_FetchResponse_FetchResponse_v3, 4: _e_FetchResponse_FetchResponse_v4, 5: _e_FetchResponse_FetchResponse_v5, 6: _e_FetchResponse_FetchResponse_v6, 7: _e_FetchResponse_FetchResponse_v7, 8: _e_FetchResponse_FetchResponse_v8, 9: _e_FetchResponse_FetchResponse_v9, 10: _e_FetchResponse_FetchResponse_v10, 11: _e_FetchResponse_FetchResponse_v11, 12: _e_FetchResponse_FetchResponse_v12, 13: _e_FetchResponse_FetchResponse_v13, 14: _e_FetchResponse_FetchResponse_v14, 15: _e_FetchResponse_FetchResponse_v15, 16: _e_FetchResponse_FetchResponse_v16, 17: _e_FetchResponse_FetchResponse_v17}
+_DECODERS_FetchResponse: dict[int, Decoder] = {0: _d_FetchResponse_FetchResponse_v0, 1: _d_FetchResponse_FetchResponse_v1, 2: _d_FetchResponse_FetchResponse_v2, 3: _d_FetchResponse_FetchResponse_v3, 4: _d_FetchResponse_FetchResponse_v4, 5: _d_FetchResponse_FetchResponse_v5, 6: _d_FetchResponse_FetchResponse_v6, 7: _d_FetchResponse_FetchResponse_v7, 8: _d_FetchResponse_FetchResponse_v8, 9: _d_FetchResponse_FetchResponse_v9, 10: _d_FetchResponse_FetchResponse_v10, 11: _d_FetchResponse_FetchResponse_v11, 12: _d_FetchResponse_FetchResponse_v12, 13: _d_FetchResponse_FetchResponse_v13, 14: _d_FetchResponse_FetchResponse_v14, 15: _d_FetchResponse_FetchResponse_v15, 16: _d_FetchResponse_FetchResponse_v16, 17: _d_FetchResponse_FetchResponse_v17}
+_ENCODERS_FetchResponse: dict[int, Encoder] = {0: _e_FetchResponse_FetchResponse_v0, 1: _e_FetchResponse_FetchResponse_v1, 2: _e_FetchResponse_FetchResponse_v2, 3: _e_FetchResponse_FetchResponse_v3, 4: _e_FetchResponse_FetchResponse_v4, 5: _e_FetchResponse_FetchResponse_v5, 6: _e_FetchResponse_FetchResponse_v6, 7: _e_FetchResponse_FetchResponse_v7, 8: _e_FetchResponse_FetchResponse_v8, 9: _e_FetchResponse_FetchResponse_v9, 10: _e_FetchResponse_FetchResponse_v10, 11: _e_FetchResponse_FetchResponse_v11, 12: _e_FetchResponse_FetchResponse_v12, 13: _e_FetchResponse_FetchResponse_v13, 14: _e_FetchResponse_FetchResponse_v14, 15: _e_FetchResponse_FetchResponse_v15, 16: _e_FetchResponse_FetchResponse_v16, 17: _e_FetchResponse_FetchResponse_v17}

@@ -2,21 +2,32 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """FetchSnapshotRequest, FetchSnapshotResponse (FetchSnapshotRequest.json, FetchSnapshotResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class FetchSnapshotRequest(Struct):
+class FetchSnapshotRequest(Message):
     __slots__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 1), (0, 1), (0, 1), 0), ('replica_id', 'int32', (0, 1), (1, 0), None, None), ('max_bytes', 'int32', (0, 1), (1, 0), None, None), ('topics', '[]TopicSnapshot', (0, 1), (1, 0), None, None))
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    topics: list[FetchSnapshotRequest.TopicSnapshot]
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch', '_unknown_tagged_fields')
         _SCHEMA = (('end_offset', 'int64', (0, 1), (1, 0), None, None), ('epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, end_offset=0, epoch=0):
+        end_offset: int
+        epoch: int
+        def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
             self._unknown_tagged_fields = None
@@ -24,7 +35,12 @@ class FetchSnapshotRequest(Struct):
     class PartitionSnapshot(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 1), (1, 0), None, None), ('current_leader_epoch', 'int32', (0, 1), (1, 0), None, None), ('snapshot_id', 'SnapshotId', (0, 1), (1, 0), None, None), ('position', 'int64', (0, 1), (1, 0), None, None), ('replica_directory_id', 'uuid', (1, 1), (1, 0), (1, 1), 0))
-        def __init__(self, *, partition=0, current_leader_epoch=0, snapshot_id=_UNSET, position=0, replica_directory_id=ZERO_UUID):
+        partition: int
+        current_leader_epoch: int
+        snapshot_id: FetchSnapshotRequest.SnapshotId
+        position: int
+        replica_directory_id: UUID
+        def __init__(self, *, partition: int = 0, current_leader_epoch: int = 0, snapshot_id: FetchSnapshotRequest.SnapshotId | _Unset = _UNSET, position: int = 0, replica_directory_id: UUID = ZERO_UUID) -> None:
             self.partition = partition
             self.current_leader_epoch = current_leader_epoch
             self.snapshot_id = FetchSnapshotRequest.SnapshotId() if snapshot_id is _UNSET else snapshot_id
@@ -35,12 +51,14 @@ class FetchSnapshotRequest(Struct):
     class TopicSnapshot(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionSnapshot', (0, 1), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[FetchSnapshotRequest.PartitionSnapshot]
+        def __init__(self, *, name: str = "", partitions: list[FetchSnapshotRequest.PartitionSnapshot] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id=None, replica_id=-1, max_bytes=2147483647, topics=_UNSET):
+    def __init__(self, *, cluster_id: str | None = None, replica_id: int = -1, max_bytes: int = 2147483647, topics: list[FetchSnapshotRequest.TopicSnapshot] | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.replica_id = replica_id
         self.max_bytes = max_bytes
@@ -52,14 +70,14 @@ class FetchSnapshotRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_FetchSnapshotRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_FetchSnapshotRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -235,18 +253,24 @@ def _e_FetchSnapshotRequest_FetchSnapshotRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_FetchSnapshotRequest = {0: _d_FetchSnapshotRequest_FetchSnapshotRequest_v0, 1: _d_FetchSnapshotRequest_FetchSnapshotRequest_v1}
-_ENCODERS_FetchSnapshotRequest = {0: _e_FetchSnapshotRequest_FetchSnapshotRequest_v0, 1: _e_FetchSnapshotRequest_FetchSnapshotRequest_v1}
+_DECODERS_FetchSnapshotRequest: dict[int, Decoder] = {0: _d_FetchSnapshotRequest_FetchSnapshotRequest_v0, 1: _d_FetchSnapshotRequest_FetchSnapshotRequest_v1}
+_ENCODERS_FetchSnapshotRequest: dict[int, Encoder] = {0: _e_FetchSnapshotRequest_FetchSnapshotRequest_v0, 1: _e_FetchSnapshotRequest_FetchSnapshotRequest_v1}
 
 
 
-class FetchSnapshotResponse(Struct):
+class FetchSnapshotResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('topics', '[]TopicSnapshot', (0, 1), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (1, 1), (1, 0), (1, 1), 0))
+    throttle_time_ms: int
+    error_code: int
+    topics: list[FetchSnapshotResponse.TopicSnapshot]
+    node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
     class SnapshotId(Struct):
         __slots__ = ('end_offset', 'epoch', '_unknown_tagged_fields')
         _SCHEMA = (('end_offset', 'int64', (0, 1), (1, 0), None, None), ('epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, end_offset=0, epoch=0):
+        end_offset: int
+        epoch: int
+        def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
             self._unknown_tagged_fields = None
@@ -254,7 +278,9 @@ class FetchSnapshotResponse(Struct):
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, leader_id=0, leader_epoch=0):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -262,7 +288,14 @@ class FetchSnapshotResponse(Struct):
     class PartitionSnapshot(Struct):
         __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', '_unknown_tagged_fields')
         _SCHEMA = (('index', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('snapshot_id', 'SnapshotId', (0, 1), (1, 0), None, None), ('current_leader', 'LeaderIdAndEpoch', (0, 1), (1, 0), (0, 1), 0), ('size', 'int64', (0, 1), (1, 0), None, None), ('position', 'int64', (0, 1), (1, 0), None, None), ('unaligned_records', 'records', (0, 1), (1, 0), None, None))
-        def __init__(self, *, index=0, error_code=0, snapshot_id=_UNSET, current_leader=_UNSET, size=0, position=0, unaligned_records=None):
+        index: int
+        error_code: int
+        snapshot_id: FetchSnapshotResponse.SnapshotId
+        current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
+        size: int
+        position: int
+        unaligned_records: RecordsData | None
+        def __init__(self, *, index: int = 0, error_code: int = 0, snapshot_id: FetchSnapshotResponse.SnapshotId | _Unset = _UNSET, current_leader: FetchSnapshotResponse.LeaderIdAndEpoch | _Unset = _UNSET, size: int = 0, position: int = 0, unaligned_records: RecordsData | None = None) -> None:
             self.index = index
             self.error_code = error_code
             self.snapshot_id = FetchSnapshotResponse.SnapshotId() if snapshot_id is _UNSET else snapshot_id
@@ -275,7 +308,9 @@ class FetchSnapshotResponse(Struct):
     class TopicSnapshot(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionSnapshot', (0, 1), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[FetchSnapshotResponse.PartitionSnapshot]
+        def __init__(self, *, name: str = "", partitions: list[FetchSnapshotResponse.PartitionSnapshot] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -283,13 +318,16 @@ class FetchSnapshotResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (1, 1), (1, 0), None, None), ('host', 'string', (1, 1), (1, 0), None, None), ('port', 'uint16', (1, 1), (1, 0), None, None))
-        def __init__(self, *, node_id=0, host="", port=0):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, topics=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, topics: list[FetchSnapshotResponse.TopicSnapshot] | _Unset = _UNSET, node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.topics = [] if topics is _UNSET else topics
@@ -301,14 +339,14 @@ class FetchSnapshotResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_FetchSnapshotResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_FetchSnapshotResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -544,5 +582,5 @@ def _e_FetchSnapshotResponse_FetchSnapshotResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_FetchSnapshotResponse = {0: _d_FetchSnapshotResponse_FetchSnapshotResponse_v0, 1: _d_FetchSnapshotResponse_FetchSnapshotResponse_v1}
-_ENCODERS_FetchSnapshotResponse = {0: _e_FetchSnapshotResponse_FetchSnapshotResponse_v0, 1: _e_FetchSnapshotResponse_FetchSnapshotResponse_v1}
+_DECODERS_FetchSnapshotResponse: dict[int, Decoder] = {0: _d_FetchSnapshotResponse_FetchSnapshotResponse_v0, 1: _d_FetchSnapshotResponse_FetchSnapshotResponse_v1}
+_ENCODERS_FetchSnapshotResponse: dict[int, Encoder] = {0: _e_FetchSnapshotResponse_FetchSnapshotResponse_v0, 1: _e_FetchSnapshotResponse_FetchSnapshotResponse_v1}

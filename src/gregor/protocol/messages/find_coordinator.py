@@ -2,18 +2,26 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """FindCoordinatorRequest, FindCoordinatorResponse (FindCoordinatorRequest.json, FindCoordinatorResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class FindCoordinatorRequest(Struct):
+class FindCoordinatorRequest(Message):
     __slots__ = ('key', 'key_type', 'coordinator_keys', '_unknown_tagged_fields')
     _SCHEMA = (('key', 'string', (0, 3), (1, 0), None, None), ('key_type', 'int8', (1, 6), (1, 0), None, None), ('coordinator_keys', '[]string', (4, 6), (1, 0), None, None))
-    def __init__(self, *, key="", key_type=0, coordinator_keys=_UNSET):
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
+    def __init__(self, *, key: str = "", key_type: int = 0, coordinator_keys: list[str] | _Unset = _UNSET) -> None:
         self.key = key
         self.key_type = key_type
         self.coordinator_keys = [] if coordinator_keys is _UNSET else coordinator_keys
@@ -24,14 +32,14 @@ class FindCoordinatorRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_FindCoordinatorRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_FindCoordinatorRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -104,18 +112,31 @@ _d_FindCoordinatorRequest_FindCoordinatorRequest_v5 = _d_FindCoordinatorRequest_
 _e_FindCoordinatorRequest_FindCoordinatorRequest_v5 = _e_FindCoordinatorRequest_FindCoordinatorRequest_v4
 _d_FindCoordinatorRequest_FindCoordinatorRequest_v6 = _d_FindCoordinatorRequest_FindCoordinatorRequest_v4
 _e_FindCoordinatorRequest_FindCoordinatorRequest_v6 = _e_FindCoordinatorRequest_FindCoordinatorRequest_v4
-_DECODERS_FindCoordinatorRequest = {0: _d_FindCoordinatorRequest_FindCoordinatorRequest_v0, 1: _d_FindCoordinatorRequest_FindCoordinatorRequest_v1, 2: _d_FindCoordinatorRequest_FindCoordinatorRequest_v2, 3: _d_FindCoordinatorRequest_FindCoordinatorRequest_v3, 4: _d_FindCoordinatorRequest_FindCoordinatorRequest_v4, 5: _d_FindCoordinatorRequest_FindCoordinatorRequest_v5, 6: _d_FindCoordinatorRequest_FindCoordinatorRequest_v6}
-_ENCODERS_FindCoordinatorRequest = {0: _e_FindCoordinatorRequest_FindCoordinatorRequest_v0, 1: _e_FindCoordinatorRequest_FindCoordinatorRequest_v1, 2: _e_FindCoordinatorRequest_FindCoordinatorRequest_v2, 3: _e_FindCoordinatorRequest_FindCoordinatorRequest_v3, 4: _e_FindCoordinatorRequest_FindCoordinatorRequest_v4, 5: _e_FindCoordinatorRequest_FindCoordinatorRequest_v5, 6: _e_FindCoordinatorRequest_FindCoordinatorRequest_v6}
+_DECODERS_FindCoordinatorRequest: dict[int, Decoder] = {0: _d_FindCoordinatorRequest_FindCoordinatorRequest_v0, 1: _d_FindCoordinatorRequest_FindCoordinatorRequest_v1, 2: _d_FindCoordinatorRequest_FindCoordinatorRequest_v2, 3: _d_FindCoordinatorRequest_FindCoordinatorRequest_v3, 4: _d_FindCoordinatorRequest_FindCoordinatorRequest_v4, 5: _d_FindCoordinatorRequest_FindCoordinatorRequest_v5, 6: _d_FindCoordinatorRequest_FindCoordinatorRequest_v6}
+_ENCODERS_FindCoordinatorRequest: dict[int, Encoder] = {0: _e_FindCoordinatorRequest_FindCoordinatorRequest_v0, 1: _e_FindCoordinatorRequest_FindCoordinatorRequest_v1, 2: _e_FindCoordinatorRequest_FindCoordinatorRequest_v2, 3: _e_FindCoordinatorRequest_FindCoordinatorRequest_v3, 4: _e_FindCoordinatorRequest_FindCoordinatorRequest_v4, 5: _e_FindCoordinatorRequest_FindCoordinatorRequest_v5, 6: _e_FindCoordinatorRequest_FindCoordinatorRequest_v6}
 
 
 
-class FindCoordinatorResponse(Struct):
+class FindCoordinatorResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 6), (1, 0), None, None), ('error_code', 'int16', (0, 3), (1, 0), None, None), ('error_message', 'string', (1, 3), (1, 3), None, None), ('node_id', 'int32', (0, 3), (1, 0), None, None), ('host', 'string', (0, 3), (1, 0), None, None), ('port', 'int32', (0, 3), (1, 0), None, None), ('coordinators', '[]Coordinator', (4, 6), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+    coordinators: list[FindCoordinatorResponse.Coordinator]
     class Coordinator(Struct):
         __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('key', 'string', (4, 6), (1, 0), None, None), ('node_id', 'int32', (4, 6), (1, 0), None, None), ('host', 'string', (4, 6), (1, 0), None, None), ('port', 'int32', (4, 6), (1, 0), None, None), ('error_code', 'int16', (4, 6), (1, 0), None, None), ('error_message', 'string', (4, 6), (4, 6), None, None))
-        def __init__(self, *, key="", node_id=0, host="", port=0, error_code=0, error_message=""):
+        key: str
+        node_id: int
+        host: str
+        port: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, key: str = "", node_id: int = 0, host: str = "", port: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
             self.key = key
             self.node_id = node_id
             self.host = host
@@ -124,7 +145,7 @@ class FindCoordinatorResponse(Struct):
             self.error_message = error_message
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", node_id=0, host="", port=0, coordinators=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", node_id: int = 0, host: str = "", port: int = 0, coordinators: list[FindCoordinatorResponse.Coordinator] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -139,14 +160,14 @@ class FindCoordinatorResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_FindCoordinatorResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_FindCoordinatorResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -354,5 +375,5 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v6(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_FindCoordinatorResponse = {0: _d_FindCoordinatorResponse_FindCoordinatorResponse_v0, 1: _d_FindCoordinatorResponse_FindCoordinatorResponse_v1, 2: _d_FindCoordinatorResponse_FindCoordinatorResponse_v2, 3: _d_FindCoordinatorResponse_FindCoordinatorResponse_v3, 4: _d_FindCoordinatorResponse_FindCoordinatorResponse_v4, 5: _d_FindCoordinatorResponse_FindCoordinatorResponse_v5, 6: _d_FindCoordinatorResponse_FindCoordinatorResponse_v6}
-_ENCODERS_FindCoordinatorResponse = {0: _e_FindCoordinatorResponse_FindCoordinatorResponse_v0, 1: _e_FindCoordinatorResponse_FindCoordinatorResponse_v1, 2: _e_FindCoordinatorResponse_FindCoordinatorResponse_v2, 3: _e_FindCoordinatorResponse_FindCoordinatorResponse_v3, 4: _e_FindCoordinatorResponse_FindCoordinatorResponse_v4, 5: _e_FindCoordinatorResponse_FindCoordinatorResponse_v5, 6: _e_FindCoordinatorResponse_FindCoordinatorResponse_v6}
+_DECODERS_FindCoordinatorResponse: dict[int, Decoder] = {0: _d_FindCoordinatorResponse_FindCoordinatorResponse_v0, 1: _d_FindCoordinatorResponse_FindCoordinatorResponse_v1, 2: _d_FindCoordinatorResponse_FindCoordinatorResponse_v2, 3: _d_FindCoordinatorResponse_FindCoordinatorResponse_v3, 4: _d_FindCoordinatorResponse_FindCoordinatorResponse_v4, 5: _d_FindCoordinatorResponse_FindCoordinatorResponse_v5, 6: _d_FindCoordinatorResponse_FindCoordinatorResponse_v6}
+_ENCODERS_FindCoordinatorResponse: dict[int, Encoder] = {0: _e_FindCoordinatorResponse_FindCoordinatorResponse_v0, 1: _e_FindCoordinatorResponse_FindCoordinatorResponse_v1, 2: _e_FindCoordinatorResponse_FindCoordinatorResponse_v2, 3: _e_FindCoordinatorResponse_FindCoordinatorResponse_v3, 4: _e_FindCoordinatorResponse_FindCoordinatorResponse_v4, 5: _e_FindCoordinatorResponse_FindCoordinatorResponse_v5, 6: _e_FindCoordinatorResponse_FindCoordinatorResponse_v6}

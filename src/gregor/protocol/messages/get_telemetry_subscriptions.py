@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse (GetTelemetrySubscriptionsRequest.json, GetTelemetrySubscriptionsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class GetTelemetrySubscriptionsRequest(Struct):
+class GetTelemetrySubscriptionsRequest(Message):
     __slots__ = ('client_instance_id', '_unknown_tagged_fields')
     _SCHEMA = (('client_instance_id', 'uuid', (0, 0), (1, 0), None, None),)
-    def __init__(self, *, client_instance_id=ZERO_UUID):
+    client_instance_id: UUID
+    def __init__(self, *, client_instance_id: UUID = ZERO_UUID) -> None:
         self.client_instance_id = client_instance_id
         self._unknown_tagged_fields = None
 
@@ -22,14 +28,14 @@ class GetTelemetrySubscriptionsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_GetTelemetrySubscriptionsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_GetTelemetrySubscriptionsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -46,15 +52,24 @@ def _e_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0(w, o
     w.tagged_fields(_t)
 
 
-_DECODERS_GetTelemetrySubscriptionsRequest = {0: _d_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0}
-_ENCODERS_GetTelemetrySubscriptionsRequest = {0: _e_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0}
+_DECODERS_GetTelemetrySubscriptionsRequest: dict[int, Decoder] = {0: _d_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0}
+_ENCODERS_GetTelemetrySubscriptionsRequest: dict[int, Encoder] = {0: _e_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0}
 
 
 
-class GetTelemetrySubscriptionsResponse(Struct):
+class GetTelemetrySubscriptionsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('client_instance_id', 'uuid', (0, 0), (1, 0), None, None), ('subscription_id', 'int32', (0, 0), (1, 0), None, None), ('accepted_compression_types', '[]int8', (0, 0), (1, 0), None, None), ('push_interval_ms', 'int32', (0, 0), (1, 0), None, None), ('telemetry_max_bytes', 'int32', (0, 0), (1, 0), None, None), ('delta_temporality', 'bool', (0, 0), (1, 0), None, None), ('requested_metrics', '[]string', (0, 0), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, client_instance_id=ZERO_UUID, subscription_id=0, accepted_compression_types=_UNSET, push_interval_ms=0, telemetry_max_bytes=0, delta_temporality=False, requested_metrics=_UNSET):
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: UUID = ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] | _Unset = _UNSET, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.client_instance_id = client_instance_id
@@ -71,14 +86,14 @@ class GetTelemetrySubscriptionsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_GetTelemetrySubscriptionsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_GetTelemetrySubscriptionsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -119,5 +134,5 @@ def _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0(w,
     w.tagged_fields(_t)
 
 
-_DECODERS_GetTelemetrySubscriptionsResponse = {0: _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0}
-_ENCODERS_GetTelemetrySubscriptionsResponse = {0: _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0}
+_DECODERS_GetTelemetrySubscriptionsResponse: dict[int, Decoder] = {0: _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0}
+_ENCODERS_GetTelemetrySubscriptionsResponse: dict[int, Encoder] = {0: _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0}

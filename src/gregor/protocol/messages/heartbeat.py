@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """HeartbeatRequest, HeartbeatResponse (HeartbeatRequest.json, HeartbeatResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class HeartbeatRequest(Struct):
+class HeartbeatRequest(Message):
     __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 4), (1, 0), None, None), ('generation_id', 'int32', (0, 4), (1, 0), None, None), ('member_id', 'string', (0, 4), (1, 0), None, None), ('group_instance_id', 'string', (3, 4), (3, 4), None, None))
-    def __init__(self, *, group_id="", generation_id=0, member_id="", group_instance_id=None):
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    def __init__(self, *, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None) -> None:
         self.group_id = group_id
         self.generation_id = generation_id
         self.member_id = member_id
@@ -25,14 +34,14 @@ class HeartbeatRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_HeartbeatRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_HeartbeatRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -92,15 +101,17 @@ def _e_HeartbeatRequest_HeartbeatRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_HeartbeatRequest = {0: _d_HeartbeatRequest_HeartbeatRequest_v0, 1: _d_HeartbeatRequest_HeartbeatRequest_v1, 2: _d_HeartbeatRequest_HeartbeatRequest_v2, 3: _d_HeartbeatRequest_HeartbeatRequest_v3, 4: _d_HeartbeatRequest_HeartbeatRequest_v4}
-_ENCODERS_HeartbeatRequest = {0: _e_HeartbeatRequest_HeartbeatRequest_v0, 1: _e_HeartbeatRequest_HeartbeatRequest_v1, 2: _e_HeartbeatRequest_HeartbeatRequest_v2, 3: _e_HeartbeatRequest_HeartbeatRequest_v3, 4: _e_HeartbeatRequest_HeartbeatRequest_v4}
+_DECODERS_HeartbeatRequest: dict[int, Decoder] = {0: _d_HeartbeatRequest_HeartbeatRequest_v0, 1: _d_HeartbeatRequest_HeartbeatRequest_v1, 2: _d_HeartbeatRequest_HeartbeatRequest_v2, 3: _d_HeartbeatRequest_HeartbeatRequest_v3, 4: _d_HeartbeatRequest_HeartbeatRequest_v4}
+_ENCODERS_HeartbeatRequest: dict[int, Encoder] = {0: _e_HeartbeatRequest_HeartbeatRequest_v0, 1: _e_HeartbeatRequest_HeartbeatRequest_v1, 2: _e_HeartbeatRequest_HeartbeatRequest_v2, 3: _e_HeartbeatRequest_HeartbeatRequest_v3, 4: _e_HeartbeatRequest_HeartbeatRequest_v4}
 
 
 
-class HeartbeatResponse(Struct):
+class HeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 4), (1, 0), None, None), ('error_code', 'int16', (0, 4), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tagged_fields = None
@@ -110,14 +121,14 @@ class HeartbeatResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_HeartbeatResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_HeartbeatResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -165,5 +176,5 @@ def _e_HeartbeatResponse_HeartbeatResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_HeartbeatResponse = {0: _d_HeartbeatResponse_HeartbeatResponse_v0, 1: _d_HeartbeatResponse_HeartbeatResponse_v1, 2: _d_HeartbeatResponse_HeartbeatResponse_v2, 3: _d_HeartbeatResponse_HeartbeatResponse_v3, 4: _d_HeartbeatResponse_HeartbeatResponse_v4}
-_ENCODERS_HeartbeatResponse = {0: _e_HeartbeatResponse_HeartbeatResponse_v0, 1: _e_HeartbeatResponse_HeartbeatResponse_v1, 2: _e_HeartbeatResponse_HeartbeatResponse_v2, 3: _e_HeartbeatResponse_HeartbeatResponse_v3, 4: _e_HeartbeatResponse_HeartbeatResponse_v4}
+_DECODERS_HeartbeatResponse: dict[int, Decoder] = {0: _d_HeartbeatResponse_HeartbeatResponse_v0, 1: _d_HeartbeatResponse_HeartbeatResponse_v1, 2: _d_HeartbeatResponse_HeartbeatResponse_v2, 3: _d_HeartbeatResponse_HeartbeatResponse_v3, 4: _d_HeartbeatResponse_HeartbeatResponse_v4}
+_ENCODERS_HeartbeatResponse: dict[int, Encoder] = {0: _e_HeartbeatResponse_HeartbeatResponse_v0, 1: _e_HeartbeatResponse_HeartbeatResponse_v1, 2: _e_HeartbeatResponse_HeartbeatResponse_v2, 3: _e_HeartbeatResponse_HeartbeatResponse_v3, 4: _e_HeartbeatResponse_HeartbeatResponse_v4}

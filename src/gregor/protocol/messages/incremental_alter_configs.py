@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse (IncrementalAlterConfigsRequest.json, IncrementalAlterConfigsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class IncrementalAlterConfigsRequest(Struct):
+class IncrementalAlterConfigsRequest(Message):
     __slots__ = ('resources', 'validate_only', '_unknown_tagged_fields')
     _SCHEMA = (('resources', '[]AlterConfigsResource', (0, 1), (1, 0), None, None), ('validate_only', 'bool', (0, 1), (1, 0), None, None))
+    resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
+    validate_only: bool
     class AlterableConfig(Struct):
         __slots__ = ('name', 'config_operation', 'value', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 1), (1, 0), None, None), ('config_operation', 'int8', (0, 1), (1, 0), None, None), ('value', 'string', (0, 1), (0, 1), None, None))
-        def __init__(self, *, name="", config_operation=0, value=""):
+        name: str
+        config_operation: int
+        value: str | None
+        def __init__(self, *, name: str = "", config_operation: int = 0, value: str | None = "") -> None:
             self.name = name
             self.config_operation = config_operation
             self.value = value
@@ -25,13 +35,16 @@ class IncrementalAlterConfigsRequest(Struct):
     class AlterConfigsResource(Struct):
         __slots__ = ('resource_type', 'resource_name', 'configs', '_unknown_tagged_fields')
         _SCHEMA = (('resource_type', 'int8', (0, 1), (1, 0), None, None), ('resource_name', 'string', (0, 1), (1, 0), None, None), ('configs', '[]AlterableConfig', (0, 1), (1, 0), None, None))
-        def __init__(self, *, resource_type=0, resource_name="", configs=_UNSET):
+        resource_type: int
+        resource_name: str
+        configs: list[IncrementalAlterConfigsRequest.AlterableConfig]
+        def __init__(self, *, resource_type: int = 0, resource_name: str = "", configs: list[IncrementalAlterConfigsRequest.AlterableConfig] | _Unset = _UNSET) -> None:
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configs = [] if configs is _UNSET else configs
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, resources=_UNSET, validate_only=False):
+    def __init__(self, *, resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] | _Unset = _UNSET, validate_only: bool = False) -> None:
         self.resources = [] if resources is _UNSET else resources
         self.validate_only = validate_only
         self._unknown_tagged_fields = None
@@ -41,14 +54,14 @@ class IncrementalAlterConfigsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_IncrementalAlterConfigsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_IncrementalAlterConfigsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 1 else 1
 
 
@@ -160,25 +173,31 @@ def _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_IncrementalAlterConfigsRequest = {0: _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v0, 1: _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1}
-_ENCODERS_IncrementalAlterConfigsRequest = {0: _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v0, 1: _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1}
+_DECODERS_IncrementalAlterConfigsRequest: dict[int, Decoder] = {0: _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v0, 1: _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1}
+_ENCODERS_IncrementalAlterConfigsRequest: dict[int, Encoder] = {0: _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v0, 1: _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1}
 
 
 
-class IncrementalAlterConfigsResponse(Struct):
+class IncrementalAlterConfigsResponse(Message):
     __slots__ = ('throttle_time_ms', 'responses', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('responses', '[]AlterConfigsResourceResponse', (0, 1), (1, 0), None, None))
+    throttle_time_ms: int
+    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     class AlterConfigsResourceResponse(Struct):
         __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 1), (1, 0), None, None), ('error_message', 'string', (0, 1), (0, 1), None, None), ('resource_type', 'int8', (0, 1), (1, 0), None, None), ('resource_name', 'string', (0, 1), (1, 0), None, None))
-        def __init__(self, *, error_code=0, error_message="", resource_type=0, resource_name=""):
+        error_code: int
+        error_message: str | None
+        resource_type: int
+        resource_name: str
+        def __init__(self, *, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "") -> None:
             self.error_code = error_code
             self.error_message = error_message
             self.resource_type = resource_type
             self.resource_name = resource_name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, responses=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is _UNSET else responses
         self._unknown_tagged_fields = None
@@ -188,14 +207,14 @@ class IncrementalAlterConfigsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_IncrementalAlterConfigsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_IncrementalAlterConfigsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 1 else 0
 
 
@@ -271,5 +290,5 @@ def _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_IncrementalAlterConfigsResponse = {0: _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v0, 1: _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1}
-_ENCODERS_IncrementalAlterConfigsResponse = {0: _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v0, 1: _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1}
+_DECODERS_IncrementalAlterConfigsResponse: dict[int, Decoder] = {0: _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v0, 1: _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1}
+_ENCODERS_IncrementalAlterConfigsResponse: dict[int, Encoder] = {0: _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v0, 1: _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1}

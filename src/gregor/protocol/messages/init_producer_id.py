@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """InitProducerIdRequest, InitProducerIdResponse (InitProducerIdRequest.json, InitProducerIdResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class InitProducerIdRequest(Struct):
+class InitProducerIdRequest(Message):
     __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('transactional_id', 'string', (0, 5), (0, 5), None, None), ('transaction_timeout_ms', 'int32', (0, 5), (1, 0), None, None), ('producer_id', 'int64', (3, 5), (1, 0), None, None), ('producer_epoch', 'int16', (3, 5), (1, 0), None, None))
-    def __init__(self, *, transactional_id="", transaction_timeout_ms=0, producer_id=-1, producer_epoch=-1):
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    producer_id: int
+    producer_epoch: int
+    def __init__(self, *, transactional_id: str | None = "", transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = producer_id
@@ -25,14 +34,14 @@ class InitProducerIdRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_InitProducerIdRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_InitProducerIdRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -93,15 +102,19 @@ _d_InitProducerIdRequest_InitProducerIdRequest_v4 = _d_InitProducerIdRequest_Ini
 _e_InitProducerIdRequest_InitProducerIdRequest_v4 = _e_InitProducerIdRequest_InitProducerIdRequest_v3
 _d_InitProducerIdRequest_InitProducerIdRequest_v5 = _d_InitProducerIdRequest_InitProducerIdRequest_v3
 _e_InitProducerIdRequest_InitProducerIdRequest_v5 = _e_InitProducerIdRequest_InitProducerIdRequest_v3
-_DECODERS_InitProducerIdRequest = {0: _d_InitProducerIdRequest_InitProducerIdRequest_v0, 1: _d_InitProducerIdRequest_InitProducerIdRequest_v1, 2: _d_InitProducerIdRequest_InitProducerIdRequest_v2, 3: _d_InitProducerIdRequest_InitProducerIdRequest_v3, 4: _d_InitProducerIdRequest_InitProducerIdRequest_v4, 5: _d_InitProducerIdRequest_InitProducerIdRequest_v5}
-_ENCODERS_InitProducerIdRequest = {0: _e_InitProducerIdRequest_InitProducerIdRequest_v0, 1: _e_InitProducerIdRequest_InitProducerIdRequest_v1, 2: _e_InitProducerIdRequest_InitProducerIdRequest_v2, 3: _e_InitProducerIdRequest_InitProducerIdRequest_v3, 4: _e_InitProducerIdRequest_InitProducerIdRequest_v4, 5: _e_InitProducerIdRequest_InitProducerIdRequest_v5}
+_DECODERS_InitProducerIdRequest: dict[int, Decoder] = {0: _d_InitProducerIdRequest_InitProducerIdRequest_v0, 1: _d_InitProducerIdRequest_InitProducerIdRequest_v1, 2: _d_InitProducerIdRequest_InitProducerIdRequest_v2, 3: _d_InitProducerIdRequest_InitProducerIdRequest_v3, 4: _d_InitProducerIdRequest_InitProducerIdRequest_v4, 5: _d_InitProducerIdRequest_InitProducerIdRequest_v5}
+_ENCODERS_InitProducerIdRequest: dict[int, Encoder] = {0: _e_InitProducerIdRequest_InitProducerIdRequest_v0, 1: _e_InitProducerIdRequest_InitProducerIdRequest_v1, 2: _e_InitProducerIdRequest_InitProducerIdRequest_v2, 3: _e_InitProducerIdRequest_InitProducerIdRequest_v3, 4: _e_InitProducerIdRequest_InitProducerIdRequest_v4, 5: _e_InitProducerIdRequest_InitProducerIdRequest_v5}
 
 
 
-class InitProducerIdResponse(Struct):
+class InitProducerIdResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 5), (1, 0), None, None), ('error_code', 'int16', (0, 5), (1, 0), None, None), ('producer_id', 'int64', (0, 5), (1, 0), None, None), ('producer_epoch', 'int16', (0, 5), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, producer_id=-1, producer_epoch=0):
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
@@ -113,14 +126,14 @@ class InitProducerIdResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_InitProducerIdResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_InitProducerIdResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -168,5 +181,5 @@ _d_InitProducerIdResponse_InitProducerIdResponse_v4 = _d_InitProducerIdResponse_
 _e_InitProducerIdResponse_InitProducerIdResponse_v4 = _e_InitProducerIdResponse_InitProducerIdResponse_v2
 _d_InitProducerIdResponse_InitProducerIdResponse_v5 = _d_InitProducerIdResponse_InitProducerIdResponse_v2
 _e_InitProducerIdResponse_InitProducerIdResponse_v5 = _e_InitProducerIdResponse_InitProducerIdResponse_v2
-_DECODERS_InitProducerIdResponse = {0: _d_InitProducerIdResponse_InitProducerIdResponse_v0, 1: _d_InitProducerIdResponse_InitProducerIdResponse_v1, 2: _d_InitProducerIdResponse_InitProducerIdResponse_v2, 3: _d_InitProducerIdResponse_InitProducerIdResponse_v3, 4: _d_InitProducerIdResponse_InitProducerIdResponse_v4, 5: _d_InitProducerIdResponse_InitProducerIdResponse_v5}
-_ENCODERS_InitProducerIdResponse = {0: _e_InitProducerIdResponse_InitProducerIdResponse_v0, 1: _e_InitProducerIdResponse_InitProducerIdResponse_v1, 2: _e_InitProducerIdResponse_InitProducerIdResponse_v2, 3: _e_InitProducerIdResponse_InitProducerIdResponse_v3, 4: _e_InitProducerIdResponse_InitProducerIdResponse_v4, 5: _e_InitProducerIdResponse_InitProducerIdResponse_v5}
+_DECODERS_InitProducerIdResponse: dict[int, Decoder] = {0: _d_InitProducerIdResponse_InitProducerIdResponse_v0, 1: _d_InitProducerIdResponse_InitProducerIdResponse_v1, 2: _d_InitProducerIdResponse_InitProducerIdResponse_v2, 3: _d_InitProducerIdResponse_InitProducerIdResponse_v3, 4: _d_InitProducerIdResponse_InitProducerIdResponse_v4, 5: _d_InitProducerIdResponse_InitProducerIdResponse_v5}
+_ENCODERS_InitProducerIdResponse: dict[int, Encoder] = {0: _e_InitProducerIdResponse_InitProducerIdResponse_v0, 1: _e_InitProducerIdResponse_InitProducerIdResponse_v1, 2: _e_InitProducerIdResponse_InitProducerIdResponse_v2, 3: _e_InitProducerIdResponse_InitProducerIdResponse_v3, 4: _e_InitProducerIdResponse_InitProducerIdResponse_v4, 5: _e_InitProducerIdResponse_InitProducerIdResponse_v5}

@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """InitializeShareGroupStateRequest, InitializeShareGroupStateResponse (InitializeShareGroupStateRequest.json, InitializeShareGroupStateResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class InitializeShareGroupStateRequest(Struct):
+class InitializeShareGroupStateRequest(Message):
     __slots__ = ('group_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('topics', '[]InitializeStateData', (0, 0), (1, 0), None, None))
+    group_id: str
+    topics: list[InitializeShareGroupStateRequest.InitializeStateData]
     class PartitionData(Struct):
         __slots__ = ('partition', 'state_epoch', 'start_offset', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('state_epoch', 'int32', (0, 0), (1, 0), None, None), ('start_offset', 'int64', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, state_epoch=0, start_offset=0):
+        partition: int
+        state_epoch: int
+        start_offset: int
+        def __init__(self, *, partition: int = 0, state_epoch: int = 0, start_offset: int = 0) -> None:
             self.partition = partition
             self.state_epoch = state_epoch
             self.start_offset = start_offset
@@ -25,12 +35,14 @@ class InitializeShareGroupStateRequest(Struct):
     class InitializeStateData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[InitializeShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[InitializeShareGroupStateRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET):
+    def __init__(self, *, group_id: str = "", topics: list[InitializeShareGroupStateRequest.InitializeStateData] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -40,14 +52,14 @@ class InitializeShareGroupStateRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_InitializeShareGroupStateRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_InitializeShareGroupStateRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -106,18 +118,22 @@ def _e_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0(w, o
     w.tagged_fields(_t)
 
 
-_DECODERS_InitializeShareGroupStateRequest = {0: _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0}
-_ENCODERS_InitializeShareGroupStateRequest = {0: _e_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0}
+_DECODERS_InitializeShareGroupStateRequest: dict[int, Decoder] = {0: _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0}
+_ENCODERS_InitializeShareGroupStateRequest: dict[int, Encoder] = {0: _e_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0}
 
 
 
-class InitializeShareGroupStateResponse(Struct):
+class InitializeShareGroupStateResponse(Message):
     __slots__ = ('results', '_unknown_tagged_fields')
     _SCHEMA = (('results', '[]InitializeStateResult', (0, 0), (1, 0), None, None),)
+    results: list[InitializeShareGroupStateResponse.InitializeStateResult]
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, partition=0, error_code=0, error_message=None):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
@@ -126,12 +142,14 @@ class InitializeShareGroupStateResponse(Struct):
     class InitializeStateResult(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionResult', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[InitializeShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[InitializeShareGroupStateResponse.PartitionResult] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, results=_UNSET):
+    def __init__(self, *, results: list[InitializeShareGroupStateResponse.InitializeStateResult] | _Unset = _UNSET) -> None:
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
 
@@ -140,14 +158,14 @@ class InitializeShareGroupStateResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_InitializeShareGroupStateResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_InitializeShareGroupStateResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -204,5 +222,5 @@ def _e_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0(w,
     w.tagged_fields(_t)
 
 
-_DECODERS_InitializeShareGroupStateResponse = {0: _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0}
-_ENCODERS_InitializeShareGroupStateResponse = {0: _e_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0}
+_DECODERS_InitializeShareGroupStateResponse: dict[int, Decoder] = {0: _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0}
+_ENCODERS_InitializeShareGroupStateResponse: dict[int, Encoder] = {0: _e_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0}

@@ -2,26 +2,41 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """JoinGroupRequest, JoinGroupResponse (JoinGroupRequest.json, JoinGroupResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class JoinGroupRequest(Struct):
+class JoinGroupRequest(Message):
     __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 9), (1, 0), None, None), ('session_timeout_ms', 'int32', (0, 9), (1, 0), None, None), ('rebalance_timeout_ms', 'int32', (1, 9), (1, 0), None, None), ('member_id', 'string', (0, 9), (1, 0), None, None), ('group_instance_id', 'string', (5, 9), (5, 9), None, None), ('protocol_type', 'string', (0, 9), (1, 0), None, None), ('protocols', '[]JoinGroupRequestProtocol', (0, 9), (1, 0), None, None), ('reason', 'string', (8, 9), (8, 9), None, None))
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
+    reason: str | None
     class JoinGroupRequestProtocol(Struct):
         __slots__ = ('name', 'metadata', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 9), (1, 0), None, None), ('metadata', 'bytes', (0, 9), (1, 0), None, None))
-        def __init__(self, *, name="", metadata=b""):
+        name: str
+        metadata: bytes
+        def __init__(self, *, name: str = "", metadata: bytes = b"") -> None:
             self.name = name
             self.metadata = metadata
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", session_timeout_ms=0, rebalance_timeout_ms=-1, member_id="", group_instance_id=None, protocol_type="", protocols=_UNSET, reason=None):
+    def __init__(self, *, group_id: str = "", session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = "", group_instance_id: str | None = None, protocol_type: str = "", protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] | _Unset = _UNSET, reason: str | None = None) -> None:
         self.group_id = group_id
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
@@ -37,14 +52,14 @@ class JoinGroupRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_JoinGroupRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_JoinGroupRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 6 else 1
 
 
@@ -376,24 +391,36 @@ def _e_JoinGroupRequest_JoinGroupRequest_v9(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_JoinGroupRequest = {0: _d_JoinGroupRequest_JoinGroupRequest_v0, 1: _d_JoinGroupRequest_JoinGroupRequest_v1, 2: _d_JoinGroupRequest_JoinGroupRequest_v2, 3: _d_JoinGroupRequest_JoinGroupRequest_v3, 4: _d_JoinGroupRequest_JoinGroupRequest_v4, 5: _d_JoinGroupRequest_JoinGroupRequest_v5, 6: _d_JoinGroupRequest_JoinGroupRequest_v6, 7: _d_JoinGroupRequest_JoinGroupRequest_v7, 8: _d_JoinGroupRequest_JoinGroupRequest_v8, 9: _d_JoinGroupRequest_JoinGroupRequest_v9}
-_ENCODERS_JoinGroupRequest = {0: _e_JoinGroupRequest_JoinGroupRequest_v0, 1: _e_JoinGroupRequest_JoinGroupRequest_v1, 2: _e_JoinGroupRequest_JoinGroupRequest_v2, 3: _e_JoinGroupRequest_JoinGroupRequest_v3, 4: _e_JoinGroupRequest_JoinGroupRequest_v4, 5: _e_JoinGroupRequest_JoinGroupRequest_v5, 6: _e_JoinGroupRequest_JoinGroupRequest_v6, 7: _e_JoinGroupRequest_JoinGroupRequest_v7, 8: _e_JoinGroupRequest_JoinGroupRequest_v8, 9: _e_JoinGroupRequest_JoinGroupRequest_v9}
+_DECODERS_JoinGroupRequest: dict[int, Decoder] = {0: _d_JoinGroupRequest_JoinGroupRequest_v0, 1: _d_JoinGroupRequest_JoinGroupRequest_v1, 2: _d_JoinGroupRequest_JoinGroupRequest_v2, 3: _d_JoinGroupRequest_JoinGroupRequest_v3, 4: _d_JoinGroupRequest_JoinGroupRequest_v4, 5: _d_JoinGroupRequest_JoinGroupRequest_v5, 6: _d_JoinGroupRequest_JoinGroupRequest_v6, 7: _d_JoinGroupRequest_JoinGroupRequest_v7, 8: _d_JoinGroupRequest_JoinGroupRequest_v8, 9: _d_JoinGroupRequest_JoinGroupRequest_v9}
+_ENCODERS_JoinGroupRequest: dict[int, Encoder] = {0: _e_JoinGroupRequest_JoinGroupRequest_v0, 1: _e_JoinGroupRequest_JoinGroupRequest_v1, 2: _e_JoinGroupRequest_JoinGroupRequest_v2, 3: _e_JoinGroupRequest_JoinGroupRequest_v3, 4: _e_JoinGroupRequest_JoinGroupRequest_v4, 5: _e_JoinGroupRequest_JoinGroupRequest_v5, 6: _e_JoinGroupRequest_JoinGroupRequest_v6, 7: _e_JoinGroupRequest_JoinGroupRequest_v7, 8: _e_JoinGroupRequest_JoinGroupRequest_v8, 9: _e_JoinGroupRequest_JoinGroupRequest_v9}
 
 
 
-class JoinGroupResponse(Struct):
+class JoinGroupResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (2, 9), (1, 0), None, None), ('error_code', 'int16', (0, 9), (1, 0), None, None), ('generation_id', 'int32', (0, 9), (1, 0), None, None), ('protocol_type', 'string', (7, 9), (7, 9), None, None), ('protocol_name', 'string', (0, 9), (7, 9), None, None), ('leader', 'string', (0, 9), (1, 0), None, None), ('skip_assignment', 'bool', (9, 9), (1, 0), None, None), ('member_id', 'string', (0, 9), (1, 0), None, None), ('members', '[]JoinGroupResponseMember', (0, 9), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: list[JoinGroupResponse.JoinGroupResponseMember]
     class JoinGroupResponseMember(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'metadata', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (0, 9), (1, 0), None, None), ('group_instance_id', 'string', (5, 9), (5, 9), None, None), ('metadata', 'bytes', (0, 9), (1, 0), None, None))
-        def __init__(self, *, member_id="", group_instance_id=None, metadata=b""):
+        member_id: str
+        group_instance_id: str | None
+        metadata: bytes
+        def __init__(self, *, member_id: str = "", group_instance_id: str | None = None, metadata: bytes = b"") -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.metadata = metadata
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, generation_id=-1, protocol_type=None, protocol_name="", leader="", skip_assignment=False, member_id="", members=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = "", leader: str = "", skip_assignment: bool = False, member_id: str = "", members: list[JoinGroupResponse.JoinGroupResponseMember] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.generation_id = generation_id
@@ -410,14 +437,14 @@ class JoinGroupResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_JoinGroupResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_JoinGroupResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 6 else 0
 
 
@@ -781,5 +808,5 @@ def _e_JoinGroupResponse_JoinGroupResponse_v9(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_JoinGroupResponse = {0: _d_JoinGroupResponse_JoinGroupResponse_v0, 1: _d_JoinGroupResponse_JoinGroupResponse_v1, 2: _d_JoinGroupResponse_JoinGroupResponse_v2, 3: _d_JoinGroupResponse_JoinGroupResponse_v3, 4: _d_JoinGroupResponse_JoinGroupResponse_v4, 5: _d_JoinGroupResponse_JoinGroupResponse_v5, 6: _d_JoinGroupResponse_JoinGroupResponse_v6, 7: _d_JoinGroupResponse_JoinGroupResponse_v7, 8: _d_JoinGroupResponse_JoinGroupResponse_v8, 9: _d_JoinGroupResponse_JoinGroupResponse_v9}
-_ENCODERS_JoinGroupResponse = {0: _e_JoinGroupResponse_JoinGroupResponse_v0, 1: _e_JoinGroupResponse_JoinGroupResponse_v1, 2: _e_JoinGroupResponse_JoinGroupResponse_v2, 3: _e_JoinGroupResponse_JoinGroupResponse_v3, 4: _e_JoinGroupResponse_JoinGroupResponse_v4, 5: _e_JoinGroupResponse_JoinGroupResponse_v5, 6: _e_JoinGroupResponse_JoinGroupResponse_v6, 7: _e_JoinGroupResponse_JoinGroupResponse_v7, 8: _e_JoinGroupResponse_JoinGroupResponse_v8, 9: _e_JoinGroupResponse_JoinGroupResponse_v9}
+_DECODERS_JoinGroupResponse: dict[int, Decoder] = {0: _d_JoinGroupResponse_JoinGroupResponse_v0, 1: _d_JoinGroupResponse_JoinGroupResponse_v1, 2: _d_JoinGroupResponse_JoinGroupResponse_v2, 3: _d_JoinGroupResponse_JoinGroupResponse_v3, 4: _d_JoinGroupResponse_JoinGroupResponse_v4, 5: _d_JoinGroupResponse_JoinGroupResponse_v5, 6: _d_JoinGroupResponse_JoinGroupResponse_v6, 7: _d_JoinGroupResponse_JoinGroupResponse_v7, 8: _d_JoinGroupResponse_JoinGroupResponse_v8, 9: _d_JoinGroupResponse_JoinGroupResponse_v9}
+_ENCODERS_JoinGroupResponse: dict[int, Encoder] = {0: _e_JoinGroupResponse_JoinGroupResponse_v0, 1: _e_JoinGroupResponse_JoinGroupResponse_v1, 2: _e_JoinGroupResponse_JoinGroupResponse_v2, 3: _e_JoinGroupResponse_JoinGroupResponse_v3, 4: _e_JoinGroupResponse_JoinGroupResponse_v4, 5: _e_JoinGroupResponse_JoinGroupResponse_v5, 6: _e_JoinGroupResponse_JoinGroupResponse_v6, 7: _e_JoinGroupResponse_JoinGroupResponse_v7, 8: _e_JoinGroupResponse_JoinGroupResponse_v8, 9: _e_JoinGroupResponse_JoinGroupResponse_v9}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """KRaftVersionRecord (KRaftVersionRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class KRaftVersionRecord(Struct):
+class KRaftVersionRecord(Message):
     __slots__ = ('version', 'k_raft_version', '_unknown_tagged_fields')
     _SCHEMA = (('version', 'int16', (0, 0), (1, 0), None, None), ('k_raft_version', 'int16', (0, 0), (1, 0), None, None))
-    def __init__(self, *, version=0, k_raft_version=0):
+    version: int
+    k_raft_version: int
+    def __init__(self, *, version: int = 0, k_raft_version: int = 0) -> None:
         self.version = version
         self.k_raft_version = k_raft_version
         self._unknown_tagged_fields = None
@@ -23,10 +30,10 @@ class KRaftVersionRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_KRaftVersionRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_KRaftVersionRecord, self, w, version)
 
 
@@ -45,5 +52,5 @@ def _e_KRaftVersionRecord_KRaftVersionRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_KRaftVersionRecord = {0: _d_KRaftVersionRecord_KRaftVersionRecord_v0}
-_ENCODERS_KRaftVersionRecord = {0: _e_KRaftVersionRecord_KRaftVersionRecord_v0}
+_DECODERS_KRaftVersionRecord: dict[int, Decoder] = {0: _d_KRaftVersionRecord_KRaftVersionRecord_v0}
+_ENCODERS_KRaftVersionRecord: dict[int, Encoder] = {0: _e_KRaftVersionRecord_KRaftVersionRecord_v0}

@@ -2,21 +2,46 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """LeaderAndIsrRequest, LeaderAndIsrResponse (LeaderAndIsrRequest.json, LeaderAndIsrResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class LeaderAndIsrRequest(Struct):
+class LeaderAndIsrRequest(Message):
     __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', '_unknown_tagged_fields')
     _SCHEMA = (('controller_id', 'int32', (0, 7), (1, 0), None, None), ('is_k_raft_controller', 'bool', (7, 7), (1, 0), None, None), ('controller_epoch', 'int32', (0, 7), (1, 0), None, None), ('broker_epoch', 'int64', (2, 7), (1, 0), None, None), ('type', 'int8', (5, 7), (1, 0), None, None), ('ungrouped_partition_states', '[]LeaderAndIsrPartitionState', (0, 1), (1, 0), None, None), ('topic_states', '[]LeaderAndIsrTopicState', (2, 7), (1, 0), None, None), ('live_leaders', '[]LeaderAndIsrLiveLeader', (0, 7), (1, 0), None, None))
+    controller_id: int
+    is_k_raft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    type: int
+    ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
+    topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState]
+    live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
     class LeaderAndIsrPartitionState(Struct):
         __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partition_index', 'int32', (0, 7), (1, 0), None, None), ('controller_epoch', 'int32', (0, 7), (1, 0), None, None), ('leader', 'int32', (0, 7), (1, 0), None, None), ('leader_epoch', 'int32', (0, 7), (1, 0), None, None), ('isr', '[]int32', (0, 7), (1, 0), None, None), ('partition_epoch', 'int32', (0, 7), (1, 0), None, None), ('replicas', '[]int32', (0, 7), (1, 0), None, None), ('adding_replicas', '[]int32', (3, 7), (1, 0), None, None), ('removing_replicas', '[]int32', (3, 7), (1, 0), None, None), ('is_new', 'bool', (1, 7), (1, 0), None, None), ('leader_recovery_state', 'int8', (6, 7), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0, controller_epoch=0, leader=0, leader_epoch=0, isr=_UNSET, partition_epoch=0, replicas=_UNSET, adding_replicas=_UNSET, removing_replicas=_UNSET, is_new=False, leader_recovery_state=0):
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        partition_epoch: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        is_new: bool
+        leader_recovery_state: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] | _Unset = _UNSET, partition_epoch: int = 0, replicas: list[int] | _Unset = _UNSET, adding_replicas: list[int] | _Unset = _UNSET, removing_replicas: list[int] | _Unset = _UNSET, is_new: bool = False, leader_recovery_state: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.controller_epoch = controller_epoch
@@ -34,7 +59,10 @@ class LeaderAndIsrRequest(Struct):
     class LeaderAndIsrTopicState(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (2, 7), (1, 0), None, None), ('topic_id', 'uuid', (5, 7), (1, 0), None, None), ('partition_states', '[]LeaderAndIsrPartitionState', (2, 7), (1, 0), None, None))
-        def __init__(self, *, topic_name="", topic_id=ZERO_UUID, partition_states=_UNSET):
+        topic_name: str
+        topic_id: UUID
+        partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
+        def __init__(self, *, topic_name: str = "", topic_id: UUID = ZERO_UUID, partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partition_states = [] if partition_states is _UNSET else partition_states
@@ -43,13 +71,16 @@ class LeaderAndIsrRequest(Struct):
     class LeaderAndIsrLiveLeader(Struct):
         __slots__ = ('broker_id', 'host_name', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('broker_id', 'int32', (0, 7), (1, 0), None, None), ('host_name', 'string', (0, 7), (1, 0), None, None), ('port', 'int32', (0, 7), (1, 0), None, None))
-        def __init__(self, *, broker_id=0, host_name="", port=0):
+        broker_id: int
+        host_name: str
+        port: int
+        def __init__(self, *, broker_id: int = 0, host_name: str = "", port: int = 0) -> None:
             self.broker_id = broker_id
             self.host_name = host_name
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, controller_id=0, is_k_raft_controller=False, controller_epoch=0, broker_epoch=-1, type=0, ungrouped_partition_states=_UNSET, topic_states=_UNSET, live_leaders=_UNSET):
+    def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, type: int = 0, ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] | _Unset = _UNSET, topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] | _Unset = _UNSET, live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] | _Unset = _UNSET) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.controller_epoch = controller_epoch
@@ -65,14 +96,14 @@ class LeaderAndIsrRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_LeaderAndIsrRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_LeaderAndIsrRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -766,18 +797,24 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_LeaderAndIsrRequest = {0: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0, 1: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1, 2: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2, 3: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3, 4: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4, 5: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5, 6: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6, 7: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v7}
-_ENCODERS_LeaderAndIsrRequest = {0: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v0, 1: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v1, 2: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v2, 3: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v3, 4: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v4, 5: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v5, 6: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v6, 7: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v7}
+_DECODERS_LeaderAndIsrRequest: dict[int, Decoder] = {0: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0, 1: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1, 2: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2, 3: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3, 4: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4, 5: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5, 6: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6, 7: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v7}
+_ENCODERS_LeaderAndIsrRequest: dict[int, Encoder] = {0: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v0, 1: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v1, 2: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v2, 3: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v3, 4: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v4, 5: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v5, 6: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v6, 7: _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v7}
 
 
 
-class LeaderAndIsrResponse(Struct):
+class LeaderAndIsrResponse(Message):
     __slots__ = ('error_code', 'partition_errors', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 7), (1, 0), None, None), ('partition_errors', '[]LeaderAndIsrPartitionError', (0, 4), (1, 0), None, None), ('topics', '[]LeaderAndIsrTopicError', (5, 7), (1, 0), None, None))
+    error_code: int
+    partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
+    topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError]
     class LeaderAndIsrPartitionError(Struct):
         __slots__ = ('topic_name', 'partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 4), (1, 0), None, None), ('partition_index', 'int32', (0, 7), (1, 0), None, None), ('error_code', 'int16', (0, 7), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0, error_code=0):
+        topic_name: str
+        partition_index: int
+        error_code: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0, error_code: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.error_code = error_code
@@ -786,12 +823,14 @@ class LeaderAndIsrResponse(Struct):
     class LeaderAndIsrTopicError(Struct):
         __slots__ = ('topic_id', 'partition_errors', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (5, 7), (1, 0), None, None), ('partition_errors', '[]LeaderAndIsrPartitionError', (5, 7), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partition_errors=_UNSET):
+        topic_id: UUID
+        partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partition_errors = [] if partition_errors is _UNSET else partition_errors
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, partition_errors=_UNSET, topics=_UNSET):
+    def __init__(self, *, error_code: int = 0, partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] | _Unset = _UNSET, topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.partition_errors = [] if partition_errors is _UNSET else partition_errors
         self.topics = [] if topics is _UNSET else topics
@@ -802,14 +841,14 @@ class LeaderAndIsrResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_LeaderAndIsrResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_LeaderAndIsrResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -1111,5 +1150,5 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v7(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_LeaderAndIsrResponse = {0: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v0, 1: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v1, 2: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v2, 3: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v3, 4: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v4, 5: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v5, 6: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v6, 7: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v7}
-_ENCODERS_LeaderAndIsrResponse = {0: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v0, 1: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v1, 2: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v2, 3: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v3, 4: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v4, 5: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v5, 6: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v6, 7: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v7}
+_DECODERS_LeaderAndIsrResponse: dict[int, Decoder] = {0: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v0, 1: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v1, 2: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v2, 3: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v3, 4: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v4, 5: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v5, 6: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v6, 7: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v7}
+_ENCODERS_LeaderAndIsrResponse: dict[int, Encoder] = {0: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v0, 1: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v1, 2: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v2, 3: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v3, 4: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v4, 5: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v5, 6: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v6, 7: _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v7}

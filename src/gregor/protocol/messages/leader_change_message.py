@@ -2,26 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """LeaderChangeMessage (LeaderChangeMessage.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class LeaderChangeMessage(Struct):
+class LeaderChangeMessage(Message):
     __slots__ = ('version', 'leader_id', 'voters', 'granting_voters', '_unknown_tagged_fields')
     _SCHEMA = (('version', 'int16', (0, 1), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('voters', '[]Voter', (0, 1), (1, 0), None, None), ('granting_voters', '[]Voter', (0, 1), (1, 0), None, None))
+    version: int
+    leader_id: int
+    voters: list[LeaderChangeMessage.Voter]
+    granting_voters: list[LeaderChangeMessage.Voter]
     class Voter(Struct):
         __slots__ = ('voter_id', 'voter_directory_id', '_unknown_tagged_fields')
         _SCHEMA = (('voter_id', 'int32', (0, 1), (1, 0), None, None), ('voter_directory_id', 'uuid', (1, 1), (1, 0), None, None))
-        def __init__(self, *, voter_id=0, voter_directory_id=ZERO_UUID):
+        voter_id: int
+        voter_directory_id: UUID
+        def __init__(self, *, voter_id: int = 0, voter_directory_id: UUID = ZERO_UUID) -> None:
             self.voter_id = voter_id
             self.voter_directory_id = voter_directory_id
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, version=0, leader_id=0, voters=_UNSET, granting_voters=_UNSET):
+    def __init__(self, *, version: int = 0, leader_id: int = 0, voters: list[LeaderChangeMessage.Voter] | _Unset = _UNSET, granting_voters: list[LeaderChangeMessage.Voter] | _Unset = _UNSET) -> None:
         self.version = version
         self.leader_id = leader_id
         self.voters = [] if voters is _UNSET else voters
@@ -33,10 +44,10 @@ class LeaderChangeMessage(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_LeaderChangeMessage, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_LeaderChangeMessage, self, w, version)
 
 
@@ -123,5 +134,5 @@ def _e_LeaderChangeMessage_LeaderChangeMessage_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_LeaderChangeMessage = {0: _d_LeaderChangeMessage_LeaderChangeMessage_v0, 1: _d_LeaderChangeMessage_LeaderChangeMessage_v1}
-_ENCODERS_LeaderChangeMessage = {0: _e_LeaderChangeMessage_LeaderChangeMessage_v0, 1: _e_LeaderChangeMessage_LeaderChangeMessage_v1}
+_DECODERS_LeaderChangeMessage: dict[int, Decoder] = {0: _d_LeaderChangeMessage_LeaderChangeMessage_v0, 1: _d_LeaderChangeMessage_LeaderChangeMessage_v1}
+_ENCODERS_LeaderChangeMessage: dict[int, Encoder] = {0: _e_LeaderChangeMessage_LeaderChangeMessage_v0, 1: _e_LeaderChangeMessage_LeaderChangeMessage_v1}

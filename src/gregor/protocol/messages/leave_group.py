@@ -2,27 +2,38 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """LeaveGroupRequest, LeaveGroupResponse (LeaveGroupRequest.json, LeaveGroupResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class LeaveGroupRequest(Struct):
+class LeaveGroupRequest(Message):
     __slots__ = ('group_id', 'member_id', 'members', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 5), (1, 0), None, None), ('member_id', 'string', (0, 2), (1, 0), None, None), ('members', '[]MemberIdentity', (3, 5), (1, 0), None, None))
+    group_id: str
+    member_id: str
+    members: list[LeaveGroupRequest.MemberIdentity]
     class MemberIdentity(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'reason', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (3, 5), (1, 0), None, None), ('group_instance_id', 'string', (3, 5), (3, 5), None, None), ('reason', 'string', (5, 5), (5, 5), None, None))
-        def __init__(self, *, member_id="", group_instance_id=None, reason=None):
+        member_id: str
+        group_instance_id: str | None
+        reason: str | None
+        def __init__(self, *, member_id: str = "", group_instance_id: str | None = None, reason: str | None = None) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.reason = reason
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", member_id="", members=_UNSET):
+    def __init__(self, *, group_id: str = "", member_id: str = "", members: list[LeaveGroupRequest.MemberIdentity] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.members = [] if members is _UNSET else members
@@ -33,14 +44,14 @@ class LeaveGroupRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_LeaveGroupRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_LeaveGroupRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -184,24 +195,30 @@ def _e_LeaveGroupRequest_LeaveGroupRequest_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_LeaveGroupRequest = {0: _d_LeaveGroupRequest_LeaveGroupRequest_v0, 1: _d_LeaveGroupRequest_LeaveGroupRequest_v1, 2: _d_LeaveGroupRequest_LeaveGroupRequest_v2, 3: _d_LeaveGroupRequest_LeaveGroupRequest_v3, 4: _d_LeaveGroupRequest_LeaveGroupRequest_v4, 5: _d_LeaveGroupRequest_LeaveGroupRequest_v5}
-_ENCODERS_LeaveGroupRequest = {0: _e_LeaveGroupRequest_LeaveGroupRequest_v0, 1: _e_LeaveGroupRequest_LeaveGroupRequest_v1, 2: _e_LeaveGroupRequest_LeaveGroupRequest_v2, 3: _e_LeaveGroupRequest_LeaveGroupRequest_v3, 4: _e_LeaveGroupRequest_LeaveGroupRequest_v4, 5: _e_LeaveGroupRequest_LeaveGroupRequest_v5}
+_DECODERS_LeaveGroupRequest: dict[int, Decoder] = {0: _d_LeaveGroupRequest_LeaveGroupRequest_v0, 1: _d_LeaveGroupRequest_LeaveGroupRequest_v1, 2: _d_LeaveGroupRequest_LeaveGroupRequest_v2, 3: _d_LeaveGroupRequest_LeaveGroupRequest_v3, 4: _d_LeaveGroupRequest_LeaveGroupRequest_v4, 5: _d_LeaveGroupRequest_LeaveGroupRequest_v5}
+_ENCODERS_LeaveGroupRequest: dict[int, Encoder] = {0: _e_LeaveGroupRequest_LeaveGroupRequest_v0, 1: _e_LeaveGroupRequest_LeaveGroupRequest_v1, 2: _e_LeaveGroupRequest_LeaveGroupRequest_v2, 3: _e_LeaveGroupRequest_LeaveGroupRequest_v3, 4: _e_LeaveGroupRequest_LeaveGroupRequest_v4, 5: _e_LeaveGroupRequest_LeaveGroupRequest_v5}
 
 
 
-class LeaveGroupResponse(Struct):
+class LeaveGroupResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'members', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 5), (1, 0), None, None), ('error_code', 'int16', (0, 5), (1, 0), None, None), ('members', '[]MemberResponse', (3, 5), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    members: list[LeaveGroupResponse.MemberResponse]
     class MemberResponse(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (3, 5), (1, 0), None, None), ('group_instance_id', 'string', (3, 5), (3, 5), None, None), ('error_code', 'int16', (3, 5), (1, 0), None, None))
-        def __init__(self, *, member_id="", group_instance_id="", error_code=0):
+        member_id: str
+        group_instance_id: str | None
+        error_code: int
+        def __init__(self, *, member_id: str = "", group_instance_id: str | None = "", error_code: int = 0) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.error_code = error_code
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, members=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, members: list[LeaveGroupResponse.MemberResponse] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.members = [] if members is _UNSET else members
@@ -212,14 +229,14 @@ class LeaveGroupResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_LeaveGroupResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_LeaveGroupResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -364,5 +381,5 @@ def _e_LeaveGroupResponse_LeaveGroupResponse_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_LeaveGroupResponse = {0: _d_LeaveGroupResponse_LeaveGroupResponse_v0, 1: _d_LeaveGroupResponse_LeaveGroupResponse_v1, 2: _d_LeaveGroupResponse_LeaveGroupResponse_v2, 3: _d_LeaveGroupResponse_LeaveGroupResponse_v3, 4: _d_LeaveGroupResponse_LeaveGroupResponse_v4, 5: _d_LeaveGroupResponse_LeaveGroupResponse_v5}
-_ENCODERS_LeaveGroupResponse = {0: _e_LeaveGroupResponse_LeaveGroupResponse_v0, 1: _e_LeaveGroupResponse_LeaveGroupResponse_v1, 2: _e_LeaveGroupResponse_LeaveGroupResponse_v2, 3: _e_LeaveGroupResponse_LeaveGroupResponse_v3, 4: _e_LeaveGroupResponse_LeaveGroupResponse_v4, 5: _e_LeaveGroupResponse_LeaveGroupResponse_v5}
+_DECODERS_LeaveGroupResponse: dict[int, Decoder] = {0: _d_LeaveGroupResponse_LeaveGroupResponse_v0, 1: _d_LeaveGroupResponse_LeaveGroupResponse_v1, 2: _d_LeaveGroupResponse_LeaveGroupResponse_v2, 3: _d_LeaveGroupResponse_LeaveGroupResponse_v3, 4: _d_LeaveGroupResponse_LeaveGroupResponse_v4, 5: _d_LeaveGroupResponse_LeaveGroupResponse_v5}
+_ENCODERS_LeaveGroupResponse: dict[int, Encoder] = {0: _e_LeaveGroupResponse_LeaveGroupResponse_v0, 1: _e_LeaveGroupResponse_LeaveGroupResponse_v1, 2: _e_LeaveGroupResponse_LeaveGroupResponse_v2, 3: _e_LeaveGroupResponse_LeaveGroupResponse_v3, 4: _e_LeaveGroupResponse_LeaveGroupResponse_v4, 5: _e_LeaveGroupResponse_LeaveGroupResponse_v5}

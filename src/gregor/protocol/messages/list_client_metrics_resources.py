@@ -2,18 +2,23 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListClientMetricsResourcesRequest, ListClientMetricsResourcesResponse (ListClientMetricsResourcesRequest.json, ListClientMetricsResourcesResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ListClientMetricsResourcesRequest(Struct):
+class ListClientMetricsResourcesRequest(Message):
     __slots__ = ('_unknown_tagged_fields',)
     _SCHEMA = ()
-    def __init__(self):
+    def __init__(self) -> None:
         self._unknown_tagged_fields = None
 
     API_KEY = 74
@@ -21,14 +26,14 @@ class ListClientMetricsResourcesRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListClientMetricsResourcesRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListClientMetricsResourcesRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -43,22 +48,26 @@ def _e_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_v0(w,
     w.tagged_fields(_t)
 
 
-_DECODERS_ListClientMetricsResourcesRequest = {0: _d_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_v0}
-_ENCODERS_ListClientMetricsResourcesRequest = {0: _e_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_v0}
+_DECODERS_ListClientMetricsResourcesRequest: dict[int, Decoder] = {0: _d_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_v0}
+_ENCODERS_ListClientMetricsResourcesRequest: dict[int, Encoder] = {0: _e_ListClientMetricsResourcesRequest_ListClientMetricsResourcesRequest_v0}
 
 
 
-class ListClientMetricsResourcesResponse(Struct):
+class ListClientMetricsResourcesResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('client_metrics_resources', '[]ClientMetricsResource', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource]
     class ClientMetricsResource(Struct):
         __slots__ = ('name', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, name=""):
+        name: str
+        def __init__(self, *, name: str = "") -> None:
             self.name = name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, client_metrics_resources=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.client_metrics_resources = [] if client_metrics_resources is _UNSET else client_metrics_resources
@@ -69,14 +78,14 @@ class ListClientMetricsResourcesResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListClientMetricsResourcesResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListClientMetricsResourcesResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -114,5 +123,5 @@ def _e_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_v0(
     w.tagged_fields(_t)
 
 
-_DECODERS_ListClientMetricsResourcesResponse = {0: _d_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_v0}
-_ENCODERS_ListClientMetricsResourcesResponse = {0: _e_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_v0}
+_DECODERS_ListClientMetricsResourcesResponse: dict[int, Decoder] = {0: _d_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_v0}
+_ENCODERS_ListClientMetricsResourcesResponse: dict[int, Encoder] = {0: _e_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_v0}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListGroupsRequest, ListGroupsResponse (ListGroupsRequest.json, ListGroupsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ListGroupsRequest(Struct):
+class ListGroupsRequest(Message):
     __slots__ = ('states_filter', 'types_filter', '_unknown_tagged_fields')
     _SCHEMA = (('states_filter', '[]string', (4, 5), (1, 0), None, None), ('types_filter', '[]string', (5, 5), (1, 0), None, None))
-    def __init__(self, *, states_filter=_UNSET, types_filter=_UNSET):
+    states_filter: list[str]
+    types_filter: list[str]
+    def __init__(self, *, states_filter: list[str] | _Unset = _UNSET, types_filter: list[str] | _Unset = _UNSET) -> None:
         self.states_filter = [] if states_filter is _UNSET else states_filter
         self.types_filter = [] if types_filter is _UNSET else types_filter
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class ListGroupsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListGroupsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListGroupsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -104,25 +111,32 @@ def _e_ListGroupsRequest_ListGroupsRequest_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ListGroupsRequest = {0: _d_ListGroupsRequest_ListGroupsRequest_v0, 1: _d_ListGroupsRequest_ListGroupsRequest_v1, 2: _d_ListGroupsRequest_ListGroupsRequest_v2, 3: _d_ListGroupsRequest_ListGroupsRequest_v3, 4: _d_ListGroupsRequest_ListGroupsRequest_v4, 5: _d_ListGroupsRequest_ListGroupsRequest_v5}
-_ENCODERS_ListGroupsRequest = {0: _e_ListGroupsRequest_ListGroupsRequest_v0, 1: _e_ListGroupsRequest_ListGroupsRequest_v1, 2: _e_ListGroupsRequest_ListGroupsRequest_v2, 3: _e_ListGroupsRequest_ListGroupsRequest_v3, 4: _e_ListGroupsRequest_ListGroupsRequest_v4, 5: _e_ListGroupsRequest_ListGroupsRequest_v5}
+_DECODERS_ListGroupsRequest: dict[int, Decoder] = {0: _d_ListGroupsRequest_ListGroupsRequest_v0, 1: _d_ListGroupsRequest_ListGroupsRequest_v1, 2: _d_ListGroupsRequest_ListGroupsRequest_v2, 3: _d_ListGroupsRequest_ListGroupsRequest_v3, 4: _d_ListGroupsRequest_ListGroupsRequest_v4, 5: _d_ListGroupsRequest_ListGroupsRequest_v5}
+_ENCODERS_ListGroupsRequest: dict[int, Encoder] = {0: _e_ListGroupsRequest_ListGroupsRequest_v0, 1: _e_ListGroupsRequest_ListGroupsRequest_v1, 2: _e_ListGroupsRequest_ListGroupsRequest_v2, 3: _e_ListGroupsRequest_ListGroupsRequest_v3, 4: _e_ListGroupsRequest_ListGroupsRequest_v4, 5: _e_ListGroupsRequest_ListGroupsRequest_v5}
 
 
 
-class ListGroupsResponse(Struct):
+class ListGroupsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'groups', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 5), (1, 0), None, None), ('error_code', 'int16', (0, 5), (1, 0), None, None), ('groups', '[]ListedGroup', (0, 5), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    groups: list[ListGroupsResponse.ListedGroup]
     class ListedGroup(Struct):
         __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', '_unknown_tagged_fields')
         _SCHEMA = (('group_id', 'string', (0, 5), (1, 0), None, None), ('protocol_type', 'string', (0, 5), (1, 0), None, None), ('group_state', 'string', (4, 5), (1, 0), None, None), ('group_type', 'string', (5, 5), (1, 0), None, None))
-        def __init__(self, *, group_id="", protocol_type="", group_state="", group_type=""):
+        group_id: str
+        protocol_type: str
+        group_state: str
+        group_type: str
+        def __init__(self, *, group_id: str = "", protocol_type: str = "", group_state: str = "", group_type: str = "") -> None:
             self.group_id = group_id
             self.protocol_type = protocol_type
             self.group_state = group_state
             self.group_type = group_type
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, groups=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListGroupsResponse.ListedGroup] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.groups = [] if groups is _UNSET else groups
@@ -133,14 +147,14 @@ class ListGroupsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListGroupsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListGroupsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -336,5 +350,5 @@ def _e_ListGroupsResponse_ListGroupsResponse_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ListGroupsResponse = {0: _d_ListGroupsResponse_ListGroupsResponse_v0, 1: _d_ListGroupsResponse_ListGroupsResponse_v1, 2: _d_ListGroupsResponse_ListGroupsResponse_v2, 3: _d_ListGroupsResponse_ListGroupsResponse_v3, 4: _d_ListGroupsResponse_ListGroupsResponse_v4, 5: _d_ListGroupsResponse_ListGroupsResponse_v5}
-_ENCODERS_ListGroupsResponse = {0: _e_ListGroupsResponse_ListGroupsResponse_v0, 1: _e_ListGroupsResponse_ListGroupsResponse_v1, 2: _e_ListGroupsResponse_ListGroupsResponse_v2, 3: _e_ListGroupsResponse_ListGroupsResponse_v3, 4: _e_ListGroupsResponse_ListGroupsResponse_v4, 5: _e_ListGroupsResponse_ListGroupsResponse_v5}
+_DECODERS_ListGroupsResponse: dict[int, Decoder] = {0: _d_ListGroupsResponse_ListGroupsResponse_v0, 1: _d_ListGroupsResponse_ListGroupsResponse_v1, 2: _d_ListGroupsResponse_ListGroupsResponse_v2, 3: _d_ListGroupsResponse_ListGroupsResponse_v3, 4: _d_ListGroupsResponse_ListGroupsResponse_v4, 5: _d_ListGroupsResponse_ListGroupsResponse_v5}
+_ENCODERS_ListGroupsResponse: dict[int, Encoder] = {0: _e_ListGroupsResponse_ListGroupsResponse_v0, 1: _e_ListGroupsResponse_ListGroupsResponse_v1, 2: _e_ListGroupsResponse_ListGroupsResponse_v2, 3: _e_ListGroupsResponse_ListGroupsResponse_v3, 4: _e_ListGroupsResponse_ListGroupsResponse_v4, 5: _e_ListGroupsResponse_ListGroupsResponse_v5}

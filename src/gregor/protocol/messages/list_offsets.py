@@ -2,21 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListOffsetsRequest, ListOffsetsResponse (ListOffsetsRequest.json, ListOffsetsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ListOffsetsRequest(Struct):
+class ListOffsetsRequest(Message):
     __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms', '_unknown_tagged_fields')
     _SCHEMA = (('replica_id', 'int32', (0, 10), (1, 0), None, None), ('isolation_level', 'int8', (2, 10), (1, 0), None, None), ('topics', '[]ListOffsetsTopic', (0, 10), (1, 0), None, None), ('timeout_ms', 'int32', (10, 10), (1, 0), None, None))
+    replica_id: int
+    isolation_level: int
+    topics: list[ListOffsetsRequest.ListOffsetsTopic]
+    timeout_ms: int
     class ListOffsetsPartition(Struct):
         __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 10), (1, 0), None, None), ('current_leader_epoch', 'int32', (4, 10), (1, 0), None, None), ('timestamp', 'int64', (0, 10), (1, 0), None, None), ('max_num_offsets', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, current_leader_epoch=-1, timestamp=0, max_num_offsets=1):
+        partition_index: int
+        current_leader_epoch: int
+        timestamp: int
+        max_num_offsets: int
+        def __init__(self, *, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1) -> None:
             self.partition_index = partition_index
             self.current_leader_epoch = current_leader_epoch
             self.timestamp = timestamp
@@ -26,12 +39,14 @@ class ListOffsetsRequest(Struct):
     class ListOffsetsTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 10), (1, 0), None, None), ('partitions', '[]ListOffsetsPartition', (0, 10), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
+        def __init__(self, *, name: str = "", partitions: list[ListOffsetsRequest.ListOffsetsPartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, replica_id=0, isolation_level=0, topics=_UNSET, timeout_ms=0):
+    def __init__(self, *, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsRequest.ListOffsetsTopic] | _Unset = _UNSET, timeout_ms: int = 0) -> None:
         self.replica_id = replica_id
         self.isolation_level = isolation_level
         self.topics = [] if topics is _UNSET else topics
@@ -43,14 +58,14 @@ class ListOffsetsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListOffsetsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListOffsetsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 6 else 1
 
 
@@ -559,18 +574,26 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v10(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ListOffsetsRequest = {0: _d_ListOffsetsRequest_ListOffsetsRequest_v0, 1: _d_ListOffsetsRequest_ListOffsetsRequest_v1, 2: _d_ListOffsetsRequest_ListOffsetsRequest_v2, 3: _d_ListOffsetsRequest_ListOffsetsRequest_v3, 4: _d_ListOffsetsRequest_ListOffsetsRequest_v4, 5: _d_ListOffsetsRequest_ListOffsetsRequest_v5, 6: _d_ListOffsetsRequest_ListOffsetsRequest_v6, 7: _d_ListOffsetsRequest_ListOffsetsRequest_v7, 8: _d_ListOffsetsRequest_ListOffsetsRequest_v8, 9: _d_ListOffsetsRequest_ListOffsetsRequest_v9, 10: _d_ListOffsetsRequest_ListOffsetsRequest_v10}
-_ENCODERS_ListOffsetsRequest = {0: _e_ListOffsetsRequest_ListOffsetsRequest_v0, 1: _e_ListOffsetsRequest_ListOffsetsRequest_v1, 2: _e_ListOffsetsRequest_ListOffsetsRequest_v2, 3: _e_ListOffsetsRequest_ListOffsetsRequest_v3, 4: _e_ListOffsetsRequest_ListOffsetsRequest_v4, 5: _e_ListOffsetsRequest_ListOffsetsRequest_v5, 6: _e_ListOffsetsRequest_ListOffsetsRequest_v6, 7: _e_ListOffsetsRequest_ListOffsetsRequest_v7, 8: _e_ListOffsetsRequest_ListOffsetsRequest_v8, 9: _e_ListOffsetsRequest_ListOffsetsRequest_v9, 10: _e_ListOffsetsRequest_ListOffsetsRequest_v10}
+_DECODERS_ListOffsetsRequest: dict[int, Decoder] = {0: _d_ListOffsetsRequest_ListOffsetsRequest_v0, 1: _d_ListOffsetsRequest_ListOffsetsRequest_v1, 2: _d_ListOffsetsRequest_ListOffsetsRequest_v2, 3: _d_ListOffsetsRequest_ListOffsetsRequest_v3, 4: _d_ListOffsetsRequest_ListOffsetsRequest_v4, 5: _d_ListOffsetsRequest_ListOffsetsRequest_v5, 6: _d_ListOffsetsRequest_ListOffsetsRequest_v6, 7: _d_ListOffsetsRequest_ListOffsetsRequest_v7, 8: _d_ListOffsetsRequest_ListOffsetsRequest_v8, 9: _d_ListOffsetsRequest_ListOffsetsRequest_v9, 10: _d_ListOffsetsRequest_ListOffsetsRequest_v10}
+_ENCODERS_ListOffsetsRequest: dict[int, Encoder] = {0: _e_ListOffsetsRequest_ListOffsetsRequest_v0, 1: _e_ListOffsetsRequest_ListOffsetsRequest_v1, 2: _e_ListOffsetsRequest_ListOffsetsRequest_v2, 3: _e_ListOffsetsRequest_ListOffsetsRequest_v3, 4: _e_ListOffsetsRequest_ListOffsetsRequest_v4, 5: _e_ListOffsetsRequest_ListOffsetsRequest_v5, 6: _e_ListOffsetsRequest_ListOffsetsRequest_v6, 7: _e_ListOffsetsRequest_ListOffsetsRequest_v7, 8: _e_ListOffsetsRequest_ListOffsetsRequest_v8, 9: _e_ListOffsetsRequest_ListOffsetsRequest_v9, 10: _e_ListOffsetsRequest_ListOffsetsRequest_v10}
 
 
 
-class ListOffsetsResponse(Struct):
+class ListOffsetsResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (2, 10), (1, 0), None, None), ('topics', '[]ListOffsetsTopicResponse', (0, 10), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     class ListOffsetsPartitionResponse(Struct):
         __slots__ = ('partition_index', 'error_code', 'old_style_offsets', 'timestamp', 'offset', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 10), (1, 0), None, None), ('error_code', 'int16', (0, 10), (1, 0), None, None), ('old_style_offsets', '[]int64', (0, 0), (1, 0), None, None), ('timestamp', 'int64', (1, 10), (1, 0), None, None), ('offset', 'int64', (1, 10), (1, 0), None, None), ('leader_epoch', 'int32', (4, 10), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, old_style_offsets=_UNSET, timestamp=-1, offset=-1, leader_epoch=-1):
+        partition_index: int
+        error_code: int
+        old_style_offsets: list[int]
+        timestamp: int
+        offset: int
+        leader_epoch: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] | _Unset = _UNSET, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.old_style_offsets = [] if old_style_offsets is _UNSET else old_style_offsets
@@ -582,12 +605,14 @@ class ListOffsetsResponse(Struct):
     class ListOffsetsTopicResponse(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 10), (1, 0), None, None), ('partitions', '[]ListOffsetsPartitionResponse', (0, 10), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
+        def __init__(self, *, name: str = "", partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -597,14 +622,14 @@ class ListOffsetsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListOffsetsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListOffsetsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 6 else 0
 
 
@@ -1097,5 +1122,5 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v10(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ListOffsetsResponse = {0: _d_ListOffsetsResponse_ListOffsetsResponse_v0, 1: _d_ListOffsetsResponse_ListOffsetsResponse_v1, 2: _d_ListOffsetsResponse_ListOffsetsResponse_v2, 3: _d_ListOffsetsResponse_ListOffsetsResponse_v3, 4: _d_ListOffsetsResponse_ListOffsetsResponse_v4, 5: _d_ListOffsetsResponse_ListOffsetsResponse_v5, 6: _d_ListOffsetsResponse_ListOffsetsResponse_v6, 7: _d_ListOffsetsResponse_ListOffsetsResponse_v7, 8: _d_ListOffsetsResponse_ListOffsetsResponse_v8, 9: _d_ListOffsetsResponse_ListOffsetsResponse_v9, 10: _d_ListOffsetsResponse_ListOffsetsResponse_v10}
-_ENCODERS_ListOffsetsResponse = {0: _e_ListOffsetsResponse_ListOffsetsResponse_v0, 1: _e_ListOffsetsResponse_ListOffsetsResponse_v1, 2: _e_ListOffsetsResponse_ListOffsetsResponse_v2, 3: _e_ListOffsetsResponse_ListOffsetsResponse_v3, 4: _e_ListOffsetsResponse_ListOffsetsResponse_v4, 5: _e_ListOffsetsResponse_ListOffsetsResponse_v5, 6: _e_ListOffsetsResponse_ListOffsetsResponse_v6, 7: _e_ListOffsetsResponse_ListOffsetsResponse_v7, 8: _e_ListOffsetsResponse_ListOffsetsResponse_v8, 9: _e_ListOffsetsResponse_ListOffsetsResponse_v9, 10: _e_ListOffsetsResponse_ListOffsetsResponse_v10}
+_DECODERS_ListOffsetsResponse: dict[int, Decoder] = {0: _d_ListOffsetsResponse_ListOffsetsResponse_v0, 1: _d_ListOffsetsResponse_ListOffsetsResponse_v1, 2: _d_ListOffsetsResponse_ListOffsetsResponse_v2, 3: _d_ListOffsetsResponse_ListOffsetsResponse_v3, 4: _d_ListOffsetsResponse_ListOffsetsResponse_v4, 5: _d_ListOffsetsResponse_ListOffsetsResponse_v5, 6: _d_ListOffsetsResponse_ListOffsetsResponse_v6, 7: _d_ListOffsetsResponse_ListOffsetsResponse_v7, 8: _d_ListOffsetsResponse_ListOffsetsResponse_v8, 9: _d_ListOffsetsResponse_ListOffsetsResponse_v9, 10: _d_ListOffsetsResponse_ListOffsetsResponse_v10}
+_ENCODERS_ListOffsetsResponse: dict[int, Encoder] = {0: _e_ListOffsetsResponse_ListOffsetsResponse_v0, 1: _e_ListOffsetsResponse_ListOffsetsResponse_v1, 2: _e_ListOffsetsResponse_ListOffsetsResponse_v2, 3: _e_ListOffsetsResponse_ListOffsetsResponse_v3, 4: _e_ListOffsetsResponse_ListOffsetsResponse_v4, 5: _e_ListOffsetsResponse_ListOffsetsResponse_v5, 6: _e_ListOffsetsResponse_ListOffsetsResponse_v6, 7: _e_ListOffsetsResponse_ListOffsetsResponse_v7, 8: _e_ListOffsetsResponse_ListOffsetsResponse_v8, 9: _e_ListOffsetsResponse_ListOffsetsResponse_v9, 10: _e_ListOffsetsResponse_ListOffsetsResponse_v10}

@@ -2,26 +2,35 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse (ListPartitionReassignmentsRequest.json, ListPartitionReassignmentsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ListPartitionReassignmentsRequest(Struct):
+class ListPartitionReassignmentsRequest(Message):
     __slots__ = ('timeout_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('timeout_ms', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]ListPartitionReassignmentsTopics', (0, 0), (0, 0), None, None))
+    timeout_ms: int
+    topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None
     class ListPartitionReassignmentsTopics(Struct):
         __slots__ = ('name', 'partition_indexes', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partition_indexes', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partition_indexes=_UNSET):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = "", partition_indexes: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, timeout_ms=60000, topics=None):
+    def __init__(self, *, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None) -> None:
         self.timeout_ms = timeout_ms
         self.topics = topics
         self._unknown_tagged_fields = None
@@ -31,14 +40,14 @@ class ListPartitionReassignmentsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListPartitionReassignmentsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListPartitionReassignmentsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -80,18 +89,26 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0(w,
     w.tagged_fields(_t)
 
 
-_DECODERS_ListPartitionReassignmentsRequest = {0: _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0}
-_ENCODERS_ListPartitionReassignmentsRequest = {0: _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0}
+_DECODERS_ListPartitionReassignmentsRequest: dict[int, Decoder] = {0: _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0}
+_ENCODERS_ListPartitionReassignmentsRequest: dict[int, Encoder] = {0: _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0}
 
 
 
-class ListPartitionReassignmentsResponse(Struct):
+class ListPartitionReassignmentsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('topics', '[]OngoingTopicReassignment', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment]
     class OngoingPartitionReassignment(Struct):
         __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('replicas', '[]int32', (0, 0), (1, 0), None, None), ('adding_replicas', '[]int32', (0, 0), (1, 0), None, None), ('removing_replicas', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, replicas=_UNSET, adding_replicas=_UNSET, removing_replicas=_UNSET):
+        partition_index: int
+        replicas: list[int]
+        adding_replicas: list[int]
+        removing_replicas: list[int]
+        def __init__(self, *, partition_index: int = 0, replicas: list[int] | _Unset = _UNSET, adding_replicas: list[int] | _Unset = _UNSET, removing_replicas: list[int] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.replicas = [] if replicas is _UNSET else replicas
             self.adding_replicas = [] if adding_replicas is _UNSET else adding_replicas
@@ -101,12 +118,14 @@ class ListPartitionReassignmentsResponse(Struct):
     class OngoingTopicReassignment(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]OngoingPartitionReassignment', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment]
+        def __init__(self, *, name: str = "", partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -118,14 +137,14 @@ class ListPartitionReassignmentsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListPartitionReassignmentsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListPartitionReassignmentsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -202,5 +221,5 @@ def _e_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0(
     w.tagged_fields(_t)
 
 
-_DECODERS_ListPartitionReassignmentsResponse = {0: _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0}
-_ENCODERS_ListPartitionReassignmentsResponse = {0: _e_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0}
+_DECODERS_ListPartitionReassignmentsResponse: dict[int, Decoder] = {0: _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0}
+_ENCODERS_ListPartitionReassignmentsResponse: dict[int, Encoder] = {0: _e_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0}

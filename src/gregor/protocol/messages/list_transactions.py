@@ -2,18 +2,26 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ListTransactionsRequest, ListTransactionsResponse (ListTransactionsRequest.json, ListTransactionsResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ListTransactionsRequest(Struct):
+class ListTransactionsRequest(Message):
     __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', '_unknown_tagged_fields')
     _SCHEMA = (('state_filters', '[]string', (0, 1), (1, 0), None, None), ('producer_id_filters', '[]int64', (0, 1), (1, 0), None, None), ('duration_filter', 'int64', (1, 1), (1, 0), None, None))
-    def __init__(self, *, state_filters=_UNSET, producer_id_filters=_UNSET, duration_filter=-1):
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    def __init__(self, *, state_filters: list[str] | _Unset = _UNSET, producer_id_filters: list[int] | _Unset = _UNSET, duration_filter: int = -1) -> None:
         self.state_filters = [] if state_filters is _UNSET else state_filters
         self.producer_id_filters = [] if producer_id_filters is _UNSET else producer_id_filters
         self.duration_filter = duration_filter
@@ -24,14 +32,14 @@ class ListTransactionsRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListTransactionsRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListTransactionsRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -84,24 +92,31 @@ def _e_ListTransactionsRequest_ListTransactionsRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ListTransactionsRequest = {0: _d_ListTransactionsRequest_ListTransactionsRequest_v0, 1: _d_ListTransactionsRequest_ListTransactionsRequest_v1}
-_ENCODERS_ListTransactionsRequest = {0: _e_ListTransactionsRequest_ListTransactionsRequest_v0, 1: _e_ListTransactionsRequest_ListTransactionsRequest_v1}
+_DECODERS_ListTransactionsRequest: dict[int, Decoder] = {0: _d_ListTransactionsRequest_ListTransactionsRequest_v0, 1: _d_ListTransactionsRequest_ListTransactionsRequest_v1}
+_ENCODERS_ListTransactionsRequest: dict[int, Encoder] = {0: _e_ListTransactionsRequest_ListTransactionsRequest_v0, 1: _e_ListTransactionsRequest_ListTransactionsRequest_v1}
 
 
 
-class ListTransactionsResponse(Struct):
+class ListTransactionsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('unknown_state_filters', '[]string', (0, 1), (1, 0), None, None), ('transaction_states', '[]TransactionState', (0, 1), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[ListTransactionsResponse.TransactionState]
     class TransactionState(Struct):
         __slots__ = ('transactional_id', 'producer_id', 'transaction_state', '_unknown_tagged_fields')
         _SCHEMA = (('transactional_id', 'string', (0, 1), (1, 0), None, None), ('producer_id', 'int64', (0, 1), (1, 0), None, None), ('transaction_state', 'string', (0, 1), (1, 0), None, None))
-        def __init__(self, *, transactional_id="", producer_id=0, transaction_state=""):
+        transactional_id: str
+        producer_id: int
+        transaction_state: str
+        def __init__(self, *, transactional_id: str = "", producer_id: int = 0, transaction_state: str = "") -> None:
             self.transactional_id = transactional_id
             self.producer_id = producer_id
             self.transaction_state = transaction_state
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, unknown_state_filters=_UNSET, transaction_states=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] | _Unset = _UNSET, transaction_states: list[ListTransactionsResponse.TransactionState] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_state_filters = [] if unknown_state_filters is _UNSET else unknown_state_filters
@@ -113,14 +128,14 @@ class ListTransactionsResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ListTransactionsResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ListTransactionsResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -197,5 +212,5 @@ def _e_ListTransactionsResponse_ListTransactionsResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ListTransactionsResponse = {0: _d_ListTransactionsResponse_ListTransactionsResponse_v0, 1: _d_ListTransactionsResponse_ListTransactionsResponse_v1}
-_ENCODERS_ListTransactionsResponse = {0: _e_ListTransactionsResponse_ListTransactionsResponse_v0, 1: _e_ListTransactionsResponse_ListTransactionsResponse_v1}
+_DECODERS_ListTransactionsResponse: dict[int, Decoder] = {0: _d_ListTransactionsResponse_ListTransactionsResponse_v0, 1: _d_ListTransactionsResponse_ListTransactionsResponse_v1}
+_ENCODERS_ListTransactionsResponse: dict[int, Encoder] = {0: _e_ListTransactionsResponse_ListTransactionsResponse_v0, 1: _e_ListTransactionsResponse_ListTransactionsResponse_v1}

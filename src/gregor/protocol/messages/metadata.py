@@ -2,26 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """MetadataRequest, MetadataResponse (MetadataRequest.json, MetadataResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class MetadataRequest(Struct):
+class MetadataRequest(Message):
     __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]MetadataRequestTopic', (0, 12), (1, 12), None, None), ('allow_auto_topic_creation', 'bool', (4, 12), (1, 0), None, None), ('include_cluster_authorized_operations', 'bool', (8, 10), (1, 0), None, None), ('include_topic_authorized_operations', 'bool', (8, 12), (1, 0), None, None))
+    topics: list[MetadataRequest.MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
     class MetadataRequestTopic(Struct):
         __slots__ = ('topic_id', 'name', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (10, 12), (1, 0), None, None), ('name', 'string', (0, 12), (10, 12), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, name=""):
+        topic_id: UUID
+        name: str | None
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, name: str | None = "") -> None:
             self.topic_id = topic_id
             self.name = name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET, allow_auto_topic_creation=True, include_cluster_authorized_operations=False, include_topic_authorized_operations=False):
+    def __init__(self, *, topics: list[MetadataRequest.MetadataRequestTopic] | None | _Unset = _UNSET, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False) -> None:
         self.topics = [] if topics is _UNSET else topics
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
@@ -33,14 +44,14 @@ class MetadataRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 9
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_MetadataRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_MetadataRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 9 else 1
 
 
@@ -364,18 +375,28 @@ def _e_MetadataRequest_MetadataRequest_v12(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_MetadataRequest = {0: _d_MetadataRequest_MetadataRequest_v0, 1: _d_MetadataRequest_MetadataRequest_v1, 2: _d_MetadataRequest_MetadataRequest_v2, 3: _d_MetadataRequest_MetadataRequest_v3, 4: _d_MetadataRequest_MetadataRequest_v4, 5: _d_MetadataRequest_MetadataRequest_v5, 6: _d_MetadataRequest_MetadataRequest_v6, 7: _d_MetadataRequest_MetadataRequest_v7, 8: _d_MetadataRequest_MetadataRequest_v8, 9: _d_MetadataRequest_MetadataRequest_v9, 10: _d_MetadataRequest_MetadataRequest_v10, 11: _d_MetadataRequest_MetadataRequest_v11, 12: _d_MetadataRequest_MetadataRequest_v12}
-_ENCODERS_MetadataRequest = {0: _e_MetadataRequest_MetadataRequest_v0, 1: _e_MetadataRequest_MetadataRequest_v1, 2: _e_MetadataRequest_MetadataRequest_v2, 3: _e_MetadataRequest_MetadataRequest_v3, 4: _e_MetadataRequest_MetadataRequest_v4, 5: _e_MetadataRequest_MetadataRequest_v5, 6: _e_MetadataRequest_MetadataRequest_v6, 7: _e_MetadataRequest_MetadataRequest_v7, 8: _e_MetadataRequest_MetadataRequest_v8, 9: _e_MetadataRequest_MetadataRequest_v9, 10: _e_MetadataRequest_MetadataRequest_v10, 11: _e_MetadataRequest_MetadataRequest_v11, 12: _e_MetadataRequest_MetadataRequest_v12}
+_DECODERS_MetadataRequest: dict[int, Decoder] = {0: _d_MetadataRequest_MetadataRequest_v0, 1: _d_MetadataRequest_MetadataRequest_v1, 2: _d_MetadataRequest_MetadataRequest_v2, 3: _d_MetadataRequest_MetadataRequest_v3, 4: _d_MetadataRequest_MetadataRequest_v4, 5: _d_MetadataRequest_MetadataRequest_v5, 6: _d_MetadataRequest_MetadataRequest_v6, 7: _d_MetadataRequest_MetadataRequest_v7, 8: _d_MetadataRequest_MetadataRequest_v8, 9: _d_MetadataRequest_MetadataRequest_v9, 10: _d_MetadataRequest_MetadataRequest_v10, 11: _d_MetadataRequest_MetadataRequest_v11, 12: _d_MetadataRequest_MetadataRequest_v12}
+_ENCODERS_MetadataRequest: dict[int, Encoder] = {0: _e_MetadataRequest_MetadataRequest_v0, 1: _e_MetadataRequest_MetadataRequest_v1, 2: _e_MetadataRequest_MetadataRequest_v2, 3: _e_MetadataRequest_MetadataRequest_v3, 4: _e_MetadataRequest_MetadataRequest_v4, 5: _e_MetadataRequest_MetadataRequest_v5, 6: _e_MetadataRequest_MetadataRequest_v6, 7: _e_MetadataRequest_MetadataRequest_v7, 8: _e_MetadataRequest_MetadataRequest_v8, 9: _e_MetadataRequest_MetadataRequest_v9, 10: _e_MetadataRequest_MetadataRequest_v10, 11: _e_MetadataRequest_MetadataRequest_v11, 12: _e_MetadataRequest_MetadataRequest_v12}
 
 
 
-class MetadataResponse(Struct):
+class MetadataResponse(Message):
     __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (3, 12), (1, 0), None, None), ('brokers', '[]MetadataResponseBroker', (0, 12), (1, 0), None, None), ('cluster_id', 'string', (2, 12), (2, 12), None, None), ('controller_id', 'int32', (1, 12), (1, 0), None, None), ('topics', '[]MetadataResponseTopic', (0, 12), (1, 0), None, None), ('cluster_authorized_operations', 'int32', (8, 10), (1, 0), None, None))
+    throttle_time_ms: int
+    brokers: list[MetadataResponse.MetadataResponseBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponse.MetadataResponseTopic]
+    cluster_authorized_operations: int
     class MetadataResponseBroker(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (0, 12), (1, 0), None, None), ('host', 'string', (0, 12), (1, 0), None, None), ('port', 'int32', (0, 12), (1, 0), None, None), ('rack', 'string', (1, 12), (1, 12), None, None))
-        def __init__(self, *, node_id=0, host="", port=0, rack=None):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
@@ -385,7 +406,14 @@ class MetadataResponse(Struct):
     class MetadataResponsePartition(Struct):
         __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 12), (1, 0), None, None), ('partition_index', 'int32', (0, 12), (1, 0), None, None), ('leader_id', 'int32', (0, 12), (1, 0), None, None), ('leader_epoch', 'int32', (7, 12), (1, 0), None, None), ('replica_nodes', '[]int32', (0, 12), (1, 0), None, None), ('isr_nodes', '[]int32', (0, 12), (1, 0), None, None), ('offline_replicas', '[]int32', (5, 12), (1, 0), None, None))
-        def __init__(self, *, error_code=0, partition_index=0, leader_id=0, leader_epoch=-1, replica_nodes=_UNSET, isr_nodes=_UNSET, offline_replicas=_UNSET):
+        error_code: int
+        partition_index: int
+        leader_id: int
+        leader_epoch: int
+        replica_nodes: list[int]
+        isr_nodes: list[int]
+        offline_replicas: list[int]
+        def __init__(self, *, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | _Unset = _UNSET, isr_nodes: list[int] | _Unset = _UNSET, offline_replicas: list[int] | _Unset = _UNSET) -> None:
             self.error_code = error_code
             self.partition_index = partition_index
             self.leader_id = leader_id
@@ -398,7 +426,13 @@ class MetadataResponse(Struct):
     class MetadataResponseTopic(Struct):
         __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 12), (1, 0), None, None), ('name', 'string', (0, 12), (12, 12), None, None), ('topic_id', 'uuid', (10, 12), (1, 0), None, None), ('is_internal', 'bool', (1, 12), (1, 0), None, None), ('partitions', '[]MetadataResponsePartition', (0, 12), (1, 0), None, None), ('topic_authorized_operations', 'int32', (8, 12), (1, 0), None, None))
-        def __init__(self, *, error_code=0, name="", topic_id=ZERO_UUID, is_internal=False, partitions=_UNSET, topic_authorized_operations=-2147483648):
+        error_code: int
+        name: str | None
+        topic_id: UUID
+        is_internal: bool
+        partitions: list[MetadataResponse.MetadataResponsePartition]
+        topic_authorized_operations: int
+        def __init__(self, *, error_code: int = 0, name: str | None = "", topic_id: UUID = ZERO_UUID, is_internal: bool = False, partitions: list[MetadataResponse.MetadataResponsePartition] | _Unset = _UNSET, topic_authorized_operations: int = -2147483648) -> None:
             self.error_code = error_code
             self.name = name
             self.topic_id = topic_id
@@ -407,7 +441,7 @@ class MetadataResponse(Struct):
             self.topic_authorized_operations = topic_authorized_operations
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, brokers=_UNSET, cluster_id=None, controller_id=-1, topics=_UNSET, cluster_authorized_operations=-2147483648):
+    def __init__(self, *, throttle_time_ms: int = 0, brokers: list[MetadataResponse.MetadataResponseBroker] | _Unset = _UNSET, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponse.MetadataResponseTopic] | _Unset = _UNSET, cluster_authorized_operations: int = -2147483648) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.brokers = [] if brokers is _UNSET else brokers
         self.cluster_id = cluster_id
@@ -421,14 +455,14 @@ class MetadataResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 9
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_MetadataResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_MetadataResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 9 else 0
 
 
@@ -1340,5 +1374,5 @@ def _e_MetadataResponse_MetadataResponse_v12(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_MetadataResponse = {0: _d_MetadataResponse_MetadataResponse_v0, 1: _d_MetadataResponse_MetadataResponse_v1, 2: _d_MetadataResponse_MetadataResponse_v2, 3: _d_MetadataResponse_MetadataResponse_v3, 4: _d_MetadataResponse_MetadataResponse_v4, 5: _d_MetadataResponse_MetadataResponse_v5, 6: _d_MetadataResponse_MetadataResponse_v6, 7: _d_MetadataResponse_MetadataResponse_v7, 8: _d_MetadataResponse_MetadataResponse_v8, 9: _d_MetadataResponse_MetadataResponse_v9, 10: _d_MetadataResponse_MetadataResponse_v10, 11: _d_MetadataResponse_MetadataResponse_v11, 12: _d_MetadataResponse_MetadataResponse_v12}
-_ENCODERS_MetadataResponse = {0: _e_MetadataResponse_MetadataResponse_v0, 1: _e_MetadataResponse_MetadataResponse_v1, 2: _e_MetadataResponse_MetadataResponse_v2, 3: _e_MetadataResponse_MetadataResponse_v3, 4: _e_MetadataResponse_MetadataResponse_v4, 5: _e_MetadataResponse_MetadataResponse_v5, 6: _e_MetadataResponse_MetadataResponse_v6, 7: _e_MetadataResponse_MetadataResponse_v7, 8: _e_MetadataResponse_MetadataResponse_v8, 9: _e_MetadataResponse_MetadataResponse_v9, 10: _e_MetadataResponse_MetadataResponse_v10, 11: _e_MetadataResponse_MetadataResponse_v11, 12: _e_MetadataResponse_MetadataResponse_v12}
+_DECODERS_MetadataResponse: dict[int, Decoder] = {0: _d_MetadataResponse_MetadataResponse_v0, 1: _d_MetadataResponse_MetadataResponse_v1, 2: _d_MetadataResponse_MetadataResponse_v2, 3: _d_MetadataResponse_MetadataResponse_v3, 4: _d_MetadataResponse_MetadataResponse_v4, 5: _d_MetadataResponse_MetadataResponse_v5, 6: _d_MetadataResponse_MetadataResponse_v6, 7: _d_MetadataResponse_MetadataResponse_v7, 8: _d_MetadataResponse_MetadataResponse_v8, 9: _d_MetadataResponse_MetadataResponse_v9, 10: _d_MetadataResponse_MetadataResponse_v10, 11: _d_MetadataResponse_MetadataResponse_v11, 12: _d_MetadataResponse_MetadataResponse_v12}
+_ENCODERS_MetadataResponse: dict[int, Encoder] = {0: _e_MetadataResponse_MetadataResponse_v0, 1: _e_MetadataResponse_MetadataResponse_v1, 2: _e_MetadataResponse_MetadataResponse_v2, 3: _e_MetadataResponse_MetadataResponse_v3, 4: _e_MetadataResponse_MetadataResponse_v4, 5: _e_MetadataResponse_MetadataResponse_v5, 6: _e_MetadataResponse_MetadataResponse_v6, 7: _e_MetadataResponse_MetadataResponse_v7, 8: _e_MetadataResponse_MetadataResponse_v8, 9: _e_MetadataResponse_MetadataResponse_v9, 10: _e_MetadataResponse_MetadataResponse_v10, 11: _e_MetadataResponse_MetadataResponse_v11, 12: _e_MetadataResponse_MetadataResponse_v12}

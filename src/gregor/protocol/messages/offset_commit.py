@@ -2,21 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetCommitRequest, OffsetCommitResponse (OffsetCommitRequest.json, OffsetCommitResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class OffsetCommitRequest(Struct):
+class OffsetCommitRequest(Message):
     __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 9), (1, 0), None, None), ('generation_id_or_member_epoch', 'int32', (1, 9), (1, 0), None, None), ('member_id', 'string', (1, 9), (1, 0), None, None), ('group_instance_id', 'string', (7, 9), (7, 9), None, None), ('retention_time_ms', 'int64', (2, 4), (1, 0), None, None), ('topics', '[]OffsetCommitRequestTopic', (0, 9), (1, 0), None, None))
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    retention_time_ms: int
+    topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     class OffsetCommitRequestPartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 9), (1, 0), None, None), ('committed_offset', 'int64', (0, 9), (1, 0), None, None), ('committed_leader_epoch', 'int32', (6, 9), (1, 0), None, None), ('commit_timestamp', 'int64', (1, 1), (1, 0), None, None), ('committed_metadata', 'string', (0, 9), (0, 9), None, None))
-        def __init__(self, *, partition_index=0, committed_offset=0, committed_leader_epoch=-1, commit_timestamp=-1, committed_metadata=""):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        commit_timestamp: int
+        committed_metadata: str | None
+        def __init__(self, *, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = "") -> None:
             self.partition_index = partition_index
             self.committed_offset = committed_offset
             self.committed_leader_epoch = committed_leader_epoch
@@ -27,12 +43,14 @@ class OffsetCommitRequest(Struct):
     class OffsetCommitRequestTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 9), (1, 0), None, None), ('partitions', '[]OffsetCommitRequestPartition', (0, 9), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
+        def __init__(self, *, name: str = "", partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, retention_time_ms=-1, topics=_UNSET):
+    def __init__(self, *, group_id: str = "", generation_id_or_member_epoch: int = -1, member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
@@ -46,14 +64,14 @@ class OffsetCommitRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 8
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetCommitRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetCommitRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 8 else 1
 
 
@@ -554,18 +572,22 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v9(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetCommitRequest = {0: _d_OffsetCommitRequest_OffsetCommitRequest_v0, 1: _d_OffsetCommitRequest_OffsetCommitRequest_v1, 2: _d_OffsetCommitRequest_OffsetCommitRequest_v2, 3: _d_OffsetCommitRequest_OffsetCommitRequest_v3, 4: _d_OffsetCommitRequest_OffsetCommitRequest_v4, 5: _d_OffsetCommitRequest_OffsetCommitRequest_v5, 6: _d_OffsetCommitRequest_OffsetCommitRequest_v6, 7: _d_OffsetCommitRequest_OffsetCommitRequest_v7, 8: _d_OffsetCommitRequest_OffsetCommitRequest_v8, 9: _d_OffsetCommitRequest_OffsetCommitRequest_v9}
-_ENCODERS_OffsetCommitRequest = {0: _e_OffsetCommitRequest_OffsetCommitRequest_v0, 1: _e_OffsetCommitRequest_OffsetCommitRequest_v1, 2: _e_OffsetCommitRequest_OffsetCommitRequest_v2, 3: _e_OffsetCommitRequest_OffsetCommitRequest_v3, 4: _e_OffsetCommitRequest_OffsetCommitRequest_v4, 5: _e_OffsetCommitRequest_OffsetCommitRequest_v5, 6: _e_OffsetCommitRequest_OffsetCommitRequest_v6, 7: _e_OffsetCommitRequest_OffsetCommitRequest_v7, 8: _e_OffsetCommitRequest_OffsetCommitRequest_v8, 9: _e_OffsetCommitRequest_OffsetCommitRequest_v9}
+_DECODERS_OffsetCommitRequest: dict[int, Decoder] = {0: _d_OffsetCommitRequest_OffsetCommitRequest_v0, 1: _d_OffsetCommitRequest_OffsetCommitRequest_v1, 2: _d_OffsetCommitRequest_OffsetCommitRequest_v2, 3: _d_OffsetCommitRequest_OffsetCommitRequest_v3, 4: _d_OffsetCommitRequest_OffsetCommitRequest_v4, 5: _d_OffsetCommitRequest_OffsetCommitRequest_v5, 6: _d_OffsetCommitRequest_OffsetCommitRequest_v6, 7: _d_OffsetCommitRequest_OffsetCommitRequest_v7, 8: _d_OffsetCommitRequest_OffsetCommitRequest_v8, 9: _d_OffsetCommitRequest_OffsetCommitRequest_v9}
+_ENCODERS_OffsetCommitRequest: dict[int, Encoder] = {0: _e_OffsetCommitRequest_OffsetCommitRequest_v0, 1: _e_OffsetCommitRequest_OffsetCommitRequest_v1, 2: _e_OffsetCommitRequest_OffsetCommitRequest_v2, 3: _e_OffsetCommitRequest_OffsetCommitRequest_v3, 4: _e_OffsetCommitRequest_OffsetCommitRequest_v4, 5: _e_OffsetCommitRequest_OffsetCommitRequest_v5, 6: _e_OffsetCommitRequest_OffsetCommitRequest_v6, 7: _e_OffsetCommitRequest_OffsetCommitRequest_v7, 8: _e_OffsetCommitRequest_OffsetCommitRequest_v8, 9: _e_OffsetCommitRequest_OffsetCommitRequest_v9}
 
 
 
-class OffsetCommitResponse(Struct):
+class OffsetCommitResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (3, 9), (1, 0), None, None), ('topics', '[]OffsetCommitResponseTopic', (0, 9), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     class OffsetCommitResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 9), (1, 0), None, None), ('error_code', 'int16', (0, 9), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
@@ -573,12 +595,14 @@ class OffsetCommitResponse(Struct):
     class OffsetCommitResponseTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 9), (1, 0), None, None), ('partitions', '[]OffsetCommitResponsePartition', (0, 9), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
+        def __init__(self, *, name: str = "", partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -588,14 +612,14 @@ class OffsetCommitResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 8
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetCommitResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetCommitResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 8 else 0
 
 
@@ -988,5 +1012,5 @@ def _e_OffsetCommitResponse_OffsetCommitResponse_v9(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetCommitResponse = {0: _d_OffsetCommitResponse_OffsetCommitResponse_v0, 1: _d_OffsetCommitResponse_OffsetCommitResponse_v1, 2: _d_OffsetCommitResponse_OffsetCommitResponse_v2, 3: _d_OffsetCommitResponse_OffsetCommitResponse_v3, 4: _d_OffsetCommitResponse_OffsetCommitResponse_v4, 5: _d_OffsetCommitResponse_OffsetCommitResponse_v5, 6: _d_OffsetCommitResponse_OffsetCommitResponse_v6, 7: _d_OffsetCommitResponse_OffsetCommitResponse_v7, 8: _d_OffsetCommitResponse_OffsetCommitResponse_v8, 9: _d_OffsetCommitResponse_OffsetCommitResponse_v9}
-_ENCODERS_OffsetCommitResponse = {0: _e_OffsetCommitResponse_OffsetCommitResponse_v0, 1: _e_OffsetCommitResponse_OffsetCommitResponse_v1, 2: _e_OffsetCommitResponse_OffsetCommitResponse_v2, 3: _e_OffsetCommitResponse_OffsetCommitResponse_v3, 4: _e_OffsetCommitResponse_OffsetCommitResponse_v4, 5: _e_OffsetCommitResponse_OffsetCommitResponse_v5, 6: _e_OffsetCommitResponse_OffsetCommitResponse_v6, 7: _e_OffsetCommitResponse_OffsetCommitResponse_v7, 8: _e_OffsetCommitResponse_OffsetCommitResponse_v8, 9: _e_OffsetCommitResponse_OffsetCommitResponse_v9}
+_DECODERS_OffsetCommitResponse: dict[int, Decoder] = {0: _d_OffsetCommitResponse_OffsetCommitResponse_v0, 1: _d_OffsetCommitResponse_OffsetCommitResponse_v1, 2: _d_OffsetCommitResponse_OffsetCommitResponse_v2, 3: _d_OffsetCommitResponse_OffsetCommitResponse_v3, 4: _d_OffsetCommitResponse_OffsetCommitResponse_v4, 5: _d_OffsetCommitResponse_OffsetCommitResponse_v5, 6: _d_OffsetCommitResponse_OffsetCommitResponse_v6, 7: _d_OffsetCommitResponse_OffsetCommitResponse_v7, 8: _d_OffsetCommitResponse_OffsetCommitResponse_v8, 9: _d_OffsetCommitResponse_OffsetCommitResponse_v9}
+_ENCODERS_OffsetCommitResponse: dict[int, Encoder] = {0: _e_OffsetCommitResponse_OffsetCommitResponse_v0, 1: _e_OffsetCommitResponse_OffsetCommitResponse_v1, 2: _e_OffsetCommitResponse_OffsetCommitResponse_v2, 3: _e_OffsetCommitResponse_OffsetCommitResponse_v3, 4: _e_OffsetCommitResponse_OffsetCommitResponse_v4, 5: _e_OffsetCommitResponse_OffsetCommitResponse_v5, 6: _e_OffsetCommitResponse_OffsetCommitResponse_v6, 7: _e_OffsetCommitResponse_OffsetCommitResponse_v7, 8: _e_OffsetCommitResponse_OffsetCommitResponse_v8, 9: _e_OffsetCommitResponse_OffsetCommitResponse_v9}

@@ -2,33 +2,43 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetDeleteRequest, OffsetDeleteResponse (OffsetDeleteRequest.json, OffsetDeleteResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class OffsetDeleteRequest(Struct):
+class OffsetDeleteRequest(Message):
     __slots__ = ('group_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('topics', '[]OffsetDeleteRequestTopic', (0, 0), (1, 0), None, None))
+    group_id: str
+    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
     class OffsetDeleteRequestPartition(Struct):
         __slots__ = ('partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, partition_index=0):
+        partition_index: int
+        def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
 
     class OffsetDeleteRequestTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]OffsetDeleteRequestPartition', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
+        def __init__(self, *, name: str = "", partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET):
+    def __init__(self, *, group_id: str = "", topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -38,14 +48,14 @@ class OffsetDeleteRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetDeleteRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetDeleteRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1
 
 
@@ -94,18 +104,23 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequest_v0(w, o):
             _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w, _x)
 
 
-_DECODERS_OffsetDeleteRequest = {0: _d_OffsetDeleteRequest_OffsetDeleteRequest_v0}
-_ENCODERS_OffsetDeleteRequest = {0: _e_OffsetDeleteRequest_OffsetDeleteRequest_v0}
+_DECODERS_OffsetDeleteRequest: dict[int, Decoder] = {0: _d_OffsetDeleteRequest_OffsetDeleteRequest_v0}
+_ENCODERS_OffsetDeleteRequest: dict[int, Encoder] = {0: _e_OffsetDeleteRequest_OffsetDeleteRequest_v0}
 
 
 
-class OffsetDeleteResponse(Struct):
+class OffsetDeleteResponse(Message):
     __slots__ = ('error_code', 'throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 0), (1, 0), None, None), ('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]OffsetDeleteResponseTopic', (0, 0), (1, 0), None, None))
+    error_code: int
+    throttle_time_ms: int
+    topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
     class OffsetDeleteResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
@@ -113,12 +128,14 @@ class OffsetDeleteResponse(Struct):
     class OffsetDeleteResponseTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]OffsetDeleteResponsePartition', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition]
+        def __init__(self, *, name: str = "", partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, error_code: int = 0, throttle_time_ms: int = 0, topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
@@ -129,14 +146,14 @@ class OffsetDeleteResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetDeleteResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetDeleteResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 0
 
 
@@ -189,5 +206,5 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponse_v0(w, o):
             _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w, _x)
 
 
-_DECODERS_OffsetDeleteResponse = {0: _d_OffsetDeleteResponse_OffsetDeleteResponse_v0}
-_ENCODERS_OffsetDeleteResponse = {0: _e_OffsetDeleteResponse_OffsetDeleteResponse_v0}
+_DECODERS_OffsetDeleteResponse: dict[int, Decoder] = {0: _d_OffsetDeleteResponse_OffsetDeleteResponse_v0}
+_ENCODERS_OffsetDeleteResponse: dict[int, Encoder] = {0: _e_OffsetDeleteResponse_OffsetDeleteResponse_v0}

@@ -2,21 +2,32 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetFetchRequest, OffsetFetchResponse (OffsetFetchRequest.json, OffsetFetchResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class OffsetFetchRequest(Struct):
+class OffsetFetchRequest(Message):
     __slots__ = ('group_id', 'topics', 'groups', 'require_stable', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 7), (1, 0), None, None), ('topics', '[]OffsetFetchRequestTopic', (0, 7), (2, 7), None, None), ('groups', '[]OffsetFetchRequestGroup', (8, 9), (1, 0), None, None), ('require_stable', 'bool', (7, 9), (1, 0), None, None))
+    group_id: str
+    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
+    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
+    require_stable: bool
     class OffsetFetchRequestTopic(Struct):
         __slots__ = ('name', 'partition_indexes', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 7), (1, 0), None, None), ('partition_indexes', '[]int32', (0, 7), (1, 0), None, None))
-        def __init__(self, *, name="", partition_indexes=_UNSET):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = "", partition_indexes: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
@@ -24,7 +35,9 @@ class OffsetFetchRequest(Struct):
     class OffsetFetchRequestTopics(Struct):
         __slots__ = ('name', 'partition_indexes', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (8, 9), (1, 0), None, None), ('partition_indexes', '[]int32', (8, 9), (1, 0), None, None))
-        def __init__(self, *, name="", partition_indexes=_UNSET):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = "", partition_indexes: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
@@ -32,14 +45,18 @@ class OffsetFetchRequest(Struct):
     class OffsetFetchRequestGroup(Struct):
         __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('group_id', 'string', (8, 9), (1, 0), None, None), ('member_id', 'string', (9, 9), (9, 9), None, None), ('member_epoch', 'int32', (9, 9), (1, 0), None, None), ('topics', '[]OffsetFetchRequestTopics', (8, 9), (8, 9), None, None))
-        def __init__(self, *, group_id="", member_id=None, member_epoch=-1, topics=_UNSET):
+        group_id: str
+        member_id: str | None
+        member_epoch: int
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
+        def __init__(self, *, group_id: str = "", member_id: str | None = None, member_epoch: int = -1, topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None | _Unset = _UNSET) -> None:
             self.group_id = group_id
             self.member_id = member_id
             self.member_epoch = member_epoch
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET, groups=_UNSET, require_stable=False):
+    def __init__(self, *, group_id: str = "", topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None | _Unset = _UNSET, groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] | _Unset = _UNSET, require_stable: bool = False) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self.groups = [] if groups is _UNSET else groups
@@ -51,14 +68,14 @@ class OffsetFetchRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetFetchRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetFetchRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 6 else 1
 
 
@@ -446,18 +463,27 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v9(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetFetchRequest = {0: _d_OffsetFetchRequest_OffsetFetchRequest_v0, 1: _d_OffsetFetchRequest_OffsetFetchRequest_v1, 2: _d_OffsetFetchRequest_OffsetFetchRequest_v2, 3: _d_OffsetFetchRequest_OffsetFetchRequest_v3, 4: _d_OffsetFetchRequest_OffsetFetchRequest_v4, 5: _d_OffsetFetchRequest_OffsetFetchRequest_v5, 6: _d_OffsetFetchRequest_OffsetFetchRequest_v6, 7: _d_OffsetFetchRequest_OffsetFetchRequest_v7, 8: _d_OffsetFetchRequest_OffsetFetchRequest_v8, 9: _d_OffsetFetchRequest_OffsetFetchRequest_v9}
-_ENCODERS_OffsetFetchRequest = {0: _e_OffsetFetchRequest_OffsetFetchRequest_v0, 1: _e_OffsetFetchRequest_OffsetFetchRequest_v1, 2: _e_OffsetFetchRequest_OffsetFetchRequest_v2, 3: _e_OffsetFetchRequest_OffsetFetchRequest_v3, 4: _e_OffsetFetchRequest_OffsetFetchRequest_v4, 5: _e_OffsetFetchRequest_OffsetFetchRequest_v5, 6: _e_OffsetFetchRequest_OffsetFetchRequest_v6, 7: _e_OffsetFetchRequest_OffsetFetchRequest_v7, 8: _e_OffsetFetchRequest_OffsetFetchRequest_v8, 9: _e_OffsetFetchRequest_OffsetFetchRequest_v9}
+_DECODERS_OffsetFetchRequest: dict[int, Decoder] = {0: _d_OffsetFetchRequest_OffsetFetchRequest_v0, 1: _d_OffsetFetchRequest_OffsetFetchRequest_v1, 2: _d_OffsetFetchRequest_OffsetFetchRequest_v2, 3: _d_OffsetFetchRequest_OffsetFetchRequest_v3, 4: _d_OffsetFetchRequest_OffsetFetchRequest_v4, 5: _d_OffsetFetchRequest_OffsetFetchRequest_v5, 6: _d_OffsetFetchRequest_OffsetFetchRequest_v6, 7: _d_OffsetFetchRequest_OffsetFetchRequest_v7, 8: _d_OffsetFetchRequest_OffsetFetchRequest_v8, 9: _d_OffsetFetchRequest_OffsetFetchRequest_v9}
+_ENCODERS_OffsetFetchRequest: dict[int, Encoder] = {0: _e_OffsetFetchRequest_OffsetFetchRequest_v0, 1: _e_OffsetFetchRequest_OffsetFetchRequest_v1, 2: _e_OffsetFetchRequest_OffsetFetchRequest_v2, 3: _e_OffsetFetchRequest_OffsetFetchRequest_v3, 4: _e_OffsetFetchRequest_OffsetFetchRequest_v4, 5: _e_OffsetFetchRequest_OffsetFetchRequest_v5, 6: _e_OffsetFetchRequest_OffsetFetchRequest_v6, 7: _e_OffsetFetchRequest_OffsetFetchRequest_v7, 8: _e_OffsetFetchRequest_OffsetFetchRequest_v8, 9: _e_OffsetFetchRequest_OffsetFetchRequest_v9}
 
 
 
-class OffsetFetchResponse(Struct):
+class OffsetFetchResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (3, 9), (1, 0), None, None), ('topics', '[]OffsetFetchResponseTopic', (0, 7), (1, 0), None, None), ('error_code', 'int16', (2, 7), (1, 0), None, None), ('groups', '[]OffsetFetchResponseGroup', (8, 9), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
+    error_code: int
+    groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
     class OffsetFetchResponsePartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 7), (1, 0), None, None), ('committed_offset', 'int64', (0, 7), (1, 0), None, None), ('committed_leader_epoch', 'int32', (5, 7), (1, 0), None, None), ('metadata', 'string', (0, 7), (0, 7), None, None), ('error_code', 'int16', (0, 7), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, committed_offset=0, committed_leader_epoch=-1, metadata="", error_code=0):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        metadata: str | None
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = "", error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.committed_offset = committed_offset
             self.committed_leader_epoch = committed_leader_epoch
@@ -468,7 +494,9 @@ class OffsetFetchResponse(Struct):
     class OffsetFetchResponseTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 7), (1, 0), None, None), ('partitions', '[]OffsetFetchResponsePartition', (0, 7), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
+        def __init__(self, *, name: str = "", partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -476,7 +504,12 @@ class OffsetFetchResponse(Struct):
     class OffsetFetchResponsePartitions(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (8, 9), (1, 0), None, None), ('committed_offset', 'int64', (8, 9), (1, 0), None, None), ('committed_leader_epoch', 'int32', (8, 9), (1, 0), None, None), ('metadata', 'string', (8, 9), (8, 9), None, None), ('error_code', 'int16', (8, 9), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, committed_offset=0, committed_leader_epoch=-1, metadata="", error_code=0):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        metadata: str | None
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = "", error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.committed_offset = committed_offset
             self.committed_leader_epoch = committed_leader_epoch
@@ -487,7 +520,9 @@ class OffsetFetchResponse(Struct):
     class OffsetFetchResponseTopics(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (8, 9), (1, 0), None, None), ('partitions', '[]OffsetFetchResponsePartitions', (8, 9), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
+        def __init__(self, *, name: str = "", partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -495,13 +530,16 @@ class OffsetFetchResponse(Struct):
     class OffsetFetchResponseGroup(Struct):
         __slots__ = ('group_id', 'topics', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('group_id', 'string', (8, 9), (1, 0), None, None), ('topics', '[]OffsetFetchResponseTopics', (8, 9), (1, 0), None, None), ('error_code', 'int16', (8, 9), (1, 0), None, None))
-        def __init__(self, *, group_id="", topics=_UNSET, error_code=0):
+        group_id: str
+        topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
+        error_code: int
+        def __init__(self, *, group_id: str = "", topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] | _Unset = _UNSET, error_code: int = 0) -> None:
             self.group_id = group_id
             self.topics = [] if topics is _UNSET else topics
             self.error_code = error_code
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET, error_code=0, groups=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] | _Unset = _UNSET, error_code: int = 0, groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self.error_code = error_code
@@ -513,14 +551,14 @@ class OffsetFetchResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetFetchResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetFetchResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 6 else 0
 
 
@@ -1157,5 +1195,5 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v9(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetFetchResponse = {0: _d_OffsetFetchResponse_OffsetFetchResponse_v0, 1: _d_OffsetFetchResponse_OffsetFetchResponse_v1, 2: _d_OffsetFetchResponse_OffsetFetchResponse_v2, 3: _d_OffsetFetchResponse_OffsetFetchResponse_v3, 4: _d_OffsetFetchResponse_OffsetFetchResponse_v4, 5: _d_OffsetFetchResponse_OffsetFetchResponse_v5, 6: _d_OffsetFetchResponse_OffsetFetchResponse_v6, 7: _d_OffsetFetchResponse_OffsetFetchResponse_v7, 8: _d_OffsetFetchResponse_OffsetFetchResponse_v8, 9: _d_OffsetFetchResponse_OffsetFetchResponse_v9}
-_ENCODERS_OffsetFetchResponse = {0: _e_OffsetFetchResponse_OffsetFetchResponse_v0, 1: _e_OffsetFetchResponse_OffsetFetchResponse_v1, 2: _e_OffsetFetchResponse_OffsetFetchResponse_v2, 3: _e_OffsetFetchResponse_OffsetFetchResponse_v3, 4: _e_OffsetFetchResponse_OffsetFetchResponse_v4, 5: _e_OffsetFetchResponse_OffsetFetchResponse_v5, 6: _e_OffsetFetchResponse_OffsetFetchResponse_v6, 7: _e_OffsetFetchResponse_OffsetFetchResponse_v7, 8: _e_OffsetFetchResponse_OffsetFetchResponse_v8, 9: _e_OffsetFetchResponse_OffsetFetchResponse_v9}
+_DECODERS_OffsetFetchResponse: dict[int, Decoder] = {0: _d_OffsetFetchResponse_OffsetFetchResponse_v0, 1: _d_OffsetFetchResponse_OffsetFetchResponse_v1, 2: _d_OffsetFetchResponse_OffsetFetchResponse_v2, 3: _d_OffsetFetchResponse_OffsetFetchResponse_v3, 4: _d_OffsetFetchResponse_OffsetFetchResponse_v4, 5: _d_OffsetFetchResponse_OffsetFetchResponse_v5, 6: _d_OffsetFetchResponse_OffsetFetchResponse_v6, 7: _d_OffsetFetchResponse_OffsetFetchResponse_v7, 8: _d_OffsetFetchResponse_OffsetFetchResponse_v8, 9: _d_OffsetFetchResponse_OffsetFetchResponse_v9}
+_ENCODERS_OffsetFetchResponse: dict[int, Encoder] = {0: _e_OffsetFetchResponse_OffsetFetchResponse_v0, 1: _e_OffsetFetchResponse_OffsetFetchResponse_v1, 2: _e_OffsetFetchResponse_OffsetFetchResponse_v2, 3: _e_OffsetFetchResponse_OffsetFetchResponse_v3, 4: _e_OffsetFetchResponse_OffsetFetchResponse_v4, 5: _e_OffsetFetchResponse_OffsetFetchResponse_v5, 6: _e_OffsetFetchResponse_OffsetFetchResponse_v6, 7: _e_OffsetFetchResponse_OffsetFetchResponse_v7, 8: _e_OffsetFetchResponse_OffsetFetchResponse_v8, 9: _e_OffsetFetchResponse_OffsetFetchResponse_v9}

@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse (OffsetForLeaderEpochRequest.json, OffsetForLeaderEpochResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class OffsetForLeaderEpochRequest(Struct):
+class OffsetForLeaderEpochRequest(Message):
     __slots__ = ('replica_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('replica_id', 'int32', (3, 4), (1, 0), None, None), ('topics', '[]OffsetForLeaderTopic', (0, 4), (1, 0), None, None))
+    replica_id: int
+    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     class OffsetForLeaderPartition(Struct):
         __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 4), (1, 0), None, None), ('current_leader_epoch', 'int32', (2, 4), (1, 0), None, None), ('leader_epoch', 'int32', (0, 4), (1, 0), None, None))
-        def __init__(self, *, partition=0, current_leader_epoch=-1, leader_epoch=0):
+        partition: int
+        current_leader_epoch: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.current_leader_epoch = current_leader_epoch
             self.leader_epoch = leader_epoch
@@ -25,12 +35,14 @@ class OffsetForLeaderEpochRequest(Struct):
     class OffsetForLeaderTopic(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 4), (1, 0), None, None), ('partitions', '[]OffsetForLeaderPartition', (0, 4), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
+        def __init__(self, *, topic: str = "", partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, replica_id=-2, topics=_UNSET):
+    def __init__(self, *, replica_id: int = -2, topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] | _Unset = _UNSET) -> None:
         self.replica_id = replica_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -40,14 +52,14 @@ class OffsetForLeaderEpochRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetForLeaderEpochRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetForLeaderEpochRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -272,18 +284,24 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetForLeaderEpochRequest = {0: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v0, 1: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1, 2: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v2, 3: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3, 4: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4}
-_ENCODERS_OffsetForLeaderEpochRequest = {0: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v0, 1: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1, 2: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v2, 3: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3, 4: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4}
+_DECODERS_OffsetForLeaderEpochRequest: dict[int, Decoder] = {0: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v0, 1: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1, 2: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v2, 3: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3, 4: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4}
+_ENCODERS_OffsetForLeaderEpochRequest: dict[int, Encoder] = {0: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v0, 1: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1, 2: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v2, 3: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3, 4: _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4}
 
 
 
-class OffsetForLeaderEpochResponse(Struct):
+class OffsetForLeaderEpochResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (2, 4), (1, 0), None, None), ('topics', '[]OffsetForLeaderTopicResult', (0, 4), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     class EpochEndOffset(Struct):
         __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', '_unknown_tagged_fields')
         _SCHEMA = (('error_code', 'int16', (0, 4), (1, 0), None, None), ('partition', 'int32', (0, 4), (1, 0), None, None), ('leader_epoch', 'int32', (1, 4), (1, 0), None, None), ('end_offset', 'int64', (0, 4), (1, 0), None, None))
-        def __init__(self, *, error_code=0, partition=0, leader_epoch=-1, end_offset=-1):
+        error_code: int
+        partition: int
+        leader_epoch: int
+        end_offset: int
+        def __init__(self, *, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1) -> None:
             self.error_code = error_code
             self.partition = partition
             self.leader_epoch = leader_epoch
@@ -293,12 +311,14 @@ class OffsetForLeaderEpochResponse(Struct):
     class OffsetForLeaderTopicResult(Struct):
         __slots__ = ('topic', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic', 'string', (0, 4), (1, 0), None, None), ('partitions', '[]EpochEndOffset', (0, 4), (1, 0), None, None))
-        def __init__(self, *, topic="", partitions=_UNSET):
+        topic: str
+        partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
+        def __init__(self, *, topic: str = "", partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] | _Unset = _UNSET) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -308,14 +328,14 @@ class OffsetForLeaderEpochResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetForLeaderEpochResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetForLeaderEpochResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -547,5 +567,5 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetForLeaderEpochResponse = {0: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0, 1: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v1, 2: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v2, 3: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3, 4: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4}
-_ENCODERS_OffsetForLeaderEpochResponse = {0: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0, 1: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v1, 2: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v2, 3: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3, 4: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4}
+_DECODERS_OffsetForLeaderEpochResponse: dict[int, Decoder] = {0: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0, 1: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v1, 2: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v2, 3: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3, 4: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4}
+_ENCODERS_OffsetForLeaderEpochResponse: dict[int, Encoder] = {0: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0, 1: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v1, 2: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v2, 3: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3, 4: _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4}

@@ -2,21 +2,32 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ProduceRequest, ProduceResponse (ProduceRequest.json, ProduceResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ProduceRequest(Struct):
+class ProduceRequest(Message):
     __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', '_unknown_tagged_fields')
     _SCHEMA = (('transactional_id', 'string', (3, 11), (3, 11), None, None), ('acks', 'int16', (0, 11), (1, 0), None, None), ('timeout_ms', 'int32', (0, 11), (1, 0), None, None), ('topic_data', '[]TopicProduceData', (0, 11), (1, 0), None, None))
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[ProduceRequest.TopicProduceData]
     class PartitionProduceData(Struct):
         __slots__ = ('index', 'records', '_unknown_tagged_fields')
         _SCHEMA = (('index', 'int32', (0, 11), (1, 0), None, None), ('records', 'records', (0, 11), (0, 11), None, None))
-        def __init__(self, *, index=0, records=None):
+        index: int
+        records: RecordsData | None
+        def __init__(self, *, index: int = 0, records: RecordsData | None = None) -> None:
             self.index = index
             self.records = records
             self._unknown_tagged_fields = None
@@ -24,12 +35,14 @@ class ProduceRequest(Struct):
     class TopicProduceData(Struct):
         __slots__ = ('name', 'partition_data', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 11), (1, 0), None, None), ('partition_data', '[]PartitionProduceData', (0, 11), (1, 0), None, None))
-        def __init__(self, *, name="", partition_data=_UNSET):
+        name: str
+        partition_data: list[ProduceRequest.PartitionProduceData]
+        def __init__(self, *, name: str = "", partition_data: list[ProduceRequest.PartitionProduceData] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_data = [] if partition_data is _UNSET else partition_data
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, transactional_id=None, acks=0, timeout_ms=0, topic_data=_UNSET):
+    def __init__(self, *, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[ProduceRequest.TopicProduceData] | _Unset = _UNSET) -> None:
         self.transactional_id = transactional_id
         self.acks = acks
         self.timeout_ms = timeout_ms
@@ -41,14 +54,14 @@ class ProduceRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 9
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ProduceRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ProduceRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 9 else 1
 
 
@@ -565,18 +578,23 @@ def _e_ProduceRequest_ProduceRequest_v11(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ProduceRequest = {0: _d_ProduceRequest_ProduceRequest_v0, 1: _d_ProduceRequest_ProduceRequest_v1, 2: _d_ProduceRequest_ProduceRequest_v2, 3: _d_ProduceRequest_ProduceRequest_v3, 4: _d_ProduceRequest_ProduceRequest_v4, 5: _d_ProduceRequest_ProduceRequest_v5, 6: _d_ProduceRequest_ProduceRequest_v6, 7: _d_ProduceRequest_ProduceRequest_v7, 8: _d_ProduceRequest_ProduceRequest_v8, 9: _d_ProduceRequest_ProduceRequest_v9, 10: _d_ProduceRequest_ProduceRequest_v10, 11: _d_ProduceRequest_ProduceRequest_v11}
-_ENCODERS_ProduceRequest = {0: _e_ProduceRequest_ProduceRequest_v0, 1: _e_ProduceRequest_ProduceRequest_v1, 2: _e_ProduceRequest_ProduceRequest_v2, 3: _e_ProduceRequest_ProduceRequest_v3, 4: _e_ProduceRequest_ProduceRequest_v4, 5: _e_ProduceRequest_ProduceRequest_v5, 6: _e_ProduceRequest_ProduceRequest_v6, 7: _e_ProduceRequest_ProduceRequest_v7, 8: _e_ProduceRequest_ProduceRequest_v8, 9: _e_ProduceRequest_ProduceRequest_v9, 10: _e_ProduceRequest_ProduceRequest_v10, 11: _e_ProduceRequest_ProduceRequest_v11}
+_DECODERS_ProduceRequest: dict[int, Decoder] = {0: _d_ProduceRequest_ProduceRequest_v0, 1: _d_ProduceRequest_ProduceRequest_v1, 2: _d_ProduceRequest_ProduceRequest_v2, 3: _d_ProduceRequest_ProduceRequest_v3, 4: _d_ProduceRequest_ProduceRequest_v4, 5: _d_ProduceRequest_ProduceRequest_v5, 6: _d_ProduceRequest_ProduceRequest_v6, 7: _d_ProduceRequest_ProduceRequest_v7, 8: _d_ProduceRequest_ProduceRequest_v8, 9: _d_ProduceRequest_ProduceRequest_v9, 10: _d_ProduceRequest_ProduceRequest_v10, 11: _d_ProduceRequest_ProduceRequest_v11}
+_ENCODERS_ProduceRequest: dict[int, Encoder] = {0: _e_ProduceRequest_ProduceRequest_v0, 1: _e_ProduceRequest_ProduceRequest_v1, 2: _e_ProduceRequest_ProduceRequest_v2, 3: _e_ProduceRequest_ProduceRequest_v3, 4: _e_ProduceRequest_ProduceRequest_v4, 5: _e_ProduceRequest_ProduceRequest_v5, 6: _e_ProduceRequest_ProduceRequest_v6, 7: _e_ProduceRequest_ProduceRequest_v7, 8: _e_ProduceRequest_ProduceRequest_v8, 9: _e_ProduceRequest_ProduceRequest_v9, 10: _e_ProduceRequest_ProduceRequest_v10, 11: _e_ProduceRequest_ProduceRequest_v11}
 
 
 
-class ProduceResponse(Struct):
+class ProduceResponse(Message):
     __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('responses', '[]TopicProduceResponse', (0, 11), (1, 0), None, None), ('throttle_time_ms', 'int32', (1, 11), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (10, 11), (1, 0), (10, 11), 0))
+    responses: list[ProduceResponse.TopicProduceResponse]
+    throttle_time_ms: int
+    node_endpoints: list[ProduceResponse.NodeEndpoint]
     class BatchIndexAndErrorMessage(Struct):
         __slots__ = ('batch_index', 'batch_index_error_message', '_unknown_tagged_fields')
         _SCHEMA = (('batch_index', 'int32', (8, 11), (1, 0), None, None), ('batch_index_error_message', 'string', (8, 11), (8, 11), None, None))
-        def __init__(self, *, batch_index=0, batch_index_error_message=None):
+        batch_index: int
+        batch_index_error_message: str | None
+        def __init__(self, *, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
             self.batch_index = batch_index
             self.batch_index_error_message = batch_index_error_message
             self._unknown_tagged_fields = None
@@ -584,7 +602,9 @@ class ProduceResponse(Struct):
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('leader_id', 'int32', (10, 11), (1, 0), None, None), ('leader_epoch', 'int32', (10, 11), (1, 0), None, None))
-        def __init__(self, *, leader_id=-1, leader_epoch=-1):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -592,7 +612,15 @@ class ProduceResponse(Struct):
     class PartitionProduceResponse(Struct):
         __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', '_unknown_tagged_fields')
         _SCHEMA = (('index', 'int32', (0, 11), (1, 0), None, None), ('error_code', 'int16', (0, 11), (1, 0), None, None), ('base_offset', 'int64', (0, 11), (1, 0), None, None), ('log_append_time_ms', 'int64', (2, 11), (1, 0), None, None), ('log_start_offset', 'int64', (5, 11), (1, 0), None, None), ('record_errors', '[]BatchIndexAndErrorMessage', (8, 11), (1, 0), None, None), ('error_message', 'string', (8, 11), (8, 11), None, None), ('current_leader', 'LeaderIdAndEpoch', (10, 11), (1, 0), (10, 11), 0))
-        def __init__(self, *, index=0, error_code=0, base_offset=0, log_append_time_ms=-1, log_start_offset=-1, record_errors=_UNSET, error_message=None, current_leader=_UNSET):
+        index: int
+        error_code: int
+        base_offset: int
+        log_append_time_ms: int
+        log_start_offset: int
+        record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
+        error_message: str | None
+        current_leader: ProduceResponse.LeaderIdAndEpoch
+        def __init__(self, *, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] | _Unset = _UNSET, error_message: str | None = None, current_leader: ProduceResponse.LeaderIdAndEpoch | _Unset = _UNSET) -> None:
             self.index = index
             self.error_code = error_code
             self.base_offset = base_offset
@@ -606,7 +634,9 @@ class ProduceResponse(Struct):
     class TopicProduceResponse(Struct):
         __slots__ = ('name', 'partition_responses', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 11), (1, 0), None, None), ('partition_responses', '[]PartitionProduceResponse', (0, 11), (1, 0), None, None))
-        def __init__(self, *, name="", partition_responses=_UNSET):
+        name: str
+        partition_responses: list[ProduceResponse.PartitionProduceResponse]
+        def __init__(self, *, name: str = "", partition_responses: list[ProduceResponse.PartitionProduceResponse] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_responses = [] if partition_responses is _UNSET else partition_responses
             self._unknown_tagged_fields = None
@@ -614,14 +644,18 @@ class ProduceResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (10, 11), (1, 0), None, None), ('host', 'string', (10, 11), (1, 0), None, None), ('port', 'int32', (10, 11), (1, 0), None, None), ('rack', 'string', (10, 11), (10, 11), None, None))
-        def __init__(self, *, node_id=0, host="", port=0, rack=None):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self.rack = rack
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, responses=_UNSET, throttle_time_ms=0, node_endpoints=_UNSET):
+    def __init__(self, *, responses: list[ProduceResponse.TopicProduceResponse] | _Unset = _UNSET, throttle_time_ms: int = 0, node_endpoints: list[ProduceResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.responses = [] if responses is _UNSET else responses
         self.throttle_time_ms = throttle_time_ms
         self.node_endpoints = [] if node_endpoints is _UNSET else node_endpoints
@@ -632,14 +666,14 @@ class ProduceResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 9
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ProduceResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ProduceResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 9 else 0
 
 
@@ -1489,5 +1523,5 @@ def _e_ProduceResponse_ProduceResponse_v11(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ProduceResponse = {0: _d_ProduceResponse_ProduceResponse_v0, 1: _d_ProduceResponse_ProduceResponse_v1, 2: _d_ProduceResponse_ProduceResponse_v2, 3: _d_ProduceResponse_ProduceResponse_v3, 4: _d_ProduceResponse_ProduceResponse_v4, 5: _d_ProduceResponse_ProduceResponse_v5, 6: _d_ProduceResponse_ProduceResponse_v6, 7: _d_ProduceResponse_ProduceResponse_v7, 8: _d_ProduceResponse_ProduceResponse_v8, 9: _d_ProduceResponse_ProduceResponse_v9, 10: _d_ProduceResponse_ProduceResponse_v10, 11: _d_ProduceResponse_ProduceResponse_v11}
-_ENCODERS_ProduceResponse = {0: _e_ProduceResponse_ProduceResponse_v0, 1: _e_ProduceResponse_ProduceResponse_v1, 2: _e_ProduceResponse_ProduceResponse_v2, 3: _e_ProduceResponse_ProduceResponse_v3, 4: _e_ProduceResponse_ProduceResponse_v4, 5: _e_ProduceResponse_ProduceResponse_v5, 6: _e_ProduceResponse_ProduceResponse_v6, 7: _e_ProduceResponse_ProduceResponse_v7, 8: _e_ProduceResponse_ProduceResponse_v8, 9: _e_ProduceResponse_ProduceResponse_v9, 10: _e_ProduceResponse_ProduceResponse_v10, 11: _e_ProduceResponse_ProduceResponse_v11}
+_DECODERS_ProduceResponse: dict[int, Decoder] = {0: _d_ProduceResponse_ProduceResponse_v0, 1: _d_ProduceResponse_ProduceResponse_v1, 2: _d_ProduceResponse_ProduceResponse_v2, 3: _d_ProduceResponse_ProduceResponse_v3, 4: _d_ProduceResponse_ProduceResponse_v4, 5: _d_ProduceResponse_ProduceResponse_v5, 6: _d_ProduceResponse_ProduceResponse_v6, 7: _d_ProduceResponse_ProduceResponse_v7, 8: _d_ProduceResponse_ProduceResponse_v8, 9: _d_ProduceResponse_ProduceResponse_v9, 10: _d_ProduceResponse_ProduceResponse_v10, 11: _d_ProduceResponse_ProduceResponse_v11}
+_ENCODERS_ProduceResponse: dict[int, Encoder] = {0: _e_ProduceResponse_ProduceResponse_v0, 1: _e_ProduceResponse_ProduceResponse_v1, 2: _e_ProduceResponse_ProduceResponse_v2, 3: _e_ProduceResponse_ProduceResponse_v3, 4: _e_ProduceResponse_ProduceResponse_v4, 5: _e_ProduceResponse_ProduceResponse_v5, 6: _e_ProduceResponse_ProduceResponse_v6, 7: _e_ProduceResponse_ProduceResponse_v7, 8: _e_ProduceResponse_ProduceResponse_v8, 9: _e_ProduceResponse_ProduceResponse_v9, 10: _e_ProduceResponse_ProduceResponse_v10, 11: _e_ProduceResponse_ProduceResponse_v11}

@@ -2,18 +2,28 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """PushTelemetryRequest, PushTelemetryResponse (PushTelemetryRequest.json, PushTelemetryResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class PushTelemetryRequest(Struct):
+class PushTelemetryRequest(Message):
     __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics', '_unknown_tagged_fields')
     _SCHEMA = (('client_instance_id', 'uuid', (0, 0), (1, 0), None, None), ('subscription_id', 'int32', (0, 0), (1, 0), None, None), ('terminating', 'bool', (0, 0), (1, 0), None, None), ('compression_type', 'int8', (0, 0), (1, 0), None, None), ('metrics', 'bytes', (0, 0), (1, 0), None, None))
-    def __init__(self, *, client_instance_id=ZERO_UUID, subscription_id=0, terminating=False, compression_type=0, metrics=b""):
+    client_instance_id: UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
+    def __init__(self, *, client_instance_id: UUID = ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes = b"") -> None:
         self.client_instance_id = client_instance_id
         self.subscription_id = subscription_id
         self.terminating = terminating
@@ -26,14 +36,14 @@ class PushTelemetryRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_PushTelemetryRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_PushTelemetryRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -58,15 +68,17 @@ def _e_PushTelemetryRequest_PushTelemetryRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_PushTelemetryRequest = {0: _d_PushTelemetryRequest_PushTelemetryRequest_v0}
-_ENCODERS_PushTelemetryRequest = {0: _e_PushTelemetryRequest_PushTelemetryRequest_v0}
+_DECODERS_PushTelemetryRequest: dict[int, Decoder] = {0: _d_PushTelemetryRequest_PushTelemetryRequest_v0}
+_ENCODERS_PushTelemetryRequest: dict[int, Encoder] = {0: _e_PushTelemetryRequest_PushTelemetryRequest_v0}
 
 
 
-class PushTelemetryResponse(Struct):
+class PushTelemetryResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0):
+    throttle_time_ms: int
+    error_code: int
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tagged_fields = None
@@ -76,14 +88,14 @@ class PushTelemetryResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_PushTelemetryResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_PushTelemetryResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -102,5 +114,5 @@ def _e_PushTelemetryResponse_PushTelemetryResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_PushTelemetryResponse = {0: _d_PushTelemetryResponse_PushTelemetryResponse_v0}
-_ENCODERS_PushTelemetryResponse = {0: _e_PushTelemetryResponse_PushTelemetryResponse_v0}
+_DECODERS_PushTelemetryResponse: dict[int, Decoder] = {0: _d_PushTelemetryResponse_PushTelemetryResponse_v0}
+_ENCODERS_PushTelemetryResponse: dict[int, Encoder] = {0: _e_PushTelemetryResponse_PushTelemetryResponse_v0}

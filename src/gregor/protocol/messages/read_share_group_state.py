@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ReadShareGroupStateRequest, ReadShareGroupStateResponse (ReadShareGroupStateRequest.json, ReadShareGroupStateResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ReadShareGroupStateRequest(Struct):
+class ReadShareGroupStateRequest(Message):
     __slots__ = ('group_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('topics', '[]ReadStateData', (0, 0), (1, 0), None, None))
+    group_id: str
+    topics: list[ReadShareGroupStateRequest.ReadStateData]
     class PartitionData(Struct):
         __slots__ = ('partition', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, leader_epoch=0):
+        partition: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -24,12 +33,14 @@ class ReadShareGroupStateRequest(Struct):
     class ReadStateData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ReadShareGroupStateRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET):
+    def __init__(self, *, group_id: str = "", topics: list[ReadShareGroupStateRequest.ReadStateData] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -39,14 +50,14 @@ class ReadShareGroupStateRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ReadShareGroupStateRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ReadShareGroupStateRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -103,18 +114,23 @@ def _e_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ReadShareGroupStateRequest = {0: _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0}
-_ENCODERS_ReadShareGroupStateRequest = {0: _e_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0}
+_DECODERS_ReadShareGroupStateRequest: dict[int, Decoder] = {0: _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0}
+_ENCODERS_ReadShareGroupStateRequest: dict[int, Encoder] = {0: _e_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0}
 
 
 
-class ReadShareGroupStateResponse(Struct):
+class ReadShareGroupStateResponse(Message):
     __slots__ = ('results', '_unknown_tagged_fields')
     _SCHEMA = (('results', '[]ReadStateResult', (0, 0), (1, 0), None, None),)
+    results: list[ReadShareGroupStateResponse.ReadStateResult]
     class StateBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', '_unknown_tagged_fields')
         _SCHEMA = (('first_offset', 'int64', (0, 0), (1, 0), None, None), ('last_offset', 'int64', (0, 0), (1, 0), None, None), ('delivery_state', 'int8', (0, 0), (1, 0), None, None), ('delivery_count', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, first_offset=0, last_offset=0, delivery_state=0, delivery_count=0):
+        first_offset: int
+        last_offset: int
+        delivery_state: int
+        delivery_count: int
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.delivery_state = delivery_state
@@ -124,7 +140,13 @@ class ReadShareGroupStateResponse(Struct):
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'state_batches', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('state_epoch', 'int32', (0, 0), (1, 0), None, None), ('start_offset', 'int64', (0, 0), (1, 0), None, None), ('state_batches', '[]StateBatch', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, error_code=0, error_message=None, state_epoch=0, start_offset=0, state_batches=_UNSET):
+        partition: int
+        error_code: int
+        error_message: str | None
+        state_epoch: int
+        start_offset: int
+        state_batches: list[ReadShareGroupStateResponse.StateBatch]
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0, state_batches: list[ReadShareGroupStateResponse.StateBatch] | _Unset = _UNSET) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
@@ -136,12 +158,14 @@ class ReadShareGroupStateResponse(Struct):
     class ReadStateResult(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionResult', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ReadShareGroupStateResponse.PartitionResult] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, results=_UNSET):
+    def __init__(self, *, results: list[ReadShareGroupStateResponse.ReadStateResult] | _Unset = _UNSET) -> None:
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
 
@@ -150,14 +174,14 @@ class ReadShareGroupStateResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ReadShareGroupStateResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ReadShareGroupStateResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -243,5 +267,5 @@ def _e_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ReadShareGroupStateResponse = {0: _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0}
-_ENCODERS_ReadShareGroupStateResponse = {0: _e_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0}
+_DECODERS_ReadShareGroupStateResponse: dict[int, Decoder] = {0: _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0}
+_ENCODERS_ReadShareGroupStateResponse: dict[int, Encoder] = {0: _e_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0}

@@ -2,21 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse (ReadShareGroupStateSummaryRequest.json, ReadShareGroupStateSummaryResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ReadShareGroupStateSummaryRequest(Struct):
+class ReadShareGroupStateSummaryRequest(Message):
     __slots__ = ('group_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('topics', '[]ReadStateSummaryData', (0, 0), (1, 0), None, None))
+    group_id: str
+    topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
     class PartitionData(Struct):
         __slots__ = ('partition', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, leader_epoch=0):
+        partition: int
+        leader_epoch: int
+        def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -24,12 +33,14 @@ class ReadShareGroupStateSummaryRequest(Struct):
     class ReadStateSummaryData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateSummaryRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET):
+    def __init__(self, *, group_id: str = "", topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -39,14 +50,14 @@ class ReadShareGroupStateSummaryRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ReadShareGroupStateSummaryRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ReadShareGroupStateSummaryRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -103,18 +114,24 @@ def _e_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0(w,
     w.tagged_fields(_t)
 
 
-_DECODERS_ReadShareGroupStateSummaryRequest = {0: _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0}
-_ENCODERS_ReadShareGroupStateSummaryRequest = {0: _e_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0}
+_DECODERS_ReadShareGroupStateSummaryRequest: dict[int, Decoder] = {0: _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0}
+_ENCODERS_ReadShareGroupStateSummaryRequest: dict[int, Encoder] = {0: _e_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0}
 
 
 
-class ReadShareGroupStateSummaryResponse(Struct):
+class ReadShareGroupStateSummaryResponse(Message):
     __slots__ = ('results', '_unknown_tagged_fields')
     _SCHEMA = (('results', '[]ReadStateSummaryResult', (0, 0), (1, 0), None, None),)
+    results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult]
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('state_epoch', 'int32', (0, 0), (1, 0), None, None), ('start_offset', 'int64', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, error_code=0, error_message=None, state_epoch=0, start_offset=0):
+        partition: int
+        error_code: int
+        error_message: str | None
+        state_epoch: int
+        start_offset: int
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
@@ -125,12 +142,14 @@ class ReadShareGroupStateSummaryResponse(Struct):
     class ReadStateSummaryResult(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionResult', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, results=_UNSET):
+    def __init__(self, *, results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] | _Unset = _UNSET) -> None:
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
 
@@ -139,14 +158,14 @@ class ReadShareGroupStateSummaryResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ReadShareGroupStateSummaryResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ReadShareGroupStateSummaryResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -207,5 +226,5 @@ def _e_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0(
     w.tagged_fields(_t)
 
 
-_DECODERS_ReadShareGroupStateSummaryResponse = {0: _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0}
-_ENCODERS_ReadShareGroupStateSummaryResponse = {0: _e_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0}
+_DECODERS_ReadShareGroupStateSummaryResponse: dict[int, Decoder] = {0: _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0}
+_ENCODERS_ReadShareGroupStateSummaryResponse: dict[int, Encoder] = {0: _e_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0}

@@ -2,18 +2,26 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """RemoveRaftVoterRequest, RemoveRaftVoterResponse (RemoveRaftVoterRequest.json, RemoveRaftVoterResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class RemoveRaftVoterRequest(Struct):
+class RemoveRaftVoterRequest(Message):
     __slots__ = ('cluster_id', 'voter_id', 'voter_directory_id', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 0), (0, 0), None, None), ('voter_id', 'int32', (0, 0), (1, 0), None, None), ('voter_directory_id', 'uuid', (0, 0), (1, 0), None, None))
-    def __init__(self, *, cluster_id="", voter_id=0, voter_directory_id=ZERO_UUID):
+    cluster_id: str | None
+    voter_id: int
+    voter_directory_id: UUID
+    def __init__(self, *, cluster_id: str | None = "", voter_id: int = 0, voter_directory_id: UUID = ZERO_UUID) -> None:
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
@@ -24,14 +32,14 @@ class RemoveRaftVoterRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RemoveRaftVoterRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RemoveRaftVoterRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -52,15 +60,18 @@ def _e_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RemoveRaftVoterRequest = {0: _d_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0}
-_ENCODERS_RemoveRaftVoterRequest = {0: _e_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0}
+_DECODERS_RemoveRaftVoterRequest: dict[int, Decoder] = {0: _d_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0}
+_ENCODERS_RemoveRaftVoterRequest: dict[int, Encoder] = {0: _e_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0}
 
 
 
-class RemoveRaftVoterResponse(Struct):
+class RemoveRaftVoterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=""):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -71,14 +82,14 @@ class RemoveRaftVoterResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RemoveRaftVoterResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RemoveRaftVoterResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -99,5 +110,5 @@ def _e_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RemoveRaftVoterResponse = {0: _d_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0}
-_ENCODERS_RemoveRaftVoterResponse = {0: _e_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0}
+_DECODERS_RemoveRaftVoterResponse: dict[int, Decoder] = {0: _d_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0}
+_ENCODERS_RemoveRaftVoterResponse: dict[int, Encoder] = {0: _e_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0}

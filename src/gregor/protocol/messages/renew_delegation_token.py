@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """RenewDelegationTokenRequest, RenewDelegationTokenResponse (RenewDelegationTokenRequest.json, RenewDelegationTokenResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class RenewDelegationTokenRequest(Struct):
+class RenewDelegationTokenRequest(Message):
     __slots__ = ('hmac', 'renew_period_ms', '_unknown_tagged_fields')
     _SCHEMA = (('hmac', 'bytes', (0, 2), (1, 0), None, None), ('renew_period_ms', 'int64', (0, 2), (1, 0), None, None))
-    def __init__(self, *, hmac=b"", renew_period_ms=0):
+    hmac: bytes
+    renew_period_ms: int
+    def __init__(self, *, hmac: bytes = b"", renew_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.renew_period_ms = renew_period_ms
         self._unknown_tagged_fields = None
@@ -23,14 +30,14 @@ class RenewDelegationTokenRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RenewDelegationTokenRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RenewDelegationTokenRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -64,15 +71,18 @@ def _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RenewDelegationTokenRequest = {0: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v0, 1: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v1, 2: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2}
-_ENCODERS_RenewDelegationTokenRequest = {0: _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v0, 1: _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v1, 2: _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2}
+_DECODERS_RenewDelegationTokenRequest: dict[int, Decoder] = {0: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v0, 1: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v1, 2: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2}
+_ENCODERS_RenewDelegationTokenRequest: dict[int, Encoder] = {0: _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v0, 1: _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v1, 2: _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2}
 
 
 
-class RenewDelegationTokenResponse(Struct):
+class RenewDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 2), (1, 0), None, None), ('expiry_timestamp_ms', 'int64', (0, 2), (1, 0), None, None), ('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None))
-    def __init__(self, *, error_code=0, expiry_timestamp_ms=0, throttle_time_ms=0):
+    error_code: int
+    expiry_timestamp_ms: int
+    throttle_time_ms: int
+    def __init__(self, *, error_code: int = 0, expiry_timestamp_ms: int = 0, throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.expiry_timestamp_ms = expiry_timestamp_ms
         self.throttle_time_ms = throttle_time_ms
@@ -83,14 +93,14 @@ class RenewDelegationTokenResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RenewDelegationTokenResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RenewDelegationTokenResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -128,5 +138,5 @@ def _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RenewDelegationTokenResponse = {0: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0, 1: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1, 2: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2}
-_ENCODERS_RenewDelegationTokenResponse = {0: _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0, 1: _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1, 2: _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2}
+_DECODERS_RenewDelegationTokenResponse: dict[int, Decoder] = {0: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0, 1: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1, 2: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2}
+_ENCODERS_RenewDelegationTokenResponse: dict[int, Encoder] = {0: _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0, 1: _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1, 2: _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2}

@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """RequestHeader (RequestHeader.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class RequestHeader(Struct):
+class RequestHeader(Message):
     __slots__ = ('request_api_key', 'request_api_version', 'correlation_id', 'client_id', '_unknown_tagged_fields')
     _SCHEMA = (('request_api_key', 'int16', (0, 2), (1, 0), None, None), ('request_api_version', 'int16', (0, 2), (1, 0), None, None), ('correlation_id', 'int32', (0, 2), (1, 0), None, None), ('client_id', 'string', (1, 2), (1, 2), None, None))
-    def __init__(self, *, request_api_key=0, request_api_version=0, correlation_id=0, client_id=""):
+    request_api_key: int
+    request_api_version: int
+    correlation_id: int
+    client_id: str | None
+    def __init__(self, *, request_api_key: int = 0, request_api_version: int = 0, correlation_id: int = 0, client_id: str | None = "") -> None:
         self.request_api_key = request_api_key
         self.request_api_version = request_api_version
         self.correlation_id = correlation_id
@@ -25,10 +34,10 @@ class RequestHeader(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RequestHeader, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RequestHeader, self, w, version)
 
 
@@ -84,5 +93,5 @@ def _e_RequestHeader_RequestHeader_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RequestHeader = {0: _d_RequestHeader_RequestHeader_v0, 1: _d_RequestHeader_RequestHeader_v1, 2: _d_RequestHeader_RequestHeader_v2}
-_ENCODERS_RequestHeader = {0: _e_RequestHeader_RequestHeader_v0, 1: _e_RequestHeader_RequestHeader_v1, 2: _e_RequestHeader_RequestHeader_v2}
+_DECODERS_RequestHeader: dict[int, Decoder] = {0: _d_RequestHeader_RequestHeader_v0, 1: _d_RequestHeader_RequestHeader_v1, 2: _d_RequestHeader_RequestHeader_v2}
+_ENCODERS_RequestHeader: dict[int, Encoder] = {0: _e_RequestHeader_RequestHeader_v0, 1: _e_RequestHeader_RequestHeader_v1, 2: _e_RequestHeader_RequestHeader_v2}

@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ResponseHeader (ResponseHeader.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ResponseHeader(Struct):
+class ResponseHeader(Message):
     __slots__ = ('correlation_id', '_unknown_tagged_fields')
     _SCHEMA = (('correlation_id', 'int32', (0, 1), (1, 0), None, None),)
-    def __init__(self, *, correlation_id=0):
+    correlation_id: int
+    def __init__(self, *, correlation_id: int = 0) -> None:
         self.correlation_id = correlation_id
         self._unknown_tagged_fields = None
 
@@ -22,10 +28,10 @@ class ResponseHeader(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ResponseHeader, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ResponseHeader, self, w, version)
 
 
@@ -53,5 +59,5 @@ def _e_ResponseHeader_ResponseHeader_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ResponseHeader = {0: _d_ResponseHeader_ResponseHeader_v0, 1: _d_ResponseHeader_ResponseHeader_v1}
-_ENCODERS_ResponseHeader = {0: _e_ResponseHeader_ResponseHeader_v0, 1: _e_ResponseHeader_ResponseHeader_v1}
+_DECODERS_ResponseHeader: dict[int, Decoder] = {0: _d_ResponseHeader_ResponseHeader_v0, 1: _d_ResponseHeader_ResponseHeader_v1}
+_ENCODERS_ResponseHeader: dict[int, Encoder] = {0: _e_ResponseHeader_ResponseHeader_v0, 1: _e_ResponseHeader_ResponseHeader_v1}

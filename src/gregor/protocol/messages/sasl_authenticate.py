@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """SaslAuthenticateRequest, SaslAuthenticateResponse (SaslAuthenticateRequest.json, SaslAuthenticateResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class SaslAuthenticateRequest(Struct):
+class SaslAuthenticateRequest(Message):
     __slots__ = ('auth_bytes', '_unknown_tagged_fields')
     _SCHEMA = (('auth_bytes', 'bytes', (0, 2), (1, 0), None, None),)
-    def __init__(self, *, auth_bytes=b""):
+    auth_bytes: bytes
+    def __init__(self, *, auth_bytes: bytes = b"") -> None:
         self.auth_bytes = auth_bytes
         self._unknown_tagged_fields = None
 
@@ -22,14 +28,14 @@ class SaslAuthenticateRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_SaslAuthenticateRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_SaslAuthenticateRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -59,15 +65,19 @@ def _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_SaslAuthenticateRequest = {0: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v0, 1: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v1, 2: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v2}
-_ENCODERS_SaslAuthenticateRequest = {0: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v0, 1: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v1, 2: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v2}
+_DECODERS_SaslAuthenticateRequest: dict[int, Decoder] = {0: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v0, 1: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v1, 2: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v2}
+_ENCODERS_SaslAuthenticateRequest: dict[int, Encoder] = {0: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v0, 1: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v1, 2: _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v2}
 
 
 
-class SaslAuthenticateResponse(Struct):
+class SaslAuthenticateResponse(Message):
     __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (0, 2), (0, 2), None, None), ('auth_bytes', 'bytes', (0, 2), (1, 0), None, None), ('session_lifetime_ms', 'int64', (1, 2), (1, 0), None, None))
-    def __init__(self, *, error_code=0, error_message="", auth_bytes=b"", session_lifetime_ms=0):
+    error_code: int
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime_ms: int
+    def __init__(self, *, error_code: int = 0, error_message: str | None = "", auth_bytes: bytes = b"", session_lifetime_ms: int = 0) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.auth_bytes = auth_bytes
@@ -79,14 +89,14 @@ class SaslAuthenticateResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_SaslAuthenticateResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_SaslAuthenticateResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -142,5 +152,5 @@ def _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_SaslAuthenticateResponse = {0: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v0, 1: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v1, 2: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v2}
-_ENCODERS_SaslAuthenticateResponse = {0: _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v0, 1: _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v1, 2: _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v2}
+_DECODERS_SaslAuthenticateResponse: dict[int, Decoder] = {0: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v0, 1: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v1, 2: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v2}
+_ENCODERS_SaslAuthenticateResponse: dict[int, Encoder] = {0: _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v0, 1: _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v1, 2: _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v2}

@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """SaslHandshakeRequest, SaslHandshakeResponse (SaslHandshakeRequest.json, SaslHandshakeResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class SaslHandshakeRequest(Struct):
+class SaslHandshakeRequest(Message):
     __slots__ = ('mechanism', '_unknown_tagged_fields')
     _SCHEMA = (('mechanism', 'string', (0, 1), (1, 0), None, None),)
-    def __init__(self, *, mechanism=""):
+    mechanism: str
+    def __init__(self, *, mechanism: str = "") -> None:
         self.mechanism = mechanism
         self._unknown_tagged_fields = None
 
@@ -22,14 +28,14 @@ class SaslHandshakeRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_SaslHandshakeRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_SaslHandshakeRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1
 
 
@@ -46,15 +52,17 @@ def _e_SaslHandshakeRequest_SaslHandshakeRequest_v0(w, o):
 
 _d_SaslHandshakeRequest_SaslHandshakeRequest_v1 = _d_SaslHandshakeRequest_SaslHandshakeRequest_v0
 _e_SaslHandshakeRequest_SaslHandshakeRequest_v1 = _e_SaslHandshakeRequest_SaslHandshakeRequest_v0
-_DECODERS_SaslHandshakeRequest = {0: _d_SaslHandshakeRequest_SaslHandshakeRequest_v0, 1: _d_SaslHandshakeRequest_SaslHandshakeRequest_v1}
-_ENCODERS_SaslHandshakeRequest = {0: _e_SaslHandshakeRequest_SaslHandshakeRequest_v0, 1: _e_SaslHandshakeRequest_SaslHandshakeRequest_v1}
+_DECODERS_SaslHandshakeRequest: dict[int, Decoder] = {0: _d_SaslHandshakeRequest_SaslHandshakeRequest_v0, 1: _d_SaslHandshakeRequest_SaslHandshakeRequest_v1}
+_ENCODERS_SaslHandshakeRequest: dict[int, Encoder] = {0: _e_SaslHandshakeRequest_SaslHandshakeRequest_v0, 1: _e_SaslHandshakeRequest_SaslHandshakeRequest_v1}
 
 
 
-class SaslHandshakeResponse(Struct):
+class SaslHandshakeResponse(Message):
     __slots__ = ('error_code', 'mechanisms', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 1), (1, 0), None, None), ('mechanisms', '[]string', (0, 1), (1, 0), None, None))
-    def __init__(self, *, error_code=0, mechanisms=_UNSET):
+    error_code: int
+    mechanisms: list[str]
+    def __init__(self, *, error_code: int = 0, mechanisms: list[str] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is _UNSET else mechanisms
         self._unknown_tagged_fields = None
@@ -64,14 +72,14 @@ class SaslHandshakeResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_SaslHandshakeResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_SaslHandshakeResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 0
 
 
@@ -94,5 +102,5 @@ def _e_SaslHandshakeResponse_SaslHandshakeResponse_v0(w, o):
 
 _d_SaslHandshakeResponse_SaslHandshakeResponse_v1 = _d_SaslHandshakeResponse_SaslHandshakeResponse_v0
 _e_SaslHandshakeResponse_SaslHandshakeResponse_v1 = _e_SaslHandshakeResponse_SaslHandshakeResponse_v0
-_DECODERS_SaslHandshakeResponse = {0: _d_SaslHandshakeResponse_SaslHandshakeResponse_v0, 1: _d_SaslHandshakeResponse_SaslHandshakeResponse_v1}
-_ENCODERS_SaslHandshakeResponse = {0: _e_SaslHandshakeResponse_SaslHandshakeResponse_v0, 1: _e_SaslHandshakeResponse_SaslHandshakeResponse_v1}
+_DECODERS_SaslHandshakeResponse: dict[int, Decoder] = {0: _d_SaslHandshakeResponse_SaslHandshakeResponse_v0, 1: _d_SaslHandshakeResponse_SaslHandshakeResponse_v1}
+_ENCODERS_SaslHandshakeResponse: dict[int, Encoder] = {0: _e_SaslHandshakeResponse_SaslHandshakeResponse_v0, 1: _e_SaslHandshakeResponse_SaslHandshakeResponse_v1}

@@ -2,21 +2,33 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareAcknowledgeRequest, ShareAcknowledgeResponse (ShareAcknowledgeRequest.json, ShareAcknowledgeResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareAcknowledgeRequest(Struct):
+class ShareAcknowledgeRequest(Message):
     __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (0, 0), None, None), ('member_id', 'string', (0, 0), (0, 0), None, None), ('share_session_epoch', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]AcknowledgeTopic', (0, 0), (1, 0), None, None))
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
     class AcknowledgementBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', '_unknown_tagged_fields')
         _SCHEMA = (('first_offset', 'int64', (0, 0), (1, 0), None, None), ('last_offset', 'int64', (0, 0), (1, 0), None, None), ('acknowledge_types', '[]int8', (0, 0), (1, 0), None, None))
-        def __init__(self, *, first_offset=0, last_offset=0, acknowledge_types=_UNSET):
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] | _Unset = _UNSET) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.acknowledge_types = [] if acknowledge_types is _UNSET else acknowledge_types
@@ -25,7 +37,9 @@ class ShareAcknowledgeRequest(Struct):
     class AcknowledgePartition(Struct):
         __slots__ = ('partition_index', 'acknowledgement_batches', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('acknowledgement_batches', '[]AcknowledgementBatch', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, acknowledgement_batches=_UNSET):
+        partition_index: int
+        acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
+        def __init__(self, *, partition_index: int = 0, acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.acknowledgement_batches = [] if acknowledgement_batches is _UNSET else acknowledgement_batches
             self._unknown_tagged_fields = None
@@ -33,12 +47,14 @@ class ShareAcknowledgeRequest(Struct):
     class AcknowledgeTopic(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]AcknowledgePartition', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id=None, member_id="", share_session_epoch=0, topics=_UNSET):
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -50,14 +66,14 @@ class ShareAcknowledgeRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareAcknowledgeRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareAcknowledgeRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -143,18 +159,25 @@ def _e_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareAcknowledgeRequest = {0: _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0}
-_ENCODERS_ShareAcknowledgeRequest = {0: _e_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0}
+_DECODERS_ShareAcknowledgeRequest: dict[int, Decoder] = {0: _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0}
+_ENCODERS_ShareAcknowledgeRequest: dict[int, Encoder] = {0: _e_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0}
 
 
 
-class ShareAcknowledgeResponse(Struct):
+class ShareAcknowledgeResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('responses', '[]ShareAcknowledgeTopicResponse', (0, 0), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
+    node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('leader_id', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, leader_id=0, leader_epoch=0):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -162,7 +185,11 @@ class ShareAcknowledgeResponse(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('current_leader', 'LeaderIdAndEpoch', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, error_message=None, current_leader=_UNSET):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message
@@ -172,7 +199,9 @@ class ShareAcknowledgeResponse(Struct):
     class ShareAcknowledgeTopicResponse(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ShareAcknowledgeResponse.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ShareAcknowledgeResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -180,14 +209,18 @@ class ShareAcknowledgeResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'int32', (0, 0), (1, 0), None, None), ('rack', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, node_id=0, host="", port=0, rack=None):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self.rack = rack
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, responses=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] | _Unset = _UNSET, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -200,14 +233,14 @@ class ShareAcknowledgeResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareAcknowledgeResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareAcknowledgeResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -312,5 +345,5 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareAcknowledgeResponse = {0: _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0}
-_ENCODERS_ShareAcknowledgeResponse = {0: _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0}
+_DECODERS_ShareAcknowledgeResponse: dict[int, Decoder] = {0: _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0}
+_ENCODERS_ShareAcknowledgeResponse: dict[int, Encoder] = {0: _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0}

@@ -2,21 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareFetchRequest, ShareFetchResponse (ShareFetchRequest.json, ShareFetchResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareFetchRequest(Struct):
+class ShareFetchRequest(Message):
     __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (0, 0), None, None), ('member_id', 'string', (0, 0), (0, 0), None, None), ('share_session_epoch', 'int32', (0, 0), (1, 0), None, None), ('max_wait_ms', 'int32', (0, 0), (1, 0), None, None), ('min_bytes', 'int32', (0, 0), (1, 0), None, None), ('max_bytes', 'int32', (0, 0), (1, 0), None, None), ('topics', '[]FetchTopic', (0, 0), (1, 0), None, None), ('forgotten_topics_data', '[]ForgottenTopic', (0, 0), (1, 0), None, None))
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    topics: list[ShareFetchRequest.FetchTopic]
+    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
     class AcknowledgementBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', '_unknown_tagged_fields')
         _SCHEMA = (('first_offset', 'int64', (0, 0), (1, 0), None, None), ('last_offset', 'int64', (0, 0), (1, 0), None, None), ('acknowledge_types', '[]int8', (0, 0), (1, 0), None, None))
-        def __init__(self, *, first_offset=0, last_offset=0, acknowledge_types=_UNSET):
+        first_offset: int
+        last_offset: int
+        acknowledge_types: list[int]
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] | _Unset = _UNSET) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.acknowledge_types = [] if acknowledge_types is _UNSET else acknowledge_types
@@ -25,7 +41,10 @@ class ShareFetchRequest(Struct):
     class FetchPartition(Struct):
         __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('partition_max_bytes', 'int32', (0, 0), (1, 0), None, None), ('acknowledgement_batches', '[]AcknowledgementBatch', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, partition_max_bytes=0, acknowledgement_batches=_UNSET):
+        partition_index: int
+        partition_max_bytes: int
+        acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
+        def __init__(self, *, partition_index: int = 0, partition_max_bytes: int = 0, acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.partition_max_bytes = partition_max_bytes
             self.acknowledgement_batches = [] if acknowledgement_batches is _UNSET else acknowledgement_batches
@@ -34,7 +53,9 @@ class ShareFetchRequest(Struct):
     class FetchTopic(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]FetchPartition', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ShareFetchRequest.FetchPartition]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ShareFetchRequest.FetchPartition] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -42,12 +63,14 @@ class ShareFetchRequest(Struct):
     class ForgottenTopic(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id=None, member_id="", share_session_epoch=0, max_wait_ms=0, min_bytes=0, max_bytes=2147483647, topics=_UNSET, forgotten_topics_data=_UNSET):
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, topics: list[ShareFetchRequest.FetchTopic] | _Unset = _UNSET, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -63,14 +86,14 @@ class ShareFetchRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareFetchRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareFetchRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -189,18 +212,25 @@ def _e_ShareFetchRequest_ShareFetchRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareFetchRequest = {0: _d_ShareFetchRequest_ShareFetchRequest_v0}
-_ENCODERS_ShareFetchRequest = {0: _e_ShareFetchRequest_ShareFetchRequest_v0}
+_DECODERS_ShareFetchRequest: dict[int, Decoder] = {0: _d_ShareFetchRequest_ShareFetchRequest_v0}
+_ENCODERS_ShareFetchRequest: dict[int, Encoder] = {0: _e_ShareFetchRequest_ShareFetchRequest_v0}
 
 
 
-class ShareFetchResponse(Struct):
+class ShareFetchResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('responses', '[]ShareFetchableTopicResponse', (0, 0), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (0, 0), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchResponse.NodeEndpoint]
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('leader_id', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, leader_id=0, leader_epoch=0):
+        leader_id: int
+        leader_epoch: int
+        def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tagged_fields = None
@@ -208,7 +238,10 @@ class ShareFetchResponse(Struct):
     class AcquiredRecords(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_count', '_unknown_tagged_fields')
         _SCHEMA = (('first_offset', 'int64', (0, 0), (1, 0), None, None), ('last_offset', 'int64', (0, 0), (1, 0), None, None), ('delivery_count', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, first_offset=0, last_offset=0, delivery_count=0):
+        first_offset: int
+        last_offset: int
+        delivery_count: int
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.delivery_count = delivery_count
@@ -217,7 +250,15 @@ class ShareFetchResponse(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('acknowledge_error_code', 'int16', (0, 0), (1, 0), None, None), ('acknowledge_error_message', 'string', (0, 0), (0, 0), None, None), ('current_leader', 'LeaderIdAndEpoch', (0, 0), (1, 0), None, None), ('records', 'records', (0, 0), (0, 0), None, None), ('acquired_records', '[]AcquiredRecords', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, error_message=None, acknowledge_error_code=0, acknowledge_error_message=None, current_leader=_UNSET, records=None, acquired_records=_UNSET):
+        partition_index: int
+        error_code: int
+        error_message: str | None
+        acknowledge_error_code: int
+        acknowledge_error_message: str | None
+        current_leader: ShareFetchResponse.LeaderIdAndEpoch
+        records: RecordsData | None
+        acquired_records: list[ShareFetchResponse.AcquiredRecords]
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: ShareFetchResponse.LeaderIdAndEpoch | _Unset = _UNSET, records: RecordsData | None = None, acquired_records: list[ShareFetchResponse.AcquiredRecords] | _Unset = _UNSET) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message
@@ -231,7 +272,9 @@ class ShareFetchResponse(Struct):
     class ShareFetchableTopicResponse(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[ShareFetchResponse.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[ShareFetchResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -239,14 +282,18 @@ class ShareFetchResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'int32', (0, 0), (1, 0), None, None), ('rack', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, node_id=0, host="", port=0, rack=None):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self.rack = rack
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, responses=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareFetchResponse.ShareFetchableTopicResponse] | _Unset = _UNSET, node_endpoints: list[ShareFetchResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -259,14 +306,14 @@ class ShareFetchResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareFetchResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareFetchResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -400,5 +447,5 @@ def _e_ShareFetchResponse_ShareFetchResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareFetchResponse = {0: _d_ShareFetchResponse_ShareFetchResponse_v0}
-_ENCODERS_ShareFetchResponse = {0: _e_ShareFetchResponse_ShareFetchResponse_v0}
+_DECODERS_ShareFetchResponse: dict[int, Decoder] = {0: _d_ShareFetchResponse_ShareFetchResponse_v0}
+_ENCODERS_ShareFetchResponse: dict[int, Encoder] = {0: _e_ShareFetchResponse_ShareFetchResponse_v0}

@@ -2,18 +2,28 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse (ShareGroupHeartbeatRequest.json, ShareGroupHeartbeatResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupHeartbeatRequest(Struct):
+class ShareGroupHeartbeatRequest(Message):
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('member_id', 'string', (0, 0), (1, 0), None, None), ('member_epoch', 'int32', (0, 0), (1, 0), None, None), ('rack_id', 'string', (0, 0), (0, 0), None, None), ('subscribed_topic_names', '[]string', (0, 0), (0, 0), None, None))
-    def __init__(self, *, group_id="", member_id="", member_epoch=0, rack_id=None, subscribed_topic_names=None):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    def __init__(self, *, group_id: str = "", member_id: str = "", member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: list[str] | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
@@ -26,14 +36,14 @@ class ShareGroupHeartbeatRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupHeartbeatRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupHeartbeatRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -62,18 +72,27 @@ def _e_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupHeartbeatRequest = {0: _d_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_v0}
-_ENCODERS_ShareGroupHeartbeatRequest = {0: _e_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_v0}
+_DECODERS_ShareGroupHeartbeatRequest: dict[int, Decoder] = {0: _d_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_v0}
+_ENCODERS_ShareGroupHeartbeatRequest: dict[int, Encoder] = {0: _e_ShareGroupHeartbeatRequest_ShareGroupHeartbeatRequest_v0}
 
 
 
-class ShareGroupHeartbeatResponse(Struct):
+class ShareGroupHeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None), ('member_id', 'string', (0, 0), (0, 0), None, None), ('member_epoch', 'int32', (0, 0), (1, 0), None, None), ('heartbeat_interval_ms', 'int32', (0, 0), (1, 0), None, None), ('assignment', 'Assignment', (0, 0), (0, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ShareGroupHeartbeatResponse.Assignment | None
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -81,11 +100,12 @@ class ShareGroupHeartbeatResponse(Struct):
     class Assignment(Struct):
         __slots__ = ('topic_partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_partitions', '[]TopicPartitions', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, topic_partitions=_UNSET):
+        topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions]
+        def __init__(self, *, topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions] | _Unset = _UNSET) -> None:
             self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: ShareGroupHeartbeatResponse.Assignment | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -100,14 +120,14 @@ class ShareGroupHeartbeatResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupHeartbeatResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupHeartbeatResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -172,5 +192,5 @@ def _e_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupHeartbeatResponse = {0: _d_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0}
-_ENCODERS_ShareGroupHeartbeatResponse = {0: _e_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0}
+_DECODERS_ShareGroupHeartbeatResponse: dict[int, Decoder] = {0: _d_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0}
+_ENCODERS_ShareGroupHeartbeatResponse: dict[int, Encoder] = {0: _e_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0}

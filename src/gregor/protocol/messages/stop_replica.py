@@ -2,21 +2,36 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """StopReplicaRequest, StopReplicaResponse (StopReplicaRequest.json, StopReplicaResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class StopReplicaRequest(Struct):
+class StopReplicaRequest(Message):
     __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'delete_partitions', 'ungrouped_partitions', 'topics', 'topic_states', '_unknown_tagged_fields')
     _SCHEMA = (('controller_id', 'int32', (0, 4), (1, 0), None, None), ('is_k_raft_controller', 'bool', (4, 4), (1, 0), None, None), ('controller_epoch', 'int32', (0, 4), (1, 0), None, None), ('broker_epoch', 'int64', (1, 4), (1, 0), None, None), ('delete_partitions', 'bool', (0, 2), (1, 0), None, None), ('ungrouped_partitions', '[]StopReplicaPartitionV0', (0, 0), (1, 0), None, None), ('topics', '[]StopReplicaTopicV1', (1, 2), (1, 0), None, None), ('topic_states', '[]StopReplicaTopicState', (3, 4), (1, 0), None, None))
+    controller_id: int
+    is_k_raft_controller: bool
+    controller_epoch: int
+    broker_epoch: int
+    delete_partitions: bool
+    ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0]
+    topics: list[StopReplicaRequest.StopReplicaTopicV1]
+    topic_states: list[StopReplicaRequest.StopReplicaTopicState]
     class StopReplicaPartitionV0(Struct):
         __slots__ = ('topic_name', 'partition_index', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 0), (1, 0), None, None), ('partition_index', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0):
+        topic_name: str
+        partition_index: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tagged_fields = None
@@ -24,7 +39,9 @@ class StopReplicaRequest(Struct):
     class StopReplicaTopicV1(Struct):
         __slots__ = ('name', 'partition_indexes', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (1, 2), (1, 0), None, None), ('partition_indexes', '[]int32', (1, 2), (1, 0), None, None))
-        def __init__(self, *, name="", partition_indexes=_UNSET):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = "", partition_indexes: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
@@ -32,7 +49,10 @@ class StopReplicaRequest(Struct):
     class StopReplicaPartitionState(Struct):
         __slots__ = ('partition_index', 'leader_epoch', 'delete_partition', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (3, 4), (1, 0), None, None), ('leader_epoch', 'int32', (3, 4), (1, 0), None, None), ('delete_partition', 'bool', (3, 4), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, leader_epoch=-1, delete_partition=False):
+        partition_index: int
+        leader_epoch: int
+        delete_partition: bool
+        def __init__(self, *, partition_index: int = 0, leader_epoch: int = -1, delete_partition: bool = False) -> None:
             self.partition_index = partition_index
             self.leader_epoch = leader_epoch
             self.delete_partition = delete_partition
@@ -41,12 +61,14 @@ class StopReplicaRequest(Struct):
     class StopReplicaTopicState(Struct):
         __slots__ = ('topic_name', 'partition_states', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (3, 4), (1, 0), None, None), ('partition_states', '[]StopReplicaPartitionState', (3, 4), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_states=_UNSET):
+        topic_name: str
+        partition_states: list[StopReplicaRequest.StopReplicaPartitionState]
+        def __init__(self, *, topic_name: str = "", partition_states: list[StopReplicaRequest.StopReplicaPartitionState] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partition_states = [] if partition_states is _UNSET else partition_states
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, controller_id=0, is_k_raft_controller=False, controller_epoch=0, broker_epoch=-1, delete_partitions=False, ungrouped_partitions=_UNSET, topics=_UNSET, topic_states=_UNSET):
+    def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] | _Unset = _UNSET, topics: list[StopReplicaRequest.StopReplicaTopicV1] | _Unset = _UNSET, topic_states: list[StopReplicaRequest.StopReplicaTopicState] | _Unset = _UNSET) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.controller_epoch = controller_epoch
@@ -62,14 +84,14 @@ class StopReplicaRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_StopReplicaRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_StopReplicaRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 2 else 1
 
 
@@ -404,24 +426,29 @@ def _e_StopReplicaRequest_StopReplicaRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_StopReplicaRequest = {0: _d_StopReplicaRequest_StopReplicaRequest_v0, 1: _d_StopReplicaRequest_StopReplicaRequest_v1, 2: _d_StopReplicaRequest_StopReplicaRequest_v2, 3: _d_StopReplicaRequest_StopReplicaRequest_v3, 4: _d_StopReplicaRequest_StopReplicaRequest_v4}
-_ENCODERS_StopReplicaRequest = {0: _e_StopReplicaRequest_StopReplicaRequest_v0, 1: _e_StopReplicaRequest_StopReplicaRequest_v1, 2: _e_StopReplicaRequest_StopReplicaRequest_v2, 3: _e_StopReplicaRequest_StopReplicaRequest_v3, 4: _e_StopReplicaRequest_StopReplicaRequest_v4}
+_DECODERS_StopReplicaRequest: dict[int, Decoder] = {0: _d_StopReplicaRequest_StopReplicaRequest_v0, 1: _d_StopReplicaRequest_StopReplicaRequest_v1, 2: _d_StopReplicaRequest_StopReplicaRequest_v2, 3: _d_StopReplicaRequest_StopReplicaRequest_v3, 4: _d_StopReplicaRequest_StopReplicaRequest_v4}
+_ENCODERS_StopReplicaRequest: dict[int, Encoder] = {0: _e_StopReplicaRequest_StopReplicaRequest_v0, 1: _e_StopReplicaRequest_StopReplicaRequest_v1, 2: _e_StopReplicaRequest_StopReplicaRequest_v2, 3: _e_StopReplicaRequest_StopReplicaRequest_v3, 4: _e_StopReplicaRequest_StopReplicaRequest_v4}
 
 
 
-class StopReplicaResponse(Struct):
+class StopReplicaResponse(Message):
     __slots__ = ('error_code', 'partition_errors', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 4), (1, 0), None, None), ('partition_errors', '[]StopReplicaPartitionError', (0, 4), (1, 0), None, None))
+    error_code: int
+    partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
     class StopReplicaPartitionError(Struct):
         __slots__ = ('topic_name', 'partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 4), (1, 0), None, None), ('partition_index', 'int32', (0, 4), (1, 0), None, None), ('error_code', 'int16', (0, 4), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0, error_code=0):
+        topic_name: str
+        partition_index: int
+        error_code: int
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0, error_code: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, partition_errors=_UNSET):
+    def __init__(self, *, error_code: int = 0, partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.partition_errors = [] if partition_errors is _UNSET else partition_errors
         self._unknown_tagged_fields = None
@@ -431,14 +458,14 @@ class StopReplicaResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 2
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_StopReplicaResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_StopReplicaResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 2 else 0
 
 
@@ -571,5 +598,5 @@ def _e_StopReplicaResponse_StopReplicaResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_StopReplicaResponse = {0: _d_StopReplicaResponse_StopReplicaResponse_v0, 1: _d_StopReplicaResponse_StopReplicaResponse_v1, 2: _d_StopReplicaResponse_StopReplicaResponse_v2, 3: _d_StopReplicaResponse_StopReplicaResponse_v3, 4: _d_StopReplicaResponse_StopReplicaResponse_v4}
-_ENCODERS_StopReplicaResponse = {0: _e_StopReplicaResponse_StopReplicaResponse_v0, 1: _e_StopReplicaResponse_StopReplicaResponse_v1, 2: _e_StopReplicaResponse_StopReplicaResponse_v2, 3: _e_StopReplicaResponse_StopReplicaResponse_v3, 4: _e_StopReplicaResponse_StopReplicaResponse_v4}
+_DECODERS_StopReplicaResponse: dict[int, Decoder] = {0: _d_StopReplicaResponse_StopReplicaResponse_v0, 1: _d_StopReplicaResponse_StopReplicaResponse_v1, 2: _d_StopReplicaResponse_StopReplicaResponse_v2, 3: _d_StopReplicaResponse_StopReplicaResponse_v3, 4: _d_StopReplicaResponse_StopReplicaResponse_v4}
+_ENCODERS_StopReplicaResponse: dict[int, Encoder] = {0: _e_StopReplicaResponse_StopReplicaResponse_v0, 1: _e_StopReplicaResponse_StopReplicaResponse_v1, 2: _e_StopReplicaResponse_StopReplicaResponse_v2, 3: _e_StopReplicaResponse_StopReplicaResponse_v3, 4: _e_StopReplicaResponse_StopReplicaResponse_v4}

@@ -2,26 +2,40 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """SyncGroupRequest, SyncGroupResponse (SyncGroupRequest.json, SyncGroupResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class SyncGroupRequest(Struct):
+class SyncGroupRequest(Message):
     __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 5), (1, 0), None, None), ('generation_id', 'int32', (0, 5), (1, 0), None, None), ('member_id', 'string', (0, 5), (1, 0), None, None), ('group_instance_id', 'string', (3, 5), (3, 5), None, None), ('protocol_type', 'string', (5, 5), (5, 5), None, None), ('protocol_name', 'string', (5, 5), (5, 5), None, None), ('assignments', '[]SyncGroupRequestAssignment', (0, 5), (1, 0), None, None))
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
     class SyncGroupRequestAssignment(Struct):
         __slots__ = ('member_id', 'assignment', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (0, 5), (1, 0), None, None), ('assignment', 'bytes', (0, 5), (1, 0), None, None))
-        def __init__(self, *, member_id="", assignment=b""):
+        member_id: str
+        assignment: bytes
+        def __init__(self, *, member_id: str = "", assignment: bytes = b"") -> None:
             self.member_id = member_id
             self.assignment = assignment
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", generation_id=0, member_id="", group_instance_id=None, protocol_type=None, protocol_name=None, assignments=_UNSET):
+    def __init__(self, *, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.generation_id = generation_id
         self.member_id = member_id
@@ -36,14 +50,14 @@ class SyncGroupRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_SyncGroupRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_SyncGroupRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 4 else 1
 
 
@@ -236,15 +250,20 @@ def _e_SyncGroupRequest_SyncGroupRequest_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_SyncGroupRequest = {0: _d_SyncGroupRequest_SyncGroupRequest_v0, 1: _d_SyncGroupRequest_SyncGroupRequest_v1, 2: _d_SyncGroupRequest_SyncGroupRequest_v2, 3: _d_SyncGroupRequest_SyncGroupRequest_v3, 4: _d_SyncGroupRequest_SyncGroupRequest_v4, 5: _d_SyncGroupRequest_SyncGroupRequest_v5}
-_ENCODERS_SyncGroupRequest = {0: _e_SyncGroupRequest_SyncGroupRequest_v0, 1: _e_SyncGroupRequest_SyncGroupRequest_v1, 2: _e_SyncGroupRequest_SyncGroupRequest_v2, 3: _e_SyncGroupRequest_SyncGroupRequest_v3, 4: _e_SyncGroupRequest_SyncGroupRequest_v4, 5: _e_SyncGroupRequest_SyncGroupRequest_v5}
+_DECODERS_SyncGroupRequest: dict[int, Decoder] = {0: _d_SyncGroupRequest_SyncGroupRequest_v0, 1: _d_SyncGroupRequest_SyncGroupRequest_v1, 2: _d_SyncGroupRequest_SyncGroupRequest_v2, 3: _d_SyncGroupRequest_SyncGroupRequest_v3, 4: _d_SyncGroupRequest_SyncGroupRequest_v4, 5: _d_SyncGroupRequest_SyncGroupRequest_v5}
+_ENCODERS_SyncGroupRequest: dict[int, Encoder] = {0: _e_SyncGroupRequest_SyncGroupRequest_v0, 1: _e_SyncGroupRequest_SyncGroupRequest_v1, 2: _e_SyncGroupRequest_SyncGroupRequest_v2, 3: _e_SyncGroupRequest_SyncGroupRequest_v3, 4: _e_SyncGroupRequest_SyncGroupRequest_v4, 5: _e_SyncGroupRequest_SyncGroupRequest_v5}
 
 
 
-class SyncGroupResponse(Struct):
+class SyncGroupResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (1, 5), (1, 0), None, None), ('error_code', 'int16', (0, 5), (1, 0), None, None), ('protocol_type', 'string', (5, 5), (5, 5), None, None), ('protocol_name', 'string', (5, 5), (5, 5), None, None), ('assignment', 'bytes', (0, 5), (1, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, protocol_type=None, protocol_name=None, assignment=b""):
+    throttle_time_ms: int
+    error_code: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: bytes
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b"") -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.protocol_type = protocol_type
@@ -257,14 +276,14 @@ class SyncGroupResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_SyncGroupResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_SyncGroupResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 4 else 0
 
 
@@ -345,5 +364,5 @@ def _e_SyncGroupResponse_SyncGroupResponse_v5(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_SyncGroupResponse = {0: _d_SyncGroupResponse_SyncGroupResponse_v0, 1: _d_SyncGroupResponse_SyncGroupResponse_v1, 2: _d_SyncGroupResponse_SyncGroupResponse_v2, 3: _d_SyncGroupResponse_SyncGroupResponse_v3, 4: _d_SyncGroupResponse_SyncGroupResponse_v4, 5: _d_SyncGroupResponse_SyncGroupResponse_v5}
-_ENCODERS_SyncGroupResponse = {0: _e_SyncGroupResponse_SyncGroupResponse_v0, 1: _e_SyncGroupResponse_SyncGroupResponse_v1, 2: _e_SyncGroupResponse_SyncGroupResponse_v2, 3: _e_SyncGroupResponse_SyncGroupResponse_v3, 4: _e_SyncGroupResponse_SyncGroupResponse_v4, 5: _e_SyncGroupResponse_SyncGroupResponse_v5}
+_DECODERS_SyncGroupResponse: dict[int, Decoder] = {0: _d_SyncGroupResponse_SyncGroupResponse_v0, 1: _d_SyncGroupResponse_SyncGroupResponse_v1, 2: _d_SyncGroupResponse_SyncGroupResponse_v2, 3: _d_SyncGroupResponse_SyncGroupResponse_v3, 4: _d_SyncGroupResponse_SyncGroupResponse_v4, 5: _d_SyncGroupResponse_SyncGroupResponse_v5}
+_ENCODERS_SyncGroupResponse: dict[int, Encoder] = {0: _e_SyncGroupResponse_SyncGroupResponse_v0, 1: _e_SyncGroupResponse_SyncGroupResponse_v1, 2: _e_SyncGroupResponse_SyncGroupResponse_v2, 3: _e_SyncGroupResponse_SyncGroupResponse_v3, 4: _e_SyncGroupResponse_SyncGroupResponse_v4, 5: _e_SyncGroupResponse_SyncGroupResponse_v5}

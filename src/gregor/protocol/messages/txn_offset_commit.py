@@ -2,21 +2,38 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """TxnOffsetCommitRequest, TxnOffsetCommitResponse (TxnOffsetCommitRequest.json, TxnOffsetCommitResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class TxnOffsetCommitRequest(Struct):
+class TxnOffsetCommitRequest(Message):
     __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('transactional_id', 'string', (0, 4), (1, 0), None, None), ('group_id', 'string', (0, 4), (1, 0), None, None), ('producer_id', 'int64', (0, 4), (1, 0), None, None), ('producer_epoch', 'int16', (0, 4), (1, 0), None, None), ('generation_id', 'int32', (3, 4), (1, 0), None, None), ('member_id', 'string', (3, 4), (1, 0), None, None), ('group_instance_id', 'string', (3, 4), (3, 4), None, None), ('topics', '[]TxnOffsetCommitRequestTopic', (0, 4), (1, 0), None, None))
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
     class TxnOffsetCommitRequestPartition(Struct):
         __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 4), (1, 0), None, None), ('committed_offset', 'int64', (0, 4), (1, 0), None, None), ('committed_leader_epoch', 'int32', (2, 4), (1, 0), None, None), ('committed_metadata', 'string', (0, 4), (0, 4), None, None))
-        def __init__(self, *, partition_index=0, committed_offset=0, committed_leader_epoch=-1, committed_metadata=""):
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        committed_metadata: str | None
+        def __init__(self, *, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = "") -> None:
             self.partition_index = partition_index
             self.committed_offset = committed_offset
             self.committed_leader_epoch = committed_leader_epoch
@@ -26,12 +43,14 @@ class TxnOffsetCommitRequest(Struct):
     class TxnOffsetCommitRequestTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 4), (1, 0), None, None), ('partitions', '[]TxnOffsetCommitRequestPartition', (0, 4), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
+        def __init__(self, *, name: str = "", partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, transactional_id="", group_id="", producer_id=0, producer_epoch=0, generation_id=-1, member_id="", group_instance_id=None, topics=_UNSET):
+    def __init__(self, *, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] | _Unset = _UNSET) -> None:
         self.transactional_id = transactional_id
         self.group_id = group_id
         self.producer_id = producer_id
@@ -47,14 +66,14 @@ class TxnOffsetCommitRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_TxnOffsetCommitRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_TxnOffsetCommitRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 3 else 1
 
 
@@ -343,18 +362,22 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_TxnOffsetCommitRequest = {0: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0, 1: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1, 2: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2, 3: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3, 4: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4}
-_ENCODERS_TxnOffsetCommitRequest = {0: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0, 1: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1, 2: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2, 3: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3, 4: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4}
+_DECODERS_TxnOffsetCommitRequest: dict[int, Decoder] = {0: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0, 1: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1, 2: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2, 3: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3, 4: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4}
+_ENCODERS_TxnOffsetCommitRequest: dict[int, Encoder] = {0: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0, 1: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1, 2: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2, 3: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3, 4: _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4}
 
 
 
-class TxnOffsetCommitResponse(Struct):
+class TxnOffsetCommitResponse(Message):
     __slots__ = ('throttle_time_ms', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 4), (1, 0), None, None), ('topics', '[]TxnOffsetCommitResponseTopic', (0, 4), (1, 0), None, None))
+    throttle_time_ms: int
+    topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
     class TxnOffsetCommitResponsePartition(Struct):
         __slots__ = ('partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 4), (1, 0), None, None), ('error_code', 'int16', (0, 4), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
@@ -362,12 +385,14 @@ class TxnOffsetCommitResponse(Struct):
     class TxnOffsetCommitResponseTopic(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 4), (1, 0), None, None), ('partitions', '[]TxnOffsetCommitResponsePartition', (0, 4), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
+        def __init__(self, *, name: str = "", partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, topics=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -377,14 +402,14 @@ class TxnOffsetCommitResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 3
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_TxnOffsetCommitResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_TxnOffsetCommitResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 3 else 0
 
 
@@ -600,5 +625,5 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_TxnOffsetCommitResponse = {0: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v0, 1: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v1, 2: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2, 3: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3, 4: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4}
-_ENCODERS_TxnOffsetCommitResponse = {0: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v0, 1: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v1, 2: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2, 3: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3, 4: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4}
+_DECODERS_TxnOffsetCommitResponse: dict[int, Decoder] = {0: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v0, 1: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v1, 2: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2, 3: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3, 4: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4}
+_ENCODERS_TxnOffsetCommitResponse: dict[int, Encoder] = {0: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v0, 1: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v1, 2: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2, 3: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3, 4: _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4}

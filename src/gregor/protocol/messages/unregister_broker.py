@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """UnregisterBrokerRequest, UnregisterBrokerResponse (UnregisterBrokerRequest.json, UnregisterBrokerResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class UnregisterBrokerRequest(Struct):
+class UnregisterBrokerRequest(Message):
     __slots__ = ('broker_id', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 0), (1, 0), None, None),)
-    def __init__(self, *, broker_id=0):
+    broker_id: int
+    def __init__(self, *, broker_id: int = 0) -> None:
         self.broker_id = broker_id
         self._unknown_tagged_fields = None
 
@@ -22,14 +28,14 @@ class UnregisterBrokerRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UnregisterBrokerRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UnregisterBrokerRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -46,15 +52,18 @@ def _e_UnregisterBrokerRequest_UnregisterBrokerRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UnregisterBrokerRequest = {0: _d_UnregisterBrokerRequest_UnregisterBrokerRequest_v0}
-_ENCODERS_UnregisterBrokerRequest = {0: _e_UnregisterBrokerRequest_UnregisterBrokerRequest_v0}
+_DECODERS_UnregisterBrokerRequest: dict[int, Decoder] = {0: _d_UnregisterBrokerRequest_UnregisterBrokerRequest_v0}
+_ENCODERS_UnregisterBrokerRequest: dict[int, Encoder] = {0: _e_UnregisterBrokerRequest_UnregisterBrokerRequest_v0}
 
 
 
-class UnregisterBrokerResponse(Struct):
+class UnregisterBrokerResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=""):
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -65,14 +74,14 @@ class UnregisterBrokerResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UnregisterBrokerResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UnregisterBrokerResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -93,5 +102,5 @@ def _e_UnregisterBrokerResponse_UnregisterBrokerResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UnregisterBrokerResponse = {0: _d_UnregisterBrokerResponse_UnregisterBrokerResponse_v0}
-_ENCODERS_UnregisterBrokerResponse = {0: _e_UnregisterBrokerResponse_UnregisterBrokerResponse_v0}
+_DECODERS_UnregisterBrokerResponse: dict[int, Decoder] = {0: _d_UnregisterBrokerResponse_UnregisterBrokerResponse_v0}
+_ENCODERS_UnregisterBrokerResponse: dict[int, Encoder] = {0: _e_UnregisterBrokerResponse_UnregisterBrokerResponse_v0}

@@ -2,28 +2,40 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """UpdateFeaturesRequest, UpdateFeaturesResponse (UpdateFeaturesRequest.json, UpdateFeaturesResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class UpdateFeaturesRequest(Struct):
+class UpdateFeaturesRequest(Message):
     __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', '_unknown_tagged_fields')
     _SCHEMA = (('timeout_ms', 'int32', (0, 2), (1, 0), None, None), ('feature_updates', '[]FeatureUpdateKey', (0, 2), (1, 0), None, None), ('validate_only', 'bool', (1, 2), (1, 0), None, None))
+    timeout_ms: int
+    feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
+    validate_only: bool
     class FeatureUpdateKey(Struct):
         __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', '_unknown_tagged_fields')
         _SCHEMA = (('feature', 'string', (0, 2), (1, 0), None, None), ('max_version_level', 'int16', (0, 2), (1, 0), None, None), ('allow_downgrade', 'bool', (0, 0), (1, 0), None, None), ('upgrade_type', 'int8', (1, 2), (1, 0), None, None))
-        def __init__(self, *, feature="", max_version_level=0, allow_downgrade=False, upgrade_type=1):
+        feature: str
+        max_version_level: int
+        allow_downgrade: bool
+        upgrade_type: int
+        def __init__(self, *, feature: str = "", max_version_level: int = 0, allow_downgrade: bool = False, upgrade_type: int = 1) -> None:
             self.feature = feature
             self.max_version_level = max_version_level
             self.allow_downgrade = allow_downgrade
             self.upgrade_type = upgrade_type
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, timeout_ms=60000, feature_updates=_UNSET, validate_only=False):
+    def __init__(self, *, timeout_ms: int = 60000, feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] | _Unset = _UNSET, validate_only: bool = False) -> None:
         self.timeout_ms = timeout_ms
         self.feature_updates = [] if feature_updates is _UNSET else feature_updates
         self.validate_only = validate_only
@@ -34,14 +46,14 @@ class UpdateFeaturesRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UpdateFeaturesRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UpdateFeaturesRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -145,24 +157,31 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UpdateFeaturesRequest = {0: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v0, 1: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v1, 2: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v2}
-_ENCODERS_UpdateFeaturesRequest = {0: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v0, 1: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v1, 2: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v2}
+_DECODERS_UpdateFeaturesRequest: dict[int, Decoder] = {0: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v0, 1: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v1, 2: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v2}
+_ENCODERS_UpdateFeaturesRequest: dict[int, Encoder] = {0: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v0, 1: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v1, 2: _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v2}
 
 
 
-class UpdateFeaturesResponse(Struct):
+class UpdateFeaturesResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (0, 2), (0, 2), None, None), ('results', '[]UpdatableFeatureResult', (0, 1), (1, 0), None, None))
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[UpdateFeaturesResponse.UpdatableFeatureResult]
     class UpdatableFeatureResult(Struct):
         __slots__ = ('feature', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('feature', 'string', (0, 2), (1, 0), None, None), ('error_code', 'int16', (0, 2), (1, 0), None, None), ('error_message', 'string', (0, 2), (0, 2), None, None))
-        def __init__(self, *, feature="", error_code=0, error_message=""):
+        feature: str
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, feature: str = "", error_code: int = 0, error_message: str | None = "") -> None:
             self.feature = feature
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message="", results=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", results: list[UpdateFeaturesResponse.UpdatableFeatureResult] | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -174,14 +193,14 @@ class UpdateFeaturesResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UpdateFeaturesResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UpdateFeaturesResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -270,5 +289,5 @@ def _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UpdateFeaturesResponse = {0: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v0, 1: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v1, 2: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v2}
-_ENCODERS_UpdateFeaturesResponse = {0: _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v0, 1: _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v1, 2: _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v2}
+_DECODERS_UpdateFeaturesResponse: dict[int, Decoder] = {0: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v0, 1: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v1, 2: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v2}
+_ENCODERS_UpdateFeaturesResponse: dict[int, Encoder] = {0: _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v0, 1: _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v1, 2: _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v2}

@@ -2,21 +2,43 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """UpdateMetadataRequest, UpdateMetadataResponse (UpdateMetadataRequest.json, UpdateMetadataResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class UpdateMetadataRequest(Struct):
+class UpdateMetadataRequest(Message):
     __slots__ = ('controller_id', 'is_k_raft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', '_unknown_tagged_fields')
     _SCHEMA = (('controller_id', 'int32', (0, 8), (1, 0), None, None), ('is_k_raft_controller', 'bool', (8, 8), (1, 0), None, None), ('type', 'int8', (8, 8), (1, 0), (8, 8), 0), ('controller_epoch', 'int32', (0, 8), (1, 0), None, None), ('broker_epoch', 'int64', (5, 8), (1, 0), None, None), ('ungrouped_partition_states', '[]UpdateMetadataPartitionState', (0, 4), (1, 0), None, None), ('topic_states', '[]UpdateMetadataTopicState', (5, 8), (1, 0), None, None), ('live_brokers', '[]UpdateMetadataBroker', (0, 8), (1, 0), None, None))
+    controller_id: int
+    is_k_raft_controller: bool
+    type: int
+    controller_epoch: int
+    broker_epoch: int
+    ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
+    topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState]
+    live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
     class UpdateMetadataPartitionState(Struct):
         __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 4), (1, 0), None, None), ('partition_index', 'int32', (0, 8), (1, 0), None, None), ('controller_epoch', 'int32', (0, 8), (1, 0), None, None), ('leader', 'int32', (0, 8), (1, 0), None, None), ('leader_epoch', 'int32', (0, 8), (1, 0), None, None), ('isr', '[]int32', (0, 8), (1, 0), None, None), ('zk_version', 'int32', (0, 8), (1, 0), None, None), ('replicas', '[]int32', (0, 8), (1, 0), None, None), ('offline_replicas', '[]int32', (4, 8), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partition_index=0, controller_epoch=0, leader=0, leader_epoch=0, isr=_UNSET, zk_version=0, replicas=_UNSET, offline_replicas=_UNSET):
+        topic_name: str
+        partition_index: int
+        controller_epoch: int
+        leader: int
+        leader_epoch: int
+        isr: list[int]
+        zk_version: int
+        replicas: list[int]
+        offline_replicas: list[int]
+        def __init__(self, *, topic_name: str = "", partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] | _Unset = _UNSET, zk_version: int = 0, replicas: list[int] | _Unset = _UNSET, offline_replicas: list[int] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.controller_epoch = controller_epoch
@@ -31,7 +53,10 @@ class UpdateMetadataRequest(Struct):
     class UpdateMetadataTopicState(Struct):
         __slots__ = ('topic_name', 'topic_id', 'partition_states', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (5, 8), (1, 0), None, None), ('topic_id', 'uuid', (7, 8), (1, 0), None, None), ('partition_states', '[]UpdateMetadataPartitionState', (5, 8), (1, 0), None, None))
-        def __init__(self, *, topic_name="", topic_id=ZERO_UUID, partition_states=_UNSET):
+        topic_name: str
+        topic_id: UUID
+        partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
+        def __init__(self, *, topic_name: str = "", topic_id: UUID = ZERO_UUID, partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partition_states = [] if partition_states is _UNSET else partition_states
@@ -40,7 +65,11 @@ class UpdateMetadataRequest(Struct):
     class UpdateMetadataEndpoint(Struct):
         __slots__ = ('port', 'host', 'listener', 'security_protocol', '_unknown_tagged_fields')
         _SCHEMA = (('port', 'int32', (1, 8), (1, 0), None, None), ('host', 'string', (1, 8), (1, 0), None, None), ('listener', 'string', (3, 8), (1, 0), None, None), ('security_protocol', 'int16', (1, 8), (1, 0), None, None))
-        def __init__(self, *, port=0, host="", listener="", security_protocol=0):
+        port: int
+        host: str
+        listener: str
+        security_protocol: int
+        def __init__(self, *, port: int = 0, host: str = "", listener: str = "", security_protocol: int = 0) -> None:
             self.port = port
             self.host = host
             self.listener = listener
@@ -50,7 +79,12 @@ class UpdateMetadataRequest(Struct):
     class UpdateMetadataBroker(Struct):
         __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', '_unknown_tagged_fields')
         _SCHEMA = (('id', 'int32', (0, 8), (1, 0), None, None), ('v0_host', 'string', (0, 0), (1, 0), None, None), ('v0_port', 'int32', (0, 0), (1, 0), None, None), ('endpoints', '[]UpdateMetadataEndpoint', (1, 8), (1, 0), None, None), ('rack', 'string', (2, 8), (0, 8), None, None))
-        def __init__(self, *, id=0, v0_host="", v0_port=0, endpoints=_UNSET, rack=""):
+        id: int
+        v0_host: str
+        v0_port: int
+        endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint]
+        rack: str | None
+        def __init__(self, *, id: int = 0, v0_host: str = "", v0_port: int = 0, endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint] | _Unset = _UNSET, rack: str | None = "") -> None:
             self.id = id
             self.v0_host = v0_host
             self.v0_port = v0_port
@@ -58,7 +92,7 @@ class UpdateMetadataRequest(Struct):
             self.rack = rack
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, controller_id=0, is_k_raft_controller=False, type=0, controller_epoch=0, broker_epoch=-1, ungrouped_partition_states=_UNSET, topic_states=_UNSET, live_brokers=_UNSET):
+    def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, type: int = 0, controller_epoch: int = 0, broker_epoch: int = -1, ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] | _Unset = _UNSET, topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] | _Unset = _UNSET, live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] | _Unset = _UNSET) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.type = type
@@ -74,14 +108,14 @@ class UpdateMetadataRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UpdateMetadataRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UpdateMetadataRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 6 else 1
 
 
@@ -893,15 +927,16 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v8(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UpdateMetadataRequest = {0: _d_UpdateMetadataRequest_UpdateMetadataRequest_v0, 1: _d_UpdateMetadataRequest_UpdateMetadataRequest_v1, 2: _d_UpdateMetadataRequest_UpdateMetadataRequest_v2, 3: _d_UpdateMetadataRequest_UpdateMetadataRequest_v3, 4: _d_UpdateMetadataRequest_UpdateMetadataRequest_v4, 5: _d_UpdateMetadataRequest_UpdateMetadataRequest_v5, 6: _d_UpdateMetadataRequest_UpdateMetadataRequest_v6, 7: _d_UpdateMetadataRequest_UpdateMetadataRequest_v7, 8: _d_UpdateMetadataRequest_UpdateMetadataRequest_v8}
-_ENCODERS_UpdateMetadataRequest = {0: _e_UpdateMetadataRequest_UpdateMetadataRequest_v0, 1: _e_UpdateMetadataRequest_UpdateMetadataRequest_v1, 2: _e_UpdateMetadataRequest_UpdateMetadataRequest_v2, 3: _e_UpdateMetadataRequest_UpdateMetadataRequest_v3, 4: _e_UpdateMetadataRequest_UpdateMetadataRequest_v4, 5: _e_UpdateMetadataRequest_UpdateMetadataRequest_v5, 6: _e_UpdateMetadataRequest_UpdateMetadataRequest_v6, 7: _e_UpdateMetadataRequest_UpdateMetadataRequest_v7, 8: _e_UpdateMetadataRequest_UpdateMetadataRequest_v8}
+_DECODERS_UpdateMetadataRequest: dict[int, Decoder] = {0: _d_UpdateMetadataRequest_UpdateMetadataRequest_v0, 1: _d_UpdateMetadataRequest_UpdateMetadataRequest_v1, 2: _d_UpdateMetadataRequest_UpdateMetadataRequest_v2, 3: _d_UpdateMetadataRequest_UpdateMetadataRequest_v3, 4: _d_UpdateMetadataRequest_UpdateMetadataRequest_v4, 5: _d_UpdateMetadataRequest_UpdateMetadataRequest_v5, 6: _d_UpdateMetadataRequest_UpdateMetadataRequest_v6, 7: _d_UpdateMetadataRequest_UpdateMetadataRequest_v7, 8: _d_UpdateMetadataRequest_UpdateMetadataRequest_v8}
+_ENCODERS_UpdateMetadataRequest: dict[int, Encoder] = {0: _e_UpdateMetadataRequest_UpdateMetadataRequest_v0, 1: _e_UpdateMetadataRequest_UpdateMetadataRequest_v1, 2: _e_UpdateMetadataRequest_UpdateMetadataRequest_v2, 3: _e_UpdateMetadataRequest_UpdateMetadataRequest_v3, 4: _e_UpdateMetadataRequest_UpdateMetadataRequest_v4, 5: _e_UpdateMetadataRequest_UpdateMetadataRequest_v5, 6: _e_UpdateMetadataRequest_UpdateMetadataRequest_v6, 7: _e_UpdateMetadataRequest_UpdateMetadataRequest_v7, 8: _e_UpdateMetadataRequest_UpdateMetadataRequest_v8}
 
 
 
-class UpdateMetadataResponse(Struct):
+class UpdateMetadataResponse(Message):
     __slots__ = ('error_code', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 8), (1, 0), None, None),)
-    def __init__(self, *, error_code=0):
+    error_code: int
+    def __init__(self, *, error_code: int = 0) -> None:
         self.error_code = error_code
         self._unknown_tagged_fields = None
 
@@ -910,14 +945,14 @@ class UpdateMetadataResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 6
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UpdateMetadataResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UpdateMetadataResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 6 else 0
 
 
@@ -959,5 +994,5 @@ _d_UpdateMetadataResponse_UpdateMetadataResponse_v7 = _d_UpdateMetadataResponse_
 _e_UpdateMetadataResponse_UpdateMetadataResponse_v7 = _e_UpdateMetadataResponse_UpdateMetadataResponse_v6
 _d_UpdateMetadataResponse_UpdateMetadataResponse_v8 = _d_UpdateMetadataResponse_UpdateMetadataResponse_v6
 _e_UpdateMetadataResponse_UpdateMetadataResponse_v8 = _e_UpdateMetadataResponse_UpdateMetadataResponse_v6
-_DECODERS_UpdateMetadataResponse = {0: _d_UpdateMetadataResponse_UpdateMetadataResponse_v0, 1: _d_UpdateMetadataResponse_UpdateMetadataResponse_v1, 2: _d_UpdateMetadataResponse_UpdateMetadataResponse_v2, 3: _d_UpdateMetadataResponse_UpdateMetadataResponse_v3, 4: _d_UpdateMetadataResponse_UpdateMetadataResponse_v4, 5: _d_UpdateMetadataResponse_UpdateMetadataResponse_v5, 6: _d_UpdateMetadataResponse_UpdateMetadataResponse_v6, 7: _d_UpdateMetadataResponse_UpdateMetadataResponse_v7, 8: _d_UpdateMetadataResponse_UpdateMetadataResponse_v8}
-_ENCODERS_UpdateMetadataResponse = {0: _e_UpdateMetadataResponse_UpdateMetadataResponse_v0, 1: _e_UpdateMetadataResponse_UpdateMetadataResponse_v1, 2: _e_UpdateMetadataResponse_UpdateMetadataResponse_v2, 3: _e_UpdateMetadataResponse_UpdateMetadataResponse_v3, 4: _e_UpdateMetadataResponse_UpdateMetadataResponse_v4, 5: _e_UpdateMetadataResponse_UpdateMetadataResponse_v5, 6: _e_UpdateMetadataResponse_UpdateMetadataResponse_v6, 7: _e_UpdateMetadataResponse_UpdateMetadataResponse_v7, 8: _e_UpdateMetadataResponse_UpdateMetadataResponse_v8}
+_DECODERS_UpdateMetadataResponse: dict[int, Decoder] = {0: _d_UpdateMetadataResponse_UpdateMetadataResponse_v0, 1: _d_UpdateMetadataResponse_UpdateMetadataResponse_v1, 2: _d_UpdateMetadataResponse_UpdateMetadataResponse_v2, 3: _d_UpdateMetadataResponse_UpdateMetadataResponse_v3, 4: _d_UpdateMetadataResponse_UpdateMetadataResponse_v4, 5: _d_UpdateMetadataResponse_UpdateMetadataResponse_v5, 6: _d_UpdateMetadataResponse_UpdateMetadataResponse_v6, 7: _d_UpdateMetadataResponse_UpdateMetadataResponse_v7, 8: _d_UpdateMetadataResponse_UpdateMetadataResponse_v8}
+_ENCODERS_UpdateMetadataResponse: dict[int, Encoder] = {0: _e_UpdateMetadataResponse_UpdateMetadataResponse_v0, 1: _e_UpdateMetadataResponse_UpdateMetadataResponse_v1, 2: _e_UpdateMetadataResponse_UpdateMetadataResponse_v2, 3: _e_UpdateMetadataResponse_UpdateMetadataResponse_v3, 4: _e_UpdateMetadataResponse_UpdateMetadataResponse_v4, 5: _e_UpdateMetadataResponse_UpdateMetadataResponse_v5, 6: _e_UpdateMetadataResponse_UpdateMetadataResponse_v6, 7: _e_UpdateMetadataResponse_UpdateMetadataResponse_v7, 8: _e_UpdateMetadataResponse_UpdateMetadataResponse_v8}

@@ -2,21 +2,35 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """UpdateRaftVoterRequest, UpdateRaftVoterResponse (UpdateRaftVoterRequest.json, UpdateRaftVoterResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class UpdateRaftVoterRequest(Struct):
+class UpdateRaftVoterRequest(Message):
     __slots__ = ('cluster_id', 'current_leader_epoch', 'voter_id', 'voter_directory_id', 'listeners', 'k_raft_version_feature', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 0), (0, 0), None, None), ('current_leader_epoch', 'int32', (0, 0), (1, 0), None, None), ('voter_id', 'int32', (0, 0), (1, 0), None, None), ('voter_directory_id', 'uuid', (0, 0), (1, 0), None, None), ('listeners', '[]Listener', (0, 0), (1, 0), None, None), ('k_raft_version_feature', 'KRaftVersionFeature', (0, 0), (1, 0), None, None))
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: UUID
+    listeners: list[UpdateRaftVoterRequest.Listener]
+    k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
     class Listener(Struct):
         __slots__ = ('name', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'uint16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
@@ -25,12 +39,14 @@ class UpdateRaftVoterRequest(Struct):
     class KRaftVersionFeature(Struct):
         __slots__ = ('min_supported_version', 'max_supported_version', '_unknown_tagged_fields')
         _SCHEMA = (('min_supported_version', 'int16', (0, 0), (1, 0), None, None), ('max_supported_version', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, min_supported_version=0, max_supported_version=0):
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id="", current_leader_epoch=0, voter_id=0, voter_directory_id=ZERO_UUID, listeners=_UNSET, k_raft_version_feature=_UNSET):
+    def __init__(self, *, cluster_id: str | None = "", current_leader_epoch: int = 0, voter_id: int = 0, voter_directory_id: UUID = ZERO_UUID, listeners: list[UpdateRaftVoterRequest.Listener] | _Unset = _UNSET, k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.current_leader_epoch = current_leader_epoch
         self.voter_id = voter_id
@@ -44,14 +60,14 @@ class UpdateRaftVoterRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UpdateRaftVoterRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UpdateRaftVoterRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -114,25 +130,32 @@ def _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UpdateRaftVoterRequest = {0: _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0}
-_ENCODERS_UpdateRaftVoterRequest = {0: _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0}
+_DECODERS_UpdateRaftVoterRequest: dict[int, Decoder] = {0: _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0}
+_ENCODERS_UpdateRaftVoterRequest: dict[int, Encoder] = {0: _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0}
 
 
 
-class UpdateRaftVoterResponse(Struct):
+class UpdateRaftVoterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'current_leader', '_unknown_tagged_fields')
     _SCHEMA = (('throttle_time_ms', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('current_leader', 'CurrentLeader', (0, 0), (1, 0), (0, 0), 0))
+    throttle_time_ms: int
+    error_code: int
+    current_leader: UpdateRaftVoterResponse.CurrentLeader
     class CurrentLeader(Struct):
         __slots__ = ('leader_id', 'leader_epoch', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('leader_id', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, leader_id=-1, leader_epoch=-1, host="", port=0):
+        leader_id: int
+        leader_epoch: int
+        host: str
+        port: int
+        def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1, host: str = "", port: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, current_leader=_UNSET):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, current_leader: UpdateRaftVoterResponse.CurrentLeader | _Unset = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.current_leader = UpdateRaftVoterResponse.CurrentLeader() if current_leader is _UNSET else current_leader
@@ -143,14 +166,14 @@ class UpdateRaftVoterResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_UpdateRaftVoterResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_UpdateRaftVoterResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -200,5 +223,5 @@ def _e_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_UpdateRaftVoterResponse = {0: _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0}
-_ENCODERS_UpdateRaftVoterResponse = {0: _e_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0}
+_DECODERS_UpdateRaftVoterResponse: dict[int, Decoder] = {0: _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0}
+_ENCODERS_UpdateRaftVoterResponse: dict[int, Encoder] = {0: _e_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0}

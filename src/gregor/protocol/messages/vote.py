@@ -2,21 +2,36 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """VoteRequest, VoteResponse (VoteRequest.json, VoteResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class VoteRequest(Struct):
+class VoteRequest(Message):
     __slots__ = ('cluster_id', 'voter_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 1), (0, 1), None, None), ('voter_id', 'int32', (1, 1), (1, 0), None, None), ('topics', '[]TopicData', (0, 1), (1, 0), None, None))
+    cluster_id: str | None
+    voter_id: int
+    topics: list[VoteRequest.TopicData]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('candidate_epoch', 'int32', (0, 1), (1, 0), None, None), ('candidate_id', 'int32', (0, 1), (1, 0), None, None), ('candidate_directory_id', 'uuid', (1, 1), (1, 0), None, None), ('voter_directory_id', 'uuid', (1, 1), (1, 0), None, None), ('last_offset_epoch', 'int32', (0, 1), (1, 0), None, None), ('last_offset', 'int64', (0, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, candidate_epoch=0, candidate_id=0, candidate_directory_id=ZERO_UUID, voter_directory_id=ZERO_UUID, last_offset_epoch=0, last_offset=0):
+        partition_index: int
+        candidate_epoch: int
+        candidate_id: int
+        candidate_directory_id: UUID
+        voter_directory_id: UUID
+        last_offset_epoch: int
+        last_offset: int
+        def __init__(self, *, partition_index: int = 0, candidate_epoch: int = 0, candidate_id: int = 0, candidate_directory_id: UUID = ZERO_UUID, voter_directory_id: UUID = ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0) -> None:
             self.partition_index = partition_index
             self.candidate_epoch = candidate_epoch
             self.candidate_id = candidate_id
@@ -29,12 +44,14 @@ class VoteRequest(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[VoteRequest.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[VoteRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id=None, voter_id=-1, topics=_UNSET):
+    def __init__(self, *, cluster_id: str | None = None, voter_id: int = -1, topics: list[VoteRequest.TopicData] | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.topics = [] if topics is _UNSET else topics
@@ -45,14 +62,14 @@ class VoteRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_VoteRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_VoteRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -183,18 +200,26 @@ def _e_VoteRequest_VoteRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_VoteRequest = {0: _d_VoteRequest_VoteRequest_v0, 1: _d_VoteRequest_VoteRequest_v1}
-_ENCODERS_VoteRequest = {0: _e_VoteRequest_VoteRequest_v0, 1: _e_VoteRequest_VoteRequest_v1}
+_DECODERS_VoteRequest: dict[int, Decoder] = {0: _d_VoteRequest_VoteRequest_v0, 1: _d_VoteRequest_VoteRequest_v1}
+_ENCODERS_VoteRequest: dict[int, Encoder] = {0: _e_VoteRequest_VoteRequest_v0, 1: _e_VoteRequest_VoteRequest_v1}
 
 
 
-class VoteResponse(Struct):
+class VoteResponse(Message):
     __slots__ = ('error_code', 'topics', 'node_endpoints', '_unknown_tagged_fields')
     _SCHEMA = (('error_code', 'int16', (0, 1), (1, 0), None, None), ('topics', '[]TopicData', (0, 1), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (1, 1), (1, 0), (1, 1), 0))
+    error_code: int
+    topics: list[VoteResponse.TopicData]
+    node_endpoints: list[VoteResponse.NodeEndpoint]
     class PartitionData(Struct):
         __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None), ('vote_granted', 'bool', (0, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0, leader_id=0, leader_epoch=0, vote_granted=False):
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        vote_granted: bool
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, vote_granted: bool = False) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.leader_id = leader_id
@@ -205,7 +230,9 @@ class VoteResponse(Struct):
     class TopicData(Struct):
         __slots__ = ('topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 1), (1, 0), None, None))
-        def __init__(self, *, topic_name="", partitions=_UNSET):
+        topic_name: str
+        partitions: list[VoteResponse.PartitionData]
+        def __init__(self, *, topic_name: str = "", partitions: list[VoteResponse.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -213,13 +240,16 @@ class VoteResponse(Struct):
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('node_id', 'int32', (1, 1), (1, 0), None, None), ('host', 'string', (1, 1), (1, 0), None, None), ('port', 'uint16', (1, 1), (1, 0), None, None))
-        def __init__(self, *, node_id=0, host="", port=0):
+        node_id: int
+        host: str
+        port: int
+        def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
             self.host = host
             self.port = port
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, error_code=0, topics=_UNSET, node_endpoints=_UNSET):
+    def __init__(self, *, error_code: int = 0, topics: list[VoteResponse.TopicData] | _Unset = _UNSET, node_endpoints: list[VoteResponse.NodeEndpoint] | _Unset = _UNSET) -> None:
         self.error_code = error_code
         self.topics = [] if topics is _UNSET else topics
         self.node_endpoints = [] if node_endpoints is _UNSET else node_endpoints
@@ -230,14 +260,14 @@ class VoteResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_VoteResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_VoteResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -388,5 +418,5 @@ def _e_VoteResponse_VoteResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_VoteResponse = {0: _d_VoteResponse_VoteResponse_v0, 1: _d_VoteResponse_VoteResponse_v1}
-_ENCODERS_VoteResponse = {0: _e_VoteResponse_VoteResponse_v0, 1: _e_VoteResponse_VoteResponse_v1}
+_DECODERS_VoteResponse: dict[int, Decoder] = {0: _d_VoteResponse_VoteResponse_v0, 1: _d_VoteResponse_VoteResponse_v1}
+_ENCODERS_VoteResponse: dict[int, Encoder] = {0: _e_VoteResponse_VoteResponse_v0, 1: _e_VoteResponse_VoteResponse_v1}

@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """VotersRecord (VotersRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class VotersRecord(Struct):
+class VotersRecord(Message):
     __slots__ = ('version', 'voters', '_unknown_tagged_fields')
     _SCHEMA = (('version', 'int16', (0, 0), (1, 0), None, None), ('voters', '[]Voter', (0, 0), (1, 0), None, None))
+    version: int
+    voters: list[VotersRecord.Voter]
     class Endpoint(Struct):
         __slots__ = ('name', 'host', 'port', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'uint16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0):
+        name: str
+        host: str
+        port: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
@@ -25,7 +35,9 @@ class VotersRecord(Struct):
     class KRaftVersionFeature(Struct):
         __slots__ = ('min_supported_version', 'max_supported_version', '_unknown_tagged_fields')
         _SCHEMA = (('min_supported_version', 'int16', (0, 0), (1, 0), None, None), ('max_supported_version', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, min_supported_version=0, max_supported_version=0):
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self._unknown_tagged_fields = None
@@ -33,14 +45,18 @@ class VotersRecord(Struct):
     class Voter(Struct):
         __slots__ = ('voter_id', 'voter_directory_id', 'endpoints', 'k_raft_version_feature', '_unknown_tagged_fields')
         _SCHEMA = (('voter_id', 'int32', (0, 0), (1, 0), None, None), ('voter_directory_id', 'uuid', (0, 0), (1, 0), None, None), ('endpoints', '[]Endpoint', (0, 0), (1, 0), None, None), ('k_raft_version_feature', 'KRaftVersionFeature', (0, 0), (1, 0), None, None))
-        def __init__(self, *, voter_id=0, voter_directory_id=ZERO_UUID, endpoints=_UNSET, k_raft_version_feature=_UNSET):
+        voter_id: int
+        voter_directory_id: UUID
+        endpoints: list[VotersRecord.Endpoint]
+        k_raft_version_feature: VotersRecord.KRaftVersionFeature
+        def __init__(self, *, voter_id: int = 0, voter_directory_id: UUID = ZERO_UUID, endpoints: list[VotersRecord.Endpoint] | _Unset = _UNSET, k_raft_version_feature: VotersRecord.KRaftVersionFeature | _Unset = _UNSET) -> None:
             self.voter_id = voter_id
             self.voter_directory_id = voter_directory_id
             self.endpoints = [] if endpoints is _UNSET else endpoints
             self.k_raft_version_feature = VotersRecord.KRaftVersionFeature() if k_raft_version_feature is _UNSET else k_raft_version_feature
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, version=0, voters=_UNSET):
+    def __init__(self, *, version: int = 0, voters: list[VotersRecord.Voter] | _Unset = _UNSET) -> None:
         self.version = version
         self.voters = [] if voters is _UNSET else voters
         self._unknown_tagged_fields = None
@@ -50,10 +66,10 @@ class VotersRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_VotersRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_VotersRecord, self, w, version)
 
 
@@ -131,5 +147,5 @@ def _e_VotersRecord_VotersRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_VotersRecord = {0: _d_VotersRecord_VotersRecord_v0}
-_ENCODERS_VotersRecord = {0: _e_VotersRecord_VotersRecord_v0}
+_DECODERS_VotersRecord: dict[int, Decoder] = {0: _d_VotersRecord_VotersRecord_v0}
+_ENCODERS_VotersRecord: dict[int, Encoder] = {0: _e_VotersRecord_VotersRecord_v0}

@@ -2,21 +2,32 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """WriteShareGroupStateRequest, WriteShareGroupStateResponse (WriteShareGroupStateRequest.json, WriteShareGroupStateResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class WriteShareGroupStateRequest(Struct):
+class WriteShareGroupStateRequest(Message):
     __slots__ = ('group_id', 'topics', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (0, 0), (1, 0), None, None), ('topics', '[]WriteStateData', (0, 0), (1, 0), None, None))
+    group_id: str
+    topics: list[WriteShareGroupStateRequest.WriteStateData]
     class StateBatch(Struct):
         __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', '_unknown_tagged_fields')
         _SCHEMA = (('first_offset', 'int64', (0, 0), (1, 0), None, None), ('last_offset', 'int64', (0, 0), (1, 0), None, None), ('delivery_state', 'int8', (0, 0), (1, 0), None, None), ('delivery_count', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, first_offset=0, last_offset=0, delivery_state=0, delivery_count=0):
+        first_offset: int
+        last_offset: int
+        delivery_state: int
+        delivery_count: int
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.delivery_state = delivery_state
@@ -26,7 +37,12 @@ class WriteShareGroupStateRequest(Struct):
     class PartitionData(Struct):
         __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('state_epoch', 'int32', (0, 0), (1, 0), None, None), ('leader_epoch', 'int32', (0, 0), (1, 0), None, None), ('start_offset', 'int64', (0, 0), (1, 0), None, None), ('state_batches', '[]StateBatch', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, state_epoch=0, leader_epoch=0, start_offset=0, state_batches=_UNSET):
+        partition: int
+        state_epoch: int
+        leader_epoch: int
+        start_offset: int
+        state_batches: list[WriteShareGroupStateRequest.StateBatch]
+        def __init__(self, *, partition: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, state_batches: list[WriteShareGroupStateRequest.StateBatch] | _Unset = _UNSET) -> None:
             self.partition = partition
             self.state_epoch = state_epoch
             self.leader_epoch = leader_epoch
@@ -37,12 +53,14 @@ class WriteShareGroupStateRequest(Struct):
     class WriteStateData(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionData', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[WriteShareGroupStateRequest.PartitionData]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[WriteShareGroupStateRequest.PartitionData] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, group_id="", topics=_UNSET):
+    def __init__(self, *, group_id: str = "", topics: list[WriteShareGroupStateRequest.WriteStateData] | _Unset = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
@@ -52,14 +70,14 @@ class WriteShareGroupStateRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_WriteShareGroupStateRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_WriteShareGroupStateRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 0 else 1
 
 
@@ -145,18 +163,22 @@ def _e_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_WriteShareGroupStateRequest = {0: _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0}
-_ENCODERS_WriteShareGroupStateRequest = {0: _e_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0}
+_DECODERS_WriteShareGroupStateRequest: dict[int, Decoder] = {0: _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0}
+_ENCODERS_WriteShareGroupStateRequest: dict[int, Encoder] = {0: _e_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0}
 
 
 
-class WriteShareGroupStateResponse(Struct):
+class WriteShareGroupStateResponse(Message):
     __slots__ = ('results', '_unknown_tagged_fields')
     _SCHEMA = (('results', '[]WriteStateResult', (0, 0), (1, 0), None, None),)
+    results: list[WriteShareGroupStateResponse.WriteStateResult]
     class PartitionResult(Struct):
         __slots__ = ('partition', 'error_code', 'error_message', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('error_code', 'int16', (0, 0), (1, 0), None, None), ('error_message', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, partition=0, error_code=0, error_message=None):
+        partition: int
+        error_code: int
+        error_message: str | None
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
@@ -165,12 +187,14 @@ class WriteShareGroupStateResponse(Struct):
     class WriteStateResult(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]PartitionResult', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[WriteShareGroupStateResponse.PartitionResult]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[WriteShareGroupStateResponse.PartitionResult] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, results=_UNSET):
+    def __init__(self, *, results: list[WriteShareGroupStateResponse.WriteStateResult] | _Unset = _UNSET) -> None:
         self.results = [] if results is _UNSET else results
         self._unknown_tagged_fields = None
 
@@ -179,14 +203,14 @@ class WriteShareGroupStateResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_WriteShareGroupStateResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_WriteShareGroupStateResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 0 else 0
 
 
@@ -243,5 +267,5 @@ def _e_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_WriteShareGroupStateResponse = {0: _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0}
-_ENCODERS_WriteShareGroupStateResponse = {0: _e_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0}
+_DECODERS_WriteShareGroupStateResponse: dict[int, Decoder] = {0: _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0}
+_ENCODERS_WriteShareGroupStateResponse: dict[int, Encoder] = {0: _e_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0}

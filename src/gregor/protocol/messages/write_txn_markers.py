@@ -2,21 +2,29 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """WriteTxnMarkersRequest, WriteTxnMarkersResponse (WriteTxnMarkersRequest.json, WriteTxnMarkersResponse.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class WriteTxnMarkersRequest(Struct):
+class WriteTxnMarkersRequest(Message):
     __slots__ = ('markers', '_unknown_tagged_fields')
     _SCHEMA = (('markers', '[]WritableTxnMarker', (0, 1), (1, 0), None, None),)
+    markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
     class WritableTxnMarkerTopic(Struct):
         __slots__ = ('name', 'partition_indexes', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 1), (1, 0), None, None), ('partition_indexes', '[]int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, name="", partition_indexes=_UNSET):
+        name: str
+        partition_indexes: list[int]
+        def __init__(self, *, name: str = "", partition_indexes: list[int] | _Unset = _UNSET) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _UNSET else partition_indexes
             self._unknown_tagged_fields = None
@@ -24,7 +32,12 @@ class WriteTxnMarkersRequest(Struct):
     class WritableTxnMarker(Struct):
         __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', '_unknown_tagged_fields')
         _SCHEMA = (('producer_id', 'int64', (0, 1), (1, 0), None, None), ('producer_epoch', 'int16', (0, 1), (1, 0), None, None), ('transaction_result', 'bool', (0, 1), (1, 0), None, None), ('topics', '[]WritableTxnMarkerTopic', (0, 1), (1, 0), None, None), ('coordinator_epoch', 'int32', (0, 1), (1, 0), None, None))
-        def __init__(self, *, producer_id=0, producer_epoch=0, transaction_result=False, topics=_UNSET, coordinator_epoch=0):
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
+        coordinator_epoch: int
+        def __init__(self, *, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] | _Unset = _UNSET, coordinator_epoch: int = 0) -> None:
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
             self.transaction_result = transaction_result
@@ -32,7 +45,7 @@ class WriteTxnMarkersRequest(Struct):
             self.coordinator_epoch = coordinator_epoch
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, markers=_UNSET):
+    def __init__(self, *, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] | _Unset = _UNSET) -> None:
         self.markers = [] if markers is _UNSET else markers
         self._unknown_tagged_fields = None
 
@@ -41,14 +54,14 @@ class WriteTxnMarkersRequest(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_WriteTxnMarkersRequest, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_WriteTxnMarkersRequest, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 2 if version >= 1 else 1
 
 
@@ -168,18 +181,21 @@ def _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_WriteTxnMarkersRequest = {0: _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v0, 1: _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1}
-_ENCODERS_WriteTxnMarkersRequest = {0: _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v0, 1: _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1}
+_DECODERS_WriteTxnMarkersRequest: dict[int, Decoder] = {0: _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v0, 1: _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1}
+_ENCODERS_WriteTxnMarkersRequest: dict[int, Encoder] = {0: _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v0, 1: _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1}
 
 
 
-class WriteTxnMarkersResponse(Struct):
+class WriteTxnMarkersResponse(Message):
     __slots__ = ('markers', '_unknown_tagged_fields')
     _SCHEMA = (('markers', '[]WritableTxnMarkerResult', (0, 1), (1, 0), None, None),)
+    markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
     class WritableTxnMarkerPartitionResult(Struct):
         __slots__ = ('partition_index', 'error_code', '_unknown_tagged_fields')
         _SCHEMA = (('partition_index', 'int32', (0, 1), (1, 0), None, None), ('error_code', 'int16', (0, 1), (1, 0), None, None))
-        def __init__(self, *, partition_index=0, error_code=0):
+        partition_index: int
+        error_code: int
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tagged_fields = None
@@ -187,7 +203,9 @@ class WriteTxnMarkersResponse(Struct):
     class WritableTxnMarkerTopicResult(Struct):
         __slots__ = ('name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 1), (1, 0), None, None), ('partitions', '[]WritableTxnMarkerPartitionResult', (0, 1), (1, 0), None, None))
-        def __init__(self, *, name="", partitions=_UNSET):
+        name: str
+        partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
+        def __init__(self, *, name: str = "", partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] | _Unset = _UNSET) -> None:
             self.name = name
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
@@ -195,12 +213,14 @@ class WriteTxnMarkersResponse(Struct):
     class WritableTxnMarkerResult(Struct):
         __slots__ = ('producer_id', 'topics', '_unknown_tagged_fields')
         _SCHEMA = (('producer_id', 'int64', (0, 1), (1, 0), None, None), ('topics', '[]WritableTxnMarkerTopicResult', (0, 1), (1, 0), None, None))
-        def __init__(self, *, producer_id=0, topics=_UNSET):
+        producer_id: int
+        topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
+        def __init__(self, *, producer_id: int = 0, topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] | _Unset = _UNSET) -> None:
             self.producer_id = producer_id
             self.topics = [] if topics is _UNSET else topics
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, markers=_UNSET):
+    def __init__(self, *, markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] | _Unset = _UNSET) -> None:
         self.markers = [] if markers is _UNSET else markers
         self._unknown_tagged_fields = None
 
@@ -209,14 +229,14 @@ class WriteTxnMarkersResponse(Struct):
     FLEXIBLE_VERSIONS_MIN = 1
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_WriteTxnMarkersResponse, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_WriteTxnMarkersResponse, self, w, version)
 
     @classmethod
-    def header_version(cls, version):
+    def header_version(cls, version: int) -> int:
         return 1 if version >= 1 else 0
 
 
@@ -352,5 +372,5 @@ def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_WriteTxnMarkersResponse = {0: _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0, 1: _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1}
-_ENCODERS_WriteTxnMarkersResponse = {0: _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0, 1: _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1}
+_DECODERS_WriteTxnMarkersResponse: dict[int, Decoder] = {0: _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0, 1: _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1}
+_ENCODERS_WriteTxnMarkersResponse: dict[int, Encoder] = {0: _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0, 1: _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupMemberMetadataKey (ConsumerGroupMemberMetadataKey.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerGroupMemberMetadataKey(Struct):
+class ConsumerGroupMemberMetadataKey(Message):
     __slots__ = ('group_id', 'member_id', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (5, 5), (1, 0), None, None), ('member_id', 'string', (5, 5), (1, 0), None, None))
-    def __init__(self, *, group_id="", member_id=""):
+    group_id: str
+    member_id: str
+    def __init__(self, *, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = None
@@ -23,10 +30,10 @@ class ConsumerGroupMemberMetadataKey(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupMemberMetadataKey, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupMemberMetadataKey, self, w, version)
 
 
@@ -43,5 +50,5 @@ def _e_ConsumerGroupMemberMetadataKey_ConsumerGroupMemberMetadataKey_v5(w, o):
     w.string(o.member_id)
 
 
-_DECODERS_ConsumerGroupMemberMetadataKey = {5: _d_ConsumerGroupMemberMetadataKey_ConsumerGroupMemberMetadataKey_v5}
-_ENCODERS_ConsumerGroupMemberMetadataKey = {5: _e_ConsumerGroupMemberMetadataKey_ConsumerGroupMemberMetadataKey_v5}
+_DECODERS_ConsumerGroupMemberMetadataKey: dict[int, Decoder] = {5: _d_ConsumerGroupMemberMetadataKey_ConsumerGroupMemberMetadataKey_v5}
+_ENCODERS_ConsumerGroupMemberMetadataKey: dict[int, Encoder] = {5: _e_ConsumerGroupMemberMetadataKey_ConsumerGroupMemberMetadataKey_v5}

@@ -2,21 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupMemberMetadataValue (ConsumerGroupMemberMetadataValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerGroupMemberMetadataValue(Struct):
+class ConsumerGroupMemberMetadataValue(Message):
     __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata', '_unknown_tagged_fields')
     _SCHEMA = (('instance_id', 'string', (0, 0), (0, 0), None, None), ('rack_id', 'string', (0, 0), (0, 0), None, None), ('client_id', 'string', (0, 0), (1, 0), None, None), ('client_host', 'string', (0, 0), (1, 0), None, None), ('subscribed_topic_names', '[]string', (0, 0), (1, 0), None, None), ('subscribed_topic_regex', 'string', (0, 0), (0, 0), None, None), ('rebalance_timeout_ms', 'int32', (0, 0), (1, 0), None, None), ('server_assignor', 'string', (0, 0), (0, 0), None, None), ('classic_member_metadata', 'ClassicMemberMetadata', (0, 0), (0, 0), (0, 0), 0))
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+    classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None
     class ClassicProtocol(Struct):
         __slots__ = ('name', 'metadata', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('metadata', 'bytes', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", metadata=b""):
+        name: str
+        metadata: bytes
+        def __init__(self, *, name: str = "", metadata: bytes = b"") -> None:
             self.name = name
             self.metadata = metadata
             self._unknown_tagged_fields = None
@@ -24,12 +40,14 @@ class ConsumerGroupMemberMetadataValue(Struct):
     class ClassicMemberMetadata(Struct):
         __slots__ = ('session_timeout_ms', 'supported_protocols', '_unknown_tagged_fields')
         _SCHEMA = (('session_timeout_ms', 'int32', (0, 0), (1, 0), None, None), ('supported_protocols', '[]ClassicProtocol', (0, 0), (1, 0), None, None))
-        def __init__(self, *, session_timeout_ms=0, supported_protocols=_UNSET):
+        session_timeout_ms: int
+        supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol]
+        def __init__(self, *, session_timeout_ms: int = 0, supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol] | _Unset = _UNSET) -> None:
             self.session_timeout_ms = session_timeout_ms
             self.supported_protocols = [] if supported_protocols is _UNSET else supported_protocols
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, instance_id="", rack_id="", client_id="", client_host="", subscribed_topic_names=_UNSET, subscribed_topic_regex="", rebalance_timeout_ms=-1, server_assignor="", classic_member_metadata=_UNSET):
+    def __init__(self, *, instance_id: str | None = "", rack_id: str | None = "", client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | _Unset = _UNSET, subscribed_topic_regex: str | None = "", rebalance_timeout_ms: int = -1, server_assignor: str | None = "", classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None | _Unset = _UNSET) -> None:
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.client_id = client_id
@@ -46,10 +64,10 @@ class ConsumerGroupMemberMetadataValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupMemberMetadataValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupMemberMetadataValue, self, w, version)
 
 
@@ -130,5 +148,5 @@ def _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(w, o
     w.tagged_fields(_t)
 
 
-_DECODERS_ConsumerGroupMemberMetadataValue = {0: _d_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0}
-_ENCODERS_ConsumerGroupMemberMetadataValue = {0: _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0}
+_DECODERS_ConsumerGroupMemberMetadataValue: dict[int, Decoder] = {0: _d_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0}
+_ENCODERS_ConsumerGroupMemberMetadataValue: dict[int, Encoder] = {0: _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0}

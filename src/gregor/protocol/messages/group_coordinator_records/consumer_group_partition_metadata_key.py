@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupPartitionMetadataKey (ConsumerGroupPartitionMetadataKey.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerGroupPartitionMetadataKey(Struct):
+class ConsumerGroupPartitionMetadataKey(Message):
     __slots__ = ('group_id', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (4, 4), (1, 0), None, None),)
-    def __init__(self, *, group_id=""):
+    group_id: str
+    def __init__(self, *, group_id: str = "") -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = None
 
@@ -22,10 +28,10 @@ class ConsumerGroupPartitionMetadataKey(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupPartitionMetadataKey, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupPartitionMetadataKey, self, w, version)
 
 
@@ -40,5 +46,5 @@ def _e_ConsumerGroupPartitionMetadataKey_ConsumerGroupPartitionMetadataKey_v4(w,
     w.string(o.group_id)
 
 
-_DECODERS_ConsumerGroupPartitionMetadataKey = {4: _d_ConsumerGroupPartitionMetadataKey_ConsumerGroupPartitionMetadataKey_v4}
-_ENCODERS_ConsumerGroupPartitionMetadataKey = {4: _e_ConsumerGroupPartitionMetadataKey_ConsumerGroupPartitionMetadataKey_v4}
+_DECODERS_ConsumerGroupPartitionMetadataKey: dict[int, Decoder] = {4: _d_ConsumerGroupPartitionMetadataKey_ConsumerGroupPartitionMetadataKey_v4}
+_ENCODERS_ConsumerGroupPartitionMetadataKey: dict[int, Encoder] = {4: _e_ConsumerGroupPartitionMetadataKey_ConsumerGroupPartitionMetadataKey_v4}

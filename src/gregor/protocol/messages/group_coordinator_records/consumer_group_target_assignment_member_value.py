@@ -2,26 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConsumerGroupTargetAssignmentMemberValue (ConsumerGroupTargetAssignmentMemberValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConsumerGroupTargetAssignmentMemberValue(Struct):
+class ConsumerGroupTargetAssignmentMemberValue(Message):
     __slots__ = ('topic_partitions', '_unknown_tagged_fields')
     _SCHEMA = (('topic_partitions', '[]TopicPartition', (0, 0), (1, 0), None, None),)
+    topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition]
     class TopicPartition(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topic_partitions=_UNSET):
+    def __init__(self, *, topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition] | _Unset = _UNSET) -> None:
         self.topic_partitions = [] if topic_partitions is _UNSET else topic_partitions
         self._unknown_tagged_fields = None
 
@@ -30,10 +38,10 @@ class ConsumerGroupTargetAssignmentMemberValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConsumerGroupTargetAssignmentMemberValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConsumerGroupTargetAssignmentMemberValue, self, w, version)
 
 
@@ -73,5 +81,5 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMem
     w.tagged_fields(_t)
 
 
-_DECODERS_ConsumerGroupTargetAssignmentMemberValue = {0: _d_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0}
-_ENCODERS_ConsumerGroupTargetAssignmentMemberValue = {0: _e_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0}
+_DECODERS_ConsumerGroupTargetAssignmentMemberValue: dict[int, Decoder] = {0: _d_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0}
+_ENCODERS_ConsumerGroupTargetAssignmentMemberValue: dict[int, Encoder] = {0: _e_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0}

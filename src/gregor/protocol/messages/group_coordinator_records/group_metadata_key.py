@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """GroupMetadataKey (GroupMetadataKey.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class GroupMetadataKey(Struct):
+class GroupMetadataKey(Message):
     __slots__ = ('group', '_unknown_tagged_fields')
     _SCHEMA = (('group', 'string', (2, 2), (1, 0), None, None),)
-    def __init__(self, *, group=""):
+    group: str
+    def __init__(self, *, group: str = "") -> None:
         self.group = group
         self._unknown_tagged_fields = None
 
@@ -22,10 +28,10 @@ class GroupMetadataKey(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_GroupMetadataKey, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_GroupMetadataKey, self, w, version)
 
 
@@ -40,5 +46,5 @@ def _e_GroupMetadataKey_GroupMetadataKey_v2(w, o):
     w.string(o.group)
 
 
-_DECODERS_GroupMetadataKey = {2: _d_GroupMetadataKey_GroupMetadataKey_v2}
-_ENCODERS_GroupMetadataKey = {2: _e_GroupMetadataKey_GroupMetadataKey_v2}
+_DECODERS_GroupMetadataKey: dict[int, Decoder] = {2: _d_GroupMetadataKey_GroupMetadataKey_v2}
+_ENCODERS_GroupMetadataKey: dict[int, Encoder] = {2: _e_GroupMetadataKey_GroupMetadataKey_v2}

@@ -2,21 +2,40 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """GroupMetadataValue (GroupMetadataValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class GroupMetadataValue(Struct):
+class GroupMetadataValue(Message):
     __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members', '_unknown_tagged_fields')
     _SCHEMA = (('protocol_type', 'string', (0, 4), (1, 0), None, None), ('generation', 'int32', (0, 4), (1, 0), None, None), ('protocol', 'string', (0, 4), (0, 4), None, None), ('leader', 'string', (0, 4), (0, 4), None, None), ('current_state_timestamp', 'int64', (2, 4), (1, 0), None, None), ('members', '[]MemberMetadata', (0, 4), (1, 0), None, None))
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: list[GroupMetadataValue.MemberMetadata]
     class MemberMetadata(Struct):
         __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment', '_unknown_tagged_fields')
         _SCHEMA = (('member_id', 'string', (0, 4), (1, 0), None, None), ('group_instance_id', 'string', (3, 4), (3, 4), None, None), ('client_id', 'string', (0, 4), (1, 0), None, None), ('client_host', 'string', (0, 4), (1, 0), None, None), ('rebalance_timeout', 'int32', (1, 4), (1, 0), None, None), ('session_timeout', 'int32', (0, 4), (1, 0), None, None), ('subscription', 'bytes', (0, 4), (1, 0), None, None), ('assignment', 'bytes', (0, 4), (1, 0), None, None))
-        def __init__(self, *, member_id="", group_instance_id=None, client_id="", client_host="", rebalance_timeout=-1, session_timeout=0, subscription=b"", assignment=b""):
+        member_id: str
+        group_instance_id: str | None
+        client_id: str
+        client_host: str
+        rebalance_timeout: int
+        session_timeout: int
+        subscription: bytes
+        assignment: bytes
+        def __init__(self, *, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b"", assignment: bytes = b"") -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.client_id = client_id
@@ -27,7 +46,7 @@ class GroupMetadataValue(Struct):
             self.assignment = assignment
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, protocol_type="", generation=0, protocol="", leader="", current_state_timestamp=-1, members=_UNSET):
+    def __init__(self, *, protocol_type: str = "", generation: int = 0, protocol: str | None = "", leader: str | None = "", current_state_timestamp: int = -1, members: list[GroupMetadataValue.MemberMetadata] | _Unset = _UNSET) -> None:
         self.protocol_type = protocol_type
         self.generation = generation
         self.protocol = protocol
@@ -41,10 +60,10 @@ class GroupMetadataValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_GroupMetadataValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_GroupMetadataValue, self, w, version)
 
 
@@ -274,5 +293,5 @@ def _e_GroupMetadataValue_GroupMetadataValue_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_GroupMetadataValue = {0: _d_GroupMetadataValue_GroupMetadataValue_v0, 1: _d_GroupMetadataValue_GroupMetadataValue_v1, 2: _d_GroupMetadataValue_GroupMetadataValue_v2, 3: _d_GroupMetadataValue_GroupMetadataValue_v3, 4: _d_GroupMetadataValue_GroupMetadataValue_v4}
-_ENCODERS_GroupMetadataValue = {0: _e_GroupMetadataValue_GroupMetadataValue_v0, 1: _e_GroupMetadataValue_GroupMetadataValue_v1, 2: _e_GroupMetadataValue_GroupMetadataValue_v2, 3: _e_GroupMetadataValue_GroupMetadataValue_v3, 4: _e_GroupMetadataValue_GroupMetadataValue_v4}
+_DECODERS_GroupMetadataValue: dict[int, Decoder] = {0: _d_GroupMetadataValue_GroupMetadataValue_v0, 1: _d_GroupMetadataValue_GroupMetadataValue_v1, 2: _d_GroupMetadataValue_GroupMetadataValue_v2, 3: _d_GroupMetadataValue_GroupMetadataValue_v3, 4: _d_GroupMetadataValue_GroupMetadataValue_v4}
+_ENCODERS_GroupMetadataValue: dict[int, Encoder] = {0: _e_GroupMetadataValue_GroupMetadataValue_v0, 1: _e_GroupMetadataValue_GroupMetadataValue_v1, 2: _e_GroupMetadataValue_GroupMetadataValue_v2, 3: _e_GroupMetadataValue_GroupMetadataValue_v3, 4: _e_GroupMetadataValue_GroupMetadataValue_v4}

@@ -2,18 +2,26 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetCommitKey (OffsetCommitKey.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class OffsetCommitKey(Struct):
+class OffsetCommitKey(Message):
     __slots__ = ('group', 'topic', 'partition', '_unknown_tagged_fields')
     _SCHEMA = (('group', 'string', (0, 1), (1, 0), None, None), ('topic', 'string', (0, 1), (1, 0), None, None), ('partition', 'int32', (0, 1), (1, 0), None, None))
-    def __init__(self, *, group="", topic="", partition=0):
+    group: str
+    topic: str
+    partition: int
+    def __init__(self, *, group: str = "", topic: str = "", partition: int = 0) -> None:
         self.group = group
         self.topic = topic
         self.partition = partition
@@ -24,10 +32,10 @@ class OffsetCommitKey(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetCommitKey, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetCommitKey, self, w, version)
 
 
@@ -48,5 +56,5 @@ def _e_OffsetCommitKey_OffsetCommitKey_v0(w, o):
 
 _d_OffsetCommitKey_OffsetCommitKey_v1 = _d_OffsetCommitKey_OffsetCommitKey_v0
 _e_OffsetCommitKey_OffsetCommitKey_v1 = _e_OffsetCommitKey_OffsetCommitKey_v0
-_DECODERS_OffsetCommitKey = {0: _d_OffsetCommitKey_OffsetCommitKey_v0, 1: _d_OffsetCommitKey_OffsetCommitKey_v1}
-_ENCODERS_OffsetCommitKey = {0: _e_OffsetCommitKey_OffsetCommitKey_v0, 1: _e_OffsetCommitKey_OffsetCommitKey_v1}
+_DECODERS_OffsetCommitKey: dict[int, Decoder] = {0: _d_OffsetCommitKey_OffsetCommitKey_v0, 1: _d_OffsetCommitKey_OffsetCommitKey_v1}
+_ENCODERS_OffsetCommitKey: dict[int, Encoder] = {0: _e_OffsetCommitKey_OffsetCommitKey_v0, 1: _e_OffsetCommitKey_OffsetCommitKey_v1}

@@ -2,18 +2,28 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """OffsetCommitValue (OffsetCommitValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class OffsetCommitValue(Struct):
+class OffsetCommitValue(Message):
     __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp', '_unknown_tagged_fields')
     _SCHEMA = (('offset', 'int64', (0, 4), (1, 0), None, None), ('leader_epoch', 'int32', (3, 4), (1, 0), None, None), ('metadata', 'string', (0, 4), (1, 0), None, None), ('commit_timestamp', 'int64', (0, 4), (1, 0), None, None), ('expire_timestamp', 'int64', (1, 1), (1, 0), None, None))
-    def __init__(self, *, offset=0, leader_epoch=-1, metadata="", commit_timestamp=0, expire_timestamp=-1):
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int
+    def __init__(self, *, offset: int = 0, leader_epoch: int = -1, metadata: str = "", commit_timestamp: int = 0, expire_timestamp: int = -1) -> None:
         self.offset = offset
         self.leader_epoch = leader_epoch
         self.metadata = metadata
@@ -26,10 +36,10 @@ class OffsetCommitValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 4
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_OffsetCommitValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_OffsetCommitValue, self, w, version)
 
 
@@ -108,5 +118,5 @@ def _e_OffsetCommitValue_OffsetCommitValue_v4(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_OffsetCommitValue = {0: _d_OffsetCommitValue_OffsetCommitValue_v0, 1: _d_OffsetCommitValue_OffsetCommitValue_v1, 2: _d_OffsetCommitValue_OffsetCommitValue_v2, 3: _d_OffsetCommitValue_OffsetCommitValue_v3, 4: _d_OffsetCommitValue_OffsetCommitValue_v4}
-_ENCODERS_OffsetCommitValue = {0: _e_OffsetCommitValue_OffsetCommitValue_v0, 1: _e_OffsetCommitValue_OffsetCommitValue_v1, 2: _e_OffsetCommitValue_OffsetCommitValue_v2, 3: _e_OffsetCommitValue_OffsetCommitValue_v3, 4: _e_OffsetCommitValue_OffsetCommitValue_v4}
+_DECODERS_OffsetCommitValue: dict[int, Decoder] = {0: _d_OffsetCommitValue_OffsetCommitValue_v0, 1: _d_OffsetCommitValue_OffsetCommitValue_v1, 2: _d_OffsetCommitValue_OffsetCommitValue_v2, 3: _d_OffsetCommitValue_OffsetCommitValue_v3, 4: _d_OffsetCommitValue_OffsetCommitValue_v4}
+_ENCODERS_OffsetCommitValue: dict[int, Encoder] = {0: _e_OffsetCommitValue_OffsetCommitValue_v0, 1: _e_OffsetCommitValue_OffsetCommitValue_v1, 2: _e_OffsetCommitValue_OffsetCommitValue_v2, 3: _e_OffsetCommitValue_OffsetCommitValue_v3, 4: _e_OffsetCommitValue_OffsetCommitValue_v4}

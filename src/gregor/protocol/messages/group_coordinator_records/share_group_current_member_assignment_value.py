@@ -2,26 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupCurrentMemberAssignmentValue (ShareGroupCurrentMemberAssignmentValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupCurrentMemberAssignmentValue(Struct):
+class ShareGroupCurrentMemberAssignmentValue(Message):
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', '_unknown_tagged_fields')
     _SCHEMA = (('member_epoch', 'int32', (0, 0), (1, 0), None, None), ('previous_member_epoch', 'int32', (0, 0), (1, 0), None, None), ('state', 'int8', (0, 0), (1, 0), None, None), ('assigned_partitions', '[]TopicPartitions', (0, 0), (1, 0), None, None))
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue.TopicPartitions]
     class TopicPartitions(Struct):
         __slots__ = ('topic_id', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, partitions=_UNSET):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _UNSET else partitions
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=_UNSET):
+    def __init__(self, *, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[ShareGroupCurrentMemberAssignmentValue.TopicPartitions] | _Unset = _UNSET) -> None:
         self.member_epoch = member_epoch
         self.previous_member_epoch = previous_member_epoch
         self.state = state
@@ -33,10 +44,10 @@ class ShareGroupCurrentMemberAssignmentValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupCurrentMemberAssignmentValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupCurrentMemberAssignmentValue, self, w, version)
 
 
@@ -82,5 +93,5 @@ def _e_ShareGroupCurrentMemberAssignmentValue_ShareGroupCurrentMemberAssignmentV
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupCurrentMemberAssignmentValue = {0: _d_ShareGroupCurrentMemberAssignmentValue_ShareGroupCurrentMemberAssignmentValue_v0}
-_ENCODERS_ShareGroupCurrentMemberAssignmentValue = {0: _e_ShareGroupCurrentMemberAssignmentValue_ShareGroupCurrentMemberAssignmentValue_v0}
+_DECODERS_ShareGroupCurrentMemberAssignmentValue: dict[int, Decoder] = {0: _d_ShareGroupCurrentMemberAssignmentValue_ShareGroupCurrentMemberAssignmentValue_v0}
+_ENCODERS_ShareGroupCurrentMemberAssignmentValue: dict[int, Encoder] = {0: _e_ShareGroupCurrentMemberAssignmentValue_ShareGroupCurrentMemberAssignmentValue_v0}

@@ -2,18 +2,25 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupMemberMetadataKey (ShareGroupMemberMetadataKey.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupMemberMetadataKey(Struct):
+class ShareGroupMemberMetadataKey(Message):
     __slots__ = ('group_id', 'member_id', '_unknown_tagged_fields')
     _SCHEMA = (('group_id', 'string', (10, 10), (1, 0), None, None), ('member_id', 'string', (10, 10), (1, 0), None, None))
-    def __init__(self, *, group_id="", member_id=""):
+    group_id: str
+    member_id: str
+    def __init__(self, *, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = None
@@ -23,10 +30,10 @@ class ShareGroupMemberMetadataKey(Struct):
     FLEXIBLE_VERSIONS_MIN = None
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupMemberMetadataKey, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupMemberMetadataKey, self, w, version)
 
 
@@ -43,5 +50,5 @@ def _e_ShareGroupMemberMetadataKey_ShareGroupMemberMetadataKey_v10(w, o):
     w.string(o.member_id)
 
 
-_DECODERS_ShareGroupMemberMetadataKey = {10: _d_ShareGroupMemberMetadataKey_ShareGroupMemberMetadataKey_v10}
-_ENCODERS_ShareGroupMemberMetadataKey = {10: _e_ShareGroupMemberMetadataKey_ShareGroupMemberMetadataKey_v10}
+_DECODERS_ShareGroupMemberMetadataKey: dict[int, Decoder] = {10: _d_ShareGroupMemberMetadataKey_ShareGroupMemberMetadataKey_v10}
+_ENCODERS_ShareGroupMemberMetadataKey: dict[int, Encoder] = {10: _e_ShareGroupMemberMetadataKey_ShareGroupMemberMetadataKey_v10}

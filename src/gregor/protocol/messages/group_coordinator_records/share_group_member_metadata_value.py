@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupMemberMetadataValue (ShareGroupMemberMetadataValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupMemberMetadataValue(Struct):
+class ShareGroupMemberMetadataValue(Message):
     __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names', '_unknown_tagged_fields')
     _SCHEMA = (('rack_id', 'string', (0, 0), (0, 0), None, None), ('client_id', 'string', (0, 0), (1, 0), None, None), ('client_host', 'string', (0, 0), (1, 0), None, None), ('subscribed_topic_names', '[]string', (0, 0), (1, 0), None, None))
-    def __init__(self, *, rack_id="", client_id="", client_host="", subscribed_topic_names=_UNSET):
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    def __init__(self, *, rack_id: str | None = "", client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | _Unset = _UNSET) -> None:
         self.rack_id = rack_id
         self.client_id = client_id
         self.client_host = client_host
@@ -25,10 +34,10 @@ class ShareGroupMemberMetadataValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupMemberMetadataValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupMemberMetadataValue, self, w, version)
 
 
@@ -55,5 +64,5 @@ def _e_ShareGroupMemberMetadataValue_ShareGroupMemberMetadataValue_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupMemberMetadataValue = {0: _d_ShareGroupMemberMetadataValue_ShareGroupMemberMetadataValue_v0}
-_ENCODERS_ShareGroupMemberMetadataValue = {0: _e_ShareGroupMemberMetadataValue_ShareGroupMemberMetadataValue_v0}
+_DECODERS_ShareGroupMemberMetadataValue: dict[int, Decoder] = {0: _d_ShareGroupMemberMetadataValue_ShareGroupMemberMetadataValue_v0}
+_ENCODERS_ShareGroupMemberMetadataValue: dict[int, Encoder] = {0: _e_ShareGroupMemberMetadataValue_ShareGroupMemberMetadataValue_v0}

@@ -2,21 +2,29 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupPartitionMetadataValue (ShareGroupPartitionMetadataValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupPartitionMetadataValue(Struct):
+class ShareGroupPartitionMetadataValue(Message):
     __slots__ = ('topics', '_unknown_tagged_fields')
     _SCHEMA = (('topics', '[]TopicMetadata', (0, 0), (1, 0), None, None),)
+    topics: list[ShareGroupPartitionMetadataValue.TopicMetadata]
     class PartitionMetadata(Struct):
         __slots__ = ('partition', 'racks', '_unknown_tagged_fields')
         _SCHEMA = (('partition', 'int32', (0, 0), (1, 0), None, None), ('racks', '[]string', (0, 0), (1, 0), None, None))
-        def __init__(self, *, partition=0, racks=_UNSET):
+        partition: int
+        racks: list[str]
+        def __init__(self, *, partition: int = 0, racks: list[str] | _Unset = _UNSET) -> None:
             self.partition = partition
             self.racks = [] if racks is _UNSET else racks
             self._unknown_tagged_fields = None
@@ -24,14 +32,18 @@ class ShareGroupPartitionMetadataValue(Struct):
     class TopicMetadata(Struct):
         __slots__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('topic_name', 'string', (0, 0), (1, 0), None, None), ('num_partitions', 'int32', (0, 0), (1, 0), None, None), ('partition_metadata', '[]PartitionMetadata', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, topic_name="", num_partitions=0, partition_metadata=_UNSET):
+        topic_id: UUID
+        topic_name: str
+        num_partitions: int
+        partition_metadata: list[ShareGroupPartitionMetadataValue.PartitionMetadata]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, topic_name: str = "", num_partitions: int = 0, partition_metadata: list[ShareGroupPartitionMetadataValue.PartitionMetadata] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.topic_name = topic_name
             self.num_partitions = num_partitions
             self.partition_metadata = [] if partition_metadata is _UNSET else partition_metadata
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, topics=_UNSET):
+    def __init__(self, *, topics: list[ShareGroupPartitionMetadataValue.TopicMetadata] | _Unset = _UNSET) -> None:
         self.topics = [] if topics is _UNSET else topics
         self._unknown_tagged_fields = None
 
@@ -40,10 +52,10 @@ class ShareGroupPartitionMetadataValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupPartitionMetadataValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupPartitionMetadataValue, self, w, version)
 
 
@@ -106,5 +118,5 @@ def _e_ShareGroupPartitionMetadataValue_ShareGroupPartitionMetadataValue_v0(w, o
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupPartitionMetadataValue = {0: _d_ShareGroupPartitionMetadataValue_ShareGroupPartitionMetadataValue_v0}
-_ENCODERS_ShareGroupPartitionMetadataValue = {0: _e_ShareGroupPartitionMetadataValue_ShareGroupPartitionMetadataValue_v0}
+_DECODERS_ShareGroupPartitionMetadataValue: dict[int, Decoder] = {0: _d_ShareGroupPartitionMetadataValue_ShareGroupPartitionMetadataValue_v0}
+_ENCODERS_ShareGroupPartitionMetadataValue: dict[int, Encoder] = {0: _e_ShareGroupPartitionMetadataValue_ShareGroupPartitionMetadataValue_v0}

@@ -2,21 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupStatePartitionMetadataValue (ShareGroupStatePartitionMetadataValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupStatePartitionMetadataValue(Struct):
+class ShareGroupStatePartitionMetadataValue(Message):
     __slots__ = ('initialized_topics', 'deleting_topics', '_unknown_tagged_fields')
     _SCHEMA = (('initialized_topics', '[]TopicPartitionsInfo', (0, 0), (1, 0), None, None), ('deleting_topics', '[]TopicInfo', (0, 0), (1, 0), None, None))
+    initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo]
+    deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo]
     class TopicPartitionsInfo(Struct):
         __slots__ = ('topic_id', 'topic_name', 'partitions', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('topic_name', 'string', (0, 0), (1, 0), None, None), ('partitions', '[]int32', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, topic_name="", partitions=_UNSET):
+        topic_id: UUID
+        topic_name: str
+        partitions: list[int]
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, topic_name: str = "", partitions: list[int] | _Unset = _UNSET) -> None:
             self.topic_id = topic_id
             self.topic_name = topic_name
             self.partitions = [] if partitions is _UNSET else partitions
@@ -25,12 +35,14 @@ class ShareGroupStatePartitionMetadataValue(Struct):
     class TopicInfo(Struct):
         __slots__ = ('topic_id', 'topic_name', '_unknown_tagged_fields')
         _SCHEMA = (('topic_id', 'uuid', (0, 0), (1, 0), None, None), ('topic_name', 'string', (0, 0), (1, 0), None, None))
-        def __init__(self, *, topic_id=ZERO_UUID, topic_name=""):
+        topic_id: UUID
+        topic_name: str
+        def __init__(self, *, topic_id: UUID = ZERO_UUID, topic_name: str = "") -> None:
             self.topic_id = topic_id
             self.topic_name = topic_name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, initialized_topics=_UNSET, deleting_topics=_UNSET):
+    def __init__(self, *, initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo] | _Unset = _UNSET, deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo] | _Unset = _UNSET) -> None:
         self.initialized_topics = [] if initialized_topics is _UNSET else initialized_topics
         self.deleting_topics = [] if deleting_topics is _UNSET else deleting_topics
         self._unknown_tagged_fields = None
@@ -40,10 +52,10 @@ class ShareGroupStatePartitionMetadataValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupStatePartitionMetadataValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupStatePartitionMetadataValue, self, w, version)
 
 
@@ -106,5 +118,5 @@ def _e_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataVal
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupStatePartitionMetadataValue = {0: _d_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0}
-_ENCODERS_ShareGroupStatePartitionMetadataValue = {0: _e_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0}
+_DECODERS_ShareGroupStatePartitionMetadataValue: dict[int, Decoder] = {0: _d_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0}
+_ENCODERS_ShareGroupStatePartitionMetadataValue: dict[int, Encoder] = {0: _e_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0}

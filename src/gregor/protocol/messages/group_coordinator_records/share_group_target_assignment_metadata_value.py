@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ShareGroupTargetAssignmentMetadataValue (ShareGroupTargetAssignmentMetadataValue.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ShareGroupTargetAssignmentMetadataValue(Struct):
+class ShareGroupTargetAssignmentMetadataValue(Message):
     __slots__ = ('assignment_epoch', '_unknown_tagged_fields')
     _SCHEMA = (('assignment_epoch', 'int32', (0, 0), (1, 0), None, None),)
-    def __init__(self, *, assignment_epoch=0):
+    assignment_epoch: int
+    def __init__(self, *, assignment_epoch: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
         self._unknown_tagged_fields = None
 
@@ -22,10 +28,10 @@ class ShareGroupTargetAssignmentMetadataValue(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ShareGroupTargetAssignmentMetadataValue, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ShareGroupTargetAssignmentMetadataValue, self, w, version)
 
 
@@ -42,5 +48,5 @@ def _e_ShareGroupTargetAssignmentMetadataValue_ShareGroupTargetAssignmentMetadat
     w.tagged_fields(_t)
 
 
-_DECODERS_ShareGroupTargetAssignmentMetadataValue = {0: _d_ShareGroupTargetAssignmentMetadataValue_ShareGroupTargetAssignmentMetadataValue_v0}
-_ENCODERS_ShareGroupTargetAssignmentMetadataValue = {0: _e_ShareGroupTargetAssignmentMetadataValue_ShareGroupTargetAssignmentMetadataValue_v0}
+_DECODERS_ShareGroupTargetAssignmentMetadataValue: dict[int, Decoder] = {0: _d_ShareGroupTargetAssignmentMetadataValue_ShareGroupTargetAssignmentMetadataValue_v0}
+_ENCODERS_ShareGroupTargetAssignmentMetadataValue: dict[int, Encoder] = {0: _e_ShareGroupTargetAssignmentMetadataValue_ShareGroupTargetAssignmentMetadataValue_v0}

@@ -2,18 +2,31 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """AccessControlEntryRecord (AccessControlEntryRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class AccessControlEntryRecord(Struct):
+class AccessControlEntryRecord(Message):
     __slots__ = ('id', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', '_unknown_tagged_fields')
     _SCHEMA = (('id', 'uuid', (0, 0), (1, 0), None, None), ('resource_type', 'int8', (0, 0), (1, 0), None, None), ('resource_name', 'string', (0, 0), (1, 0), None, None), ('pattern_type', 'int8', (0, 0), (1, 0), None, None), ('principal', 'string', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('operation', 'int8', (0, 0), (1, 0), None, None), ('permission_type', 'int8', (0, 0), (1, 0), None, None))
-    def __init__(self, *, id=ZERO_UUID, resource_type=0, resource_name="", pattern_type=0, principal="", host="", operation=0, permission_type=0):
+    id: UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    def __init__(self, *, id: UUID = ZERO_UUID, resource_type: int = 0, resource_name: str = "", pattern_type: int = 0, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
         self.id = id
         self.resource_type = resource_type
         self.resource_name = resource_name
@@ -29,10 +42,10 @@ class AccessControlEntryRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_AccessControlEntryRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_AccessControlEntryRecord, self, w, version)
 
 
@@ -63,5 +76,5 @@ def _e_AccessControlEntryRecord_AccessControlEntryRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_AccessControlEntryRecord = {0: _d_AccessControlEntryRecord_AccessControlEntryRecord_v0}
-_ENCODERS_AccessControlEntryRecord = {0: _e_AccessControlEntryRecord_AccessControlEntryRecord_v0}
+_DECODERS_AccessControlEntryRecord: dict[int, Decoder] = {0: _d_AccessControlEntryRecord_AccessControlEntryRecord_v0}
+_ENCODERS_AccessControlEntryRecord: dict[int, Encoder] = {0: _e_AccessControlEntryRecord_AccessControlEntryRecord_v0}

@@ -2,18 +2,24 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BeginTransactionRecord (BeginTransactionRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class BeginTransactionRecord(Struct):
+class BeginTransactionRecord(Message):
     __slots__ = ('name', '_unknown_tagged_fields')
     _SCHEMA = (('name', 'string', (0, 0), (0, 0), (0, 0), 0),)
-    def __init__(self, *, name=None):
+    name: str | None
+    def __init__(self, *, name: str | None = None) -> None:
         self.name = name
         self._unknown_tagged_fields = None
 
@@ -22,10 +28,10 @@ class BeginTransactionRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BeginTransactionRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BeginTransactionRecord, self, w, version)
 
 
@@ -52,5 +58,5 @@ def _e_BeginTransactionRecord_BeginTransactionRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_BeginTransactionRecord = {0: _d_BeginTransactionRecord_BeginTransactionRecord_v0}
-_ENCODERS_BeginTransactionRecord = {0: _e_BeginTransactionRecord_BeginTransactionRecord_v0}
+_DECODERS_BeginTransactionRecord: dict[int, Decoder] = {0: _d_BeginTransactionRecord_BeginTransactionRecord_v0}
+_ENCODERS_BeginTransactionRecord: dict[int, Encoder] = {0: _e_BeginTransactionRecord_BeginTransactionRecord_v0}

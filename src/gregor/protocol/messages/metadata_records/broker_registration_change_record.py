@@ -2,18 +2,28 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """BrokerRegistrationChangeRecord (BrokerRegistrationChangeRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class BrokerRegistrationChangeRecord(Struct):
+class BrokerRegistrationChangeRecord(Message):
     __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 2), (1, 0), None, None), ('broker_epoch', 'int64', (0, 2), (1, 0), None, None), ('fenced', 'int8', (0, 2), (1, 0), (0, 2), 0), ('in_controlled_shutdown', 'int8', (1, 2), (1, 0), (1, 2), 1), ('log_dirs', '[]uuid', (2, 2), (1, 0), (2, 2), 2))
-    def __init__(self, *, broker_id=0, broker_epoch=0, fenced=0, in_controlled_shutdown=0, log_dirs=_UNSET):
+    broker_id: int
+    broker_epoch: int
+    fenced: int
+    in_controlled_shutdown: int
+    log_dirs: list[UUID]
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: list[UUID] | _Unset = _UNSET) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.fenced = fenced
@@ -26,10 +36,10 @@ class BrokerRegistrationChangeRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_BrokerRegistrationChangeRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_BrokerRegistrationChangeRecord, self, w, version)
 
 
@@ -148,5 +158,5 @@ def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_BrokerRegistrationChangeRecord = {0: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0, 1: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1, 2: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2}
-_ENCODERS_BrokerRegistrationChangeRecord = {0: _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0, 1: _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1, 2: _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2}
+_DECODERS_BrokerRegistrationChangeRecord: dict[int, Decoder] = {0: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0, 1: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1, 2: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2}
+_ENCODERS_BrokerRegistrationChangeRecord: dict[int, Encoder] = {0: _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0, 1: _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1, 2: _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2}

@@ -2,26 +2,37 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ClientQuotaRecord (ClientQuotaRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ClientQuotaRecord(Struct):
+class ClientQuotaRecord(Message):
     __slots__ = ('entity', 'key', 'value', 'remove', '_unknown_tagged_fields')
     _SCHEMA = (('entity', '[]EntityData', (0, 0), (1, 0), None, None), ('key', 'string', (0, 0), (1, 0), None, None), ('value', 'float64', (0, 0), (1, 0), None, None), ('remove', 'bool', (0, 0), (1, 0), None, None))
+    entity: list[ClientQuotaRecord.EntityData]
+    key: str
+    value: float
+    remove: bool
     class EntityData(Struct):
         __slots__ = ('entity_type', 'entity_name', '_unknown_tagged_fields')
         _SCHEMA = (('entity_type', 'string', (0, 0), (1, 0), None, None), ('entity_name', 'string', (0, 0), (0, 0), None, None))
-        def __init__(self, *, entity_type="", entity_name=""):
+        entity_type: str
+        entity_name: str | None
+        def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, entity=_UNSET, key="", value=0.0, remove=False):
+    def __init__(self, *, entity: list[ClientQuotaRecord.EntityData] | _Unset = _UNSET, key: str = "", value: float = 0.0, remove: bool = False) -> None:
         self.entity = [] if entity is _UNSET else entity
         self.key = key
         self.value = value
@@ -33,10 +44,10 @@ class ClientQuotaRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ClientQuotaRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ClientQuotaRecord, self, w, version)
 
 
@@ -78,5 +89,5 @@ def _e_ClientQuotaRecord_ClientQuotaRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ClientQuotaRecord = {0: _d_ClientQuotaRecord_ClientQuotaRecord_v0}
-_ENCODERS_ClientQuotaRecord = {0: _e_ClientQuotaRecord_ClientQuotaRecord_v0}
+_DECODERS_ClientQuotaRecord: dict[int, Decoder] = {0: _d_ClientQuotaRecord_ClientQuotaRecord_v0}
+_ENCODERS_ClientQuotaRecord: dict[int, Encoder] = {0: _e_ClientQuotaRecord_ClientQuotaRecord_v0}

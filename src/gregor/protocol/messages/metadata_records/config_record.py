@@ -2,18 +2,27 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """ConfigRecord (ConfigRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class ConfigRecord(Struct):
+class ConfigRecord(Message):
     __slots__ = ('resource_type', 'resource_name', 'name', 'value', '_unknown_tagged_fields')
     _SCHEMA = (('resource_type', 'int8', (0, 0), (1, 0), None, None), ('resource_name', 'string', (0, 0), (1, 0), None, None), ('name', 'string', (0, 0), (1, 0), None, None), ('value', 'string', (0, 0), (0, 0), None, None))
-    def __init__(self, *, resource_type=0, resource_name="", name="", value=""):
+    resource_type: int
+    resource_name: str
+    name: str
+    value: str | None
+    def __init__(self, *, resource_type: int = 0, resource_name: str = "", name: str = "", value: str | None = "") -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.name = name
@@ -25,10 +34,10 @@ class ConfigRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_ConfigRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_ConfigRecord, self, w, version)
 
 
@@ -51,5 +60,5 @@ def _e_ConfigRecord_ConfigRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ConfigRecord = {0: _d_ConfigRecord_ConfigRecord_v0}
-_ENCODERS_ConfigRecord = {0: _e_ConfigRecord_ConfigRecord_v0}
+_DECODERS_ConfigRecord: dict[int, Decoder] = {0: _d_ConfigRecord_ConfigRecord_v0}
+_ENCODERS_ConfigRecord: dict[int, Encoder] = {0: _e_ConfigRecord_ConfigRecord_v0}

@@ -2,18 +2,30 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """DelegationTokenRecord (DelegationTokenRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class DelegationTokenRecord(Struct):
+class DelegationTokenRecord(Message):
     __slots__ = ('owner', 'requester', 'renewers', 'issue_timestamp', 'max_timestamp', 'expiration_timestamp', 'token_id', '_unknown_tagged_fields')
     _SCHEMA = (('owner', 'string', (0, 0), (1, 0), None, None), ('requester', 'string', (0, 0), (1, 0), None, None), ('renewers', '[]string', (0, 0), (1, 0), None, None), ('issue_timestamp', 'int64', (0, 0), (1, 0), None, None), ('max_timestamp', 'int64', (0, 0), (1, 0), None, None), ('expiration_timestamp', 'int64', (0, 0), (1, 0), None, None), ('token_id', 'string', (0, 0), (1, 0), None, None))
-    def __init__(self, *, owner="", requester="", renewers=_UNSET, issue_timestamp=0, max_timestamp=0, expiration_timestamp=0, token_id=""):
+    owner: str
+    requester: str
+    renewers: list[str]
+    issue_timestamp: int
+    max_timestamp: int
+    expiration_timestamp: int
+    token_id: str
+    def __init__(self, *, owner: str = "", requester: str = "", renewers: list[str] | _Unset = _UNSET, issue_timestamp: int = 0, max_timestamp: int = 0, expiration_timestamp: int = 0, token_id: str = "") -> None:
         self.owner = owner
         self.requester = requester
         self.renewers = [] if renewers is _UNSET else renewers
@@ -28,10 +40,10 @@ class DelegationTokenRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_DelegationTokenRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_DelegationTokenRecord, self, w, version)
 
 
@@ -64,5 +76,5 @@ def _e_DelegationTokenRecord_DelegationTokenRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_DelegationTokenRecord = {0: _d_DelegationTokenRecord_DelegationTokenRecord_v0}
-_ENCODERS_DelegationTokenRecord = {0: _e_DelegationTokenRecord_DelegationTokenRecord_v0}
+_DECODERS_DelegationTokenRecord: dict[int, Decoder] = {0: _d_DelegationTokenRecord_DelegationTokenRecord_v0}
+_ENCODERS_DelegationTokenRecord: dict[int, Encoder] = {0: _e_DelegationTokenRecord_DelegationTokenRecord_v0}

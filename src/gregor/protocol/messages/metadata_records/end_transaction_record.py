@@ -2,18 +2,23 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """EndTransactionRecord (EndTransactionRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class EndTransactionRecord(Struct):
+class EndTransactionRecord(Message):
     __slots__ = ('_unknown_tagged_fields',)
     _SCHEMA = ()
-    def __init__(self):
+    def __init__(self) -> None:
         self._unknown_tagged_fields = None
 
     API_KEY = 24
@@ -21,10 +26,10 @@ class EndTransactionRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_EndTransactionRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_EndTransactionRecord, self, w, version)
 
 
@@ -39,5 +44,5 @@ def _e_EndTransactionRecord_EndTransactionRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_EndTransactionRecord = {0: _d_EndTransactionRecord_EndTransactionRecord_v0}
-_ENCODERS_EndTransactionRecord = {0: _e_EndTransactionRecord_EndTransactionRecord_v0}
+_DECODERS_EndTransactionRecord: dict[int, Decoder] = {0: _d_EndTransactionRecord_EndTransactionRecord_v0}
+_ENCODERS_EndTransactionRecord: dict[int, Encoder] = {0: _e_EndTransactionRecord_EndTransactionRecord_v0}

@@ -2,18 +2,23 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """NoOpRecord (NoOpRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class NoOpRecord(Struct):
+class NoOpRecord(Message):
     __slots__ = ('_unknown_tagged_fields',)
     _SCHEMA = ()
-    def __init__(self):
+    def __init__(self) -> None:
         self._unknown_tagged_fields = None
 
     API_KEY = 20
@@ -21,10 +26,10 @@ class NoOpRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_NoOpRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_NoOpRecord, self, w, version)
 
 
@@ -39,5 +44,5 @@ def _e_NoOpRecord_NoOpRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_NoOpRecord = {0: _d_NoOpRecord_NoOpRecord_v0}
-_ENCODERS_NoOpRecord = {0: _e_NoOpRecord_NoOpRecord_v0}
+_DECODERS_NoOpRecord: dict[int, Decoder] = {0: _d_NoOpRecord_NoOpRecord_v0}
+_ENCODERS_NoOpRecord: dict[int, Encoder] = {0: _e_NoOpRecord_NoOpRecord_v0}

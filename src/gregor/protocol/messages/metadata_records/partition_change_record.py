@@ -2,18 +2,34 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """PartitionChangeRecord (PartitionChangeRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class PartitionChangeRecord(Struct):
+class PartitionChangeRecord(Message):
     __slots__ = ('partition_id', 'topic_id', 'isr', 'leader', 'replicas', 'removing_replicas', 'adding_replicas', 'leader_recovery_state', 'directories', 'eligible_leader_replicas', 'last_known_elr', '_unknown_tagged_fields')
     _SCHEMA = (('partition_id', 'int32', (0, 2), (1, 0), None, None), ('topic_id', 'uuid', (0, 2), (1, 0), None, None), ('isr', '[]int32', (0, 2), (0, 2), (0, 2), 0), ('leader', 'int32', (0, 2), (1, 0), (0, 2), 1), ('replicas', '[]int32', (0, 2), (0, 2), (0, 2), 2), ('removing_replicas', '[]int32', (0, 2), (0, 2), (0, 2), 3), ('adding_replicas', '[]int32', (0, 2), (0, 2), (0, 2), 4), ('leader_recovery_state', 'int8', (0, 2), (1, 0), (0, 2), 5), ('directories', '[]uuid', (1, 2), (1, 2), (1, 2), 8), ('eligible_leader_replicas', '[]int32', (2, 2), (2, 2), (2, 2), 6), ('last_known_elr', '[]int32', (2, 2), (2, 2), (2, 2), 7))
-    def __init__(self, *, partition_id=-1, topic_id=ZERO_UUID, isr=None, leader=-2, replicas=None, removing_replicas=None, adding_replicas=None, leader_recovery_state=-1, directories=None, eligible_leader_replicas=None, last_known_elr=None):
+    partition_id: int
+    topic_id: UUID
+    isr: list[int] | None
+    leader: int
+    replicas: list[int] | None
+    removing_replicas: list[int] | None
+    adding_replicas: list[int] | None
+    leader_recovery_state: int
+    directories: list[UUID] | None
+    eligible_leader_replicas: list[int] | None
+    last_known_elr: list[int] | None
+    def __init__(self, *, partition_id: int = -1, topic_id: UUID = ZERO_UUID, isr: list[int] | None = None, leader: int = -2, replicas: list[int] | None = None, removing_replicas: list[int] | None = None, adding_replicas: list[int] | None = None, leader_recovery_state: int = -1, directories: list[UUID] | None = None, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None) -> None:
         self.partition_id = partition_id
         self.topic_id = topic_id
         self.isr = isr
@@ -32,10 +48,10 @@ class PartitionChangeRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_PartitionChangeRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_PartitionChangeRecord, self, w, version)
 
 
@@ -360,5 +376,5 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_PartitionChangeRecord = {0: _d_PartitionChangeRecord_PartitionChangeRecord_v0, 1: _d_PartitionChangeRecord_PartitionChangeRecord_v1, 2: _d_PartitionChangeRecord_PartitionChangeRecord_v2}
-_ENCODERS_PartitionChangeRecord = {0: _e_PartitionChangeRecord_PartitionChangeRecord_v0, 1: _e_PartitionChangeRecord_PartitionChangeRecord_v1, 2: _e_PartitionChangeRecord_PartitionChangeRecord_v2}
+_DECODERS_PartitionChangeRecord: dict[int, Decoder] = {0: _d_PartitionChangeRecord_PartitionChangeRecord_v0, 1: _d_PartitionChangeRecord_PartitionChangeRecord_v1, 2: _d_PartitionChangeRecord_PartitionChangeRecord_v2}
+_ENCODERS_PartitionChangeRecord: dict[int, Encoder] = {0: _e_PartitionChangeRecord_PartitionChangeRecord_v0, 1: _e_PartitionChangeRecord_PartitionChangeRecord_v1, 2: _e_PartitionChangeRecord_PartitionChangeRecord_v2}

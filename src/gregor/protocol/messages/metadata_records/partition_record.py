@@ -2,18 +2,36 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """PartitionRecord (PartitionRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class PartitionRecord(Struct):
+class PartitionRecord(Message):
     __slots__ = ('partition_id', 'topic_id', 'replicas', 'isr', 'removing_replicas', 'adding_replicas', 'leader', 'leader_recovery_state', 'leader_epoch', 'partition_epoch', 'directories', 'eligible_leader_replicas', 'last_known_elr', '_unknown_tagged_fields')
     _SCHEMA = (('partition_id', 'int32', (0, 2), (1, 0), None, None), ('topic_id', 'uuid', (0, 2), (1, 0), None, None), ('replicas', '[]int32', (0, 2), (1, 0), None, None), ('isr', '[]int32', (0, 2), (1, 0), None, None), ('removing_replicas', '[]int32', (0, 2), (1, 0), None, None), ('adding_replicas', '[]int32', (0, 2), (1, 0), None, None), ('leader', 'int32', (0, 2), (1, 0), None, None), ('leader_recovery_state', 'int8', (0, 2), (1, 0), (0, 2), 0), ('leader_epoch', 'int32', (0, 2), (1, 0), None, None), ('partition_epoch', 'int32', (0, 2), (1, 0), None, None), ('directories', '[]uuid', (1, 2), (1, 0), None, None), ('eligible_leader_replicas', '[]int32', (2, 2), (2, 2), (2, 2), 1), ('last_known_elr', '[]int32', (2, 2), (2, 2), (2, 2), 2))
-    def __init__(self, *, partition_id=-1, topic_id=ZERO_UUID, replicas=_UNSET, isr=_UNSET, removing_replicas=_UNSET, adding_replicas=_UNSET, leader=-1, leader_recovery_state=0, leader_epoch=-1, partition_epoch=-1, directories=_UNSET, eligible_leader_replicas=None, last_known_elr=None):
+    partition_id: int
+    topic_id: UUID
+    replicas: list[int]
+    isr: list[int]
+    removing_replicas: list[int]
+    adding_replicas: list[int]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+    directories: list[UUID]
+    eligible_leader_replicas: list[int] | None
+    last_known_elr: list[int] | None
+    def __init__(self, *, partition_id: int = -1, topic_id: UUID = ZERO_UUID, replicas: list[int] | _Unset = _UNSET, isr: list[int] | _Unset = _UNSET, removing_replicas: list[int] | _Unset = _UNSET, adding_replicas: list[int] | _Unset = _UNSET, leader: int = -1, leader_recovery_state: int = 0, leader_epoch: int = -1, partition_epoch: int = -1, directories: list[UUID] | _Unset = _UNSET, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None) -> None:
         self.partition_id = partition_id
         self.topic_id = topic_id
         self.replicas = [] if replicas is _UNSET else replicas
@@ -34,10 +52,10 @@ class PartitionRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_PartitionRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_PartitionRecord, self, w, version)
 
 
@@ -255,5 +273,5 @@ def _e_PartitionRecord_PartitionRecord_v2(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_PartitionRecord = {0: _d_PartitionRecord_PartitionRecord_v0, 1: _d_PartitionRecord_PartitionRecord_v1, 2: _d_PartitionRecord_PartitionRecord_v2}
-_ENCODERS_PartitionRecord = {0: _e_PartitionRecord_PartitionRecord_v0, 1: _e_PartitionRecord_PartitionRecord_v1, 2: _e_PartitionRecord_PartitionRecord_v2}
+_DECODERS_PartitionRecord: dict[int, Decoder] = {0: _d_PartitionRecord_PartitionRecord_v0, 1: _d_PartitionRecord_PartitionRecord_v1, 2: _d_PartitionRecord_PartitionRecord_v2}
+_ENCODERS_PartitionRecord: dict[int, Encoder] = {0: _e_PartitionRecord_PartitionRecord_v0, 1: _e_PartitionRecord_PartitionRecord_v1, 2: _e_PartitionRecord_PartitionRecord_v2}

@@ -2,21 +2,40 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """RegisterBrokerRecord (RegisterBrokerRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class RegisterBrokerRecord(Struct):
+class RegisterBrokerRecord(Message):
     __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs', '_unknown_tagged_fields')
     _SCHEMA = (('broker_id', 'int32', (0, 3), (1, 0), None, None), ('is_migrating_zk_broker', 'bool', (2, 3), (1, 0), None, None), ('incarnation_id', 'uuid', (0, 3), (1, 0), None, None), ('broker_epoch', 'int64', (0, 3), (1, 0), None, None), ('end_points', '[]BrokerEndpoint', (0, 3), (1, 0), None, None), ('features', '[]BrokerFeature', (0, 3), (1, 0), None, None), ('rack', 'string', (0, 3), (0, 3), None, None), ('fenced', 'bool', (0, 3), (1, 0), None, None), ('in_controlled_shutdown', 'bool', (1, 3), (1, 0), None, None), ('log_dirs', '[]uuid', (3, 3), (1, 0), (3, 3), 0))
+    broker_id: int
+    is_migrating_zk_broker: bool
+    incarnation_id: UUID
+    broker_epoch: int
+    end_points: list[RegisterBrokerRecord.BrokerEndpoint]
+    features: list[RegisterBrokerRecord.BrokerFeature]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    log_dirs: list[UUID]
     class BrokerEndpoint(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 3), (1, 0), None, None), ('host', 'string', (0, 3), (1, 0), None, None), ('port', 'uint16', (0, 3), (1, 0), None, None), ('security_protocol', 'int16', (0, 3), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0, security_protocol=0):
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0, security_protocol: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
@@ -26,13 +45,16 @@ class RegisterBrokerRecord(Struct):
     class BrokerFeature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 3), (1, 0), None, None), ('min_supported_version', 'int16', (0, 3), (1, 0), None, None), ('max_supported_version', 'int16', (0, 3), (1, 0), None, None))
-        def __init__(self, *, name="", min_supported_version=0, max_supported_version=0):
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, name: str = "", min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, broker_id=0, is_migrating_zk_broker=False, incarnation_id=ZERO_UUID, broker_epoch=0, end_points=_UNSET, features=_UNSET, rack="", fenced=True, in_controlled_shutdown=False, log_dirs=_UNSET):
+    def __init__(self, *, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: UUID = ZERO_UUID, broker_epoch: int = 0, end_points: list[RegisterBrokerRecord.BrokerEndpoint] | _Unset = _UNSET, features: list[RegisterBrokerRecord.BrokerFeature] | _Unset = _UNSET, rack: str | None = "", fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: list[UUID] | _Unset = _UNSET) -> None:
         self.broker_id = broker_id
         self.is_migrating_zk_broker = is_migrating_zk_broker
         self.incarnation_id = incarnation_id
@@ -50,10 +72,10 @@ class RegisterBrokerRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RegisterBrokerRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RegisterBrokerRecord, self, w, version)
 
 
@@ -269,5 +291,5 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v3(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RegisterBrokerRecord = {0: _d_RegisterBrokerRecord_RegisterBrokerRecord_v0, 1: _d_RegisterBrokerRecord_RegisterBrokerRecord_v1, 2: _d_RegisterBrokerRecord_RegisterBrokerRecord_v2, 3: _d_RegisterBrokerRecord_RegisterBrokerRecord_v3}
-_ENCODERS_RegisterBrokerRecord = {0: _e_RegisterBrokerRecord_RegisterBrokerRecord_v0, 1: _e_RegisterBrokerRecord_RegisterBrokerRecord_v1, 2: _e_RegisterBrokerRecord_RegisterBrokerRecord_v2, 3: _e_RegisterBrokerRecord_RegisterBrokerRecord_v3}
+_DECODERS_RegisterBrokerRecord: dict[int, Decoder] = {0: _d_RegisterBrokerRecord_RegisterBrokerRecord_v0, 1: _d_RegisterBrokerRecord_RegisterBrokerRecord_v1, 2: _d_RegisterBrokerRecord_RegisterBrokerRecord_v2, 3: _d_RegisterBrokerRecord_RegisterBrokerRecord_v3}
+_ENCODERS_RegisterBrokerRecord: dict[int, Encoder] = {0: _e_RegisterBrokerRecord_RegisterBrokerRecord_v0, 1: _e_RegisterBrokerRecord_RegisterBrokerRecord_v1, 2: _e_RegisterBrokerRecord_RegisterBrokerRecord_v2, 3: _e_RegisterBrokerRecord_RegisterBrokerRecord_v3}

@@ -2,21 +2,35 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """RegisterControllerRecord (RegisterControllerRecord.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class RegisterControllerRecord(Struct):
+class RegisterControllerRecord(Message):
     __slots__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'end_points', 'features', '_unknown_tagged_fields')
     _SCHEMA = (('controller_id', 'int32', (0, 0), (1, 0), None, None), ('incarnation_id', 'uuid', (0, 0), (1, 0), None, None), ('zk_migration_ready', 'bool', (0, 0), (1, 0), None, None), ('end_points', '[]ControllerEndpoint', (0, 0), (1, 0), None, None), ('features', '[]ControllerFeature', (0, 0), (1, 0), None, None))
+    controller_id: int
+    incarnation_id: UUID
+    zk_migration_ready: bool
+    end_points: list[RegisterControllerRecord.ControllerEndpoint]
+    features: list[RegisterControllerRecord.ControllerFeature]
     class ControllerEndpoint(Struct):
         __slots__ = ('name', 'host', 'port', 'security_protocol', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('host', 'string', (0, 0), (1, 0), None, None), ('port', 'uint16', (0, 0), (1, 0), None, None), ('security_protocol', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", host="", port=0, security_protocol=0):
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        def __init__(self, *, name: str = "", host: str = "", port: int = 0, security_protocol: int = 0) -> None:
             self.name = name
             self.host = host
             self.port = port
@@ -26,13 +40,16 @@ class RegisterControllerRecord(Struct):
     class ControllerFeature(Struct):
         __slots__ = ('name', 'min_supported_version', 'max_supported_version', '_unknown_tagged_fields')
         _SCHEMA = (('name', 'string', (0, 0), (1, 0), None, None), ('min_supported_version', 'int16', (0, 0), (1, 0), None, None), ('max_supported_version', 'int16', (0, 0), (1, 0), None, None))
-        def __init__(self, *, name="", min_supported_version=0, max_supported_version=0):
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(self, *, name: str = "", min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, controller_id=0, incarnation_id=ZERO_UUID, zk_migration_ready=False, end_points=_UNSET, features=_UNSET):
+    def __init__(self, *, controller_id: int = 0, incarnation_id: UUID = ZERO_UUID, zk_migration_ready: bool = False, end_points: list[RegisterControllerRecord.ControllerEndpoint] | _Unset = _UNSET, features: list[RegisterControllerRecord.ControllerFeature] | _Unset = _UNSET) -> None:
         self.controller_id = controller_id
         self.incarnation_id = incarnation_id
         self.zk_migration_ready = zk_migration_ready
@@ -45,10 +62,10 @@ class RegisterControllerRecord(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_RegisterControllerRecord, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_RegisterControllerRecord, self, w, version)
 
 
@@ -117,5 +134,5 @@ def _e_RegisterControllerRecord_RegisterControllerRecord_v0(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_RegisterControllerRecord = {0: _d_RegisterControllerRecord_RegisterControllerRecord_v0}
-_ENCODERS_RegisterControllerRecord = {0: _e_RegisterControllerRecord_RegisterControllerRecord_v0}
+_DECODERS_RegisterControllerRecord: dict[int, Decoder] = {0: _d_RegisterControllerRecord_RegisterControllerRecord_v0}
+_ENCODERS_RegisterControllerRecord: dict[int, Encoder] = {0: _e_RegisterControllerRecord_RegisterControllerRecord_v0}

@@ -2,25 +2,38 @@
 # 1eb7644349cb07139d6a3c1ad1986979647cac99. Do not edit: change the generator and regenerate.
 """QuorumStateData (QuorumStateData.json)."""
 
+from __future__ import annotations
+
+from typing import Self
+from uuid import UUID
+
 from gregor.protocol.messages._base import (
-    ZERO_UUID, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes, _R_compact_string, _R_float64,
-    _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32, _R_uuid, _UNSET, _new,
-    decode_with, encode_with,
+    ZERO_UUID, Message, Reader, RecordsData, Struct, Writer, _R_bool, _R_bytes, _R_compact_bytes,
+    _R_compact_string, _R_float64, _R_int8, _R_int16, _R_int32, _R_int64, _R_string, _R_uint16, _R_uint32,
+    _R_uuid, _UNSET, Decoder, Encoder, _Unset, _new, decode_with, encode_with,
 )
 
 
 
-class QuorumStateData(Struct):
+class QuorumStateData(Message):
     __slots__ = ('cluster_id', 'leader_id', 'leader_epoch', 'voted_id', 'voted_directory_id', 'applied_offset', 'current_voters', '_unknown_tagged_fields')
     _SCHEMA = (('cluster_id', 'string', (0, 0), (1, 0), None, None), ('leader_id', 'int32', (0, 1), (1, 0), None, None), ('leader_epoch', 'int32', (0, 1), (1, 0), None, None), ('voted_id', 'int32', (0, 1), (1, 0), None, None), ('voted_directory_id', 'uuid', (1, 1), (1, 0), None, None), ('applied_offset', 'int64', (0, 0), (1, 0), None, None), ('current_voters', '[]Voter', (0, 0), (0, 0), None, None))
+    cluster_id: str
+    leader_id: int
+    leader_epoch: int
+    voted_id: int
+    voted_directory_id: UUID
+    applied_offset: int
+    current_voters: list[QuorumStateData.Voter] | None
     class Voter(Struct):
         __slots__ = ('voter_id', '_unknown_tagged_fields')
         _SCHEMA = (('voter_id', 'int32', (0, 0), (1, 0), None, None),)
-        def __init__(self, *, voter_id=0):
+        voter_id: int
+        def __init__(self, *, voter_id: int = 0) -> None:
             self.voter_id = voter_id
             self._unknown_tagged_fields = None
 
-    def __init__(self, *, cluster_id="", leader_id=-1, leader_epoch=-1, voted_id=-1, voted_directory_id=ZERO_UUID, applied_offset=0, current_voters=_UNSET):
+    def __init__(self, *, cluster_id: str = "", leader_id: int = -1, leader_epoch: int = -1, voted_id: int = -1, voted_directory_id: UUID = ZERO_UUID, applied_offset: int = 0, current_voters: list[QuorumStateData.Voter] | None | _Unset = _UNSET) -> None:
         self.cluster_id = cluster_id
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
@@ -35,10 +48,10 @@ class QuorumStateData(Struct):
     FLEXIBLE_VERSIONS_MIN = 0
 
     @classmethod
-    def decode(cls, data, version):
+    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
         return decode_with(_DECODERS_QuorumStateData, cls, data, version)
 
-    def encode_into(self, w, version):
+    def encode_into(self, w: Writer, version: int) -> None:
         encode_with(_ENCODERS_QuorumStateData, self, w, version)
 
 
@@ -117,5 +130,5 @@ def _e_QuorumStateData_QuorumStateData_v1(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_QuorumStateData = {0: _d_QuorumStateData_QuorumStateData_v0, 1: _d_QuorumStateData_QuorumStateData_v1}
-_ENCODERS_QuorumStateData = {0: _e_QuorumStateData_QuorumStateData_v0, 1: _e_QuorumStateData_QuorumStateData_v1}
+_DECODERS_QuorumStateData: dict[int, Decoder] = {0: _d_QuorumStateData_QuorumStateData_v0, 1: _d_QuorumStateData_QuorumStateData_v1}
+_ENCODERS_QuorumStateData: dict[int, Encoder] = {0: _e_QuorumStateData_QuorumStateData_v0, 1: _e_QuorumStateData_QuorumStateData_v1}

@@ -66,9 +66,9 @@ class DelayedProduces:
             done = []
         while self._by_offset and (self._by_offset[0].done or self._by_offset[0].required_offset <= high_watermark):
             waiter = heapq.heappop(self._by_offset)
-            if not waiter.done:
-                done.append(self._answer(waiter, check_replicated(waiter.required_offset, high_watermark, isr_size,
-                                                                  min_isr)))
+            if not waiter.done:  # reached: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND below min.insync
+                done.append(self._answer(waiter, ErrorCode.NONE if isr_size >= min_isr
+                                         else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND))
         while self._by_deadline and (self._by_deadline[0][2].done or self._by_deadline[0][0] <= now_ms):
             _, _, waiter = heapq.heappop(self._by_deadline)
             if not waiter.done:

@@ -140,6 +140,8 @@ class FollowerFetcher:
             return
         records = data.records
         if records:
+            # a decoded response carries bytes; only a response being sent holds file regions
+            assert isinstance(records, (bytes, bytearray, memoryview)), type(records)
             try:
                 self.log.append_as_follower(records, now_ms)
             except KafkaError:

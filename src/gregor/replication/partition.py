@@ -224,7 +224,7 @@ class Partition:
         follower = self.remote.get(replica_id)
         if code == ErrorCode.NONE and follower is None:
             code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE or follower is None:
             response.error_code = code
             return response, []
         response.log_start_offset = log.log_start_offset

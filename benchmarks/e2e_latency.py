@@ -20,8 +20,9 @@ produce request, replication to the ISR (acks=all holds the high watermark until
 consumer reads only below it), fetch and delivery. Producer and consumer are separate processes on
 one machine, so their clocks are the same.
 
-Printed per row: records sent at the rate, records the consumer received (all of them, or the
-run is a failure), the producer's delivery errors, and p50 / p99 / p99.9 of the end-to-end
+Printed per row: records sent at the rate, records the consumer received within `--drain-seconds`
+after the sending ended (all of them, unless the broker fell behind), the producer's delivery
+errors (records still unacknowledged at the end count as errors), and p50 / p99 / p99.9 of the end-to-end
 latency in milliseconds. The producer is librdkafka (confluent-kafka) with its defaults besides
 `linger.ms=0` and `acks=all` (not idempotent, as kafka-python's and aiokafka's defaults).
 """
@@ -92,7 +93,7 @@ def consume(bootstrap: str, topic: str, expected: int, timeout_s: float, ready_p
                    "p999": percentile(latencies, 0.999)}, out)
 
 
-def produce_at(bootstrap: str, topic: str, rate: int, seconds: float, size: int) -> tuple[int, int]:
+def produce_at(bootstrap: str, topic: str, rate: int, seconds: float, size: int, drain_s: float) -> tuple[int, int]:
     """Send `rate` records/s for `seconds`; (records sent, delivery errors)."""
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
@@ -115,7 +116,7 @@ def produce_at(bootstrap: str, topic: str, rate: int, seconds: float, size: int)
             producer.poll(min(wait, 0.001))
         producer.produce(topic, _STAMP.pack(time.time()) + padding, partition=0, on_delivery=delivered)
         producer.poll(0)
-    remaining = producer.flush(60)
+    remaining = producer.flush(drain_s)
     acked.sort()
     print(f"  produce acknowledged: p50 {percentile(acked, 0.5):.1f} ms, p99 {percentile(acked, 0.99):.1f} ms",
           file=sys.stderr)
@@ -131,14 +132,14 @@ def run_rate(name: str, bootstrap: str, configuration: Configuration, rate: int,
     expected = int(rate * args.seconds)
     consumer = processes.start(f"consumer {topic}", [
         sys.executable, os.path.abspath(__file__), "--consume", bootstrap, topic, str(expected),
-        str(args.seconds + 60), ready, out], os.path.join(root, f"{topic}.log"))
+        str(args.seconds + args.drain_seconds), ready, out], os.path.join(root, f"{topic}.log"))
     deadline = time.monotonic() + 30
     while not os.path.exists(ready):
         if consumer.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"the consumer of {topic} did not start; see {root}")
         time.sleep(0.05)
-    sent, errors = produce_at(bootstrap, topic, rate, args.seconds, args.size)
-    consumer.wait(args.seconds + 90)
+    sent, errors = produce_at(bootstrap, topic, rate, args.seconds, args.size, args.drain_seconds)
+    consumer.wait(args.seconds + args.drain_seconds + 30)
     with open(out) as handle:
         figures = json.load(handle)
     row = Row(name, configuration.name, rate, sent, figures["received"], errors, figures["p50"], figures["p99"],
@@ -165,6 +166,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rates", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--seconds", type=float, default=10.0, help="sending time per rate (default 10)")
     parser.add_argument("--size", type=int, default=100, help="record value size in bytes (default 100)")
+    parser.add_argument("--drain-seconds", type=float, default=60.0,
+                        help="how long after sending the producer and consumer may take to finish (default 60); a "
+                             "broker that falls behind shows as records not received")
     parser.add_argument("--peer", choices=["tansu", "none"], default="tansu" if tansu_binary() else "none")
     parser.add_argument("--configurations", nargs="+", choices=["rf3", "rf1"], default=["rf3", "rf1"])
     return parser.parse_args()

@@ -94,7 +94,10 @@ class Broker:
         self.controller_id = config.node_id
         self.image = MetadataImage()
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # consumers wait for the high watermark to move, followers for records to be appended
+        # (a follower reads up to the log end; the high watermark reaches it with its next fetch)
         self.fetch_waiters = PartitionWaiters()
+        self.replica_waiters = PartitionWaiters()
         self.max_uncompressed_bytes = MAX_UNCOMPRESSED_BYTES
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
@@ -359,6 +362,7 @@ class Broker:
                      partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
                      list(registration.isr))
             self.fetch_waiters.notify((name, index))
+            self.replica_waiters.notify((name, index))
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
@@ -366,6 +370,7 @@ class Broker:
             self.replicas.apply(gone, gone.stop(now_ms()))
             self.logs.delete_log(*key)
             self.fetch_waiters.notify(key)
+            self.replica_waiters.notify(key)
 
     def _high_watermark_moved(self, partition: Partition) -> None:
         self.fetch_waiters.notify((partition.topic, partition.index))
@@ -513,4 +518,4 @@ class Broker:
     def on_leader_append(self, partition: Partition) -> None:
         """Records were appended as leader: wake the followers waiting in a fetch for them."""
         if partition.remote:
-            self.fetch_waiters.notify((partition.topic, partition.index))
+            self.replica_waiters.notify((partition.topic, partition.index))

@@ -41,6 +41,7 @@ class _Broker:
     def __init__(self, replica: Replica) -> None:
         self.replica = replica
         self.fetch_waiters = PartitionWaiters()
+        self.replica_waiters = PartitionWaiters()
         self.events = _Events()
         self.replicas = _Replicas(replica)
 
@@ -78,9 +79,11 @@ def _leader(tmp_path, replicas: tuple[int, ...]) -> Replica:
 
 
 async def _append_in_the_gap(broker: _Broker, waiting) -> bytes:
-    """Append (and notify, as the produce handler does) before the waiting fetch first runs."""
+    """Append (and notify, as the broker does: followers of the append, consumers of the high
+    watermark's move) before the waiting fetch first runs."""
     task = asyncio.ensure_future(waiting)
     broker.replica.produce(b"second", acks=1)
+    broker.replica_waiters.notify(KEY)
     broker.fetch_waiters.notify(KEY)
     return _records(await asyncio.wait_for(task, LONG_POLL_MS / 1000 / 4))
 

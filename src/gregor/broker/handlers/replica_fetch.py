@@ -5,7 +5,9 @@ follower's remote LEO, which may move the high watermark (completing acks=all pr
 bring the follower back into the ISR; a last fetched epoch that disagrees with the leader's log
 is answered with the diverging epoch. Followers read up to the log end, not the high watermark.
 With nothing to send, the answer waits up to max_wait_ms for an append (the follower's next
-fetch is its acknowledgement, so a quick answer keeps acks=all latency low). Topics are named
+fetch is its acknowledgement, so a quick answer keeps acks=all latency low); a move of the high
+watermark does not wake it, as in Kafka: the follower learns it with its next fetch, and waking
+every follower on every move would double the replication traffic for nothing. Topics are named
 by id (the fetch versions Gregor's replica fetchers send); a follower of a partition this broker
 does not lead gets NOT_LEADER_OR_FOLLOWER and waits for the new leader in the metadata.
 """
@@ -64,7 +66,7 @@ def handle_replica_fetch(context: RequestContext, request: FetchRequest, replica
     topics, keys, total, urgent = _read(context, request, replica_id, by_id)
     if urgent or total >= max(request.min_bytes, 1) or request.max_wait_ms <= 0:
         return _response(topics)
-    return _wait(context, request, replica_id, by_id, keys, context.broker.fetch_waiters.marks(keys))
+    return _wait(context, request, replica_id, by_id, keys, context.broker.replica_waiters.marks(keys))
 
 
 async def _wait(context: RequestContext, request: FetchRequest, replica_id: int, by_id: bool,
@@ -73,7 +75,7 @@ async def _wait(context: RequestContext, request: FetchRequest, replica_id: int,
     woken = asyncio.Event()
     # registered since the first read: an append in between (this runs a loop iteration later)
     # wakes it at once rather than holding its acks=all produce for max_wait_ms
-    handle = broker.fetch_waiters.register(keys, woken.set, since=read_at)
+    handle = broker.replica_waiters.register(keys, woken.set, since=read_at)
     try:
         try:
             await asyncio.wait_for(woken.wait(), request.max_wait_ms / 1000)
@@ -83,7 +85,7 @@ async def _wait(context: RequestContext, request: FetchRequest, replica_id: int,
         topics, _, _, _ = _read(context, request, replica_id, by_id)
         return _response(topics)
     finally:
-        broker.fetch_waiters.cancel(keys, handle)
+        broker.replica_waiters.cancel(keys, handle)
 
 
 def _response(topics: list[_Topic]) -> FetchResponse:

@@ -28,9 +28,5 @@ class ReplicationConfig:
     replica_fetch_max_bytes: int = 1_048_576
     replica_fetch_backoff_ms: int = 1_000
     replica_fetch_wait_max_ms: int = 500
-    # How long a follower pauses after an answer without records. 0 on brokers, whose leaders hold
-    # a fetch up to replica_fetch_wait_max_ms until records arrive (Kafka's fetcher also asks again
-    # at once); a host whose leaders answer at once (the simulator) sets it to stand in for that wait.
-    empty_fetch_pause_ms: int = 0
     replica_socket_timeout_ms: int = 30_000
     truncation: TruncationMode = TruncationMode.DIVERGING_EPOCH

@@ -153,7 +153,7 @@ class FollowerFetcher:
             # the leader deleted records (DeleteRecords, retention): so does the follower, up to
             # its own high watermark, as Kafka's maybeIncrementLogStartOffset
             log.delete_records_before(min(data.log_start_offset, log.high_watermark))
-        self._next_send_ms = now_ms if records else now_ms + self.config.empty_fetch_pause_ms
+        self._next_send_ms = now_ms  # the leader holds a fetch until records come: ask again at once
 
     def _on_out_of_range(self, leader_log_start_offset: int, now_ms: int) -> None:
         log = self.log

@@ -38,11 +38,14 @@ from typing import Callable
 from gregor.metadata.image import PartitionRegistration
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
-from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochResponse
 from gregor.records.batch import scan_batches
 from gregor.records.record import BatchBuilder
 from gregor.replication.config import ReplicationConfig, TruncationMode
+from gregor.replication.delayed_fetch import DelayedFetches
 from gregor.replication.effects import ProduceCompleted, ProposeIsr, SendFetch, SendOffsetsForLeaderEpoch
+from gregor.replication.fetcher_links import FetcherLinks, Outgoing
+from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import NO_LEADER, Partition
 from gregor.storage.log import Log, LogConfig
 
@@ -63,7 +66,7 @@ PRODUCE_TIMEOUT_MS = 1_000
 TRACE_LENGTH = 300
 TRACE_SHOWN = 80
 SIM_REPLICATION = ReplicationConfig(replica_lag_time_max_ms=400, replica_fetch_max_bytes=1_500,
-                                    replica_fetch_backoff_ms=40, replica_fetch_wait_max_ms=25, empty_fetch_pause_ms=25,
+                                    replica_fetch_backoff_ms=40, replica_fetch_wait_max_ms=25,
                                     replica_socket_timeout_ms=250)
 FETCH_VERSIONS = {TruncationMode.DIVERGING_EPOCH: (12, 17), TruncationMode.OFFSETS_FOR_LEADER_EPOCH: (9, 11),
                   TruncationMode.HIGH_WATERMARK: (9, 11)}
@@ -138,6 +141,8 @@ class SimBroker:
     partition: Partition | None = None
     incarnation: int = 0
     paused_until: int = -1
+    links: FetcherLinks | None = None  # this broker's requests to the leaders it follows
+    parked: DelayedFetches[Callable[[], None]] | None = None  # followers' fetches it holds as leader
     hw_checkpoint: int = 0
     recovery_point_checkpoint: int = 0
     view: LogView = field(default_factory=LogView)
@@ -174,6 +179,8 @@ class Cluster:
         self.acked: dict[tuple[int, int], int] = {}
         self.answers: dict[int, ErrorCode] = {}
         self.sent: dict[int, tuple[int, int]] = {}
+        self.sent_at: dict[int, int] = {}
+        self.answered_at: dict[int, int] = {}
         self.leader_high_watermarks: dict[tuple[int, int, int], int] = {}
         self.next_token = 0
         self._checked: tuple = ()
@@ -235,6 +242,9 @@ class Cluster:
                          recovery_point=broker.recovery_point_checkpoint)
         broker.partition = Partition(TOPIC, 0, TOPIC_ID, broker.log, broker.broker_id, self.config,
                                      high_watermark=broker.hw_checkpoint)
+        broker.links = FetcherLinks(broker.broker_id, self.config.replica_fetch_wait_max_ms,
+                                    lambda partition: partition is broker.partition)
+        broker.parked = DelayedFetches()
         incarnation = broker.incarnation
         if incarnation > 0 and self.controller.fence(broker.broker_id):
             self.log_event(f"controller fenced restarted {broker.broker_id}: {self.controller.state}")
@@ -285,6 +295,7 @@ class Cluster:
         self.stats["truncations"] += log.truncations
         broker.partition = None
         broker.log = None
+        broker.links = broker.parked = None
         broker.incarnation += 1
         broker.paused_until = -1
         broker.recovery_point_checkpoint = log.recovery_point
@@ -347,55 +358,93 @@ class Cluster:
 
     def _effects(self, broker: SimBroker, effects: list) -> None:
         for effect in effects:
-            if isinstance(effect, SendFetch):
-                self._send_fetch(broker, effect)
-            elif isinstance(effect, SendOffsetsForLeaderEpoch):
-                self._send_epoch_request(broker, effect)
+            if isinstance(effect, (SendFetch, SendOffsetsForLeaderEpoch)):
+                broker.links.add(broker.partition, effect)
             elif isinstance(effect, ProposeIsr):
                 self._send_proposal(broker, effect)
             elif isinstance(effect, ProduceCompleted):
                 token, offset = effect.token
                 self._answer_produce(broker.broker_id, token, effect.error, offset)
+        self._send_ready(broker)
 
-    def _send_fetch(self, broker: SimBroker, effect: SendFetch) -> None:
+    def _send_ready(self, broker: SimBroker) -> None:
+        """Send what the broker's fetcher links have ready, as the broker's replica manager does,
+        and give up on an answer after replica.socket.timeout.ms (lost, or the leader died)."""
+        if not broker.alive:
+            return
+        for outgoing in broker.links.ready():
+            if isinstance(outgoing.request, FetchRequest):
+                self._send_fetch(broker, outgoing)
+            else:
+                self._send_epoch_request(broker, outgoing)
+            self.at(self.now + self.config.replica_socket_timeout_ms, self._to_broker(
+                broker.broker_id, broker.incarnation, lambda b, o=outgoing: self._link_results(
+                    b, b.links.on_failure(o.leader_id, o.request_id, self.now))))
+
+    def _link_results(self, broker: SimBroker, results: list) -> None:
+        for _, effects in results:
+            self._effects(broker, effects)
+        self._send_ready(broker)
+
+    def _send_fetch(self, broker: SimBroker, outgoing: Outgoing) -> None:
         lowest, highest = FETCH_VERSIONS[self.truncation]
-        request = FetchRequest(replica_id=broker.broker_id,
-                               replica_state=FetchRequest.ReplicaState(replica_id=broker.broker_id),
-                               max_wait_ms=0, min_bytes=1, topics=[FetchRequest.FetchTopic(
-                                   topic=TOPIC, topic_id=TOPIC_ID, partitions=[effect.partition])])
         version = self.rng.randint(lowest, highest)
         follower, incarnation = broker.broker_id, broker.incarnation
 
+        def answer(response: FetchResponse) -> None:
+            self._send(outgoing.leader_id, follower, self._to_broker(follower, incarnation, lambda f: self._link_results(
+                f, f.links.on_response(outgoing.leader_id, outgoing.request_id, self._wire(response, version),
+                                       self.now))))
+
         def at_leader(leader: SimBroker) -> None:
-            decoded = self._wire(request, version)
-            replica = decoded.replica_state.replica_id if decoded.replica_id < 0 else decoded.replica_id
-            data, effects = leader.partition.fetch_for_follower(replica, decoded.topics[0].partitions[0], self.now)
+            decoded = self._wire(outgoing.request, version)
+            replica = decoded.replica_state.replica_id if version >= 15 else decoded.replica_id
+            self._serve_fetch(leader, decoded, version >= 13, replica, answer, may_wait=True)
+
+        self._send(follower, outgoing.leader_id, self._to_broker(outgoing.leader_id, None, at_leader))
+
+    def _serve_fetch(self, leader: SimBroker, request: FetchRequest, by_id: bool, replica: int,
+                     answer: Callable[[FetchResponse], None], may_wait: bool) -> None:
+        """The leader's side, as the broker's replica-fetch handler: serve, or park the fetch in the
+        purgatory until an append or its max wait, then serve it once more."""
+        served = serve_follower_fetch(request, replica, by_id,
+                                      lambda name, index: leader.partition if (name, index) == (TOPIC, 0) else None,
+                                      lambda topic_id: TOPIC if topic_id == TOPIC_ID else None, self.now)
+        for _, effects in served.effects:
             self._effects(leader, effects)
-            response = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
-                topic=TOPIC, topic_id=TOPIC_ID, partitions=[data])])
-            self._send(leader.broker_id, follower, self._to_broker(
-                follower, incarnation, lambda f: self._effects(f, f.partition.on_fetch_response(
-                    effect.request_id, self._wire(response, version).responses[0].partitions[0], self.now))))
+        if may_wait and served.must_wait(request):
+            self.stats["parked_fetches"] += 1
+            leader.parked.park(served.keys, self.now + request.max_wait_ms,
+                               lambda: self._serve_fetch(leader, request, by_id, replica, answer, may_wait=False))
+            self.at(self.now + request.max_wait_ms, self._to_broker(leader.broker_id, leader.incarnation,
+                                                                   self._expire_fetches))
+            return
+        answer(served.response())
 
-        self._send(follower, effect.leader_id, self._to_broker(effect.leader_id, None, at_leader))
+    def _expire_fetches(self, leader: SimBroker) -> None:
+        for serve in leader.parked.expire(self.now):
+            serve()
 
-    def _send_epoch_request(self, broker: SimBroker, effect: SendOffsetsForLeaderEpoch) -> None:
-        request = OffsetForLeaderEpochRequest(replica_id=broker.broker_id, topics=[
-            OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=TOPIC, partitions=[effect.partition])])
+    def _wake_fetches(self, broker: SimBroker) -> None:
+        """Records appended or the partition's state changed: the parked fetches are served again."""
+        for serve in broker.parked.complete((TOPIC, 0)):
+            serve()
+
+    def _send_epoch_request(self, broker: SimBroker, outgoing: Outgoing) -> None:
         follower, incarnation = broker.broker_id, broker.incarnation
         version = self.rng.randint(*EPOCH_REQUEST_VERSIONS)
 
         def at_leader(leader: SimBroker) -> None:
-            decoded = self._wire(request, version)
-            answer = leader.partition.offsets_for_leader_epoch(decoded.topics[0].partitions[0])
+            decoded = self._wire(outgoing.request, version)
             response = OffsetForLeaderEpochResponse(topics=[
-                OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=TOPIC, partitions=[answer])])
-            self._send(leader.broker_id, follower, self._to_broker(
-                follower, incarnation, lambda f: self._effects(f, f.partition.on_offsets_for_leader_epoch_response(
-                    effect.request_id, self._wire(response, version).topics[0].partitions[0],
-                    self.now))))
+                OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=topic.topic, partitions=[
+                    leader.partition.offsets_for_leader_epoch(asked) for asked in topic.partitions])
+                for topic in decoded.topics])
+            self._send(leader.broker_id, follower, self._to_broker(follower, incarnation, lambda f: self._link_results(
+                f, f.links.on_response(outgoing.leader_id, outgoing.request_id, self._wire(response, version),
+                                       self.now))))
 
-        self._send(follower, effect.leader_id, self._to_broker(effect.leader_id, None, at_leader))
+        self._send(follower, outgoing.leader_id, self._to_broker(outgoing.leader_id, None, at_leader))
 
     def _send_proposal(self, broker: SimBroker, effect: ProposeIsr) -> None:
         broker_id, incarnation = broker.broker_id, broker.incarnation
@@ -446,6 +495,8 @@ class Cluster:
         before = (broker.partition.leader_id, broker.partition.leader_epoch, broker.partition.partition_epoch)
         self._effects(broker, broker.partition.apply_registration(state, self.now))
         after = (broker.partition.leader_id, broker.partition.leader_epoch, broker.partition.partition_epoch)
+        if after[:2] != before[:2]:
+            self._wake_fetches(broker)
         if after != before:
             self.log_event(f"{broker.broker_id} applies leader {state.leader} epoch {state.leader_epoch} "
                            f"isr {list(state.isr)} partition epoch {state.partition_epoch}")
@@ -464,6 +515,7 @@ class Cluster:
         records = builder.build()
         crc = scan_batches(records)[0][0][0].crc
         self.sent[token] = (acks, crc)
+        self.sent_at[token] = self.now
         self._send(PRODUCER, leader, self._to_broker(leader, None, lambda b: self._on_produce(b, token, records, acks)))
         return token
 
@@ -475,6 +527,7 @@ class Cluster:
             self._answer_produce(broker.broker_id, token, ErrorCode(error.code), -1)
             return
         self.log_event(f"{broker.broker_id} appended token {token} at {info.first_offset} (acks={acks})")
+        self._wake_fetches(broker)
         if acks != -1:
             self._answer_produce(broker.broker_id, token, ErrorCode.NONE, info.first_offset)
             return
@@ -484,6 +537,8 @@ class Cluster:
     def _answer_produce(self, broker_id: int, token: int, error: ErrorCode, offset: int) -> None:
         def at_producer() -> None:
             acks, crc = self.sent[token]
+            if token not in self.answers:
+                self.answered_at[token] = self.now
             self.answers.setdefault(token, error)
             self.log_event(f"produce token {token} answered {error.name} at {offset} by {broker_id}")
             self.stats[f"answered {error.name}"] += 1

@@ -1,0 +1,161 @@
+"""The follower side of replication between brokers, sans-IO: one link per leader broker (Kafka's
+ReplicaFetcherThread, without the thread).
+
+Each followed partition asks, through its effects, for a Fetch or an OffsetsForLeaderEpoch to its
+leader. A link carries every partition that follows the same leader in one request (replica id =
+this broker, topics by id from Fetch v13 and by name before, so the request suits whichever
+version carries it), one request in flight at a time:
+OffsetsForLeaderEpoch questions first, since a truncating partition must not fetch, then the
+fetches. The host sends what `ready()` returns and reports each answer (or the failure to get
+one) with `on_response` / `on_failure`; the partitions' reactions come back as effects, among
+them their next requests, which the host adds again. A partition no longer hosted (deleted,
+reassigned) is skipped when its answer comes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Union
+
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from gregor.replication.effects import Effect, SendFetch, SendOffsetsForLeaderEpoch
+from gregor.replication.partition import Partition
+
+REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
+Key = tuple[str, int]
+LinkRequest = Union[FetchRequest, OffsetForLeaderEpochRequest]
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A request for the host to send to broker `leader_id`, answered with `request_id`."""
+
+    leader_id: int
+    request_id: int
+    request: LinkRequest
+
+
+_Carried = dict[Key, tuple[Partition, Union[SendFetch, SendOffsetsForLeaderEpoch]]]
+
+
+@dataclass
+class _Link:
+    fetches: _Carried = field(default_factory=dict)
+    asks: _Carried = field(default_factory=dict)
+    in_flight: int | None = None  # request id
+    carried: _Carried = field(default_factory=dict)  # what the request in flight asks
+
+
+class FetcherLinks:
+    def __init__(self, broker_id: int, max_wait_ms: int, is_current: Callable[[Partition], bool],
+                 response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES) -> None:
+        """`is_current(partition)`: whether the partition is still the one hosted (answers for a
+        deleted or re-created one are dropped)."""
+        self.broker_id = broker_id
+        self.max_wait_ms = max_wait_ms
+        self.response_max_bytes = response_max_bytes
+        self._is_current = is_current
+        self._links: dict[int, _Link] = {}
+        self._request_ids: Iterator[int] = itertools.count(1)
+
+    def add(self, partition: Partition, effect: SendFetch | SendOffsetsForLeaderEpoch) -> None:
+        link = self._links.setdefault(effect.leader_id, _Link())
+        key = (partition.topic, partition.index)
+        if isinstance(effect, SendFetch):
+            link.fetches[key] = (partition, effect)
+        else:
+            link.asks[key] = (partition, effect)
+
+    def ready(self) -> list[Outgoing]:
+        """The requests to send now: one per leader with questions waiting and none in flight."""
+        outgoing = []
+        for leader_id, link in self._links.items():
+            if link.in_flight is not None or not (link.asks or link.fetches):
+                continue
+            request_id = next(self._request_ids)
+            link.in_flight = request_id
+            if link.asks:
+                link.carried, link.asks = dict(link.asks), {}
+                outgoing.append(Outgoing(leader_id, request_id, self._epoch_request(link.carried)))
+            else:
+                link.carried, link.fetches = dict(link.fetches), {}
+                outgoing.append(Outgoing(leader_id, request_id, self._fetch_request(link.carried)))
+        return outgoing
+
+    def _fetch_request(self, fetches: _Carried) -> FetchRequest:
+        by_topic: dict[tuple[uuid.UUID, str], list[FetchRequest.FetchPartition]] = {}
+        for partition, effect in fetches.values():
+            assert isinstance(effect, SendFetch)
+            by_topic.setdefault((partition.topic_id, partition.topic), []).append(effect.partition)
+        return FetchRequest(replica_id=self.broker_id, replica_state=FetchRequest.ReplicaState(replica_id=self.broker_id),
+                            max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.response_max_bytes,
+                            isolation_level=0, session_id=0, session_epoch=-1,
+                            topics=[FetchRequest.FetchTopic(topic_id=topic_id, topic=name, partitions=partitions)
+                                    for (topic_id, name), partitions in by_topic.items()])
+
+    @staticmethod
+    def _epoch_request(asks: _Carried) -> OffsetForLeaderEpochRequest:
+        by_topic: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
+        for partition, effect in asks.values():
+            assert isinstance(effect, SendOffsetsForLeaderEpoch)
+            by_topic.setdefault(partition.topic, []).append(effect.partition)
+        return OffsetForLeaderEpochRequest(topics=[
+            OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=topic, partitions=partitions)
+            for topic, partitions in by_topic.items()])
+
+    def _take(self, leader_id: int, request_id: int) -> _Carried | None:
+        link = self._links.get(leader_id)
+        if link is None or link.in_flight != request_id:
+            return None
+        carried, link.carried, link.in_flight = link.carried, {}, None
+        return carried
+
+    def on_response(self, leader_id: int, request_id: int, response: FetchResponse | OffsetForLeaderEpochResponse,
+                    now_ms: int) -> list[tuple[Partition, list[Effect]]]:
+        """Hand each partition its answer; their effects, to carry out (new requests among them)."""
+        carried = self._take(leader_id, request_id)
+        if carried is None:
+            return []
+        if isinstance(response, FetchResponse):
+            # topics come back by id from v13, by name before
+            answers: dict[tuple[object, int], FetchResponse.PartitionData] = {
+                (topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index): data
+                for topic in response.responses for data in topic.partitions}
+            results = []
+            for partition, effect in carried.values():
+                data = answers.get((partition.topic_id, partition.index)) or answers.get(
+                    (partition.topic, partition.index)) or FetchResponse.PartitionData(
+                    partition_index=partition.index, error_code=response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)
+                if self._is_current(partition):
+                    results.append((partition, partition.on_fetch_response(effect.request_id, data, now_ms)))
+            return results
+        epochs = {(topic.topic, data.partition): data for topic in response.topics for data in topic.partitions}
+        results = []
+        for key, (partition, effect) in carried.items():
+            answer = epochs.get(key) or OffsetForLeaderEpochResponse.EpochEndOffset(
+                partition=partition.index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
+            if self._is_current(partition):
+                results.append((partition, partition.on_offsets_for_leader_epoch_response(effect.request_id, answer,
+                                                                                          now_ms)))
+        return results
+
+    def on_failure(self, leader_id: int, request_id: int, now_ms: int) -> list[tuple[Partition, list[Effect]]]:
+        """The leader could not be asked (unreachable, timed out): each partition retries after its backoff."""
+        carried = self._take(leader_id, request_id)
+        if carried is None:
+            return []
+        results = []
+        for partition, effect in carried.values():
+            if not self._is_current(partition):
+                continue
+            if isinstance(effect, SendFetch):
+                results.append((partition, partition.on_fetch_response(effect.request_id, FetchResponse.PartitionData(
+                    partition_index=partition.index, error_code=ErrorCode.NETWORK_EXCEPTION), now_ms)))
+            else:
+                results.append((partition, partition.on_offsets_for_leader_epoch_response(
+                    effect.request_id, OffsetForLeaderEpochResponse.EpochEndOffset(
+                        partition=partition.index, error_code=ErrorCode.NETWORK_EXCEPTION), now_ms)))
+        return results

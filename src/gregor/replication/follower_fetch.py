@@ -1,0 +1,76 @@
+"""The leader's side of a follower's Fetch over all the partitions it names (seed 001), sans-IO.
+
+Each partition is served by `Partition.fetch_for_follower`: the fetch offset becomes the
+follower's remote LEO, which may move the high watermark (completing acks=all produces) and bring
+the follower back into the ISR; a last fetched epoch that disagrees with the leader's log is
+answered with the diverging epoch. Followers read up to the log end, not the high watermark.
+
+With nothing to send and no error, the answer may wait (`FollowerFetch.must_wait`): the host parks
+it in `DelayedFetches` until records are appended to one of its partitions or its max wait ends,
+then serves it again. An error or a diverging epoch is answered at once, since waiting would only
+delay the follower's reaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FetchRequest, FetchResponse
+from gregor.replication.effects import Effect
+from gregor.replication.partition import Partition
+
+_Topic = FetchResponse.FetchableTopicResponse
+_Partition = FetchResponse.PartitionData
+Key = tuple[str, int]
+
+
+@dataclass
+class FollowerFetch:
+    """One serving of a follower's Fetch: the answer's topics, the partitions it read, and the
+    effects of the partitions (acks=all completions, ISR proposals) for the host to carry out."""
+
+    topics: list[_Topic] = field(default_factory=list)
+    keys: list[Key] = field(default_factory=list)
+    effects: list[tuple[Partition, list[Effect]]] = field(default_factory=list)
+    bytes: int = 0
+    urgent: bool = False
+
+    def must_wait(self, request: FetchRequest) -> bool:
+        return not self.urgent and self.bytes < max(request.min_bytes, 1) and request.max_wait_ms > 0
+
+    def response(self) -> FetchResponse:
+        return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=self.topics)
+
+
+def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
+                         partition_of: Callable[[str, int], Partition | None],
+                         topic_name: Callable[[uuid.UUID], str | None], now_ms: int) -> FollowerFetch:
+    """Read every partition the follower asks for (topics by id from Fetch v13, else by name)."""
+    served = FollowerFetch()
+    for fetch_topic in request.topics:
+        name = topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
+        partitions = []
+        for fetch_partition in fetch_topic.partitions:
+            partition = partition_of(name, fetch_partition.partition) if name else None
+            if partition is None:
+                partitions.append(_Partition(
+                    partition_index=fetch_partition.partition, high_watermark=-1, last_stable_offset=-1,
+                    log_start_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID if by_id and name is None
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, records=b""))
+                served.urgent = True
+                continue
+            assert name is not None
+            data, effects = partition.fetch_for_follower(replica_id, fetch_partition, now_ms)
+            served.effects.append((partition, effects))
+            partitions.append(data)
+            served.keys.append((name, fetch_partition.partition))
+            served.bytes += len(data.records) if data.records else 0
+            served.urgent = served.urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
+        topic = _Topic(topic="" if by_id else (name or ""), partitions=partitions)
+        if by_id:
+            topic.topic_id = fetch_topic.topic_id
+        served.topics.append(topic)
+    return served

@@ -1,0 +1,58 @@
+"""The fetch purgatory: an event on a partition completes exactly the fetches parked under it,
+once each; deadlines expire the rest; property test against the obvious scan of every fetch."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gregor.replication.delayed_fetch import DelayedFetches
+
+
+def test_an_event_completes_the_fetches_parked_under_its_partition_only():
+    purgatory: DelayedFetches[str] = DelayedFetches()
+    purgatory.park(["a", "b"], 500, "ab")
+    purgatory.park(["b"], 300, "b")
+    purgatory.park(["c"], 100, "c")
+    assert purgatory.complete("a") == ["ab"]
+    assert purgatory.complete("a") == []
+    assert purgatory.complete("b") == ["b"]  # "ab" was answered already: not twice
+    assert len(purgatory) == 1 and purgatory.next_deadline() == 100
+    assert purgatory.expire(99) == [] and purgatory.expire(100) == ["c"]
+    assert len(purgatory) == 0 and purgatory.next_deadline() is None
+
+
+def test_a_completed_fetch_leaves_no_deadline_behind():
+    purgatory: DelayedFetches[int] = DelayedFetches()
+    purgatory.park(["a"], 10, 1)
+    purgatory.park(["a"], 20, 2)
+    assert purgatory.complete("a") == [1, 2]
+    assert purgatory.next_deadline() is None and purgatory.expire(1_000) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.just("park"), st.sets(st.sampled_from("abcd"), min_size=1), st.integers(0, 50)),
+    st.tuples(st.just("event"), st.sampled_from("abcd")),
+    st.tuples(st.just("tick"), st.integers(0, 30))), max_size=60))
+def test_the_purgatory_answers_what_scanning_every_fetch_answers(operations):
+    purgatory: DelayedFetches[int] = DelayedFetches()
+    waiting: dict[int, tuple[set[str], int]] = {}
+    now = 0
+    for token, operation in enumerate(operations):
+        if operation[0] == "park":
+            purgatory.park(sorted(operation[1]), now + operation[2], token)
+            waiting[token] = (operation[1], now + operation[2])
+        elif operation[0] == "event":
+            expected = sorted(t for t, (keys, _) in waiting.items() if operation[1] in keys)
+            assert sorted(purgatory.complete(operation[1])) == expected
+            for t in expected:
+                del waiting[t]
+        else:
+            now += operation[1]
+            expected = sorted(t for t, (_, deadline) in waiting.items() if deadline <= now)
+            assert sorted(purgatory.expire(now)) == expected
+            for t in expected:
+                del waiting[t]
+        assert len(purgatory) == len(waiting)
+        assert purgatory.next_deadline() == (min(d for _, d in waiting.values()) if waiting else None)

@@ -23,9 +23,12 @@ import itertools
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from typing import Any, Iterable, Mapping
 
+from gregor.broker.controller_channel import answer_as
+from gregor.broker.events import BrokerEvents
 from gregor.broker.peer_channel import RequestConnection
+from gregor.broker.services import ControllerGateway, MetadataView
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
 from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
@@ -33,9 +36,6 @@ from gregor.protocol.messages.alter_partition import AlterPartitionRequest, Alte
 from gregor.replication.config import ReplicationConfig
 from gregor.replication.effects import Effect, ProduceCompleted, ProposeIsr, SendFetch, SendOffsetsForLeaderEpoch
 from gregor.replication.partition import Partition
-
-if TYPE_CHECKING:
-    from gregor.broker.server import Broker
 
 log = logging.getLogger("gregor.replication")
 
@@ -46,7 +46,6 @@ ALTER_PARTITION_VERSION = 2
 REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
 _UNREACHABLE = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, DecodeError)
 
-ControllerSend = Callable[[Any, int, float], Awaitable[Any]]
 Key = tuple[str, int]
 
 
@@ -64,10 +63,15 @@ def replication_config(config: Any) -> ReplicationConfig:
 
 
 class ReplicaManager:
-    def __init__(self, broker: "Broker", config: ReplicationConfig, send_to_controller: ControllerSend) -> None:
-        self.broker = broker
+    """`hosted` is the broker's map of the partitions it hosts, which it keeps current."""
+
+    def __init__(self, config: ReplicationConfig, hosted: Mapping[Key, Partition], metadata: MetadataView,
+                 controller: ControllerGateway, events: BrokerEvents) -> None:
         self.config = config
-        self._send_to_controller = send_to_controller
+        self._hosted = hosted
+        self.metadata = metadata
+        self._controller = controller
+        self._events = events
         self._links: dict[int, _FetcherLink] = {}
         self._proposals: dict[Key, tuple[Partition, ProposeIsr]] = {}
         self._proposals_ready = asyncio.Event()
@@ -93,7 +97,7 @@ class ReplicaManager:
                 self._link(effect.leader_id).add(partition, effect)
             elif isinstance(effect, ProposeIsr):
                 log.info("%s-%d: leader %d proposes ISR %s (was %s)", partition.topic, partition.index,
-                         self.broker.node_id, list(effect.isr), partition.isr)
+                         self.metadata.node_id, list(effect.isr), partition.isr)
                 self._proposals[(partition.topic, partition.index)] = (partition, effect)
                 self._proposals_ready.set()
 
@@ -105,13 +109,13 @@ class ReplicaManager:
 
     def current(self, partition: Partition) -> bool:
         """Whether `partition` is still the one hosted (not deleted or re-created meanwhile)."""
-        return self.broker.partitions.get((partition.topic, partition.index)) is partition
+        return self._hosted.get((partition.topic, partition.index)) is partition
 
     async def _tick_loop(self) -> None:
         while True:
             await asyncio.sleep(TICK_S)
             current = now_ms()
-            for partition in list(self.broker.partitions.values()):
+            for partition in list(self._hosted.values()):
                 self.apply(partition, partition.tick(current))
 
     async def _propose_loop(self) -> None:
@@ -127,14 +131,14 @@ class ReplicaManager:
             by_topic.setdefault(partition.topic_id, []).append(AlterPartitionRequest.PartitionData(
                 partition_index=partition.index, leader_epoch=proposal.leader_epoch, new_isr=list(proposal.isr),
                 partition_epoch=proposal.partition_epoch))
-        request = AlterPartitionRequest(broker_id=self.broker.node_id, broker_epoch=self.broker.broker_epoch,
+        request = AlterPartitionRequest(broker_id=self.metadata.node_id, broker_epoch=self.metadata.broker_epoch,
                                         topics=[AlterPartitionRequest.TopicData(topic_id=topic_id, partitions=parts)
                                                 for topic_id, parts in by_topic.items()])
         answers: dict[tuple[uuid.UUID, int], AlterPartitionResponse.PartitionData] = {}
         sizes_before = [len(partition.isr) for partition, _ in proposals]  # the answer may race the metadata
         try:
-            response = await self._send_to_controller(request, ALTER_PARTITION_VERSION,
-                                                      self.config.replica_socket_timeout_ms / 1000)
+            response = answer_as(AlterPartitionResponse, await self._controller.send_to_controller(
+                request, ALTER_PARTITION_VERSION, self.config.replica_socket_timeout_ms / 1000))
             error = ErrorCode(response.error_code)
             answers = {(topic.topic_id, answer.partition_index): answer
                        for topic in response.topics for answer in topic.partitions}
@@ -142,14 +146,15 @@ class ReplicaManager:
             error = ErrorCode(failure.code)
         current = now_ms()
         for (partition, proposal), size_before in zip(proposals, sizes_before):
-            answer = answers.get((partition.topic_id, partition.index))
-            code = ErrorCode(answer.error_code) if answer is not None else error or ErrorCode.UNKNOWN_SERVER_ERROR
-            if code != ErrorCode.NONE:
+            found = answers.get((partition.topic_id, partition.index))
+            code = ErrorCode(found.error_code) if found is not None else error or ErrorCode.UNKNOWN_SERVER_ERROR
+            if found is not None and code == ErrorCode.NONE:
+                answer = found
+                self._events.isr_changed(partition.topic, partition.index, size_before, len(answer.isr))
+            else:
                 log.info("%s-%d: ISR change to %s not accepted: %s", partition.topic, partition.index,
                          list(proposal.isr), code.name)
                 answer = AlterPartitionResponse.PartitionData(partition_index=partition.index)
-            if code == ErrorCode.NONE:
-                self.broker.events.isr_changed(partition.topic, partition.index, size_before, len(answer.isr))
             if self.current(partition):
                 self.apply(partition, partition.on_alter_partition_response(
                     proposal.request_id, code, answer.leader_epoch, answer.partition_epoch, tuple(answer.isr), current))
@@ -182,44 +187,43 @@ class _FetcherLink:
             await self._connection.wait_closed()
 
     async def _run(self) -> None:
-        broker = self.manager.broker
+        metadata = self.manager.metadata
         config = self.manager.config
         while True:
             await self._ready.wait()
             self._ready.clear()
             asks, self._epoch_asks = self._epoch_asks, {}
             fetches, self._fetches = self._fetches, {}
-            address = broker.replica_endpoint(self.leader_id)
+            address = metadata.replica_endpoint(self.leader_id)
             try:
                 if address is None:
-                    raise OSError(f"broker {self.leader_id} has no {broker.inter_broker_listener} endpoint")
-                if self._connection is None or self._connection.address != address:
-                    if self._connection is not None:
-                        await self._connection.wait_closed()
-                    self._connection = RequestConnection(*address)
+                    raise OSError(f"broker {self.leader_id} has no {metadata.config.inter_broker_listener} endpoint")
+                connection = self._connection
+                if connection is None or connection.address != address:
+                    if connection is not None:
+                        await connection.wait_closed()
+                    connection = self._connection = RequestConnection(*address)
                 timeout_s = (config.replica_socket_timeout_ms + config.replica_fetch_wait_max_ms) / 1000
                 if asks:
-                    self._answer_asks(asks, await asyncio.wait_for(self._call(self._epoch_request(asks),
-                                                                              OFFSET_FOR_LEADER_EPOCH_VERSION),
-                                                                   timeout_s))
+                    self._answer_asks(asks, await asyncio.wait_for(self._call(
+                        connection, self._epoch_request(asks), OFFSET_FOR_LEADER_EPOCH_VERSION), timeout_s))
                 if fetches:
                     self._answer_fetches(fetches, await asyncio.wait_for(
-                        self._call(self._fetch_request(fetches), FETCH_VERSION), timeout_s))
+                        self._call(connection, self._fetch_request(fetches), FETCH_VERSION), timeout_s))
             except _UNREACHABLE as error:
-                log.debug("replica fetcher %d -> %d: %s", broker.node_id, self.leader_id, error)
+                log.debug("replica fetcher %d -> %d: %s", metadata.node_id, self.leader_id, error)
                 self._unreachable(asks, fetches)
 
-    async def _call(self, request: Any, version: int) -> Any:
-        broker = self.manager.broker
-        return await self._connection.call(next(self._correlation_ids), f"replica-fetcher-{broker.node_id}",
-                                           request, version)
+    async def _call(self, connection: RequestConnection, request: Any, version: int) -> Any:
+        return await connection.call(next(self._correlation_ids), f"replica-fetcher-{self.manager.metadata.node_id}",
+                                     request, version)
 
     def _fetch_request(self, fetches: dict[Key, tuple[Partition, SendFetch]]) -> FetchRequest:
         config = self.manager.config
         by_topic: dict[uuid.UUID, list[FetchRequest.FetchPartition]] = {}
         for partition, effect in fetches.values():
             by_topic.setdefault(partition.topic_id, []).append(effect.partition)
-        return FetchRequest(replica_id=self.manager.broker.node_id, max_wait_ms=config.replica_fetch_wait_max_ms,
+        return FetchRequest(replica_id=self.manager.metadata.node_id, max_wait_ms=config.replica_fetch_wait_max_ms,
                             min_bytes=1, max_bytes=REPLICA_FETCH_RESPONSE_MAX_BYTES, isolation_level=0,
                             session_id=0, session_epoch=-1,
                             topics=[FetchRequest.FetchTopic(topic_id=topic_id, partitions=partitions)
@@ -241,7 +245,7 @@ class _FetcherLink:
         by_topic: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
         for partition, effect in asks.values():
             by_topic.setdefault(partition.topic, []).append(effect.partition)
-        return OffsetForLeaderEpochRequest(replica_id=self.manager.broker.node_id, topics=[
+        return OffsetForLeaderEpochRequest(replica_id=self.manager.metadata.node_id, topics=[
             OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=topic, partitions=partitions)
             for topic, partitions in by_topic.items()])
 
@@ -265,8 +269,8 @@ class _FetcherLink:
                 self.manager.apply(partition, partition.on_offsets_for_leader_epoch_response(
                     effect.request_id, OffsetForLeaderEpochResponse.EpochEndOffset(
                         partition=partition.index, error_code=ErrorCode.NETWORK_EXCEPTION), current))
-        for partition, effect in fetches.values():
+        for partition, fetch in fetches.values():
             if self.manager.current(partition):
                 self.manager.apply(partition, partition.on_fetch_response(
-                    effect.request_id, FetchResponse.PartitionData(partition_index=partition.index,
+                    fetch.request_id, FetchResponse.PartitionData(partition_index=partition.index,
                                                                    error_code=ErrorCode.NETWORK_EXCEPTION), current))

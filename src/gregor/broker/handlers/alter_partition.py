@@ -12,7 +12,7 @@ and v3 (broker epochs per ISR member) are not advertised.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import ControllerResult
 from gregor.controller.replication_control import alter_partition
 from gregor.protocol.error_codes import ErrorCode
@@ -23,8 +23,8 @@ API_KEY = 56
 Result = AlterPartitionResponse.PartitionData
 
 
-async def handle(context: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
-    server = context.broker
+async def handle(context: QuorumContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
+    server = context.quorum
 
     def decide() -> ControllerResult:
         image = server.image

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import DeleteTopicResult
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.error_codes import ErrorCode
@@ -15,9 +15,9 @@ ZERO_UUID = uuid.UUID(int=0)
 _Result = DeleteTopicsResponse.DeletableTopicResult
 
 
-async def handle(context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+async def handle(context: QuorumContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     """One result per requested topic, in request order (the controller answers names, then ids)."""
-    broker = context.broker
+    quorum = context.quorum
     names: list[tuple[int, str]] = [(i, name) for i, name in enumerate(request.topic_names)]
     ids: list[tuple[int, uuid.UUID]] = []
     invalid: dict[int, _Result] = {}
@@ -31,7 +31,7 @@ async def handle(context: RequestContext, request: DeleteTopicsRequest) -> Delet
         else:
             names.append((i, topic.name))
     try:
-        results = await broker.submit(lambda: broker.controller.delete_topics([n for _, n in names],
+        results = await quorum.submit(lambda: quorum.controller.delete_topics([n for _, n in names],
                                                                              [t for _, t in ids]))
     except KafkaError as error:
         results = [DeleteTopicResult(name=None if isinstance(key, uuid.UUID) else key,

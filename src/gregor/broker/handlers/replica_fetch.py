@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gregor.broker.handlers import RequestContext
+from gregor.broker.handlers import BrokerContext
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 
@@ -28,17 +28,17 @@ def replica_id_of(request: FetchRequest, version: int) -> int:
     return request.replica_state.replica_id if version >= 15 else request.replica_id
 
 
-def _read(context: RequestContext, request: FetchRequest, replica_id: int,
+def _read(context: BrokerContext, request: FetchRequest, replica_id: int,
           by_id: bool) -> tuple[list[_Topic], list[tuple[str, int]], int, bool]:
     """(topics, the partitions served, bytes, whether an answer must go now: an error or a
     diverging epoch, which waiting would only delay)."""
-    broker = context.broker
+    host = context.partitions
     topics, keys, total, urgent = [], [], 0, False
     for fetch_topic in request.topics:
-        name = broker.topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
+        name = context.metadata.topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
         partitions = []
         for fetch_partition in fetch_topic.partitions:
-            partition = broker.partition(name, fetch_partition.partition) if name else None
+            partition = host.partition(name, fetch_partition.partition) if name else None
             if partition is None:
                 partitions.append(_Partition(
                     partition_index=fetch_partition.partition, high_watermark=-1, last_stable_offset=-1,
@@ -47,7 +47,7 @@ def _read(context: RequestContext, request: FetchRequest, replica_id: int,
                 urgent = True
                 continue
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, context.now_ms)
-            broker.replicas.apply(partition, effects)
+            host.apply(partition, effects)
             partitions.append(data)
             keys.append((name, fetch_partition.partition))
             total += len(data.records) if data.records else 0
@@ -59,21 +59,21 @@ def _read(context: RequestContext, request: FetchRequest, replica_id: int,
     return topics, keys, total, urgent
 
 
-def handle_replica_fetch(context: RequestContext, request: FetchRequest, replica_id: int):
+def handle_replica_fetch(context: BrokerContext, request: FetchRequest, replica_id: int):
     by_id = context.version >= 13
     topics, keys, total, urgent = _read(context, request, replica_id, by_id)
     if urgent or total >= max(request.min_bytes, 1) or request.max_wait_ms <= 0:
         return _response(topics)
-    return _wait(context, request, replica_id, by_id, keys, context.broker.fetch_waiters.marks(keys))
+    return _wait(context, request, replica_id, by_id, keys, context.partitions.fetch_waiters.marks(keys))
 
 
-async def _wait(context: RequestContext, request: FetchRequest, replica_id: int, by_id: bool,
+async def _wait(context: BrokerContext, request: FetchRequest, replica_id: int, by_id: bool,
                 keys: list[tuple[str, int]], read_at: dict) -> FetchResponse:
-    broker = context.broker
+    waiters = context.partitions.fetch_waiters
     woken = asyncio.Event()
     # registered since the first read: an append in between (this runs a loop iteration later)
     # wakes it at once rather than holding its acks=all produce for max_wait_ms
-    handle = broker.fetch_waiters.register(keys, woken.set, since=read_at)
+    handle = waiters.register(keys, woken.set, since=read_at)
     try:
         try:
             await asyncio.wait_for(woken.wait(), request.max_wait_ms / 1000)
@@ -83,7 +83,7 @@ async def _wait(context: RequestContext, request: FetchRequest, replica_id: int,
         topics, _, _, _ = _read(context, request, replica_id, by_id)
         return _response(topics)
     finally:
-        broker.fetch_waiters.cancel(keys, handle)
+        waiters.cancel(keys, handle)
 
 
 def _response(topics: list[_Topic]) -> FetchResponse:

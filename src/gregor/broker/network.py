@@ -108,9 +108,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._stopping = False
-        self.info: ConnectionInfo | None = None
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
+        self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -243,12 +243,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if isinstance(result, (bytes, bytearray, memoryview)):
             self._transport.write(result)
+        elif not isinstance(result, list):
+            raise TypeError(f"the dispatcher answered {type(result).__name__}, not an encoded response")
         elif any(isinstance(part, FileRegion) for part in result):
             self._sending = asyncio.ensure_future(self._send_with_regions(result))
         else:
             self._transport.writelines(result)
 
-    async def _send_with_regions(self, parts: Sequence[object]) -> None:
+    async def _send_with_regions(self, parts: Sequence[FileRegion | bytes | memoryview]) -> None:
         loop = asyncio.get_running_loop()
         try:
             for part in parts:

@@ -91,7 +91,7 @@ class ReplicaManager:
         """Carry out what `partition` asked for."""
         for effect in effects:
             if isinstance(effect, ProduceCompleted):
-                if not effect.token.done():
+                if isinstance(effect.token, asyncio.Future) and not effect.token.done():  # the broker's tokens
                     effect.token.set_result(effect.error)
             elif isinstance(effect, (SendFetch, SendOffsetsForLeaderEpoch)):
                 self._link(effect.leader_id).add(partition, effect)

@@ -62,7 +62,7 @@ async def handle_incremental(context: QuorumContext,
 
 
 def _refused(resource_type: int, resource_name: str, error: KafkaError) -> AlterConfigsResult:
-    return AlterConfigsResult(resource_type, resource_name, error.code, str(error))
+    return AlterConfigsResult(resource_type, resource_name, ErrorCode(error.code), str(error))
 
 
 HANDLERS = [Handler(33, 0, 2, handle_alter), Handler(44, 0, 1, handle_incremental)]

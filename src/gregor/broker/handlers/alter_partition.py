@@ -50,11 +50,11 @@ async def handle(context: QuorumContext, request: AlterPartitionRequest) -> Alte
         return AlterPartitionResponse(error_code=outcome)
     image = server.image
     by_topic: dict = {}
-    for topic_id, index, error in outcome:
-        answer = Result(partition_index=index, error_code=error)
+    for topic_id, index, code in outcome:
+        answer = Result(partition_index=index, error_code=code)
         topic = image.topics_by_id.get(topic_id)
         registration = topic.partitions.get(index) if topic is not None else None
-        if error == ErrorCode.NONE and registration is not None:
+        if code == ErrorCode.NONE and registration is not None:
             answer.leader_id, answer.leader_epoch = registration.leader, registration.leader_epoch
             answer.isr, answer.partition_epoch = list(registration.isr), registration.partition_epoch
         by_topic.setdefault(topic_id, []).append(answer)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import CreatePartitionsResult, PartitionsIncrease
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
@@ -19,7 +20,7 @@ async def handle(context: QuorumContext, request: CreatePartitionsRequest) -> Cr
     try:
         results = await quorum.submit(lambda: quorum.controller.create_partitions(increases, request.validate_only))
     except KafkaError as error:
-        results = [CreatePartitionsResult(increase.name, error.code, str(error)) for increase in increases]
+        results = [CreatePartitionsResult(increase.name, ErrorCode(error.code), str(error)) for increase in increases]
     return CreatePartitionsResponse(throttle_time_ms=0, results=[
         CreatePartitionsResponse.CreatePartitionsTopicResult(name=result.name, error_code=result.error,
                                                              error_message=result.message)

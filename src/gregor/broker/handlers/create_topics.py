@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
@@ -27,7 +28,7 @@ async def handle(context: QuorumContext, request: CreateTopicsRequest) -> Create
     try:
         results = await quorum.submit(lambda: quorum.controller.create_topics(topics, request.validate_only))
     except KafkaError as error:
-        results = [CreateTopicResult(topic.name, error.code, str(error)) for topic in topics]
+        results = [CreateTopicResult(topic.name, ErrorCode(error.code), str(error)) for topic in topics]
     return CreateTopicsResponse(throttle_time_ms=0, topics=[
         _Result(name=result.name, topic_id=result.topic_id, error_code=result.error,
                 error_message=result.message, num_partitions=result.num_partitions,

@@ -28,18 +28,22 @@ async def handle(context: QuorumContext, request: DeleteTopicsRequest) -> Delete
                                  error_message="A topic is named by both its name and its id; give one.")
         elif has_id:
             ids.append((i, topic.topic_id))
-        else:
+        elif topic.name is not None:
             names.append((i, topic.name))
+        else:  # neither: what the controller answers an unknown name
+            invalid[i] = _Result(name=None, topic_id=ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 error_message="This server does not host this topic-partition.")
+    requested: list[tuple[int, str | uuid.UUID]] = [*names, *ids]
     try:
         results = await quorum.submit(lambda: quorum.controller.delete_topics([n for _, n in names],
                                                                              [t for _, t in ids]))
     except KafkaError as error:
         results = [DeleteTopicResult(name=None if isinstance(key, uuid.UUID) else key,
                                      topic_id=key if isinstance(key, uuid.UUID) else ZERO_UUID,
-                                     error=error.code, message=str(error))
-                   for _, key in names + ids]
+                                     error=ErrorCode(error.code), message=str(error))
+                   for _, key in requested]
     answers = dict(invalid)
-    for (position, _), result in zip(names + ids, results):
+    for (position, _), result in zip(requested, results):
         answers[position] = _Result(name=result.name, topic_id=result.topic_id, error_code=result.error,
                                     error_message=result.message)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=[answers[i] for i in sorted(answers)])

@@ -78,6 +78,7 @@ def _broker_entries(context: BrokerContext, request: DescribeConfigsRequest, res
                 for name, value in sorted(defaults.items())]
     dynamic = metadata.image.broker_config(metadata.node_id)
     entries = []
+    value: str | None
     for name in sorted(set(BROKER_CONFIG_KEYS) | set(dynamic) | set(defaults)):
         if name in dynamic:
             value, source = dynamic[name], ConfigSource.DYNAMIC_BROKER_CONFIG

@@ -65,8 +65,7 @@ class _FetchPlan:
                                       last_stable_offset=-1, log_start_offset=-1,
                                       aborted_transactions=[] if version >= 4 else None, records=b"")
                 partitions.append(response)
-                partition = host.partition(name, fetch_partition.partition) if name else None
-                if partition is None:
+                if not name or (partition := host.partition(name, fetch_partition.partition)) is None:
                     response.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if self.by_id and name is None
                                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                     any_error = True
@@ -84,6 +83,7 @@ class _FetchPlan:
                     any_error = True
                     continue
                 limit = min(fetch_partition.partition_max_bytes, remaining)
+                data: bytes | FileRegion
                 try:
                     info = log.read(fetch_partition.fetch_offset, max(limit, 0), partition.high_watermark,
                                     total == 0)
@@ -102,7 +102,7 @@ class _FetchPlan:
                 total += len(data)
                 remaining -= len(data)
                 self.bytes_by_topic[name] = self.bytes_by_topic.get(name, 0) + len(data)
-            topic = _Topic(topic="" if self.by_id else name, partitions=partitions)
+            topic = _Topic(topic="" if self.by_id else fetch_topic.topic, partitions=partitions)
             if self.by_id:
                 topic.topic_id = fetch_topic.topic_id
             topics.append(topic)

@@ -31,13 +31,13 @@ _Partition = MetadataResponse.MetadataResponsePartition
 def handle(context: BrokerContext, request: MetadataRequest):
     metadata = context.metadata
     version = context.version
-    all_topics = request.topics is None or (version == 0 and not request.topics)
-    if all_topics:
-        names = sorted(metadata.image.topics)
-        wanted = [(name, None) for name in names]
+    requested_topics = request.topics
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if requested_topics is None or (version == 0 and not requested_topics):
+        wanted = [(name, None) for name in sorted(metadata.image.topics)]
     else:
         wanted = []
-        for requested in request.topics:
+        for requested in requested_topics:
             if version >= 10 and requested.name is None and requested.topic_id != ZERO_UUID:
                 wanted.append((metadata.topic_name(requested.topic_id), requested.topic_id))
             else:
@@ -49,12 +49,14 @@ def handle(context: BrokerContext, request: MetadataRequest):
     return _answer(context, wanted, frozenset())
 
 
-async def _after_creating(context: BrokerContext, wanted: list, missing: list[str]) -> MetadataResponse:
+async def _after_creating(context: BrokerContext, wanted: list[tuple[str | None, uuid.UUID | None]],
+                          missing: list[str]) -> MetadataResponse:
     await context.controller.auto_create_topics(missing)
     return _answer(context, wanted, frozenset(missing))
 
 
-def _answer(context: BrokerContext, wanted: list, being_created: frozenset[str]) -> MetadataResponse:
+def _answer(context: BrokerContext, wanted: list[tuple[str | None, uuid.UUID | None]],
+            being_created: frozenset[str]) -> MetadataResponse:
     metadata = context.metadata
     topics = [_describe_topic(metadata, name, topic_id, name in being_created) for name, topic_id in wanted]
     return MetadataResponse(
@@ -78,7 +80,7 @@ def _describe_topic(metadata: MetadataView, name: str | None, topic_id: uuid.UUI
     topic_image = metadata.image.topics.get(name) if name is not None else None
     if topic_image is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.LEADER_NOT_AVAILABLE \
-            if being_created and metadata.is_valid_topic_name(name) else (
+            if being_created and name is not None and metadata.is_valid_topic_name(name) else (
             ErrorCode.INVALID_TOPIC_EXCEPTION if name is not None and not metadata.is_valid_topic_name(name)
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return _Topic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID, partitions=[],

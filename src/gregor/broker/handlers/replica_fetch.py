@@ -38,8 +38,7 @@ def _read(context: BrokerContext, request: FetchRequest, replica_id: int,
         name = context.metadata.topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
         partitions = []
         for fetch_partition in fetch_topic.partitions:
-            partition = host.partition(name, fetch_partition.partition) if name else None
-            if partition is None:
+            if not name or (partition := host.partition(name, fetch_partition.partition)) is None:
                 partitions.append(_Partition(
                     partition_index=fetch_partition.partition, high_watermark=-1, last_stable_offset=-1,
                     log_start_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID if by_id and name is None
@@ -52,7 +51,7 @@ def _read(context: BrokerContext, request: FetchRequest, replica_id: int,
             keys.append((name, fetch_partition.partition))
             total += len(data.records) if data.records else 0
             urgent = urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
-        topic = _Topic(topic="" if by_id else name, partitions=partitions)
+        topic = _Topic(topic="" if by_id else fetch_topic.topic, partitions=partitions)
         if by_id:
             topic.topic_id = fetch_topic.topic_id
         topics.append(topic)

@@ -215,8 +215,8 @@ class _FetcherLink:
                 self._unreachable(asks, fetches)
 
     async def _call(self, connection: RequestConnection, request: Any, version: int) -> Any:
-        return await connection.call(next(self._correlation_ids), f"replica-fetcher-{self.manager.metadata.node_id}",
-                                     request, version)
+        client_id = f"replica-fetcher-{self.manager.metadata.node_id}"
+        return await connection.call(next(self._correlation_ids), client_id, request, version)
 
     def _fetch_request(self, fetches: dict[Key, tuple[Partition, SendFetch]]) -> FetchRequest:
         config = self.manager.config

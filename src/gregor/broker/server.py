@@ -1,5 +1,10 @@
 """The broker process: wires storage, the metadata, replication and the network edge.
 
+This is the composition root, imported by nothing but the `gregor server` command (an import
+contract in tests/unit/test_layering.py keeps it so). `Broker` implements the narrow services of
+`gregor.broker.services` and hands each handler and component only those it uses: the client
+listener's handlers get a `BrokerContext` with them, ReplicaManager and GroupRuntime theirs.
+
 Every broker reaches the metadata the same way, whatever the deployment: it registers with the
 active controller and heartbeats (`broker_lifecycle`), sends it the changes clients ask for
 (`handlers/forward`) and its own requests (AlterPartition, AllocateProducerIds, CreateTopics for

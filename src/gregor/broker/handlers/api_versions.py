@@ -29,4 +29,5 @@ def unsupported_version_response() -> ApiVersionsResponse:
     )
 
 
-HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle, unsupported_version_response=unsupported_version_response)]
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle,
+                    unsupported_version_response=unsupported_version_response)]

@@ -76,7 +76,8 @@ def _brokers(metadata: MetadataView, listener: str) -> list[_Broker]:
     return result
 
 
-def _describe_topic(metadata: MetadataView, name: str | None, topic_id: uuid.UUID | None, being_created: bool) -> _Topic:
+def _describe_topic(metadata: MetadataView, name: str | None, topic_id: uuid.UUID | None,
+                    being_created: bool) -> _Topic:
     topic_image = metadata.image.topics.get(name) if name is not None else None
     if topic_image is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.LEADER_NOT_AVAILABLE \

@@ -161,8 +161,8 @@ class Broker:
                      ",".join(f"{node}@{host}:{port}" for node, (host, port) in self.config.quorum_voters().items()))
             self.image = await source.start()
         logs = self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
-                               {name: self.log_config(name) for name in self.image.topics},
-                               skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
+                                      {name: self.log_config(name) for name in self.image.topics},
+                                      skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
         if logs.logs and not logs.clean_shutdown:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
         elif logs.logs:

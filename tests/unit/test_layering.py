@@ -69,3 +69,33 @@ def test_package_imports_only_lower_layers(package: str) -> None:
 def test_every_package_is_in_the_table() -> None:
     packages = {path.name for path in SOURCE.iterdir() if (path / "__init__.py").exists()}
     assert packages - set(MAY_IMPORT) <= {"cli", "metrics"}
+
+
+COMPOSITION_ROOT = "gregor.broker.server"
+ENTRY_POINTS = {"cli/server.py"}
+
+
+def _imports_of(path: pathlib.Path) -> set[tuple[str, int]]:
+    """Every module `path` imports, under TYPE_CHECKING and inside functions too."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            package = ["gregor", *path.relative_to(SOURCE).parent.parts]
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found.add((module, node.lineno))
+            found.update((f"{module}.{alias.name}", node.lineno) for alias in node.names)
+    return found
+
+
+def test_only_the_entry_point_imports_the_broker_composition_root() -> None:
+    """Handlers and components get narrow services (`gregor.broker.services`), never the Broker
+    that wires them: importing `broker.server` would hand them all of it and close a cycle."""
+    violations = [f"{path.relative_to(SOURCE)}:{line} imports {name}"
+                  for path in sorted(SOURCE.rglob("*.py"))
+                  if str(path.relative_to(SOURCE)) not in ENTRY_POINTS | {"broker/server.py"}
+                  for name, line in sorted(_imports_of(path))
+                  if name == COMPOSITION_ROOT or name.startswith(COMPOSITION_ROOT + ".")]
+    assert not violations, "\n".join(violations)

@@ -59,9 +59,9 @@ class BrokerLifecycle:
         self.incarnation_id = incarnation_id or uuid.uuid4()
         self.state = LifecycleState.STARTING
         self.broker_epoch = -1
-        self._registered: asyncio.Future | None = None
-        self._unfenced: asyncio.Future | None = None
-        self._task: asyncio.Task | None = None
+        self._registered: asyncio.Future[int] | None = None
+        self._unfenced: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -69,14 +69,22 @@ class BrokerLifecycle:
         self._unfenced = loop.create_future()
         self._task = asyncio.ensure_future(self._run())
 
+    def _milestones(self) -> tuple[asyncio.Future[int], asyncio.Future[None]]:
+        """The first registration and the first unfencing, which `start` begins waiting for."""
+        if self._registered is None or self._unfenced is None:
+            raise RuntimeError(f"the lifecycle of broker {self.broker_id} has not started")
+        return self._registered, self._unfenced
+
     async def registered(self) -> int:
         """The broker epoch of the first registration (raises the fatal error, if any)."""
-        return await asyncio.shield(self._registered)
+        registered, _ = self._milestones()
+        return await asyncio.shield(registered)
 
     async def unfenced(self) -> None:
         """Completes when the controller first unfences the broker (raises as `registered` does)."""
         await self.registered()
-        await asyncio.shield(self._unfenced)
+        _, unfenced = self._milestones()
+        await asyncio.shield(unfenced)
 
     async def _run(self) -> None:
         try:
@@ -91,11 +99,12 @@ class BrokerLifecycle:
         except KafkaError as error:
             log.error("broker %d cannot stay in the cluster: %s", self.broker_id, error)
             self.state = LifecycleState.STOPPED
-            if not self._registered.done():
-                self._registered.set_exception(error)
-                self._unfenced.cancel()  # `unfenced` raises the registration's error instead
-            elif not self._unfenced.done():
-                self._unfenced.set_exception(error)
+            registered, unfenced = self._milestones()
+            if not registered.done():
+                registered.set_exception(error)
+                unfenced.cancel()  # `unfenced` raises the registration's error instead
+            elif not unfenced.done():
+                unfenced.set_exception(error)
 
     async def _register(self) -> None:
         request = BrokerRegistrationRequest(
@@ -120,8 +129,9 @@ class BrokerLifecycle:
         self.state = LifecycleState.FENCED
         log.info("broker %d registered with broker epoch %d (fenced until caught up)", self.broker_id,
                  self.broker_epoch)
-        if not self._registered.done():
-            self._registered.set_result(self.broker_epoch)
+        registered, _ = self._milestones()
+        if not registered.done():
+            registered.set_result(self.broker_epoch)
 
     async def _heartbeat(self, want_shut_down: bool) -> BrokerHeartbeatResponse | None:
         request = BrokerHeartbeatRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch,
@@ -143,8 +153,9 @@ class BrokerLifecycle:
         if self.state == LifecycleState.FENCED and not response.is_fenced:
             self.state = LifecycleState.RUNNING
             log.info("broker %d is unfenced: it may lead partitions", self.broker_id)
-            if not self._unfenced.done():
-                self._unfenced.set_result(None)
+            _, unfenced = self._milestones()
+            if not unfenced.done():
+                unfenced.set_result(None)
         elif self.state == LifecycleState.RUNNING and response.is_fenced:
             self.state = LifecycleState.FENCED
             log.info("broker %d was fenced by the controller", self.broker_id)

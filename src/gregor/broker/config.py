@@ -258,8 +258,8 @@ class BrokerConfig:
             self._values[name] = None if raw is None else _parse_value(key, raw)
         if "broker.id" in self.originals and "node.id" not in self.originals:
             self._values["node.id"] = self._values["broker.id"]
-        self.listeners = parse_listeners(",".join(self._values["listeners"]), "listeners")
-        advertised = self._values["advertised.listeners"]
+        self.listeners = parse_listeners(",".join(self.get("listeners")), "listeners")
+        advertised = self.get("advertised.listeners")
         self.advertised_listeners = (
             parse_listeners(",".join(advertised), "advertised.listeners") if advertised else self.listeners
         )

@@ -19,17 +19,26 @@ import asyncio
 import inspect
 import itertools
 import logging
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, TypeVar
 
 from gregor.broker.network import CloseConnection, ConnectionInfo, Dispatcher, Pipelined
 from gregor.broker.peer_channel import RequestConnection, decode_response
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
 from gregor.protocol.headers import encode_request
-from gregor.protocol.messages._base import Struct
+from gregor.protocol.messages._base import Message, Struct
 
 log = logging.getLogger("gregor.broker")
 NO_LEADER = -1
+M = TypeVar("M", bound=Message)
+
+
+def answer_as(kind: type[M], response: Message) -> M:
+    """The controller's answer as the response type of the request sent (what the channel decodes
+    by the request's API key, so anything else is a broken invariant, not a peer's error)."""
+    if not isinstance(response, kind):
+        raise TypeError(f"expected {kind.__name__} from the controller, got {type(response).__name__}")
+    return response
 
 
 def says_not_controller(response: Any) -> bool:
@@ -72,6 +81,8 @@ class LocalConnection:
                 result = await result
         except CloseConnection as reason:
             raise DecodeError(f"the controller closed the request: {reason}") from None
+        if not isinstance(result, list):  # every controller API answers, as encoded chunks
+            raise DecodeError(f"the controller did not answer {type(request).__name__}")
         answered, response = decode_response(memoryview(b"".join(bytes(part) for part in result)[4:]),
                                              request.API_KEY, version)
         if answered != correlation_id:

@@ -23,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from functools import partial
 from typing import Callable, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.dispatcher import Dispatcher
-from gregor.broker.handlers import quorum_handlers
+from gregor.broker.handlers import QuorumContext, quorum_handlers
 from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
@@ -38,10 +39,11 @@ from gregor.controller.operations import ControllerResult
 from gregor.controller.quorum_controller import ControllerConfig, QuorumController
 from gregor.controller.replication_control import fence_broker, unclean_policy
 from gregor.metadata.image import MetadataImage
-from gregor.metadata.loader import MetadataLoader
+from gregor.metadata.loader import MetadataLoader, MetadataPublisher
 from gregor.metadata.record_codec import encode_metadata_record
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages import Message
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.raft.client import RaftClient, RaftConfig
 from gregor.raft.quorum_state import EpochState, Role
@@ -80,6 +82,8 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
 
 
 class ControllerServer:
+    """A voter of the metadata quorum; it is the `QuorumService` its listener's handlers use."""
+
     def __init__(self, config: BrokerConfig, lock_dirs: bool = True) -> None:
         """`lock_dirs=False` when the broker of the same process already holds the data
         directories' locks (a combined node)."""
@@ -92,15 +96,33 @@ class ControllerServer:
         self.controller = QuorumController(controller_config(config), random.Random())
         self.heartbeats = BrokerHeartbeats(config.get("broker.session.timeout.ms"))
         self._server: KafkaServer | None = None
-        self.dispatcher = Dispatcher(self, quorum_handlers())
+        self.dispatcher = Dispatcher(quorum_handlers(), partial(QuorumContext, self))
         self._operations = asyncio.Lock()
-        self._commit_waiters: list[tuple[int, asyncio.Future]] = []
-        self._duties: asyncio.Task | None = None
-        self._caught_up: asyncio.Future | None = None
+        self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._duties: asyncio.Task[None] | None = None
+        self._caught_up: asyncio.Future[None] | None = None
 
     @property
     def image(self) -> MetadataImage:
+        if self.loader is None:
+            raise RuntimeError(f"controller {self.node_id} has not started: it has no image yet")
         return self.loader.image
+
+    @property
+    def raft(self) -> RaftClient:
+        """The quorum's raft client, from `start` on (nothing reaches the quorum before)."""
+        return self._driver().raft
+
+    def install(self, publisher: MetadataPublisher) -> None:
+        """Publish every committed image to `publisher` too (the broker in the same process)."""
+        if self.loader is None:
+            raise RuntimeError(f"controller {self.node_id} has not started: it has no images to publish")
+        self.loader.install(publisher)
+
+    def _driver(self) -> RaftDriver:
+        if self.raft_driver is None:
+            raise RuntimeError(f"controller {self.node_id} has not started: it has no raft client yet")
+        return self.raft_driver
 
     async def start(self) -> None:
         """Lock the metadata directory and bind the listeners before the log is read, so that a
@@ -109,10 +131,10 @@ class ControllerServer:
             self._locks.acquire()
         self._caught_up = asyncio.get_running_loop().create_future()
         if self.config.controller_listeners():
-            self._server = KafkaServer(self.dispatcher, self.config.get("socket.request.max.bytes"))
-        for endpoint in self.config.controller_listeners():
-            self.bound_ports[endpoint.listener] = await self._server.listen(endpoint.listener, endpoint.host,
-                                                                           endpoint.port, start_serving=False)
+            server = self._server = KafkaServer(self.dispatcher, self.config.get("socket.request.max.bytes"))
+            for endpoint in self.config.controller_listeners():
+                self.bound_ports[endpoint.listener] = await server.listen(endpoint.listener, endpoint.host,
+                                                                          endpoint.port, start_serving=False)
         # the embedded single node names no voters: it is the one voter, reached in process
         voters = self.config.quorum_voters() or {self.node_id: ("localhost", 0)}
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
@@ -137,7 +159,7 @@ class ControllerServer:
     def _committed(self, high_watermark: int) -> None:
         """Replay the newly committed records into the image; wake the operations they complete."""
         self.replay.catch_up(now_ms())
-        if high_watermark > 0 and not self._caught_up.done():
+        if high_watermark > 0 and self._caught_up is not None and not self._caught_up.done():
             self._caught_up.set_result(None)
         waiting = []
         for last_offset, future in self._commit_waiters:
@@ -151,6 +173,8 @@ class ControllerServer:
     async def caught_up(self) -> MetadataImage:
         """The image once the quorum's high watermark is known here and replayed (what a broker in
         the same process waits for before it takes partition states from it)."""
+        if self._caught_up is None:
+            raise RuntimeError(f"controller {self.node_id} has not started")
         await self._caught_up
         return self.image
 
@@ -169,7 +193,7 @@ class ControllerServer:
         run one at a time. KafkaError NOT_CONTROLLER when this node is not (or stops being) the
         active controller."""
         async with self._operations:
-            raft = self.raft_driver.raft
+            raft = self.raft
             if not raft.is_leader:
                 raise KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.node_id} is not the active controller "
                                  f"(the quorum leader is {raft.leader_id})")
@@ -182,24 +206,28 @@ class ControllerServer:
             await self._commit(result.records)
             return result.response
 
-    async def _commit(self, records: Sequence) -> None:
+    async def _commit(self, records: Sequence[Message]) -> None:
         """Append the records as one batch and wait until the quorum has committed them."""
         if not records:
             return
-        raft = self.raft_driver.raft
-        last_offset = self.raft_driver.append([encode_metadata_record(r) for r in records])
-        future = asyncio.get_running_loop().create_future()
+        driver = self._driver()
+        last_offset = driver.append([encode_metadata_record(r) for r in records])
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._commit_waiters.append((last_offset, future))
-        self._committed(raft.high_watermark)
+        self._committed(driver.raft.high_watermark)
         await future
 
-    def describe_quorum(self, request: DescribeQuorumRequest) -> asyncio.Future:
-        return self.raft_driver.handle_request(-1, request)
+    def raft_request(self, sender_id: int, request: Message) -> asyncio.Future[Message]:
+        """A raft request from node `sender_id`; the future completes with the answer."""
+        return self._driver().handle_request(sender_id, request)
+
+    def describe_quorum(self, request: DescribeQuorumRequest) -> asyncio.Future[Message]:
+        return self._driver().handle_request(-1, request)
 
     @property
     def next_offset(self) -> int:
         """Where the next appended record lands (the leader's log end)."""
-        return self.raft_driver.raft.end_offset
+        return self.raft.end_offset
 
     def unclean_allowed(self, topic: str) -> bool:
         """`unclean.leader.election.enable` in force for the topic, on the committed image."""
@@ -211,7 +239,7 @@ class ControllerServer:
         rebalance = LeaderRebalance(self.config)
         while True:
             await asyncio.sleep(DUTIES_INTERVAL_S)
-            if not self.raft_driver.raft.leader_caught_up:
+            if not self.raft.leader_caught_up:
                 continue
             for broker_id in self.heartbeats.expired(self.image, now_ms()):
                 log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",

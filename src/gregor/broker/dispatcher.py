@@ -8,31 +8,35 @@ Kafka's own parser does (librdkafka sends such bytes with some Metadata versions
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
 
 from gregor.broker.handlers import Handler, RequestContext
 from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
-from gregor.protocol.messages import REQUESTS
+from gregor.protocol.messages import REQUESTS, RequestHeader
 from gregor.protocol.primitives import Reader
-
-if TYPE_CHECKING:
-    from gregor.broker.server import Broker
 
 log = logging.getLogger("gregor.dispatcher")
 
+C = TypeVar("C", bound=RequestContext)
+ContextFactory = Callable[[RequestHeader, ConnectionInfo, Mapping[int, Handler[Any]]], C]
 
-class Dispatcher:
-    def __init__(self, broker: "Broker", handlers: dict[int, Handler],
+
+class Dispatcher(Generic[C]):
+    """Answers frames with a handler table; `new_context` makes the context its handlers take
+    (a broker listener's with the broker's services, a controller listener's with the quorum)."""
+
+    def __init__(self, handlers: Mapping[int, Handler[C]], new_context: ContextFactory[C],
                  on_request: Callable[[int, float], None] | None = None) -> None:
-        self._broker = broker
         self._handlers = handlers
+        self._new_context = new_context
         self._on_request = on_request
 
-    def dispatch(self, frame: bytearray, info: ConnectionInfo) -> Any:
+    def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
         view = memoryview(frame)
         try:
             header, body_offset = parse_request_header(view)
@@ -44,7 +48,7 @@ class Dispatcher:
         if handler is None:
             raise CloseConnection(f"unsupported API key {api_key}")
         if not handler.min_version <= version <= handler.max_version:
-            if handler.answers_unsupported_version:
+            if handler.unsupported_version_response is not None:
                 return self._encode(header, handler.unsupported_version_response(), 0)
             raise CloseConnection(f"unsupported version {version} of API key {api_key}")
         request_class = REQUESTS[api_key]
@@ -54,17 +58,18 @@ class Dispatcher:
             log.info("closing connection from %s: malformed %s v%d: %s",
                      info.peer, request_class.__name__, version, error)
             raise CloseConnection(f"malformed {request_class.__name__}") from None
-        context = RequestContext(self._broker, header, info, self._handlers)
+        context = self._new_context(header, info, self._handlers)
         started = time.perf_counter()
         result = handler.handle(context, request)
         if isinstance(result, Pipelined):
             return Pipelined(self._finish_later(header, result.awaitable, version, started))
-        if hasattr(result, "__await__"):
+        if inspect.isawaitable(result):
             return self._finish_later(header, result, version, started)
         self._answered(api_key, started)
         return None if result is None else self._encode(header, result, version)
 
-    async def _finish_later(self, header: Any, pending: Any, version: int, started: float) -> Any:
+    async def _finish_later(self, header: RequestHeader, pending: Awaitable[object], version: int,
+                            started: float) -> list[bytes] | None:
         response = await pending
         self._answered(header.request_api_key, started)
         return None if response is None else self._encode(header, response, version)
@@ -74,5 +79,5 @@ class Dispatcher:
             self._on_request(api_key, time.perf_counter() - started)
 
     @staticmethod
-    def _encode(header: Any, response: Any, version: int) -> list:
+    def _encode(header: RequestHeader, response: object, version: int) -> list[bytes]:
         return encode_response(header.correlation_id, response, header.request_api_key, version)

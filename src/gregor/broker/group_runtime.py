@@ -16,24 +16,26 @@ import logging
 import random
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Iterator, TypeVar
+from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
+from gregor.broker.config import BrokerConfig
+from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
+from gregor.coordinator.results import JoinResult, OffsetCommitResult, SyncResult
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.records.batch import iter_batches
 from gregor.records.record import BatchBuilder, decode_records
 from gregor.storage.log import Log
 
-if TYPE_CHECKING:
-    from gregor.broker.server import Broker
-
 log = logging.getLogger("gregor.coordinator")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 R = TypeVar("R")
+Parked = JoinResult | SyncResult | OffsetCommitResult  # what a parked request is answered with
+P = TypeVar("P", JoinResult, SyncResult, OffsetCommitResult)
 
 
 def now_ms() -> int:
@@ -41,9 +43,12 @@ def now_ms() -> int:
 
 
 class GroupRuntime:
-    def __init__(self, broker: "Broker") -> None:
-        self.broker = broker
-        config = broker.config
+    def __init__(self, config: BrokerConfig, metadata: MetadataView, partitions: PartitionHost,
+                 controller: ControllerGateway) -> None:
+        self._config = config
+        self._metadata = metadata
+        self._partitions = partitions
+        self._controller = controller
         self.coordinator = GroupCoordinator(GroupCoordinatorConfig(
             group_min_session_timeout_ms=config.get("group.min.session.timeout.ms"),
             group_max_session_timeout_ms=config.get("group.max.session.timeout.ms"),
@@ -54,28 +59,36 @@ class GroupRuntime:
             offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
             offsets_topic_num_partitions=config.get("offsets.topic.num.partitions"),
         ), random.Random())
-        self._parked: dict[object, asyncio.Future] = {}
+        self._parked: dict[object, asyncio.Future[Parked]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._loaded: set[int] = set()
 
     # -- requests
 
-    def park(self, call: Callable[[object], list[Effect]], encode: Callable[[object], R]) -> R | Awaitable[R]:
-        """Run a coordinator call that may answer later; the response, or an awaitable of it."""
+    def park(self, call: Callable[[object], list[Effect]], answer: type[P],
+             encode: Callable[[P], R]) -> R | Awaitable[R]:
+        """Run a coordinator call that may answer later, with a result of type `answer`; the
+        response, or an awaitable of it."""
         token = object()
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Parked] = asyncio.get_running_loop().create_future()
         self._parked[token] = future
+
+        def encoded(result: Parked) -> R:
+            if not isinstance(result, answer):
+                raise TypeError(f"the coordinator answered {type(result).__name__}, not {answer.__name__}")
+            return encode(result)
+
         self.apply(call(token))
         if future.done():
-            return encode(future.result())
+            return encoded(future.result())
 
-        async def answer() -> R:
+        async def later() -> R:
             try:
-                return encode(await future)
+                return encoded(await future)
             finally:
                 self._parked.pop(token, None)
 
-        return answer()
+        return later()
 
     def apply(self, effects: Iterable[Effect]) -> None:
         """Carry out effects in order; those caused by carrying them out follow after."""
@@ -87,39 +100,41 @@ class GroupRuntime:
                 if future is not None and not future.done():
                     future.set_result(effect.result)
             elif isinstance(effect, AppendRecords):
-                error = self._append(effect)
-                if isinstance(error, ErrorCode):
-                    pending.extend(self.coordinator.append_done(effect.append_id, error, now_ms()))
+                pending.extend(self._append(effect))
         self._arm_timer()
 
-    def _append(self, effect: AppendRecords) -> ErrorCode | None:
-        """Append the records; for a write the coordinator waits on (an append id), the error now
-        or None when `append_done` comes later, once the high watermark passes the records (acks=all,
-        as Kafka's coordinator writes, so a commit survives the loss of this leader)."""
-        waits = effect.append_id is not None
-        partition = self.broker.partition(OFFSETS_TOPIC, effect.partition)
+    def _append(self, effect: AppendRecords) -> list[Effect]:
+        """Append the records. For a write the coordinator waits on (an append id), what its
+        `append_done` returns when the append failed, or later once the high watermark passes
+        the records (acks=all, as Kafka's coordinator writes, so a commit survives the loss of
+        this leader)."""
+        append_id = effect.append_id
+        partition = self._partitions.partition(OFFSETS_TOPIC, effect.partition)
         if partition is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER if waits else None
-        builder = BatchBuilder(compression=self.broker.config.get("offsets.topic.compression.codec"))
+            return self._append_done(append_id, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        builder = BatchBuilder(compression=self._config.get("offsets.topic.compression.codec"))
         for key, value in effect.records:
             builder.append(effect.timestamp_ms, key, value)
         try:
-            info = partition.append_as_leader(memoryview(builder.build()), now_ms(), -1 if waits else 1)
+            info = partition.append_as_leader(memoryview(builder.build()), now_ms(), 1 if append_id is None else -1)
         except KafkaError as error:
             log.warning("appending %d group record(s) to %s-%d failed: %s", len(effect.records),
                         OFFSETS_TOPIC, effect.partition, error)
-            return ErrorCode(error.code) if waits else None
-        self.broker.on_leader_append(partition)
-        if not waits:
-            return None
-        replicated = asyncio.get_running_loop().create_future()
-        self.broker.replicas.apply(partition, partition.await_replication(
-            info, replicated, now_ms(), self.broker.config.get("offsets.commit.timeout.ms")))
+            return self._append_done(append_id, ErrorCode(error.code))
+        self._partitions.on_leader_append(partition)
+        if append_id is None:
+            return []
+        replicated: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._partitions.apply(partition, partition.await_replication(
+            info, replicated, now_ms(), self._config.get("offsets.commit.timeout.ms")))
         if replicated.done():
-            return replicated.result()
+            return self._append_done(append_id, replicated.result())
         replicated.add_done_callback(lambda done: self.apply(self.coordinator.append_done(
-            effect.append_id, done.result(), now_ms())))
-        return None
+            append_id, done.result(), now_ms())))
+        return []
+
+    def _append_done(self, append_id: int | None, error: ErrorCode) -> list[Effect]:
+        return [] if append_id is None else self.coordinator.append_done(append_id, error, now_ms())
 
     def _arm_timer(self) -> None:
         deadline = self.coordinator.next_deadline()
@@ -148,14 +163,14 @@ class GroupRuntime:
 
     async def ensure_offsets_topic(self) -> CreateTopicResult | None:
         """Create `__consumer_offsets` the first time a coordinator is looked for, as Kafka does."""
-        if OFFSETS_TOPIC in self.broker.image.topics:
+        if OFFSETS_TOPIC in self._metadata.image.topics:
             return None
-        config = self.broker.config
+        config = self._config
         topic = CreatableTopic(OFFSETS_TOPIC, config.get("offsets.topic.num.partitions"),
                                config.get("offsets.topic.replication.factor"),
                                configs={"cleanup.policy": "compact", "compression.type": "producer",
                                         "segment.bytes": str(config.get("offsets.topic.segment.bytes"))})
-        (result,) = await self.broker.create_topics([topic])
+        (result,) = await self._controller.create_topics([topic])
         if result.error == ErrorCode.TOPIC_ALREADY_EXISTS:
             return None
         if result.error:
@@ -166,17 +181,17 @@ class GroupRuntime:
 
     def sync_leadership(self) -> None:
         """Load the partitions this broker leads and has not loaded; unload those it lost."""
-        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
+        topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
         led = set()
         if topic is not None:
             led = {index for index, registration in topic.partitions.items()
-                   if registration.leader == self.broker.node_id}
+                   if registration.leader == self._metadata.node_id}
         effects: list[Effect] = []
         for index in sorted(self._loaded - led):
             self._loaded.discard(index)
             effects.extend(self.coordinator.unload_partition(index, now_ms()))
         for index in sorted(led - self._loaded):
-            partition = self.broker.partition(OFFSETS_TOPIC, index)
+            partition = self._partitions.partition(OFFSETS_TOPIC, index)
             if partition is None:
                 continue
             self._loaded.add(index)

@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from gregor.broker.services import QuorumService
 from gregor.controller.leader_balance import rebalance_leaders
 from gregor.controller.operations import ControllerResult
+from gregor.metadata.image import MetadataImage
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages import Message
 
 log = logging.getLogger("gregor.controller")
 
@@ -24,7 +27,7 @@ class LeaderRebalance:
         self.percentage = int(config.get("leader.imbalance.per.broker.percentage"))
         self._due_ms: int | None = None
 
-    async def run_if_due(self, server: Any, now_ms: int) -> int:
+    async def run_if_due(self, server: QuorumService, now_ms: int) -> int:
         """Check the balance when the interval has passed; the number of leaders moved."""
         if not self.enabled:
             return 0
@@ -43,6 +46,6 @@ class LeaderRebalance:
         return len(records)
 
 
-def _elections(image: Any, percentage: int) -> ControllerResult:
+def _elections(image: MetadataImage, percentage: int) -> ControllerResult[tuple[Message, ...]]:
     records = tuple(rebalance_leaders(image, percentage))
     return ControllerResult(records, records)

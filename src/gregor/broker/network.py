@@ -108,9 +108,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._stopping = False
-        self.info: ConnectionInfo | None = None
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
+        self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -217,9 +217,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _flush(self) -> None:
         """Send the answers that are ready, in request order, in one write: on loopback each
-        write is a system call that also runs the receiver's side of TCP, the largest single cost
-        of a busy leader once several produces complete on one high-watermark move."""
-        ready: list[object] = []
+        write is a system call that also runs the receiver's side of TCP, a fifth to a third of a
+        busy leader's time when several produces complete on one high-watermark move."""
+        ready: list[bytes | bytearray | memoryview] = []
         while self._answers and self._sending is None and self._transport is not None:
             answer = self._answers[0]
             if not answer.done():
@@ -253,7 +253,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 ready.extend(result)
         self._write(ready)
 
-    def _write(self, parts: list[object]) -> None:
+    def _write(self, parts: list[bytes | bytearray | memoryview]) -> None:
         if parts and self._transport is not None:
             self._transport.writelines(parts)
 
@@ -263,12 +263,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if isinstance(result, (bytes, bytearray, memoryview)):
             self._transport.write(result)
+        elif not isinstance(result, list):
+            raise TypeError(f"the dispatcher answered {type(result).__name__}, not an encoded response")
         elif any(isinstance(part, FileRegion) for part in result):
             self._sending = asyncio.ensure_future(self._send_with_regions(result))
         else:
             self._transport.writelines(result)
 
-    async def _send_with_regions(self, parts: Sequence[object]) -> None:
+    async def _send_with_regions(self, parts: Sequence[FileRegion | bytes | memoryview]) -> None:
         loop = asyncio.get_running_loop()
         try:
             for part in parts:

@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable
 
 from gregor.broker.peer_channel import PeerChannel
+from gregor.protocol.messages import Message
 from gregor.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from gregor.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
 from gregor.protocol.messages.fetch import FetchRequest
@@ -52,7 +53,7 @@ class RaftDriver:
         self._on_state = on_state
         self._channel = PeerChannel({node: address for node, address in peers.items() if node != raft.node_id},
                                     f"raft-{raft.node_id}", self._on_response)
-        self._waiting: dict[int, asyncio.Future] = {}
+        self._waiting: dict[int, asyncio.Future[Message]] = {}
         self._inbound_ids = itertools.count(1 << 30)
         self._task: asyncio.Task | None = None
 
@@ -68,11 +69,11 @@ class RaftDriver:
             self._apply(self.raft.poll(now_ms()))
             await asyncio.sleep(POLL_INTERVAL_S)
 
-    def handle_request(self, source: int, request: Any) -> asyncio.Future:
+    def handle_request(self, source: int, request: Message) -> asyncio.Future[Message]:
         """A raft request from node `source`; the future completes with its response (Fetch may
         wait up to its max wait for new records)."""
         correlation_id = next(self._inbound_ids)
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiting[correlation_id] = future
         self._apply(self.raft.handle_request(source, correlation_id, request, now_ms()))
         return future

@@ -1,5 +1,10 @@
 """The broker process: wires storage, the metadata, replication and the network edge.
 
+This is the composition root, imported by nothing but the `gregor server` command (an import
+contract in tests/unit/test_layering.py keeps it so). `Broker` implements the narrow services of
+`gregor.broker.services` and hands each handler and component only those it uses: the client
+listener's handlers get a `BrokerContext` with them, ReplicaManager and GroupRuntime theirs.
+
 Every broker reaches the metadata the same way, whatever the deployment: it registers with the
 active controller and heartbeats (`broker_lifecycle`), sends it the changes clients ask for
 (`handlers/forward`) and its own requests (AlterPartition, AllocateProducerIds, CreateTopics for
@@ -25,23 +30,26 @@ import asyncio
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 import time
 import uuid
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from gregor.broker.broker_lifecycle import BrokerLifecycle
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
-from gregor.broker.controller_channel import ControllerChannel, LocalConnection
+from gregor.broker.controller_channel import ControllerChannel, LocalConnection, answer_as
 from gregor.broker.controller_server import ControllerServer
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
+from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.broker.group_runtime import GroupRuntime
-from gregor.broker.handlers import client_handlers
+from gregor.broker.handlers import BrokerContext, BrokerServices, client_handlers
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.network import KafkaServer
 from gregor.broker.replica_manager import ReplicaManager, replication_config
+from gregor.broker.services import AdvertisedEndpoint
 from gregor.controller.operations import CreatableTopic, CreateTopicResult, Endpoint
 from gregor.controller.replication_control import partition_state, replica_state
 from gregor.controller.topic_names import topic_name_error
@@ -50,14 +58,17 @@ from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import ConfigEntry, describe_topic_config, effective_topic_config
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
-from gregor.protocol.messages import CreateTopicsRequest
-from gregor.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest
+from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse, Message
+from gregor.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
+from gregor.raft.client import RaftClient
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
+from gregor.replication.effects import Effect
 from gregor.replication.partition import Partition
 from gregor.replication.waiters import PartitionWaiters
 from gregor.storage.dir_lock import DirectoryLocks
 from gregor.storage.cleaning import CleanerConfig, CleaningAborted
+from gregor.storage.log import Log
 from gregor.storage.log_config import LogConfig
 from gregor.storage.log_manager import LogManager
 
@@ -76,20 +87,15 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class AdvertisedEndpoint:
-    __slots__ = ("host", "port", "rack")
-
-    def __init__(self, host: str, port: int, rack: str | None) -> None:
-        self.host = host
-        self.port = port
-        self.rack = rack
-
-
 class Broker:
-    """A metadata publisher: each committed image is applied to the local partition logs."""
+    """A metadata publisher: each committed image is applied to the local partition logs. It
+    implements the services its handlers and components take (`gregor.broker.services`):
+    `PartitionHost`, `MetadataView` and `ControllerGateway`. `events` receives what the broker
+    reports as it serves (the metrics, when they are on)."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, events: BrokerEvents | None = None) -> None:
         self.config = config
+        self.events = events if events is not None else BrokerEvents()
         self.node_id = config.node_id
         self.controller_id = config.node_id
         self.image = MetadataImage()
@@ -97,23 +103,22 @@ class Broker:
         # consumers wait for the high watermark to move, followers for records to be appended
         # (a follower reads up to the log end; the high watermark reaches it with its next fetch)
         self.fetch_waiters = PartitionWaiters()
-        self.replica_waiters = PartitionWaiters()
+        self.replica_fetches = FetchPurgatory()
         self.max_uncompressed_bytes = MAX_UNCOMPRESSED_BYTES
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
-        self._housekeeping: asyncio.Task | None = None
-        self._cleaners: list[asyncio.Task] = []
+        self._housekeeping: asyncio.Task[None] | None = None
+        self._cleaners: list[asyncio.Task[None]] = []
         self._cleaner_pool: ThreadPoolExecutor | None = None
         self.logs: LogManager | None = None
         self.observer: MetadataObserver | None = None
         self.controller_server: ControllerServer | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self.controller_channel: ControllerChannel | None = None
-        self.replicas = ReplicaManager(self, replication_config(config), self.send_to_controller)
+        self.replicas = ReplicaManager(replication_config(config), self.partitions, self, self, self.events)
         self._producer_ids: Iterator[int] = iter(())
-        self.groups = GroupRuntime(self)
+        self.groups = GroupRuntime(config, self, self, self)
         self._synced = False
-        self.events = BrokerEvents()
         self._locks = DirectoryLocks([*config.log_dirs, config.metadata_log_dir])
 
     # -- lifecycle
@@ -139,35 +144,39 @@ class Broker:
             raise
 
     async def _start(self) -> None:
-        self._server = KafkaServer(Dispatcher(self, client_handlers(), on_request=self._request_done),
-                                   self.config.get("socket.request.max.bytes"))
+        services = BrokerServices(partitions=self, metadata=self, controller=self, groups=self.groups,
+                                  metrics=self.events)
+        server = self._server = KafkaServer(
+            Dispatcher(client_handlers(), partial(BrokerContext, services), on_request=self.events.request_done),
+            self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
-            port = await self._server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
+            port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
             self.bound_ports[endpoint.listener] = port
         start = now_ms()
         cluster_id = self._cluster_id()
+        source: ControllerServer | MetadataObserver
         if self.runs_controller:
-            self.controller_server = ControllerServer(self.config, lock_dirs=False)
-            await self.controller_server.start()
-            self.image = await self.controller_server.caught_up()
+            source = self.controller_server = ControllerServer(self.config, lock_dirs=False)
+            await source.start()
+            self.image = await source.caught_up()
         else:
-            self.observer = MetadataObserver(self.config, cluster_id)
+            source = self.observer = MetadataObserver(self.config, cluster_id)
             log.info("broker %d: catching up with the metadata quorum %s", self.node_id,
                      ",".join(f"{node}@{host}:{port}" for node, (host, port) in self.config.quorum_voters().items()))
-            self.image = await self.observer.start()
-        self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
-                               {name: self.log_config(name) for name in self.image.topics},
-                               skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
-        if self.logs.logs and not self.logs.clean_shutdown:
+            self.image = await source.start()
+        logs = self.logs = LogManager(self.config.log_dirs, self.log_config(None), start,
+                                      {name: self.log_config(name) for name in self.image.topics},
+                                      skip=frozenset({METADATA_PARTITION_DIR}), cleaner_config=self._cleaner_config())
+        if logs.logs and not logs.clean_shutdown:
             log.info("previous shutdown was not clean: logs recovered from their recovery points")
-        elif self.logs.logs:
-            log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(self.logs.logs))
+        elif logs.logs:
+            log.info("previous shutdown was clean: %d log(s) loaded without recovery", len(logs.logs))
         self.replicas.start()
-        (self.observer or self.controller_server.loader).install(self)
+        source.install(self)
         endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
                      for e in self.config.advertised_client_listeners()]
-        await self._join_cluster(cluster_id, endpoints)
-        await self._server.start_serving()
+        await self._join_cluster(cluster_id, endpoints, source.raft)
+        await server.start_serving()
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop())
         if self.config.get("log.cleaner.enable"):
             self._cleaners = [asyncio.ensure_future(self._cleaner_loop())
@@ -177,14 +186,13 @@ class Broker:
         log.info("broker %d started: cluster %s, listening on %s, %d partition(s), data in %s",
                  self.node_id, cluster_id, listeners, len(self.partitions), ", ".join(self.config.log_dirs))
 
-    async def _join_cluster(self, cluster_id: str, endpoints: list[Endpoint]) -> None:
+    async def _join_cluster(self, cluster_id: str, endpoints: list[Endpoint], raft: RaftClient) -> None:
         """Register with the active controller; it unfences this broker once its heartbeats show
         the metadata caught up (partition leaderships come only then)."""
-        raft = self.observer.raft if self.observer is not None else self.controller_server.raft_driver.raft
         settings = dict(leader_hint=lambda: raft.leader_id,
                         request_timeout_ms=self.config.get("controller.quorum.request.timeout.ms"),
                         retry_backoff_ms=self.config.get("controller.quorum.retry.backoff.ms"))
-        if self.is_embedded:
+        if self.is_embedded and self.controller_server is not None:
             self.controller_channel = ControllerChannel(
                 {self.node_id: LocalConnection(self.controller_server.dispatcher, self.node_id)},
                 f"broker-{self.node_id}", **settings)
@@ -241,7 +249,14 @@ class Broker:
         return ensure_cluster_id(self.config.log_dirs, self.node_id, self.config.get("cluster.id"),
                                  may_generate=self.is_embedded)
 
+    def _loaded_logs(self) -> LogManager:
+        """The partition logs, loaded in `start` before anything that reads or writes them runs."""
+        if self.logs is None:
+            raise RuntimeError(f"broker {self.node_id} has not loaded its logs")
+        return self.logs
+
     async def _housekeeping_loop(self) -> None:
+        logs = self._loaded_logs()
         retention_every = self.config.get("log.retention.check.interval.ms")
         checkpoint_every = self.config.get("log.flush.offset.checkpoint.interval.ms")
         high_watermarks_every = self.config.get("replica.high.watermark.checkpoint.interval.ms")
@@ -250,16 +265,16 @@ class Broker:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S if retention_every >= 1000 else retention_every / 1000)
             current = now_ms()
             try:
-                self.logs.flush_dirty(current)
+                logs.flush_dirty(current)
                 if current - last_retention >= retention_every:
                     last_retention = current
-                    self.logs.cleanup(current)
+                    logs.cleanup(current)
                 if current - last_checkpoint >= checkpoint_every:
                     last_checkpoint = last_high_watermarks = current
-                    self.logs.checkpoint()
+                    logs.checkpoint()
                 elif current - last_high_watermarks >= high_watermarks_every:
                     last_high_watermarks = current
-                    self.logs.checkpoint_high_watermarks()
+                    logs.checkpoint_high_watermarks()
             except OSError:
                 log.exception("housekeeping failed; will retry")
 
@@ -276,9 +291,10 @@ class Broker:
             self._cleaner_pool = ThreadPoolExecutor(self.config.get("log.cleaner.threads"),
                                                     thread_name_prefix="log-cleaner")
         loop = asyncio.get_running_loop()
+        logs = self._loaded_logs()
         backoff = self.config.get("log.cleaner.backoff.ms") / 1000
         while True:
-            task = self.logs.begin_cleaning(now_ms())
+            task = logs.begin_cleaning(now_ms())
             if task is None:
                 await asyncio.sleep(backoff)
                 continue
@@ -291,7 +307,7 @@ class Broker:
                             task.log.topic, task.log.partition, error)
             finally:
                 try:
-                    self.logs.finish_cleaning(task, now_ms())
+                    logs.finish_cleaning(task, now_ms())
                 except OSError:
                     log.exception("swapping cleaned segments of %s-%d failed", task.log.topic, task.log.partition)
 
@@ -329,31 +345,33 @@ class Broker:
                     partition.log.update_config(config)
 
     def _sync_all_partitions(self, current: int) -> None:
+        logs = self._loaded_logs()
         for name, topic in self.image.topics.items():
             for index in topic.partitions:
                 self._sync_partition(name, index, current)
-        for name, index in list(self.logs.logs):
+        for name, index in list(logs.logs):
             if self.image.partition(name, index) is None:
                 log.info("deleting %s-%d: not in the metadata", name, index)
                 self.partitions.pop((name, index), None)
-                self.logs.delete_log(name, index)
+                logs.delete_log(name, index)
 
     def _sync_partition(self, name: str, index: int, current: int) -> None:
+        logs = self._loaded_logs()
         topic = self.image.topics[name]
         registration = topic.partitions[index]
         if self.node_id not in registration.replicas:
-            if self.logs.get_log(name, index) is not None:  # reassigned away: delete it, as Kafka's StopReplica
+            if logs.get_log(name, index) is not None:  # reassigned away: delete it, as Kafka's StopReplica
                 if (gone := self.partitions.pop((name, index), None)) is not None:
                     self.replicas.apply(gone, gone.stop(current))
-                self.logs.delete_log(name, index)
+                logs.delete_log(name, index)
             return
         partition = self.partitions.get((name, index))
         if partition is None:
-            partition_log = self.logs.create_log(name, index, self.log_config(name), current)
+            partition_log = logs.create_log(name, index, self.log_config(name), current)
             partition = self.partitions[(name, index)] = Partition(
                 name, index, topic.topic_id, partition_log, self.node_id, self.replicas.config,
                 on_high_watermark=self._high_watermark_moved,
-                high_watermark=self.logs.checkpointed_high_watermark(name, index))
+                high_watermark=logs.checkpointed_high_watermark(name, index))
         was_leader, epoch = partition.is_leader, partition.leader_epoch
         self.replicas.apply(partition, partition.apply_registration(registration, current))
         if partition.leader_epoch != epoch or partition.is_leader != was_leader:
@@ -362,15 +380,15 @@ class Broker:
                      partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
                      list(registration.isr))
             self.fetch_waiters.notify((name, index))
-            self.replica_waiters.notify((name, index))
+            self.replica_fetches.notify((name, index))
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
             gone = self.partitions.pop(key)
             self.replicas.apply(gone, gone.stop(now_ms()))
-            self.logs.delete_log(*key)
+            self._loaded_logs().delete_log(*key)
             self.fetch_waiters.notify(key)
-            self.replica_waiters.notify(key)
+            self.replica_fetches.notify(key)
 
     def _high_watermark_moved(self, partition: Partition) -> None:
         self.fetch_waiters.notify((partition.topic, partition.index))
@@ -386,9 +404,6 @@ class Broker:
                                         self.image.broker_config(self.node_id), self.image.broker_config(""))
         base = LogConfig(producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"))
         return LogConfig.from_properties(values, base)
-
-    def _request_done(self, api_key: int, seconds: float) -> None:
-        self.events.request_done(api_key, seconds)
 
     # -- what the metrics read at a scrape
 
@@ -410,7 +425,7 @@ class Broker:
         return dict(states)
 
     def metric_is_active_controller(self) -> bool:
-        return self.controller_server is not None and self.controller_server.raft_driver.raft.is_leader
+        return self.controller_server is not None and self.controller_server.raft.is_leader
 
     def metric_connections(self) -> int:
         return len(self._server.connections) if self._server is not None else 0
@@ -427,10 +442,26 @@ class Broker:
                 if partition is not None and committed.offset >= 0:
                     yield group_id, topic, index, max(partition.high_watermark - committed.offset, 0)
 
-    # -- what handlers use
+    # -- PartitionHost
 
-    def partition(self, topic: str | None, index: int) -> Partition | None:
+    def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
+
+    def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
+        self.replicas.apply(partition, effects)
+
+    def log_dirs(self) -> Sequence[str]:
+        return self.config.log_dirs
+
+    def logs_in(self, directory: str) -> Mapping[tuple[str, int], Log]:
+        return self.logs.logs_in(directory) if self.logs is not None else {}
+
+    def on_leader_append(self, partition: Partition) -> None:
+        """Records were appended as leader: wake the followers waiting in a fetch for them."""
+        if partition.remote:
+            self.replica_fetches.notify((partition.topic, partition.index))
+
+    # -- MetadataView
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         topic = self.image.topics_by_id.get(topic_id)
@@ -448,6 +479,27 @@ class Broker:
             if endpoint is not None:
                 yield broker_id, AdvertisedEndpoint(endpoint.host, endpoint.port, registration.rack)
 
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's registration epoch."""
+        return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+
+    def replica_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        """Where followers reach broker `broker_id`: its registered inter-broker listener."""
+        registration = self.image.brokers.get(broker_id)
+        endpoint = registration.endpoint(self.config.inter_broker_listener) if registration else None
+        return (endpoint.host, endpoint.port) if endpoint else None
+
+    # -- ControllerGateway
+
+    async def send_to_controller(self, request: Message, version: int, timeout_s: float) -> Message:
+        """A request to the active controller: this broker's own (AlterPartition, AllocateProducerIds,
+        CreateTopics for auto-creation) or a client's, forwarded as it came."""
+        if self.controller_channel is None:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the broker has not joined its cluster yet")
+        response: Message = await self.controller_channel.send(request, version, timeout_s)
+        return response
+
     async def create_topics(self, topics: list[CreatableTopic]) -> list[CreateTopicResult]:
         """Have the active controller create topics the broker needs (auto-creation, __consumer_offsets)."""
         request = CreateTopicsRequest(timeout_ms=int(CONTROLLER_REQUEST_S * 1000), topics=[
@@ -456,9 +508,10 @@ class Broker:
                 configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in topic.configs.items()])
             for topic in topics])
         try:
-            response = await self.send_to_controller(request, CREATE_TOPICS_VERSION, CONTROLLER_REQUEST_S)
+            response = answer_as(CreateTopicsResponse, await self.send_to_controller(
+                request, CREATE_TOPICS_VERSION, CONTROLLER_REQUEST_S))
         except KafkaError as error:
-            return [CreateTopicResult(topic.name, error.code, str(error)) for topic in topics]
+            return [CreateTopicResult(topic.name, ErrorCode(error.code), str(error)) for topic in topics]
         return [CreateTopicResult(result.name, ErrorCode(result.error_code), result.error_message,
                                   num_partitions=result.num_partitions) for result in response.topics]
 
@@ -480,9 +533,9 @@ class Broker:
         """A fresh producer id from this broker's block, allocating a new block when it runs out."""
         producer_id = next(self._producer_ids, None)
         if producer_id is None:
-            response = await self.send_to_controller(
+            response = answer_as(AllocateProducerIdsResponse, await self.send_to_controller(
                 AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch),
-                ALLOCATE_PRODUCER_IDS_VERSION, CONTROLLER_REQUEST_S)
+                ALLOCATE_PRODUCER_IDS_VERSION, CONTROLLER_REQUEST_S))
             error, message = response.error_code, "the controller allocated no producer ids"
             first, size = response.producer_id_start, response.producer_id_len
             if error:
@@ -490,32 +543,3 @@ class Broker:
             self._producer_ids = iter(range(first, first + size))
             producer_id = next(self._producer_ids)
         return producer_id
-
-    # -- the cluster
-
-    @property
-    def broker_epoch(self) -> int:
-        """This broker's registration epoch."""
-        return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
-
-    @property
-    def inter_broker_listener(self) -> str:
-        return self.config.inter_broker_listener
-
-    def replica_endpoint(self, broker_id: int) -> tuple[str, int] | None:
-        """Where followers reach broker `broker_id`: its registered inter-broker listener."""
-        registration = self.image.brokers.get(broker_id)
-        endpoint = registration.endpoint(self.inter_broker_listener) if registration else None
-        return (endpoint.host, endpoint.port) if endpoint else None
-
-    async def send_to_controller(self, request: object, version: int, timeout_s: float) -> object:
-        """A request to the active controller: this broker's own (AlterPartition, AllocateProducerIds,
-        CreateTopics for auto-creation) or a client's, forwarded as it came."""
-        if self.controller_channel is None:
-            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the broker has not joined its cluster yet")
-        return await self.controller_channel.send(request, version, timeout_s)
-
-    def on_leader_append(self, partition: Partition) -> None:
-        """Records were appended as leader: wake the followers waiting in a fetch for them."""
-        if partition.remote:
-            self.replica_waiters.notify((partition.topic, partition.index))

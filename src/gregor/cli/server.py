@@ -16,6 +16,8 @@ from gregor.cli.server_logging import configure_logging
 from gregor.storage.dir_lock import DirectoryLockedError
 
 if TYPE_CHECKING:
+    from gregor.broker.controller_server import ControllerServer
+    from gregor.broker.server import Broker
     from gregor.metrics.exposition import MetricsServer
 
 EPILOG = """examples:
@@ -50,18 +52,22 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _metrics_exporter(node: object, config: BrokerConfig) -> "MetricsServer | None":
-    """The Prometheus endpoint for a broker when `metrics.port` asks for one (counting starts
-    before the broker serves its first request); controller-only nodes have none yet."""
+def _node(config: BrokerConfig) -> tuple[Broker | ControllerServer, MetricsServer | None]:
+    """The node its roles ask for and, when `metrics.port` asks for one, its Prometheus endpoint
+    (counting starts before the broker serves its first request); controller-only nodes have
+    none yet."""
+    if config.process_roles == {"controller"}:
+        from gregor.broker.controller_server import ControllerServer
+        return ControllerServer(config), None
     from gregor.broker.server import Broker
-    if config.get("metrics.port") < 0 or not isinstance(node, Broker):
-        return None
+    if config.get("metrics.port") < 0:
+        return Broker(config), None
     from gregor.metrics.broker_metrics import BrokerMetrics
     from gregor.metrics.exposition import MetricsServer
     metrics = BrokerMetrics()
-    metrics.watch(node)
-    node.events = metrics
-    return MetricsServer(metrics.registry)
+    broker = Broker(config, events=metrics)
+    metrics.watch(broker)
+    return broker, MetricsServer(metrics.registry)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,14 +85,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for name in unknown_keys(config.originals):
         logging.getLogger("gregor.config").warning(describe_unknown_key(name))
-    if config.process_roles == {"controller"}:
-        from gregor.broker.controller_server import ControllerServer as Server
-    else:
-        from gregor.broker.server import Broker as Server
 
     async def serve() -> None:
-        broker = Server(config)
-        exporter = _metrics_exporter(broker, config)
+        broker, exporter = _node(config)
         await broker.start()
         if exporter is not None:
             port = await exporter.listen(config.metrics_host, config.get("metrics.port"))

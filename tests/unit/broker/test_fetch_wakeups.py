@@ -1,8 +1,9 @@
 """Long-polling fetches and the appends that should end them.
 
-The network layer runs a waiting fetch as a task, which starts a loop iteration after the
-handler's first read; an append in that gap must still end the wait at once rather than leave
-the fetch sleeping out max_wait_ms (for a follower, that held every acks=all produce behind it).
+A consumer's waiting fetch runs as a task, which starts a loop iteration after the handler's
+first read; an append in that gap must still end the wait at once rather than leave the fetch
+sleeping out max_wait_ms. A follower's fetch parks in the fetch purgatory in the same step as its
+read, so there is no gap; it is woken by appends (not by high-watermark moves) or its max wait.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import asyncio
 
 import pytest
 
-from gregor.broker.handlers import RequestContext, fetch
+from gregor.broker.fetch_purgatory import FetchPurgatory
+from gregor.broker.handlers import BrokerContext, BrokerServices, fetch
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch
 from gregor.protocol.messages import FetchRequest, RequestHeader
 from gregor.replication.waiters import PartitionWaiters
@@ -27,34 +29,33 @@ class _Events:
         pass
 
 
-class _Replicas:
+class _Partitions:
+    """The PartitionHost the fetch handlers read: one hosted partition and the waiters."""
+
     def __init__(self, replica: Replica) -> None:
         self.replica = replica
+        self.fetch_waiters = PartitionWaiters()
+        self.replica_fetches = FetchPurgatory()
+        self.max_uncompressed_bytes = 1 << 20
+
+    def partition(self, topic: str, index: int):
+        return self.replica.partition if (topic, index) == KEY else None
 
     def apply(self, partition, effects) -> None:
         self.replica.outbox += effects
 
 
-class _Broker:
-    """What the fetch handlers read of a broker: one hosted partition and the waiters."""
-
-    def __init__(self, replica: Replica) -> None:
-        self.replica = replica
-        self.fetch_waiters = PartitionWaiters()
-        self.replica_waiters = PartitionWaiters()
-        self.events = _Events()
-        self.replicas = _Replicas(replica)
-
-    def partition(self, topic: str, index: int):
-        return self.replica.partition if (topic, index) == KEY else None
-
+class _Metadata:
     def topic_name(self, topic_id):
         return "t" if topic_id == TOPIC_ID else None
 
 
-def _context(broker: _Broker, version: int) -> RequestContext:
+def _context(partitions: _Partitions, version: int) -> BrokerContext:
     header = RequestHeader(request_api_key=fetch.API_KEY, request_api_version=version, correlation_id=1)
-    return RequestContext(broker, header, None, {})
+    # fetches reach neither the controller nor the group coordinator
+    services = BrokerServices(partitions=partitions, metadata=_Metadata(), controller=None, groups=None,
+                              metrics=_Events())
+    return BrokerContext(services, header, None, {})
 
 
 def _fetch(offset: int, replica_id: int, version: int) -> FetchRequest:
@@ -78,31 +79,47 @@ def _leader(tmp_path, replicas: tuple[int, ...]) -> Replica:
     return leader
 
 
-async def _append_in_the_gap(broker: _Broker, waiting) -> bytes:
+async def _append_in_the_gap(partitions: _Partitions, waiting) -> bytes:
     """Append (and notify, as the broker does: followers of the append, consumers of the high
     watermark's move) before the waiting fetch first runs."""
     task = asyncio.ensure_future(waiting)
-    broker.replica.produce(b"second", acks=1)
-    broker.replica_waiters.notify(KEY)
-    broker.fetch_waiters.notify(KEY)
+    partitions.replica.produce(b"second", acks=1)
+    partitions.replica_fetches.notify(KEY)
+    partitions.fetch_waiters.notify(KEY)
     return _records(await asyncio.wait_for(task, LONG_POLL_MS / 1000 / 4))
 
 
 def test_a_follower_fetch_sees_an_append_made_before_it_started_waiting(tmp_path):
-    leader = _leader(tmp_path, (1, 2))
-    broker = _Broker(leader)
-    waiting = handle_replica_fetch(_context(broker, 13), _fetch(1, 2, 13), 2)
-    assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
-    assert b"second" in asyncio.run(_append_in_the_gap(broker, waiting))
+    async def run() -> bytes:
+        partitions = _Partitions(_leader(tmp_path, (1, 2)))
+        waiting = handle_replica_fetch(_context(partitions, 13), _fetch(1, 2, 13), 2)
+        assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
+        assert len(partitions.replica_fetches) == 1, "parked in the same step as its read"
+        return await _append_in_the_gap(partitions, waiting)
+    assert b"second" in asyncio.run(run())
+
+
+def test_a_follower_fetch_waits_for_records_not_for_the_high_watermark_then_for_its_max_wait(tmp_path):
+    async def run() -> None:
+        partitions = _Partitions(_leader(tmp_path, (1, 2)))
+        request = _fetch(1, 2, 13)
+        request.max_wait_ms = 200
+        task = asyncio.ensure_future(handle_replica_fetch(_context(partitions, 13), request, 2))
+        partitions.fetch_waiters.notify(KEY)  # the high watermark moved: not what a follower waits for
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        response = await asyncio.wait_for(task, 5)
+        assert _records(response) == b"" and len(partitions.replica_fetches) == 0
+    asyncio.run(run())
 
 
 @pytest.mark.parametrize("version", [12, 13])
 def test_a_consumer_fetch_sees_an_append_made_before_it_started_waiting(tmp_path, version):
     leader = _leader(tmp_path, (1,))
-    broker = _Broker(leader)
-    waiting = fetch.handle(_context(broker, version), _fetch(1, -1, version))
+    partitions = _Partitions(leader)
+    waiting = fetch.handle(_context(partitions, version), _fetch(1, -1, version))
     assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
-    assert b"second" in asyncio.run(_append_in_the_gap(broker, waiting))
+    assert b"second" in asyncio.run(_append_in_the_gap(partitions, waiting))
 
 
 def test_a_registration_since_earlier_marks_fires_for_a_notification_in_between():

@@ -27,31 +27,46 @@ class _Image:
             if (topic, index) in self.known else None
 
 
-class _Broker:
-    """What the handler reads of a broker: its hosted partitions and the metadata image."""
+class _Hosted:
+    """The PartitionHost side the handler reads: the partitions with a replica here."""
 
-    def __init__(self, hosted: dict[tuple[str, int], Replica], known: set[tuple[str, int]] = frozenset()) -> None:
+    def __init__(self, hosted: dict[tuple[str, int], Replica]) -> None:
         self.hosted = hosted
-        self.image = _Image(set(hosted) | set(known))
 
     def partition(self, topic: str, index: int):
         replica = self.hosted.get((topic, index))
         return replica.partition if replica is not None else None
 
 
+class _Metadata:
+    """The MetadataView side the handler reads: the image."""
+
+    def __init__(self, image: _Image) -> None:
+        self.image = image
+
+
+class _Node:
+    """A broker as the handler sees it: its hosted partitions and its metadata."""
+
+    def __init__(self, hosted: dict[tuple[str, int], Replica], known: set[tuple[str, int]] = frozenset()) -> None:
+        self.partitions = _Hosted(hosted)
+        self.metadata = _Metadata(_Image(set(hosted) | set(known)))
+
+
 class _Context:
-    def __init__(self, broker: _Broker, version: int) -> None:
-        self.broker = broker
+    def __init__(self, node: _Node, version: int) -> None:
+        self.partitions = node.partitions
+        self.metadata = node.metadata
         self.version = version
 
 
-def ask(broker: _Broker, version: int, partitions: dict[str, list[_Partition]], replica_id: int = -1):
+def ask(node: _Node, version: int, partitions: dict[str, list[_Partition]], replica_id: int = -1):
     """One request through the wire at `version`: encoded and decoded by Gregor's codec, answered by
     the handler, the answer encoded by Gregor and decoded by kafka-python."""
     request = OffsetForLeaderEpochRequest(replica_id=replica_id, topics=[
         _Topic(topic=name, partitions=parts) for name, parts in partitions.items()])
     decoded = OffsetForLeaderEpochRequest.decode(request.encode(version), version)
-    response = offset_for_leader_epoch.handle(_Context(broker, version), decoded)
+    response = offset_for_leader_epoch.handle(_Context(node, version), decoded)
     return KafkaPythonResponse.decode(bytes(response.encode(version)), version=version)
 
 
@@ -75,11 +90,11 @@ def leader(tmp_path) -> Replica:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_version_answers_where_each_epoch_ends(leader, version):
-    broker = _Broker({("t", 0): leader})
+    node = _Node({("t", 0): leader})
     # (requested epoch) -> (largest known epoch <= it, where that epoch ends)
     expected = {0: (0, 3), 1: (0, 3), 2: (2, 5), 4: (2, 5), 5: (5, 6), 6: (-1, -1), -1: (-1, -1)}
     for epoch, (end_epoch, end_offset) in expected.items():
-        response = ask(broker, version, {"t": [_Partition(partition=0, current_leader_epoch=5, leader_epoch=epoch)]})
+        response = ask(node, version, {"t": [_Partition(partition=0, current_leader_epoch=5, leader_epoch=epoch)]})
         (topic,) = response.topics
         (answer,) = topic.partitions
         assert topic.topic == "t" and answer.partition == 0 and answer.error_code == 0
@@ -91,18 +106,18 @@ def test_every_version_answers_where_each_epoch_ends(leader, version):
 
 
 def test_the_current_epoch_ends_at_the_log_end_offset_as_the_log_grows(leader):
-    broker = _Broker({("t", 0): leader})
+    node = _Node({("t", 0): leader})
     latest = [_Partition(partition=0, leader_epoch=5)]
-    assert answers(ask(broker, 4, {"t": latest}))[("t", 0)] == (0, 5, 6)
+    assert answers(ask(node, 4, {"t": latest}))[("t", 0)] == (0, 5, 6)
     leader.produce(b"g", acks=1)
-    assert answers(ask(broker, 4, {"t": latest}))[("t", 0)] == (0, 5, 7)
-    assert answers(ask(broker, 4, {"t": [_Partition(partition=0, leader_epoch=2)]}))[("t", 0)] == (0, 2, 5)
+    assert answers(ask(node, 4, {"t": latest}))[("t", 0)] == (0, 5, 7)
+    assert answers(ask(node, 4, {"t": [_Partition(partition=0, leader_epoch=2)]}))[("t", 0)] == (0, 2, 5)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_unknown_topics_and_partitions_are_answered_per_partition(leader, version):
-    broker = _Broker({("t", 0): leader})
-    response = ask(broker, version, {
+    node = _Node({("t", 0): leader})
+    response = ask(node, version, {
         "t": [_Partition(partition=7, leader_epoch=0), _Partition(partition=0, leader_epoch=0)],
         "missing": [_Partition(partition=0, leader_epoch=0), _Partition(partition=1, leader_epoch=0)]})
     unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -116,7 +131,7 @@ def test_unknown_topics_and_partitions_are_answered_per_partition(leader, versio
     (6, ErrorCode.UNKNOWN_LEADER_EPOCH), (5, ErrorCode.NONE), (-1, ErrorCode.NONE)])
 @pytest.mark.parametrize("version", [2, 3, 4])
 def test_the_current_leader_epoch_fences_stale_and_future_askers(leader, version, current, code):
-    response = ask(_Broker({("t", 0): leader}), version,
+    response = ask(_Node({("t", 0): leader}), version,
                    {"t": [_Partition(partition=0, current_leader_epoch=current, leader_epoch=2)]})
     assert answers(response)[("t", 0)] == ((code, -1, -1) if code != ErrorCode.NONE else (0, 2, 5))
 
@@ -124,7 +139,7 @@ def test_the_current_leader_epoch_fences_stale_and_future_askers(leader, version
 @pytest.mark.parametrize("version", [0, 1])
 def test_before_v2_there_is_no_current_leader_epoch_to_fence_with(leader, version):
     # v0/v1 carry no current leader epoch: whatever the asker thinks, the leader answers
-    response = ask(_Broker({("t", 0): leader}), version,
+    response = ask(_Node({("t", 0): leader}), version,
                    {"t": [_Partition(partition=0, current_leader_epoch=2, leader_epoch=2)]})
     assert answers(response)[("t", 0)] == (0, 2 if version == 1 else -1, 5)
 
@@ -133,8 +148,8 @@ def test_before_v2_there_is_no_current_leader_epoch_to_fence_with(leader, versio
 def test_only_the_leader_answers_consumers_and_replicas_alike(tmp_path, replica_id):
     follower = Replica(tmp_path, 2, replicas=(1, 2, 3))
     follower.apply(1, 4, (1, 2, 3), 0)
-    broker = _Broker({("t", 0): follower}, known={("t", 1)})
-    response = ask(broker, 4, {"t": [_Partition(partition=0, current_leader_epoch=4, leader_epoch=4),
+    node = _Node({("t", 0): follower}, known={("t", 1)})
+    response = ask(node, 4, {"t": [_Partition(partition=0, current_leader_epoch=4, leader_epoch=4),
                                      _Partition(partition=1, leader_epoch=0)]}, replica_id=replica_id)
     # t-0: a follower here; t-1: in the metadata but with no replica on this broker
     not_leader = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -142,7 +157,7 @@ def test_only_the_leader_answers_consumers_and_replicas_alike(tmp_path, replica_
 
 
 def test_a_follower_asking_the_leader_gets_the_same_answer_as_a_consumer(leader):
-    broker = _Broker({("t", 0): leader})
+    node = _Node({("t", 0): leader})
     request = {"t": [_Partition(partition=0, current_leader_epoch=5, leader_epoch=1)]}
-    assert answers(ask(broker, 4, request, replica_id=2)) == answers(ask(broker, 4, request, replica_id=-1)) \
+    assert answers(ask(node, 4, request, replica_id=2)) == answers(ask(node, 4, request, replica_id=-1)) \
         == {("t", 0): (0, 0, 3)}

@@ -1,28 +1,31 @@
 """One module per Kafka API; each declares the versions whose semantics it honours.
 
-ApiVersions advertises exactly the ranges registered here (DESIGN.md principle 4).
+ApiVersions advertises exactly the ranges registered here (DESIGN.md principle 4). A handler
+is typed by the listener that serves it: a broker listener's handler gets a `BrokerContext`,
+whose services (`gregor.broker.services`) it calls; a controller listener's a `QuorumContext`,
+with the quorum. ApiVersions, served on both, reads only what every context has.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Generic, Mapping, TypeVar
 
+from gregor.broker.events import BrokerEvents
+from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import CloseConnection, ConnectionInfo
-
-if TYPE_CHECKING:
-    from gregor.broker.server import Broker
+from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost, QuorumService
+from gregor.protocol.messages import Message, RequestHeader
 
 
 class RequestContext:
-    """What a handler knows about the request it answers."""
+    """What a handler knows about the request it answers, on any listener."""
 
-    __slots__ = ("broker", "header", "connection", "handlers", "now_ms")
+    __slots__ = ("header", "connection", "handlers", "now_ms")
 
-    def __init__(self, broker: "Broker", header: Any, connection: ConnectionInfo,
-                 handlers: dict[int, "Handler"]) -> None:
-        self.broker = broker
+    def __init__(self, header: RequestHeader, connection: ConnectionInfo,
+                 handlers: Mapping[int, Handler[Any]]) -> None:
         self.header = header
         self.connection = connection
         self.handlers = handlers
@@ -33,14 +36,57 @@ class RequestContext:
         return self.header.request_api_version
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    """What a broker listener's handlers are given (the broker's composition root builds it)."""
+
+    partitions: PartitionHost
+    metadata: MetadataView
+    controller: ControllerGateway
+    groups: GroupRuntime
+    metrics: BrokerEvents
+
+
+class BrokerContext(RequestContext):
+    """A request on a broker's client listener, with the broker's services."""
+
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics")
+
+    def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
+                 handlers: Mapping[int, Handler[Any]]) -> None:
+        super().__init__(header, connection, handlers)
+        self.partitions = services.partitions
+        self.metadata = services.metadata
+        self.controller = services.controller
+        self.groups = services.groups
+        self.metrics = services.metrics
+
+
+class QuorumContext(RequestContext):
+    """A request on a controller listener (or from the broker in the same process)."""
+
+    __slots__ = ("quorum",)
+
+    def __init__(self, quorum: QuorumService, header: RequestHeader, connection: ConnectionInfo,
+                 handlers: Mapping[int, Handler[Any]]) -> None:
+        super().__init__(header, connection, handlers)
+        self.quorum = quorum
+
+
+C = TypeVar("C", bound=RequestContext, contravariant=True)
+
+
 @dataclass(frozen=True)
-class Handler:
+class Handler(Generic[C]):
+    """One API as a listener serves it; `C` is the context its handle function needs. A request
+    at a version outside the range closes the connection, unless `unsupported_version_response`
+    answers it (ApiVersions, so that a client learns the versions)."""
+
     api_key: int
     min_version: int
     max_version: int
-    handle: Callable[[RequestContext, Any], Any]
-    answers_unsupported_version: bool = False
-    unsupported_version_response: Callable[[], Any] | None = None
+    handle: Callable[[C, Any], object]
+    unsupported_version_response: Callable[[], Message] | None = None
 
 
 def quorum_partition(request: Any) -> Any:
@@ -52,44 +98,40 @@ def quorum_partition(request: Any) -> Any:
     return topics[0].partitions[0]
 
 
-def _collect() -> dict[int, Handler]:
-    from gregor.broker.handlers import (
-        alter_configs, alter_partition_reassignments, api_versions, create_partitions, create_topics, delete_groups,
-        delete_records, delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-        describe_quorum,
-        elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups,
-        list_offsets, list_partition_reassignments, metadata, offset_commit, offset_delete, offset_fetch,
-        offset_for_leader_epoch, produce, sync_group,
-    )
-    modules = (api_versions, metadata, produce, fetch, list_offsets, create_topics, delete_topics,
-               create_partitions, describe_configs, alter_configs, delete_records,
-               describe_cluster, init_producer_id, find_coordinator, join_group, sync_group, heartbeat,
-               leave_group, offset_commit, offset_fetch, describe_groups, list_groups, delete_groups,
-               offset_delete, describe_quorum, offset_for_leader_epoch, elect_leaders, alter_partition_reassignments,
-               list_partition_reassignments, describe_log_dirs)
-    handlers: dict[int, Handler] = {}
-    for module in modules:
-        for handler in module.HANDLERS:
-            handlers[handler.api_key] = handler
-    return handlers
+CLIENT_HANDLERS: dict[int, Handler[BrokerContext]] = {}
+QUORUM_HANDLERS: dict[int, Handler[QuorumContext]] = {}
 
 
-CLIENT_HANDLERS: dict[int, Handler] = {}
-QUORUM_HANDLERS: dict[int, Handler] = {}
-
-
-def client_handlers() -> dict[int, Handler]:
+def client_handlers() -> dict[int, Handler[BrokerContext]]:
     """A broker's client listeners: its own APIs, with the controller's (topic and config changes,
     leader elections, reassignments, DescribeQuorum) forwarded to the active controller, which on
     the embedded single node is in the same process."""
     if not CLIENT_HANDLERS:
-        from gregor.broker.handlers.forward import FORWARDED, forwarding
-        CLIENT_HANDLERS.update({key: forwarding(handler) if key in FORWARDED else handler
-                                for key, handler in _collect().items()})
+        from gregor.broker.handlers import (
+            alter_configs, alter_partition_reassignments, api_versions, create_partitions, create_topics,
+            delete_groups, delete_records, delete_topics, describe_cluster, describe_configs, describe_groups,
+            describe_log_dirs, describe_quorum, elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id,
+            join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
+            offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
+        )
+        from gregor.broker.handlers.forward import forwarding
+        own: list[Handler[BrokerContext]] = [
+            *api_versions.HANDLERS, *metadata.HANDLERS, *produce.HANDLERS, *fetch.HANDLERS, *list_offsets.HANDLERS,
+            *describe_configs.HANDLERS, *delete_records.HANDLERS, *describe_cluster.HANDLERS,
+            *init_producer_id.HANDLERS, *find_coordinator.HANDLERS, *join_group.HANDLERS, *sync_group.HANDLERS,
+            *heartbeat.HANDLERS, *leave_group.HANDLERS, *offset_commit.HANDLERS, *offset_fetch.HANDLERS,
+            *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
+            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS]
+        forwarded: list[Handler[QuorumContext]] = [
+            *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
+            *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,
+            *list_partition_reassignments.HANDLERS]
+        CLIENT_HANDLERS.update({handler.api_key: handler for handler in own})
+        CLIENT_HANDLERS.update({handler.api_key: forwarding(handler) for handler in forwarded})
     return CLIENT_HANDLERS
 
 
-def quorum_handlers() -> dict[int, Handler]:
+def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
     """The controller's APIs, on its listener and to a broker in the same process: the raft
     quorum's, the brokers' (registration, heartbeats, ISR changes), the topic, config,
     leader-election and reassignment requests brokers forward, and ApiVersions."""
@@ -100,10 +142,12 @@ def quorum_handlers() -> dict[int, Handler]:
             delete_topics, describe_quorum, elect_leaders, end_quorum_epoch, fetch_snapshot,
             list_partition_reassignments, quorum_fetch, vote,
         )
-        for module in (api_versions, vote, begin_quorum_epoch, end_quorum_epoch, quorum_fetch, fetch_snapshot,
-                       describe_quorum, broker_registration, broker_heartbeat, alter_partition, create_topics,
-                       delete_topics, create_partitions, alter_configs, allocate_producer_ids, elect_leaders,
-                       alter_partition_reassignments, list_partition_reassignments):
-            for handler in module.HANDLERS:
-                QUORUM_HANDLERS[handler.api_key] = handler
+        handlers: list[Handler[QuorumContext]] = [
+            *api_versions.HANDLERS, *vote.HANDLERS, *begin_quorum_epoch.HANDLERS, *end_quorum_epoch.HANDLERS,
+            *quorum_fetch.HANDLERS, *fetch_snapshot.HANDLERS, *describe_quorum.HANDLERS,
+            *broker_registration.HANDLERS, *broker_heartbeat.HANDLERS, *alter_partition.HANDLERS,
+            *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
+            *allocate_producer_ids.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,
+            *list_partition_reassignments.HANDLERS]
+        QUORUM_HANDLERS.update({handler.api_key: handler for handler in handlers})
     return QUORUM_HANDLERS

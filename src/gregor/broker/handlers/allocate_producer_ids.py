@@ -6,15 +6,15 @@ handed out, so no id is ever given to two producers, even across controller fail
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 
 API_KEY = 67
 
 
-async def handle(context: RequestContext, request: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
-    server = context.broker
+async def handle(context: QuorumContext, request: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
+    server = context.quorum
     try:
         block = await server.submit(lambda: server.controller.allocate_producer_ids(request.broker_id,
                                                                                     request.broker_epoch))

@@ -6,7 +6,7 @@ metadata log; broker configs become dynamic configs (the broker synonyms of topi
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import (
     AlterConfigOp, AlterConfigsResource, AlterConfigsResult, ConfigOp, IncrementalAlterConfigsResource,
 )
@@ -19,12 +19,12 @@ from gregor.protocol.messages import (
 _OPERATIONS = frozenset(op.value for op in AlterConfigOp)
 
 
-async def handle_alter(context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
-    broker = context.broker
+async def handle_alter(context: QuorumContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    quorum = context.quorum
     resources = [AlterConfigsResource(r.resource_type, r.resource_name, {c.name: c.value for c in r.configs})
                  for r in request.resources]
     try:
-        results = await broker.submit(lambda: broker.controller.alter_configs(resources, request.validate_only))
+        results = await quorum.submit(lambda: quorum.controller.alter_configs(resources, request.validate_only))
     except KafkaError as error:
         results = [_refused(r.resource_type, r.resource_name, error) for r in resources]
     return AlterConfigsResponse(throttle_time_ms=0, responses=[
@@ -34,9 +34,9 @@ async def handle_alter(context: RequestContext, request: AlterConfigsRequest) ->
         for result in results])
 
 
-async def handle_incremental(context: RequestContext,
+async def handle_incremental(context: QuorumContext,
                              request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
-    broker = context.broker
+    quorum = context.quorum
     answers: dict[int, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = {}
     valid: list[tuple[int, IncrementalAlterConfigsResource]] = []
     for position, resource in enumerate(request.resources):
@@ -50,7 +50,7 @@ async def handle_incremental(context: RequestContext,
             resource.resource_type, resource.resource_name,
             [ConfigOp(c.name, AlterConfigOp(c.config_operation), c.value) for c in resource.configs])))
     try:
-        results = await broker.submit(lambda: broker.controller.incremental_alter_configs(
+        results = await quorum.submit(lambda: quorum.controller.incremental_alter_configs(
             [r for _, r in valid], request.validate_only))
     except KafkaError as error:
         results = [_refused(r.resource_type, r.resource_name, error) for _, r in valid]
@@ -62,7 +62,7 @@ async def handle_incremental(context: RequestContext,
 
 
 def _refused(resource_type: int, resource_name: str, error: KafkaError) -> AlterConfigsResult:
-    return AlterConfigsResult(resource_type, resource_name, error.code, str(error))
+    return AlterConfigsResult(resource_type, resource_name, ErrorCode(error.code), str(error))
 
 
 HANDLERS = [Handler(33, 0, 2, handle_alter), Handler(44, 0, 1, handle_incremental)]

@@ -12,7 +12,7 @@ and v3 (broker epochs per ISR member) are not advertised.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import ControllerResult
 from gregor.controller.replication_control import alter_partition
 from gregor.protocol.error_codes import ErrorCode
@@ -23,8 +23,8 @@ API_KEY = 56
 Result = AlterPartitionResponse.PartitionData
 
 
-async def handle(context: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
-    server = context.broker
+async def handle(context: QuorumContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
+    server = context.quorum
 
     def decide() -> ControllerResult:
         image = server.image
@@ -50,11 +50,11 @@ async def handle(context: RequestContext, request: AlterPartitionRequest) -> Alt
         return AlterPartitionResponse(error_code=outcome)
     image = server.image
     by_topic: dict = {}
-    for topic_id, index, error in outcome:
-        answer = Result(partition_index=index, error_code=error)
+    for topic_id, index, code in outcome:
+        answer = Result(partition_index=index, error_code=code)
         topic = image.topics_by_id.get(topic_id)
         registration = topic.partitions.get(index) if topic is not None else None
-        if error == ErrorCode.NONE and registration is not None:
+        if code == ErrorCode.NONE and registration is not None:
             answer.leader_id, answer.leader_epoch = registration.leader, registration.leader_epoch
             answer.isr, answer.partition_epoch = list(registration.isr), registration.partition_epoch
         by_topic.setdefault(topic_id, []).append(answer)

@@ -15,7 +15,7 @@ the cluster) and no replication throttles (Kafka's leader/follower.replication.t
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import ControllerResult
 from gregor.controller.reassignment import alter_reassignments
 from gregor.controller.replication_control import unclean_policy
@@ -38,9 +38,9 @@ def error_response(request: AlterPartitionReassignmentsRequest, code: int,
         for topic in request.topics])
 
 
-async def handle(context: RequestContext,
+async def handle(context: QuorumContext,
                  request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
-    server = context.broker
+    server = context.quorum
     targets = [(topic.name, p.partition_index, None if p.replicas is None else list(p.replicas))
                for topic in request.topics for p in topic.partitions]
 

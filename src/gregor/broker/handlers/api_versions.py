@@ -29,5 +29,5 @@ def unsupported_version_response() -> ApiVersionsResponse:
     )
 
 
-HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle, answers_unsupported_version=True,
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle,
                     unsupported_version_response=unsupported_version_response)]

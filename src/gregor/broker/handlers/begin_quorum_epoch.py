@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
-from gregor.broker.handlers import Handler, RequestContext, quorum_partition
+from gregor.broker.handlers import Handler, QuorumContext, quorum_partition
 from gregor.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 
 API_KEY = 53
 
 
-def handle(context: RequestContext, request: BeginQuorumEpochRequest) -> asyncio.Future:
-    return context.broker.raft_driver.handle_request(quorum_partition(request).leader_id, request)
+def handle(context: QuorumContext, request: BeginQuorumEpochRequest) -> asyncio.Future:
+    return context.quorum.raft_request(quorum_partition(request).leader_id, request)
 
 
 HANDLERS = [Handler(API_KEY, 0, 0, handle)]

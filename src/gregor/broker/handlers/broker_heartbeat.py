@@ -8,7 +8,7 @@ JBOD) is not advertised.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import ControllerResult
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
@@ -16,8 +16,8 @@ from gregor.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, Br
 API_KEY = 63
 
 
-async def handle(context: RequestContext, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
-    server = context.broker
+async def handle(context: QuorumContext, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+    server = context.quorum
 
     def heartbeat() -> ControllerResult:
         reply = server.heartbeats.heartbeat(

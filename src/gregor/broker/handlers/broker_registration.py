@@ -9,7 +9,7 @@ v3–v4 (previous_broker_epoch, for KIP-966's eligible leader replicas) are not 
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import BrokerRegistrationReply, ControllerResult, Endpoint
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -18,8 +18,8 @@ from gregor.protocol.messages.broker_registration import BrokerRegistrationReque
 API_KEY = 62
 
 
-async def handle(context: RequestContext, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
-    server = context.broker
+async def handle(context: QuorumContext, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
+    server = context.quorum
     broker_id = request.broker_id
     if request.cluster_id != server.image.cluster_id:
         return BrokerRegistrationResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)

@@ -8,8 +8,9 @@ controller answers NOT_CONTROLLER for each topic, which clients retry.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
@@ -18,16 +19,16 @@ _Result = CreateTopicsResponse.CreatableTopicResult
 _Config = CreateTopicsResponse.CreatableTopicConfigs
 
 
-async def handle(context: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    broker = context.broker
+async def handle(context: QuorumContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    quorum = context.quorum
     topics = [CreatableTopic(topic.name, topic.num_partitions, topic.replication_factor,
                              {a.partition_index: list(a.broker_ids) for a in topic.assignments},
                              {c.name: c.value for c in topic.configs})
               for topic in request.topics]
     try:
-        results = await broker.submit(lambda: broker.controller.create_topics(topics, request.validate_only))
+        results = await quorum.submit(lambda: quorum.controller.create_topics(topics, request.validate_only))
     except KafkaError as error:
-        results = [CreateTopicResult(topic.name, error.code, str(error)) for topic in topics]
+        results = [CreateTopicResult(topic.name, ErrorCode(error.code), str(error)) for topic in topics]
     return CreateTopicsResponse(throttle_time_ms=0, topics=[
         _Result(name=result.name, topic_id=result.topic_id, error_code=result.error,
                 error_message=result.message, num_partitions=result.num_partitions,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
 API_KEY = 42
 
 
-def handle(context: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    runtime = context.broker.groups
+def handle(context: BrokerContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    runtime = context.groups
     errors, effects = runtime.coordinator.delete_groups(request.groups_names, context.now_ms)
     runtime.apply(effects)
     return DeleteGroupsResponse(throttle_time_ms=0, results=[

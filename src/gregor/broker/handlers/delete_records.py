@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gregor.broker.errors import error_code_of
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 
@@ -11,14 +11,13 @@ API_KEY = 21
 _Partition = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 
-def handle(context: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
-    broker = context.broker
+def handle(context: BrokerContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     topics = []
     for topic in request.topics:
         partitions = []
         for requested in topic.partitions:
             result = _Partition(partition_index=requested.partition_index, low_watermark=-1)
-            partition = broker.partition(topic.name, requested.partition_index)
+            partition = context.partitions.partition(topic.name, requested.partition_index)
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not partition.is_leader:

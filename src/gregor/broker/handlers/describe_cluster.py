@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
+from gregor.broker.network import CloseConnection
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 
@@ -10,13 +11,16 @@ API_KEY = 60
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def handle(context: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    broker = context.broker
+def handle(context: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    metadata = context.metadata
+    cluster_id = metadata.image.cluster_id
+    if cluster_id is None:  # a broker serves requests only once it has its cluster's image
+        raise CloseConnection("the broker does not know its cluster id yet")
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=node_id, host=e.host, port=e.port, rack=e.rack)
-               for node_id, e in broker.endpoints_for(context.connection.listener)]
+               for node_id, e in metadata.endpoints_for(context.connection.listener)]
     return DescribeClusterResponse(
-        error_code=ErrorCode.NONE, endpoint_type=1, cluster_id=broker.image.cluster_id,
-        controller_id=broker.controller_id, brokers=brokers,
+        error_code=ErrorCode.NONE, endpoint_type=1, cluster_id=cluster_id,
+        controller_id=metadata.controller_id, brokers=brokers,
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gregor.broker.config import BROKER_CONFIG_KEYS
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.metadata.topic_configs import ConfigSource, ConfigType
 from gregor.protocol.error_codes import ErrorCode
@@ -19,25 +19,25 @@ _Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 _Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def handle(context: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+def handle(context: BrokerContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         result = _Result(error_code=ErrorCode.NONE, resource_type=resource.resource_type,
                          resource_name=resource.resource_name, configs=[])
         if resource.resource_type == TOPIC_RESOURCE:
-            if resource.resource_name in context.broker.image.topics:
+            if resource.resource_name in context.metadata.image.topics:
                 entries = _topic_entries(context, request, resource.resource_name)
             else:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 result.error_message = f"Topic {resource.resource_name} does not exist."
                 entries = []
         elif resource.resource_type == BROKER_RESOURCE:
-            if resource.resource_name in ("", str(context.broker.node_id)):
+            if resource.resource_name in ("", str(context.metadata.node_id)):
                 entries = _broker_entries(context, request, resource.resource_name)
             else:
                 result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = (f"Unexpected broker id, expected {context.broker.node_id} or empty "
+                result.error_message = (f"Unexpected broker id, expected {context.metadata.node_id} or empty "
                                         f"string, but received {resource.resource_name}")
                 entries = []
         else:
@@ -49,7 +49,7 @@ def handle(context: RequestContext, request: DescribeConfigsRequest) -> Describe
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
-def _entry(context: RequestContext, request: DescribeConfigsRequest, name: str, value: str | None,
+def _entry(context: BrokerContext, request: DescribeConfigsRequest, name: str, value: str | None,
            source: ConfigSource, config_type: ConfigType, read_only: bool, synonyms: list[_Synonym],
            documentation: str | None) -> _Entry:
     entry = _Entry(name=name, value=value, read_only=read_only, config_source=source, is_sensitive=False,
@@ -63,35 +63,36 @@ def _entry(context: RequestContext, request: DescribeConfigsRequest, name: str, 
     return entry
 
 
-def _topic_entries(context: RequestContext, request: DescribeConfigsRequest, topic: str) -> list[_Entry]:
+def _topic_entries(context: BrokerContext, request: DescribeConfigsRequest, topic: str) -> list[_Entry]:
     return [_entry(context, request, e.name, e.value, e.source, e.type, e.read_only,
                    [_Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms], e.documentation)
-            for e in context.broker.topic_config_entries(topic)]
+            for e in context.metadata.topic_config_entries(topic)]
 
 
-def _broker_entries(context: RequestContext, request: DescribeConfigsRequest, resource_name: str) -> list[_Entry]:
+def _broker_entries(context: BrokerContext, request: DescribeConfigsRequest, resource_name: str) -> list[_Entry]:
     """A broker id: every key with static and dynamic layers; "": the cluster-wide dynamic defaults."""
-    broker = context.broker
-    defaults = broker.image.broker_config("")
+    metadata = context.metadata
+    defaults = metadata.image.broker_config("")
     if resource_name == "":
         return [_broker_entry(context, request, name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
                 for name, value in sorted(defaults.items())]
-    dynamic = broker.image.broker_config(broker.node_id)
+    dynamic = metadata.image.broker_config(metadata.node_id)
     entries = []
+    value: str | None
     for name in sorted(set(BROKER_CONFIG_KEYS) | set(dynamic) | set(defaults)):
         if name in dynamic:
             value, source = dynamic[name], ConfigSource.DYNAMIC_BROKER_CONFIG
         elif name in defaults:
             value, source = defaults[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        elif name in broker.config.originals:
-            value, source = broker.config.originals[name], ConfigSource.STATIC_BROKER_CONFIG
+        elif name in metadata.config.originals:
+            value, source = metadata.config.originals[name], ConfigSource.STATIC_BROKER_CONFIG
         else:
-            value, source = broker.config.default(name), ConfigSource.DEFAULT_CONFIG
+            value, source = metadata.config.default(name), ConfigSource.DEFAULT_CONFIG
         entries.append(_broker_entry(context, request, name, value, source))
     return entries
 
 
-def _broker_entry(context: RequestContext, request: DescribeConfigsRequest, name: str, value: str | None,
+def _broker_entry(context: BrokerContext, request: DescribeConfigsRequest, name: str, value: str | None,
                   source: ConfigSource) -> _Entry:
     key = BROKER_CONFIG_KEYS.get(name)
     config_type = BROKER_CONFIG_TYPES.get(key.type, ConfigType.STRING) if key else ConfigType.STRING

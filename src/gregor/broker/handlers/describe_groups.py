@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
 API_KEY = 15
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def handle(context: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    descriptions = context.broker.groups.coordinator.describe_groups(request.groups)
+def handle(context: BrokerContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    descriptions = context.groups.coordinator.describe_groups(request.groups)
     return DescribeGroupsResponse(throttle_time_ms=0, groups=[
         DescribeGroupsResponse.DescribedGroup(
             error_code=d.error, group_id=d.group_id, group_state=d.state, protocol_type=d.protocol_type,

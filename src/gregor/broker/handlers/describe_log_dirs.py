@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 from collections import defaultdict
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 
@@ -25,14 +25,14 @@ _Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 _Partition = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-def handle(context: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-    broker = context.broker
+def handle(context: BrokerContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    host = context.partitions
     wanted = None if request.topics is None else \
         {(topic.topic, index) for topic in request.topics for index in topic.partitions}
     results = []
-    for directory in broker.config.log_dirs:
+    for directory in host.log_dirs():
         by_topic: dict[str, list] = defaultdict(list)
-        held = broker.logs.logs_in(directory) if broker.logs is not None else {}
+        held = host.logs_in(directory)
         for (topic, index), log in sorted(held.items()):
             if wanted is not None and (topic, index) not in wanted:
                 continue

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import asyncio
 
-from gregor.broker.handlers import Handler, RequestContext, quorum_partition
+from gregor.broker.handlers import Handler, QuorumContext, quorum_partition
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 
 API_KEY = 55
 
 
-def handle(context: RequestContext, request: DescribeQuorumRequest) -> DescribeQuorumResponse | asyncio.Future:
+def handle(context: QuorumContext, request: DescribeQuorumRequest) -> DescribeQuorumResponse | asyncio.Future:
     quorum_partition(request)
-    return context.broker.describe_quorum(request)
+    return context.quorum.describe_quorum(request)
 
 
 HANDLERS = [Handler(API_KEY, 0, 1, handle)]

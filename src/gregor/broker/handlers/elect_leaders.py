@@ -12,7 +12,7 @@ requires ALTER on the cluster).
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import ControllerResult
 from gregor.controller.replication_control import ElectionType, elect_leaders
 from gregor.protocol.error_codes import ErrorCode
@@ -34,8 +34,8 @@ def error_response(request: ElectLeadersRequest, code: int, message: str | None)
         for topic in request.topic_partitions or ()])
 
 
-async def handle(context: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
-    server = context.broker
+async def handle(context: QuorumContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+    server = context.quorum
     try:
         election_type = ElectionType(request.election_type)
     except ValueError:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 
-from gregor.broker.handlers import Handler, RequestContext, quorum_partition
+from gregor.broker.handlers import Handler, QuorumContext, quorum_partition
 from gregor.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
 
 API_KEY = 54
 
 
-def handle(context: RequestContext, request: EndQuorumEpochRequest) -> asyncio.Future:
-    return context.broker.raft_driver.handle_request(quorum_partition(request).leader_id, request)
+def handle(context: QuorumContext, request: EndQuorumEpochRequest) -> asyncio.Future:
+    return context.quorum.raft_request(quorum_partition(request).leader_id, request)
 
 
 HANDLERS = [Handler(API_KEY, 0, 0, handle)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 
 from gregor.broker.errors import error_code_of
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion
 from gregor.protocol.error_codes import ErrorCode
@@ -37,7 +37,7 @@ _Partition = FetchResponse.PartitionData
 class _FetchPlan:
     """The partitions of one request, resolved once, re-read on every wake-up."""
 
-    def __init__(self, context: RequestContext, request: FetchRequest) -> None:
+    def __init__(self, context: BrokerContext, request: FetchRequest) -> None:
         self.context = context
         self.request = request
         self.by_id = context.version >= 13
@@ -45,7 +45,7 @@ class _FetchPlan:
         self.bytes_by_topic: dict[str, int] = {}
 
     def read(self) -> tuple[list[_Topic], int, bool]:
-        broker = self.context.broker
+        host = self.context.partitions
         request = self.request
         version = self.context.version
         remaining = request.max_bytes if version >= 3 else 0x7FFFFFFF
@@ -56,7 +56,7 @@ class _FetchPlan:
         self.bytes_by_topic = {}
         for fetch_topic in request.topics:
             if self.by_id:
-                name = broker.topic_name(fetch_topic.topic_id)
+                name = self.context.metadata.topic_name(fetch_topic.topic_id)
             else:
                 name = fetch_topic.topic
             partitions = []
@@ -65,8 +65,7 @@ class _FetchPlan:
                                       last_stable_offset=-1, log_start_offset=-1,
                                       aborted_transactions=[] if version >= 4 else None, records=b"")
                 partitions.append(response)
-                partition = broker.partition(name, fetch_partition.partition) if name else None
-                if partition is None:
+                if not name or (partition := host.partition(name, fetch_partition.partition)) is None:
                     response.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if self.by_id and name is None
                                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                     any_error = True
@@ -84,12 +83,13 @@ class _FetchPlan:
                     any_error = True
                     continue
                 limit = min(fetch_partition.partition_max_bytes, remaining)
+                data: bytes | FileRegion
                 try:
                     info = log.read(fetch_partition.fetch_offset, max(limit, 0), partition.high_watermark,
                                     total == 0)
                     if version <= 3:
                         data = downconvert(info.read_bytes(), 1 if version >= 2 else 0,
-                                           broker.max_uncompressed_bytes) if info.slices else b""
+                                           host.max_uncompressed_bytes) if info.slices else b""
                     elif info.size >= SENDFILE_MIN_BYTES:
                         data = FileRegion(info.slices)
                     else:
@@ -102,7 +102,7 @@ class _FetchPlan:
                 total += len(data)
                 remaining -= len(data)
                 self.bytes_by_topic[name] = self.bytes_by_topic.get(name, 0) + len(data)
-            topic = _Topic(topic="" if self.by_id else name, partitions=partitions)
+            topic = _Topic(topic="" if self.by_id else fetch_topic.topic, partitions=partitions)
             if self.by_id:
                 topic.topic_id = fetch_topic.topic_id
             topics.append(topic)
@@ -119,7 +119,7 @@ def _check_leader_epoch(fetch_partition, partition, version: int) -> ErrorCode:
     return ErrorCode.NONE
 
 
-def handle(context: RequestContext, request: FetchRequest):
+def handle(context: BrokerContext, request: FetchRequest):
     replica_id = replica_id_of(request, context.version)
     if replica_id >= 0:
         return handle_replica_fetch(context, request, replica_id)
@@ -129,11 +129,11 @@ def handle(context: RequestContext, request: FetchRequest):
     topics, total, any_error = plan.read()
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
         return _response(plan, topics)
-    return _wait(plan, topics, context.broker.fetch_waiters.marks(plan.keys))
+    return _wait(plan, topics, context.partitions.fetch_waiters.marks(plan.keys))
 
 
 async def _wait(plan: _FetchPlan, topics: list[_Topic], read_at: dict) -> FetchResponse:
-    broker = plan.context.broker
+    waiters = plan.context.partitions.fetch_waiters
     loop = asyncio.get_running_loop()
     woken = loop.create_future()
     expired = False
@@ -150,7 +150,7 @@ async def _wait(plan: _FetchPlan, topics: list[_Topic], read_at: dict) -> FetchR
     keys = list(plan.keys)
     # registered since the first read: an append in between (this runs a loop iteration later)
     # wakes it at once
-    handle = broker.fetch_waiters.register(keys, wake, since=read_at)
+    handle = waiters.register(keys, wake, since=read_at)
     timer = loop.call_later(plan.request.max_wait_ms / 1000.0, expire)
     try:
         while True:
@@ -161,11 +161,11 @@ async def _wait(plan: _FetchPlan, topics: list[_Topic], read_at: dict) -> FetchR
             woken = loop.create_future()
     finally:
         timer.cancel()
-        broker.fetch_waiters.cancel(keys, handle)
+        waiters.cancel(keys, handle)
 
 
 def _response(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
-    plan.context.broker.events.fetched(plan.bytes_by_topic)
+    plan.context.metrics.fetched(plan.bytes_by_topic)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import asyncio
 
-from gregor.broker.handlers import Handler, RequestContext, quorum_partition
+from gregor.broker.handlers import Handler, QuorumContext, quorum_partition
 from gregor.protocol.messages.fetch_snapshot import FetchSnapshotRequest
 
 API_KEY = 59
 
 
-def handle(context: RequestContext, request: FetchSnapshotRequest) -> asyncio.Future:
+def handle(context: QuorumContext, request: FetchSnapshotRequest) -> asyncio.Future:
     quorum_partition(request)
-    return context.broker.raft_driver.handle_request(request.replica_id, request)
+    return context.quorum.raft_request(request.replica_id, request)
 
 
 HANDLERS = [Handler(API_KEY, 0, 0, handle)]

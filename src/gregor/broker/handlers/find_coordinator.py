@@ -9,7 +9,7 @@ fail fast with a clear error instead of retrying the lookup. v6 (share groups) i
 from __future__ import annotations
 
 from gregor.broker.group_runtime import OFFSETS_TOPIC
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
@@ -18,8 +18,8 @@ GROUP, TRANSACTION = 0, 1
 _Coordinator = FindCoordinatorResponse.Coordinator
 
 
-def _locate(context: RequestContext, key: str, key_type: int, offsets_topic_error: str | None) -> _Coordinator:
-    broker = context.broker
+def _locate(context: BrokerContext, key: str, key_type: int, offsets_topic_error: str | None) -> _Coordinator:
+    metadata = context.metadata
     answer = _Coordinator(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.NONE, error_message=None)
     if key_type not in (GROUP, TRANSACTION):
         answer.error_code, answer.error_message = ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
@@ -28,15 +28,15 @@ def _locate(context: RequestContext, key: str, key_type: int, offsets_topic_erro
         if not key:
             answer.error_code, answer.error_message = ErrorCode.INVALID_REQUEST, "The group id is empty."
             return answer
-        runtime = broker.groups
+        runtime = context.groups
         if offsets_topic_error is not None:
             answer.error_code, answer.error_message = ErrorCode.COORDINATOR_NOT_AVAILABLE, offsets_topic_error
             return answer
-        registration = broker.image.partition("__consumer_offsets", runtime.coordinator.partition_for(key))
+        registration = metadata.image.partition("__consumer_offsets", runtime.coordinator.partition_for(key))
         node_id = registration.leader if registration is not None else -1
     else:
-        node_id = broker.node_id
-    endpoint = dict(broker.endpoints_for(context.connection.listener)).get(node_id)
+        node_id = metadata.node_id
+    endpoint = dict(metadata.endpoints_for(context.connection.listener)).get(node_id)
     if endpoint is None:
         answer.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
         answer.error_message = "The coordinator is not available."
@@ -45,20 +45,20 @@ def _locate(context: RequestContext, key: str, key_type: int, offsets_topic_erro
     return answer
 
 
-def handle(context: RequestContext, request: FindCoordinatorRequest):
+def handle(context: BrokerContext, request: FindCoordinatorRequest):
     key_type = request.key_type if context.version >= 1 else GROUP
-    if key_type == GROUP and OFFSETS_TOPIC not in context.broker.image.topics:
+    if key_type == GROUP and OFFSETS_TOPIC not in context.metadata.image.topics:
         return _after_creating_offsets_topic(context, request)
     return _answer(context, request, None)
 
 
-async def _after_creating_offsets_topic(context: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    created = await context.broker.groups.ensure_offsets_topic()
+async def _after_creating_offsets_topic(context: BrokerContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    created = await context.groups.ensure_offsets_topic()
     failure = created.message or created.error.name if created is not None and created.error else None
     return _answer(context, request, failure)
 
 
-def _answer(context: RequestContext, request: FindCoordinatorRequest,
+def _answer(context: BrokerContext, request: FindCoordinatorRequest,
             offsets_topic_error: str | None) -> FindCoordinatorResponse:
     if context.version >= 4:
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[

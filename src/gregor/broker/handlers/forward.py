@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gregor.broker.handlers import (
-    Handler, RequestContext, alter_partition_reassignments, elect_leaders, list_partition_reassignments,
+    BrokerContext, Handler, QuorumContext, alter_partition_reassignments, elect_leaders, list_partition_reassignments,
 )
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import (
     AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
     CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponse, Message,
 )
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 
@@ -77,15 +77,15 @@ ERROR_ANSWERS: dict[int, Callable[[Any, int, str], Any]] = {
 }
 
 
-async def _forward(context: RequestContext, request: Any) -> Any:
+async def _forward(context: BrokerContext, request: Any) -> Message:
     timeout_ms = getattr(request, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
     try:
-        return await context.broker.send_to_controller(request, context.version, timeout_ms / 1000)
+        return await context.controller.send_to_controller(request, context.version, timeout_ms / 1000)
     except KafkaError as error:
         return ERROR_ANSWERS[request.API_KEY](request, error.code, str(error))
 
 
-def forwarding(handler: Handler) -> Handler:
+def forwarding(handler: Handler[QuorumContext]) -> Handler[BrokerContext]:
     """The handler's API and versions, answered by the active controller."""
     return Handler(handler.api_key, handler.min_version, handler.max_version, _forward)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.messages import HeartbeatRequest, HeartbeatResponse
 
 API_KEY = 12
 
 
-def handle(context: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-    runtime = context.broker.groups
+def handle(context: BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    runtime = context.groups
     error = runtime.coordinator.heartbeat(
         group_id=request.group_id, member_id=request.member_id,
         group_instance_id=request.group_instance_id if context.version >= 3 else None,

@@ -8,7 +8,7 @@ that clients report instead of retrying forever.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
@@ -16,16 +16,15 @@ from gregor.protocol.messages import InitProducerIdRequest, InitProducerIdRespon
 API_KEY = 22
 
 
-async def handle(context: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+async def handle(context: BrokerContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                       producer_id=-1, producer_epoch=-1)
-    broker = context.broker
     if request.producer_id >= 0:
         return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=request.producer_id,
                                       producer_epoch=(request.producer_epoch + 1) % 32767)
     try:
-        producer_id = await broker.next_producer_id()
+        producer_id = await context.controller.next_producer_id()
     except KafkaError as error:
         return InitProducerIdResponse(error_code=error.code, producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)

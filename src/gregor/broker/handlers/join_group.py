@@ -6,19 +6,19 @@ membership); v9 may tell a static leader to skip the assignment.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.results import JoinResult
 from gregor.protocol.messages import JoinGroupRequest, JoinGroupResponse
 
 API_KEY = 11
 
 
-def handle(context: RequestContext, request: JoinGroupRequest):
+def handle(context: BrokerContext, request: JoinGroupRequest):
     version = context.version
     rebalance_timeout_ms = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
 
     def call(token: object) -> list:
-        return context.broker.groups.coordinator.join_group(
+        return context.groups.coordinator.join_group(
             token, group_id=request.group_id, member_id=request.member_id,
             group_instance_id=request.group_instance_id if version >= 5 else None,
             protocol_type=request.protocol_type, protocols=[(p.name, p.metadata) for p in request.protocols],
@@ -27,7 +27,7 @@ def handle(context: RequestContext, request: JoinGroupRequest):
             require_known_member_id=version >= 4, supports_skip_assignment=version >= 9,
             reason=request.reason if version >= 8 else None, now_ms=context.now_ms)
 
-    return context.broker.groups.park(call, lambda result: _response(result, version))
+    return context.groups.park(call, JoinResult, lambda result: _response(result, version))
 
 
 def _response(result: JoinResult, version: int) -> JoinGroupResponse:

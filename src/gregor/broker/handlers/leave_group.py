@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 
 API_KEY = 13
 
 
-def handle(context: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+def handle(context: BrokerContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     version = context.version
     if version >= 3:
         members = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in request.members]
     else:
         members = [(request.member_id, None, None)]
-    runtime = context.broker.groups
+    runtime = context.groups
     result, effects = runtime.coordinator.leave_group(group_id=request.group_id, members=members,
                                                       now_ms=context.now_ms)
     runtime.apply(effects)

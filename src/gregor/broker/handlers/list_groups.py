@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.messages import ListGroupsRequest, ListGroupsResponse
 
 API_KEY = 16
 
 
-def handle(context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-    result = context.broker.groups.coordinator.list_groups(
+def handle(context: BrokerContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    result = context.groups.coordinator.list_groups(
         request.states_filter if context.version >= 4 else (),
         request.types_filter if context.version >= 5 else ())
     return ListGroupsResponse(throttle_time_ms=0, error_code=result.error, groups=[

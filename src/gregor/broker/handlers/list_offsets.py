@@ -11,7 +11,7 @@ and has nothing to wait for. v0 answers with the old-style offsets array.
 from __future__ import annotations
 
 from gregor.broker.errors import error_code_of
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 
@@ -24,7 +24,7 @@ _Topic = ListOffsetsResponse.ListOffsetsTopicResponse
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def handle(context: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+def handle(context: BrokerContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     topics = []
     for topic in request.topics:
         partitions = [_lookup(context, topic.name, p) for p in topic.partitions]
@@ -32,9 +32,9 @@ def handle(context: RequestContext, request: ListOffsetsRequest) -> ListOffsetsR
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
-def _lookup(context: RequestContext, topic: str, request_partition) -> _Partition:
+def _lookup(context: BrokerContext, topic: str, request_partition) -> _Partition:
     response = _Partition(partition_index=request_partition.partition_index, timestamp=-1, offset=-1)
-    partition = context.broker.partition(topic, request_partition.partition_index)
+    partition = context.partitions.partition(topic, request_partition.partition_index)
     if partition is None:
         response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return response

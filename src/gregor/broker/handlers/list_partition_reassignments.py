@@ -9,7 +9,7 @@ the cluster).
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import Handler, QuorumContext
 from gregor.controller.operations import ControllerResult
 from gregor.controller.reassignment import list_reassignments
 from gregor.protocol.exceptions import KafkaError
@@ -27,9 +27,9 @@ def error_response(request: ListPartitionReassignmentsRequest, code: int,
     return ListPartitionReassignmentsResponse(error_code=code, error_message=message)
 
 
-async def handle(context: RequestContext,
+async def handle(context: QuorumContext,
                  request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
-    server = context.broker
+    server = context.quorum
     topics = None if request.topics is None else \
         {topic.name: list(topic.partition_indexes) for topic in request.topics}
     try:

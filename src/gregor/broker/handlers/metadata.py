@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import uuid
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
+from gregor.broker.services import MetadataView
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import MetadataRequest, MetadataResponse
 
@@ -27,58 +28,61 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = MetadataResponse.MetadataResponsePartition
 
 
-def handle(context: RequestContext, request: MetadataRequest):
-    broker = context.broker
+def handle(context: BrokerContext, request: MetadataRequest):
+    metadata = context.metadata
     version = context.version
-    all_topics = request.topics is None or (version == 0 and not request.topics)
-    if all_topics:
-        names = sorted(broker.image.topics)
-        wanted = [(name, None) for name in names]
+    requested_topics = request.topics
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if requested_topics is None or (version == 0 and not requested_topics):
+        wanted = [(name, None) for name in sorted(metadata.image.topics)]
     else:
         wanted = []
-        for requested in request.topics:
+        for requested in requested_topics:
             if version >= 10 and requested.name is None and requested.topic_id != ZERO_UUID:
-                wanted.append((broker.topic_name(requested.topic_id), requested.topic_id))
+                wanted.append((metadata.topic_name(requested.topic_id), requested.topic_id))
             else:
                 wanted.append((requested.name, None))
         allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
-        missing = [name for name, _ in wanted if name is not None and name not in broker.image.topics]
-        if missing and allow_auto_create and broker.config.get("auto.create.topics.enable"):
+        missing = [name for name, _ in wanted if name is not None and name not in metadata.image.topics]
+        if missing and allow_auto_create and metadata.config.get("auto.create.topics.enable"):
             return _after_creating(context, wanted, missing)
     return _answer(context, wanted, frozenset())
 
 
-async def _after_creating(context: RequestContext, wanted: list, missing: list[str]) -> MetadataResponse:
-    await context.broker.auto_create_topics(missing)
+async def _after_creating(context: BrokerContext, wanted: list[tuple[str | None, uuid.UUID | None]],
+                          missing: list[str]) -> MetadataResponse:
+    await context.controller.auto_create_topics(missing)
     return _answer(context, wanted, frozenset(missing))
 
 
-def _answer(context: RequestContext, wanted: list, being_created: frozenset[str]) -> MetadataResponse:
-    broker = context.broker
-    topics = [_describe_topic(broker, name, topic_id, name in being_created) for name, topic_id in wanted]
+def _answer(context: BrokerContext, wanted: list[tuple[str | None, uuid.UUID | None]],
+            being_created: frozenset[str]) -> MetadataResponse:
+    metadata = context.metadata
+    topics = [_describe_topic(metadata, name, topic_id, name in being_created) for name, topic_id in wanted]
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=_brokers(broker, context.connection.listener),
-        cluster_id=broker.image.cluster_id,
-        controller_id=broker.controller_id,
+        brokers=_brokers(metadata, context.connection.listener),
+        cluster_id=metadata.image.cluster_id,
+        controller_id=metadata.controller_id,
         topics=topics,
     )
 
 
-def _brokers(broker, listener: str) -> list[_Broker]:
+def _brokers(metadata: MetadataView, listener: str) -> list[_Broker]:
     result = []
-    for node_id, endpoint in broker.endpoints_for(listener):
+    for node_id, endpoint in metadata.endpoints_for(listener):
         result.append(_Broker(node_id=node_id, host=endpoint.host, port=endpoint.port,
                               rack=endpoint.rack))
     return result
 
 
-def _describe_topic(broker, name: str | None, topic_id: uuid.UUID | None, being_created: bool) -> _Topic:
-    topic_image = broker.image.topics.get(name) if name is not None else None
+def _describe_topic(metadata: MetadataView, name: str | None, topic_id: uuid.UUID | None,
+                    being_created: bool) -> _Topic:
+    topic_image = metadata.image.topics.get(name) if name is not None else None
     if topic_image is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if topic_id is not None else ErrorCode.LEADER_NOT_AVAILABLE \
-            if being_created and broker.is_valid_topic_name(name) else (
-            ErrorCode.INVALID_TOPIC_EXCEPTION if name is not None and not broker.is_valid_topic_name(name)
+            if being_created and name is not None and metadata.is_valid_topic_name(name) else (
+            ErrorCode.INVALID_TOPIC_EXCEPTION if name is not None and not metadata.is_valid_topic_name(name)
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return _Topic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID, partitions=[],
                       topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)

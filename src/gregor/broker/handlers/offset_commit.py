@@ -7,7 +7,7 @@ classic group.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.results import OffsetCommitResult
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
@@ -17,8 +17,7 @@ _Topic = OffsetCommitResponse.OffsetCommitResponseTopic
 _Partition = OffsetCommitResponse.OffsetCommitResponsePartition
 
 
-def handle(context: RequestContext, request: OffsetCommitRequest):
-    broker = context.broker
+def handle(context: BrokerContext, request: OffsetCommitRequest):
     version = context.version
     order: list[tuple[str, int]] = []
     unknown: dict[tuple[str, int], ErrorCode] = {}
@@ -27,7 +26,7 @@ def handle(context: RequestContext, request: OffsetCommitRequest):
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
             order.append(key)
-            if broker.image.partition(topic.name, partition.partition_index) is None:
+            if context.metadata.image.partition(topic.name, partition.partition_index) is None:
                 unknown[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[key] = (partition.committed_offset,
@@ -46,7 +45,7 @@ def handle(context: RequestContext, request: OffsetCommitRequest):
         return respond(OffsetCommitResult({}))
 
     def call(token: object) -> list:
-        return broker.groups.coordinator.commit_offsets(
+        return context.groups.coordinator.commit_offsets(
             token, group_id=request.group_id,
             generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
             member_id=request.member_id if version >= 1 else "",
@@ -54,7 +53,7 @@ def handle(context: RequestContext, request: OffsetCommitRequest):
             retention_time_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
             offsets=offsets, now_ms=context.now_ms)
 
-    return broker.groups.park(call, respond)
+    return context.groups.park(call, OffsetCommitResult, respond)
 
 
 HANDLERS = [Handler(API_KEY, 0, 9, handle)]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
 
 API_KEY = 47
 
 
-def handle(context: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
-    runtime = context.broker.groups
+def handle(context: BrokerContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    runtime = context.groups
     wanted = [(topic.name, p.partition_index) for topic in request.topics for p in topic.partitions]
     result, effects = runtime.coordinator.delete_offsets(group_id=request.group_id, partitions=wanted,
                                                          now_ms=context.now_ms)

@@ -7,7 +7,7 @@ the new consumer protocol) is not offered.
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 
@@ -15,10 +15,10 @@ API_KEY = 9
 Row = tuple[int, int, int, str, ErrorCode]
 
 
-def _answer(context: RequestContext, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, dict[str, list[Row]]]:
+def _answer(context: BrokerContext, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, dict[str, list[Row]]]:
     """The group's top-level error and, per topic, (partition, offset, leader epoch, metadata, error)."""
     wanted = None if topics is None else [(t.name, index) for t in topics for index in t.partition_indexes]
-    result = context.broker.groups.coordinator.fetch_offsets(group_id=group_id, partitions=wanted,
+    result = context.groups.coordinator.fetch_offsets(group_id=group_id, partitions=wanted,
                                                             require_stable=require_stable, now_ms=context.now_ms)
     rows: dict[str, list[Row]] = {}
     if result.error:
@@ -34,7 +34,7 @@ def _answer(context: RequestContext, group_id: str, topics, require_stable: bool
     return ErrorCode.NONE, rows
 
 
-def handle(context: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+def handle(context: BrokerContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     require_stable = context.version >= 7 and request.require_stable
     if context.version >= 8:
         groups = []

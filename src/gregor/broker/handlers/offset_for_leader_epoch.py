@@ -15,7 +15,7 @@ Gaps: none in the versions; Gregor has no ACLs, so TOPIC_AUTHORIZATION_FAILED is
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
@@ -26,19 +26,18 @@ _Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 _Partition = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-def handle(context: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+def handle(context: BrokerContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     topics = [_Topic(topic=topic.topic, partitions=[_end_offset(context, topic.topic, p) for p in topic.partitions])
               for topic in request.topics]
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
 
 
-def _end_offset(context: RequestContext, topic: str,
+def _end_offset(context: BrokerContext, topic: str,
                 requested: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> _Partition:
-    broker = context.broker
-    partition = broker.partition(topic, requested.partition)
+    partition = context.partitions.partition(topic, requested.partition)
     if partition is not None:
         return partition.offsets_for_leader_epoch(requested)
-    known = broker.image.partition(topic, requested.partition) is not None
+    known = context.metadata.image.partition(topic, requested.partition) is not None
     return _Partition(partition=requested.partition,
                       error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from gregor.broker.errors import error_code_of
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import Pipelined
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
@@ -31,7 +31,7 @@ _PartitionResponse = ProduceResponse.PartitionProduceResponse
 _TopicResponse = ProduceResponse.TopicProduceResponse
 
 
-def handle(context: RequestContext, request: ProduceRequest):
+def handle(context: BrokerContext, request: ProduceRequest):
     acks = request.acks
     topics = []
     waiting: list[tuple[_PartitionResponse, asyncio.Future]] = []
@@ -63,11 +63,11 @@ async def _when_replicated(response: ProduceResponse,
     return response
 
 
-def _append(context: RequestContext, topic: str, partition_data, acks: int, timeout_ms: int,
+def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeout_ms: int,
             waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> _PartitionResponse:
-    broker = context.broker
+    partitions = context.partitions
     index = partition_data.index
-    partition = broker.partition(topic, index)
+    partition = partitions.partition(topic, index)
     if partition is None:
         return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     records = partition_data.records
@@ -79,22 +79,22 @@ def _append(context: RequestContext, topic: str, partition_data, acks: int, time
             if context.version >= 3:
                 return _failed(index, ErrorCode.INVALID_RECORD,
                                "produce v3+ requires record batches of magic 2")
-            records = memoryview(upconvert_to_v2(records, broker.max_uncompressed_bytes))
+            records = memoryview(upconvert_to_v2(records, partitions.max_uncompressed_bytes))
         elif parse_header(records).is_transactional:
             return _failed(index, ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
         info = partition.append_as_leader(records, context.now_ms, acks)
     except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
         code, message = error_code_of(error)
         return _failed(index, code, message)
-    broker.events.produced(topic, len(records), info.record_count)
-    broker.on_leader_append(partition)
+    context.metrics.produced(topic, len(records), info.record_count)
+    partitions.on_leader_append(partition)
     answer = _PartitionResponse(
         index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
         log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
     )
     if acks == -1:
         replicated = asyncio.get_running_loop().create_future()
-        broker.replicas.apply(partition, partition.await_replication(info, replicated, context.now_ms, timeout_ms))
+        partitions.apply(partition, partition.await_replication(info, replicated, context.now_ms, timeout_ms))
         if replicated.done() and replicated.result() != ErrorCode.NONE:
             return _failed(index, replicated.result())
         if not replicated.done():

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 
-from gregor.broker.handlers import Handler, RequestContext, quorum_partition
+from gregor.broker.handlers import Handler, QuorumContext, quorum_partition
 from gregor.protocol.messages.fetch import FetchRequest
 from gregor.raft.messages import fetch_replica_id
 
 API_KEY = 1
 
 
-def handle(context: RequestContext, request: FetchRequest) -> asyncio.Future:
+def handle(context: QuorumContext, request: FetchRequest) -> asyncio.Future:
     quorum_partition(request)
-    return context.broker.raft_driver.handle_request(fetch_replica_id(request), request)
+    return context.quorum.raft_request(fetch_replica_id(request), request)
 
 
 HANDLERS = [Handler(API_KEY, 13, 15, handle)]

@@ -1,28 +1,27 @@
 """Fetch from a follower (replica id >= 0): the leader's side of replication (seed 001).
 
-Each partition is served by `Partition.fetch_for_follower`: the fetch offset becomes the
-follower's remote LEO, which may move the high watermark (completing acks=all produces) and
-bring the follower back into the ISR; a last fetched epoch that disagrees with the leader's log
-is answered with the diverging epoch. Followers read up to the log end, not the high watermark.
-With nothing to send, the answer waits up to max_wait_ms for an append (the follower's next
-fetch is its acknowledgement, so a quick answer keeps acks=all latency low); a move of the high
-watermark does not wake it, as in Kafka: the follower learns it with its next fetch, and waking
-every follower on every move would double the replication traffic for nothing. Topics are named
-by id (the fetch versions Gregor's replica fetchers send); a follower of a partition this broker
-does not lead gets NOT_LEADER_OR_FOLLOWER and waits for the new leader in the metadata.
+The request is served by the replication layer (`serve_follower_fetch`): each partition's fetch
+offset becomes the follower's remote LEO, which may move the high watermark (completing acks=all
+produces) and bring the follower back into the ISR; a diverging epoch or an error is answered at
+once. With nothing to send, the fetch parks in the broker's fetch purgatory until records are
+appended to one of its partitions, the partition changes leadership or goes, or max_wait_ms ends
+(the follower's next fetch is its acknowledgement, so a quick answer keeps acks=all latency low),
+and is then served once more. A move of the high watermark does not wake it, as in Kafka: the
+follower learns it with its next fetch, and waking every follower on every move would double the
+replication traffic. Topics are named by id (the fetch versions Gregor's replica fetchers send);
+a follower of a partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER and waits for the
+new leader in the metadata.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any, Coroutine
 
-from gregor.broker.handlers import RequestContext
-from gregor.protocol.error_codes import ErrorCode
+from gregor.broker.handlers import BrokerContext
 from gregor.protocol.messages import FetchRequest, FetchResponse
-
-_Topic = FetchResponse.FetchableTopicResponse
-_Partition = FetchResponse.PartitionData
+from gregor.replication.follower_fetch import FollowerFetch, serve_follower_fetch
 
 
 def replica_id_of(request: FetchRequest, version: int) -> int:
@@ -30,63 +29,26 @@ def replica_id_of(request: FetchRequest, version: int) -> int:
     return request.replica_state.replica_id if version >= 15 else request.replica_id
 
 
-def _read(context: RequestContext, request: FetchRequest, replica_id: int,
-          by_id: bool) -> tuple[list[_Topic], list[tuple[str, int]], int, bool]:
-    """(topics, the partitions served, bytes, whether an answer must go now: an error or a
-    diverging epoch, which waiting would only delay)."""
-    broker = context.broker
-    topics, keys, total, urgent = [], [], 0, False
-    for fetch_topic in request.topics:
-        name = broker.topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
-        partitions = []
-        for fetch_partition in fetch_topic.partitions:
-            partition = broker.partition(name, fetch_partition.partition) if name else None
-            if partition is None:
-                partitions.append(_Partition(
-                    partition_index=fetch_partition.partition, high_watermark=-1, last_stable_offset=-1,
-                    log_start_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID if by_id and name is None
-                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, records=b""))
-                urgent = True
-                continue
-            data, effects = partition.fetch_for_follower(replica_id, fetch_partition, context.now_ms)
-            broker.replicas.apply(partition, effects)
-            partitions.append(data)
-            keys.append((name, fetch_partition.partition))
-            total += len(data.records) if data.records else 0
-            urgent = urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
-        topic = _Topic(topic="" if by_id else name, partitions=partitions)
-        if by_id:
-            topic.topic_id = fetch_topic.topic_id
-        topics.append(topic)
-    return topics, keys, total, urgent
+def _serve(context: BrokerContext, request: FetchRequest, replica_id: int) -> FollowerFetch:
+    host = context.partitions
+    served = serve_follower_fetch(request, replica_id, context.version >= 13, host.partition,
+                                  context.metadata.topic_name, context.now_ms)
+    for partition, effects in served.effects:
+        host.apply(partition, effects)
+    return served
 
 
-def handle_replica_fetch(context: RequestContext, request: FetchRequest, replica_id: int):
-    by_id = context.version >= 13
-    topics, keys, total, urgent = _read(context, request, replica_id, by_id)
-    if urgent or total >= max(request.min_bytes, 1) or request.max_wait_ms <= 0:
-        return _response(topics)
-    return _wait(context, request, replica_id, by_id, keys, context.broker.replica_waiters.marks(keys))
+def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
+                         replica_id: int) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
+    served = _serve(context, request, replica_id)
+    if not served.must_wait(request):
+        return served.response()
+    due = context.partitions.replica_fetches.park(served.keys, request.max_wait_ms)
+    return _when_due(context, request, replica_id, due)
 
 
-async def _wait(context: RequestContext, request: FetchRequest, replica_id: int, by_id: bool,
-                keys: list[tuple[str, int]], read_at: dict) -> FetchResponse:
-    broker = context.broker
-    woken = asyncio.Event()
-    # registered since the first read: an append in between (this runs a loop iteration later)
-    # wakes it at once rather than holding its acks=all produce for max_wait_ms
-    handle = broker.replica_waiters.register(keys, woken.set, since=read_at)
-    try:
-        try:
-            await asyncio.wait_for(woken.wait(), request.max_wait_ms / 1000)
-        except asyncio.TimeoutError:
-            pass
-        context.now_ms = int(time.time() * 1000)
-        topics, _, _, _ = _read(context, request, replica_id, by_id)
-        return _response(topics)
-    finally:
-        broker.replica_waiters.cancel(keys, handle)
-
-
-def _response(topics: list[_Topic]) -> FetchResponse:
-    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
+async def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int,
+                    due: asyncio.Future[None]) -> FetchResponse:
+    await due
+    context.now_ms = int(time.time() * 1000)
+    return _serve(context, request, replica_id).response()

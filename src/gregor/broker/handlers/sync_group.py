@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from gregor.broker.handlers import Handler, RequestContext
+from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.results import SyncResult
 from gregor.protocol.messages import SyncGroupRequest, SyncGroupResponse
 
 API_KEY = 14
 
 
-def handle(context: RequestContext, request: SyncGroupRequest):
+def handle(context: BrokerContext, request: SyncGroupRequest):
     version = context.version
 
     def call(token: object) -> list:
-        return context.broker.groups.coordinator.sync_group(
+        return context.groups.coordinator.sync_group(
             token, group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
             group_instance_id=request.group_instance_id if version >= 3 else None,
             protocol_type=request.protocol_type if version >= 5 else None,
             protocol_name=request.protocol_name if version >= 5 else None,
             assignments={a.member_id: a.assignment for a in request.assignments}, now_ms=context.now_ms)
 
-    return context.broker.groups.park(call, _response)
+    return context.groups.park(call, SyncResult, _response)
 
 
 def _response(result: SyncResult) -> SyncGroupResponse:

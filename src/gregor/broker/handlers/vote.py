@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 
-from gregor.broker.handlers import Handler, RequestContext, quorum_partition
+from gregor.broker.handlers import Handler, QuorumContext, quorum_partition
 from gregor.protocol.messages.vote import VoteRequest
 
 API_KEY = 52
 
 
-def handle(context: RequestContext, request: VoteRequest) -> asyncio.Future:
-    return context.broker.raft_driver.handle_request(quorum_partition(request).candidate_id, request)
+def handle(context: QuorumContext, request: VoteRequest) -> asyncio.Future:
+    return context.quorum.raft_request(quorum_partition(request).candidate_id, request)
 
 
 HANDLERS = [Handler(API_KEY, 0, 0, handle)]

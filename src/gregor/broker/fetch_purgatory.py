@@ -1,0 +1,59 @@
+"""The asyncio edge of the replication layer's fetch purgatory (`DelayedFetches`).
+
+A fetch parks with a future, completed when an event on one of its partitions reaches the
+purgatory or its max wait ends; one timer, armed for the earliest deadline, expires them. The
+decisions stay in the sans-IO purgatory, which the replication simulator runs too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable, Hashable, Iterable
+
+from gregor.replication.delayed_fetch import DelayedFetches
+
+
+class FetchPurgatory:
+    def __init__(self, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self._delayed: DelayedFetches[asyncio.Future[None]] = DelayedFetches()
+        self._clock_ms = clock_ms
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._delayed)
+
+    def park(self, keys: Iterable[Hashable], max_wait_ms: int) -> asyncio.Future[None]:
+        """A future done when the fetch is due an answer. Park in the same step as the read that
+        found nothing, so no event falls between them."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._delayed.park(keys, self._clock_ms() + max_wait_ms, future)
+        self._arm()
+        return future
+
+    def notify(self, key: Hashable) -> None:
+        """Something the fetches parked under `key` wait for happened."""
+        _release(self._delayed.complete(key))
+
+    def _arm(self) -> None:
+        deadline = self._delayed.next_deadline()
+        if deadline is None or deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timer_at = deadline
+        self._timer = loop.call_later(max(deadline - self._clock_ms(), 0) / 1000, self._expire)
+
+    def _expire(self) -> None:
+        self._timer = self._timer_at = None
+        _release(self._delayed.expire(self._clock_ms()))
+        if len(self._delayed):
+            self._arm()
+
+
+def _release(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(None)

@@ -77,6 +77,7 @@ class ReplicaManager:
         self._links = FetcherLinks(metadata.node_id, config.replica_fetch_wait_max_ms, self.current)
         self._connections: dict[int, RequestConnection] = {}
         self._sending: set[asyncio.Task] = set()
+        self._send_scheduled = False
         self._correlation_ids = itertools.count(1)
         self._proposals: dict[Key, tuple[Partition, ProposeIsr]] = {}
         self._proposals_ready = asyncio.Event()
@@ -105,9 +106,14 @@ class ReplicaManager:
                          self.metadata.node_id, list(effect.isr), partition.isr)
                 self._proposals[(partition.topic, partition.index)] = (partition, effect)
                 self._proposals_ready.set()
-        self._send_ready()
+        if self._links.has_ready() and not self._send_scheduled:
+            # sent once the current step is done, so that every partition asking in it rides in
+            # one request (after an answer, all the partitions it carried ask again)
+            self._send_scheduled = True
+            asyncio.get_running_loop().call_soon(self._send_ready)
 
     def _send_ready(self) -> None:
+        self._send_scheduled = False
         for outgoing in self._links.ready():
             task = asyncio.ensure_future(self._send(outgoing))
             self._sending.add(task)
@@ -136,7 +142,6 @@ class ReplicaManager:
             results = self._links.on_response(outgoing.leader_id, outgoing.request_id, response, now_ms())
         for partition, effects in results:
             self.apply(partition, effects)
-        self._send_ready()
 
     def current(self, partition: Partition) -> bool:
         """Whether `partition` is still the one hosted (not deleted or re-created meanwhile)."""

@@ -8,7 +8,9 @@ version carries it), one request in flight at a time:
 OffsetsForLeaderEpoch questions first, since a truncating partition must not fetch, then the
 fetches. The host sends what `ready()` returns and reports each answer (or the failure to get
 one) with `on_response` / `on_failure`; the partitions' reactions come back as effects, among
-them their next requests, which the host adds again. A partition no longer hosted (deleted,
+them their next requests, which the host adds again. The host should add every effect of a step
+before it asks `ready()`: a request sent for the first partition that asks again would leave the
+others waiting behind it, which a leader may hold for its max wait. A partition no longer hosted (deleted,
 reassigned) is skipped when its answer comes.
 """
 
@@ -68,6 +70,10 @@ class FetcherLinks:
             link.fetches[key] = (partition, effect)
         else:
             link.asks[key] = (partition, effect)
+
+    def has_ready(self) -> bool:
+        """Whether `ready()` has a request to give."""
+        return any(link.in_flight is None and (link.asks or link.fetches) for link in self._links.values())
 
     def ready(self) -> list[Outgoing]:
         """The requests to send now: one per leader with questions waiting and none in flight."""

@@ -356,7 +356,7 @@ class Cluster:
 
     # -- effects and requests
 
-    def _effects(self, broker: SimBroker, effects: list) -> None:
+    def _effects(self, broker: SimBroker, effects: list, send: bool = True) -> None:
         for effect in effects:
             if isinstance(effect, (SendFetch, SendOffsetsForLeaderEpoch)):
                 broker.links.add(broker.partition, effect)
@@ -365,7 +365,8 @@ class Cluster:
             elif isinstance(effect, ProduceCompleted):
                 token, offset = effect.token
                 self._answer_produce(broker.broker_id, token, effect.error, offset)
-        self._send_ready(broker)
+        if send:
+            self._send_ready(broker)
 
     def _send_ready(self, broker: SimBroker) -> None:
         """Send what the broker's fetcher links have ready, as the broker's replica manager does,
@@ -383,7 +384,7 @@ class Cluster:
 
     def _link_results(self, broker: SimBroker, results: list) -> None:
         for _, effects in results:
-            self._effects(broker, effects)
+            self._effects(broker, effects, send=False)
         self._send_ready(broker)
 
     def _send_fetch(self, broker: SimBroker, outgoing: Outgoing) -> None:

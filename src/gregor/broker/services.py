@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
+from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
 from gregor.controller.operations import ControllerResult, CreatableTopic, CreateTopicResult
 from gregor.controller.quorum_controller import QuorumController
@@ -23,7 +24,6 @@ from gregor.protocol.messages import Message
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.replication.effects import Effect
 from gregor.replication.partition import Partition
-from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.replication.waiters import PartitionWaiters
 from gregor.storage.log import Log
 

@@ -24,11 +24,15 @@ class FetchPurgatory:
     def __len__(self) -> int:
         return len(self._delayed)
 
-    def park(self, keys: Iterable[Hashable], max_wait_ms: int) -> asyncio.Future[None]:
-        """A future done when the fetch is due an answer. Park in the same step as the read that
-        found nothing, so no event falls between them."""
+    def now_ms(self) -> int:
+        return self._clock_ms()
+
+    def park(self, keys: Iterable[Hashable], deadline_ms: int) -> asyncio.Future[None]:
+        """A future done when the fetch is due an answer: an event on one of its partitions, or
+        `deadline_ms` (this purgatory's clock). Park in the same step as the read that found too
+        little, so no event falls between them."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._delayed.park(keys, self._clock_ms() + max_wait_ms, future)
+        self._delayed.park(keys, deadline_ms, future)
         self._arm()
         return future
 

@@ -65,7 +65,6 @@ from gregor.raft.client import RaftClient
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.effects import Effect
 from gregor.replication.partition import Partition
-from gregor.replication.waiters import PartitionWaiters
 from gregor.storage.dir_lock import DirectoryLocks
 from gregor.storage.cleaning import CleanerConfig, CleaningAborted
 from gregor.storage.log import Log
@@ -102,7 +101,7 @@ class Broker:
         self.partitions: dict[tuple[str, int], Partition] = {}
         # consumers wait for the high watermark to move, followers for records to be appended
         # (a follower reads up to the log end; the high watermark reaches it with its next fetch)
-        self.fetch_waiters = PartitionWaiters()
+        self.consumer_fetches = FetchPurgatory()
         self.replica_fetches = FetchPurgatory()
         self.max_uncompressed_bytes = MAX_UNCOMPRESSED_BYTES
         self.bound_ports: dict[str, int] = {}
@@ -379,7 +378,7 @@ class Broker:
                      "leader" if partition.is_leader else f"follower of {partition.leader_id}",
                      partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
                      list(registration.isr))
-            self.fetch_waiters.notify((name, index))
+            self.consumer_fetches.notify((name, index))
             self.replica_fetches.notify((name, index))
 
     def _remove_topic(self, name: str) -> None:
@@ -387,11 +386,11 @@ class Broker:
             gone = self.partitions.pop(key)
             self.replicas.apply(gone, gone.stop(now_ms()))
             self._loaded_logs().delete_log(*key)
-            self.fetch_waiters.notify(key)
+            self.consumer_fetches.notify(key)
             self.replica_fetches.notify(key)
 
     def _high_watermark_moved(self, partition: Partition) -> None:
-        self.fetch_waiters.notify((partition.topic, partition.index))
+        self.consumer_fetches.notify((partition.topic, partition.index))
 
     def topic_config_entries(self, topic: str) -> list[ConfigEntry]:
         """The DescribeConfigs rows of a topic: every key with its value, source and synonyms."""

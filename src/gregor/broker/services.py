@@ -24,7 +24,6 @@ from gregor.protocol.messages import Message
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.replication.effects import Effect
 from gregor.replication.partition import Partition
-from gregor.replication.waiters import PartitionWaiters
 from gregor.storage.log import Log
 
 T = TypeVar("T")
@@ -43,7 +42,7 @@ class PartitionHost(Protocol):
     """The partitions this broker hosts and the replica side that carries out their effects."""
 
     @property
-    def fetch_waiters(self) -> PartitionWaiters:
+    def consumer_fetches(self) -> FetchPurgatory:
         """Consumers' fetches waiting for a partition's high watermark to move."""
 
     @property

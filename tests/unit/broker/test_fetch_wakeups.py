@@ -1,9 +1,10 @@
-"""Long-polling fetches and the appends that should end them.
+"""Long-polling fetches and the events that should end them.
 
-A consumer's waiting fetch runs as a task, which starts a loop iteration after the handler's
-first read; an append in that gap must still end the wait at once rather than leave the fetch
-sleeping out max_wait_ms. A follower's fetch parks in the fetch purgatory in the same step as its
-read, so there is no gap; it is woken by appends (not by high-watermark moves) or its max wait.
+A waiting fetch runs as a task, which starts a loop iteration after the handler's read; an append
+in that gap must still end the wait at once rather than leave the fetch sleeping out max_wait_ms
+(for a follower, that held every acks=all produce behind it). Both kinds park in their purgatory
+in the same step as their read, so nothing falls in the gap: a follower's is woken by appends
+(not by high-watermark moves), a consumer's by high-watermark moves, either by its max wait.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.broker.handlers import BrokerContext, BrokerServices, fetch
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch
 from gregor.protocol.messages import FetchRequest, RequestHeader
-from gregor.replication.waiters import PartitionWaiters
 
 from tests.unit.replication.helpers import TOPIC_ID, Replica
 
@@ -34,7 +34,7 @@ class _Partitions:
 
     def __init__(self, replica: Replica) -> None:
         self.replica = replica
-        self.fetch_waiters = PartitionWaiters()
+        self.consumer_fetches = FetchPurgatory()
         self.replica_fetches = FetchPurgatory()
         self.max_uncompressed_bytes = 1 << 20
 
@@ -85,7 +85,7 @@ async def _append_in_the_gap(partitions: _Partitions, waiting) -> bytes:
     task = asyncio.ensure_future(waiting)
     partitions.replica.produce(b"second", acks=1)
     partitions.replica_fetches.notify(KEY)
-    partitions.fetch_waiters.notify(KEY)
+    partitions.consumer_fetches.notify(KEY)
     return _records(await asyncio.wait_for(task, LONG_POLL_MS / 1000 / 4))
 
 
@@ -105,7 +105,7 @@ def test_a_follower_fetch_waits_for_records_not_for_the_high_watermark_then_for_
         request = _fetch(1, 2, 13)
         request.max_wait_ms = 200
         task = asyncio.ensure_future(handle_replica_fetch(_context(partitions, 13), request, 2))
-        partitions.fetch_waiters.notify(KEY)  # the high watermark moved: not what a follower waits for
+        partitions.consumer_fetches.notify(KEY)  # the high watermark moved: not what a follower waits for
         await asyncio.sleep(0.05)
         assert not task.done()
         response = await asyncio.wait_for(task, 5)
@@ -115,20 +115,25 @@ def test_a_follower_fetch_waits_for_records_not_for_the_high_watermark_then_for_
 
 @pytest.mark.parametrize("version", [12, 13])
 def test_a_consumer_fetch_sees_an_append_made_before_it_started_waiting(tmp_path, version):
-    leader = _leader(tmp_path, (1,))
-    partitions = _Partitions(leader)
-    waiting = fetch.handle(_context(partitions, version), _fetch(1, -1, version))
-    assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
-    assert b"second" in asyncio.run(_append_in_the_gap(partitions, waiting))
+    async def run() -> bytes:
+        partitions = _Partitions(_leader(tmp_path, (1,)))
+        waiting = fetch.handle(_context(partitions, version), _fetch(1, -1, version))
+        assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
+        assert len(partitions.consumer_fetches) == 1, "parked in the same step as its read"
+        return await _append_in_the_gap(partitions, waiting)
+    assert b"second" in asyncio.run(run())
 
 
-def test_a_registration_since_earlier_marks_fires_for_a_notification_in_between():
-    waiters = PartitionWaiters()
-    woken: list[str] = []
-    read_at = waiters.marks([KEY, ("t", 1)])
-    waiters.notify(("t", 1))
-    waiters.register([KEY, ("t", 1)], lambda: woken.append("missed"), since=read_at)
-    waiters.register([KEY], lambda: woken.append("quiet"), since=waiters.marks([KEY]))
-    assert woken == ["missed"]
-    waiters.notify(KEY)
-    assert woken == ["missed", "missed", "quiet"]
+def test_a_consumer_fetch_short_of_min_bytes_waits_again_then_answers_at_its_max_wait(tmp_path):
+    async def run() -> None:
+        partitions = _Partitions(_leader(tmp_path, (1,)))
+        request = _fetch(1, -1, 13)
+        request.min_bytes, request.max_wait_ms = 1 << 20, 200
+        task = asyncio.ensure_future(fetch.handle(_context(partitions, 13), request))
+        await asyncio.sleep(0)
+        partitions.replica.produce(b"second", acks=1)
+        partitions.consumer_fetches.notify(KEY)
+        await asyncio.sleep(0.05)
+        assert not task.done() and len(partitions.consumer_fetches) == 1, "too little yet: parked again"
+        assert b"second" in _records(await asyncio.wait_for(task, 5))
+    asyncio.run(run())

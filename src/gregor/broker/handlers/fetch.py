@@ -1,7 +1,8 @@
 """Fetch (key 1), v0–v17, for consumers.
 
-Long-poll: when fewer than `min_bytes` are available the answer waits up to `max_wait_ms`,
-woken by appends to any requested partition. Fetch sessions (KIP-227) are answered sessionless:
+Long-poll: when fewer than `min_bytes` are available the fetch parks in the broker's consumer
+fetch purgatory (`fetch_purgatory`, over the replication layer's `DelayedFetches`) for up to
+`max_wait_ms`, and is read again when the high watermark of a partition it reads moves. Fetch sessions (KIP-227) are answered sessionless:
 a full fetch gets session id 0, which tells the client that no session was created, and an
 incremental fetch for an unknown session gets FETCH_SESSION_ID_NOT_FOUND so the client falls
 back to full fetches. v13+ name topics by id. v0–v3 receive legacy message sets, down-converted.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 
 from gregor.broker.errors import error_code_of
+from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion
@@ -129,39 +131,22 @@ def handle(context: BrokerContext, request: FetchRequest):
     topics, total, any_error = plan.read()
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
         return _response(plan, topics)
-    return _wait(plan, topics, context.partitions.fetch_waiters.marks(plan.keys))
+    purgatory = context.partitions.consumer_fetches
+    deadline_ms = purgatory.now_ms() + request.max_wait_ms
+    return _wait(plan, purgatory, purgatory.park(plan.keys, deadline_ms), deadline_ms)
 
 
-async def _wait(plan: _FetchPlan, topics: list[_Topic], read_at: dict) -> FetchResponse:
-    waiters = plan.context.partitions.fetch_waiters
-    loop = asyncio.get_running_loop()
-    woken = loop.create_future()
-    expired = False
-
-    def wake() -> None:
-        if not woken.done():
-            woken.set_result(True)
-
-    def expire() -> None:
-        nonlocal expired
-        expired = True
-        wake()
-
-    keys = list(plan.keys)
-    # registered since the first read: an append in between (this runs a loop iteration later)
-    # wakes it at once
-    handle = waiters.register(keys, wake, since=read_at)
-    timer = loop.call_later(plan.request.max_wait_ms / 1000.0, expire)
-    try:
-        while True:
-            await woken
-            topics, total, any_error = plan.read()
-            if any_error or total >= plan.request.min_bytes or expired:
-                return _response(plan, topics)
-            woken = loop.create_future()
-    finally:
-        timer.cancel()
-        waiters.cancel(keys, handle)
+async def _wait(plan: _FetchPlan, purgatory: FetchPurgatory, due: asyncio.Future[None],
+                deadline_ms: int) -> FetchResponse:
+    """Read again each time a high watermark the fetch reads moves (or its partition changes),
+    until min_bytes are there or the max wait is over; it parks again in the same step as a
+    read that found too little, so no move falls in between."""
+    while True:
+        await due
+        topics, total, any_error = plan.read()
+        if any_error or total >= plan.request.min_bytes or purgatory.now_ms() >= deadline_ms:
+            return _response(plan, topics)
+        due = purgatory.park(plan.keys, deadline_ms)
 
 
 def _response(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:

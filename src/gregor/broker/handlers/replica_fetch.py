@@ -43,7 +43,8 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
     served = _serve(context, request, replica_id)
     if not served.must_wait(request):
         return served.response()
-    due = context.partitions.replica_fetches.park(served.keys, request.max_wait_ms)
+    purgatory = context.partitions.replica_fetches
+    due = purgatory.park(served.keys, purgatory.now_ms() + request.max_wait_ms)
     return _when_due(context, request, replica_id, due)
 
 

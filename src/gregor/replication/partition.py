@@ -3,7 +3,8 @@
 The partition state comes from the metadata image (`apply_registration`): the replica named
 leader becomes leader, the others follow it. Everything else is an event in, effects out:
 
-- leader: `append_as_leader` (produce; `await_replication` for acks=all), `fetch_for_follower`
+- leader: `append_as_leader` (produce; `await_replication` for acks=all), `read_records`,
+  `offset_for_timestamp` and `delete_records_before` (consumers and admin clients), `fetch_for_follower`
   (a follower's fetch: its fetch offset is its log end offset, the "remote LEO"),
   `offsets_for_leader_epoch`, `on_alter_partition_response`, `tick`;
 - follower: `on_fetch_response`, `on_offsets_for_leader_epoch_response`, `tick` (see
@@ -44,9 +45,13 @@ from gregor.replication.isr_state import IsrProposal, IsrState
 from gregor.replication.remote_replica import RemoteReplica
 from gregor.storage.errors import StorageError
 from gregor.storage.leader_epoch_cache import UNDEFINED_EPOCH
+from gregor.storage.file_slice import FetchDataInfo
 from gregor.storage.log import AppendInfo, Log
 
 NO_LEADER = -1
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's isolation_level
+# ListOffsets' special timestamps
+LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
 _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
@@ -89,6 +94,10 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
 
     @property
     def isr(self) -> list[int]:
@@ -197,6 +206,54 @@ class Partition:
             return [ProduceCompleted(token, error)]
         self.delayed.add(required, self.leader_epoch, now_ms + timeout_ms, token)
         return []
+
+    # -- leader: what consumers and admin clients read and delete
+
+    def _leader_for(self, current_leader_epoch: int) -> None:
+        """Kafka's localLogWithEpochOrThrow: a request naming a newer or older leader epoch than
+        this replica's is refused first, then one that reaches a follower."""
+        code = self._check_epoch(current_leader_epoch)
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, f"{self.topic}-{self.index} on broker {self.broker_id}: {code.name} "
+                                   f"(leader epoch {self.leader_epoch}, asked for {current_leader_epoch})")
+
+    def read_records(self, fetch_offset: int, max_bytes: int, current_leader_epoch: int = -1,
+                     isolation_level: int = READ_UNCOMMITTED, min_one_batch: bool = True) -> FetchDataInfo:
+        """What a consumer may read: from the leader only (Kafka's default replica selector), fenced
+        by its current leader epoch, whole batches below the high watermark. READ_COMMITTED reads
+        to the last stable offset, which is the high watermark while no transaction is open (Gregor
+        has no transactions yet)."""
+        self._leader_for(current_leader_epoch)
+        return self.log.read(fetch_offset, max_bytes, self.last_stable_offset if isolation_level == READ_COMMITTED
+                             else self.high_watermark, min_one_batch)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of a transaction still open, else the high watermark."""
+        return self.high_watermark
+
+    def offset_for_timestamp(self, timestamp: int, current_leader_epoch: int = -1) -> tuple[int, int] | None:
+        """ListOffsets on the leader: (offset, timestamp) for Kafka's special timestamps (-1 latest:
+        the high watermark, -2 earliest and -4 earliest local: the log start, -3 the record with the
+        largest timestamp, -5 latest tiered: none without remote storage) or the first record at or
+        after `timestamp`; None when there is none."""
+        self._leader_for(current_leader_epoch)
+        log = self.log
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return None
+        if timestamp == LATEST_TIMESTAMP:
+            return self.high_watermark, -1
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return log.log_start_offset, -1
+        if timestamp == MAX_TIMESTAMP:
+            return log.max_timestamp_offset()
+        return log.offset_for_timestamp(timestamp)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords on the leader: the log start moves to `offset` (-1: the high watermark),
+        never past the high watermark (OFFSET_OUT_OF_RANGE); the new log start offset."""
+        self._leader_for(-1)
+        return self.log.delete_records_before(self.high_watermark if offset == -1 else offset)
 
     # -- leader: requests from followers
 

@@ -20,12 +20,9 @@ def handle(context: BrokerContext, request: DeleteRecordsRequest) -> DeleteRecor
             partition = context.partitions.partition(topic.name, requested.partition_index)
             if partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif not partition.is_leader:
-                result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
-                offset = partition.high_watermark if requested.offset == -1 else requested.offset
                 try:
-                    result.low_watermark = partition.log.delete_records_before(offset)
+                    result.low_watermark = partition.delete_records_before(requested.offset)
                 except Exception as error:  # noqa: BLE001 - failures become partition errors
                     result.error_code, _ = error_code_of(error)
             partitions.append(result)

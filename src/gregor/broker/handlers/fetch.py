@@ -26,6 +26,7 @@ from gregor.broker.network import FileRegion
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.records.convert import downconvert
+from gregor.replication.partition import READ_UNCOMMITTED
 
 API_KEY = 1
 # Below this, one pread and a write cost less than a sendfile round through the event loop.
@@ -73,22 +74,16 @@ class _FetchPlan:
                     any_error = True
                     continue
                 self.keys.append((name, fetch_partition.partition))
-                code = _check_leader_epoch(fetch_partition, partition, version)
-                if code is ErrorCode.NONE and not partition.is_leader:
-                    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                log = partition.log
                 response.high_watermark = partition.high_watermark
-                response.last_stable_offset = partition.high_watermark
-                response.log_start_offset = log.log_start_offset
-                if code is not ErrorCode.NONE:
-                    response.error_code = code
-                    any_error = True
-                    continue
+                response.last_stable_offset = partition.last_stable_offset
+                response.log_start_offset = partition.log_start_offset
                 limit = min(fetch_partition.partition_max_bytes, remaining)
                 data: bytes | FileRegion
                 try:
-                    info = log.read(fetch_partition.fetch_offset, max(limit, 0), partition.high_watermark,
-                                    total == 0)
+                    info = partition.read_records(
+                        fetch_partition.fetch_offset, max(limit, 0),
+                        fetch_partition.current_leader_epoch if version >= 9 else -1,
+                        request.isolation_level if version >= 4 else READ_UNCOMMITTED, total == 0)
                     if version <= 3:
                         data = downconvert(info.read_bytes(), 1 if version >= 2 else 0,
                                            host.max_uncompressed_bytes) if info.slices else b""
@@ -109,16 +104,6 @@ class _FetchPlan:
                 topic.topic_id = fetch_topic.topic_id
             topics.append(topic)
         return topics, total, any_error
-
-
-def _check_leader_epoch(fetch_partition, partition, version: int) -> ErrorCode:
-    if version < 9 or fetch_partition.current_leader_epoch < 0:
-        return ErrorCode.NONE
-    if fetch_partition.current_leader_epoch > partition.leader_epoch:
-        return ErrorCode.UNKNOWN_LEADER_EPOCH
-    if fetch_partition.current_leader_epoch < partition.leader_epoch:
-        return ErrorCode.FENCED_LEADER_EPOCH
-    return ErrorCode.NONE
 
 
 def handle(context: BrokerContext, request: FetchRequest):

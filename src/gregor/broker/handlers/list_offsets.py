@@ -14,11 +14,11 @@ from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from gregor.replication.partition import LATEST_TIERED_TIMESTAMP
 
 API_KEY = 2
 MIN_VERSION, MAX_VERSION = 0, 10
 
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 _Topic = ListOffsetsResponse.ListOffsetsTopicResponse
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -38,35 +38,19 @@ def _lookup(context: BrokerContext, topic: str, request_partition) -> _Partition
     if partition is None:
         response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return response
-    if not partition.is_leader:
-        response.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return response
-    epoch = request_partition.current_leader_epoch
-    if context.version >= 4 and epoch >= 0 and epoch != partition.leader_epoch:
-        response.error_code = (ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch
-                               else ErrorCode.UNKNOWN_LEADER_EPOCH)
-        return response
-    log = partition.log
     timestamp = request_partition.timestamp
-    if timestamp == LATEST_TIERED:
+    epoch = request_partition.current_leader_epoch if context.version >= 4 else -1
+    try:
+        found = partition.offset_for_timestamp(timestamp, epoch)
+    except Exception as error:  # noqa: BLE001 - failures become partition errors
+        response.error_code, _ = error_code_of(error)
+        return response
+    if timestamp == LATEST_TIERED_TIMESTAMP:  # no tiered storage: Kafka answers -1 (KIP-1005)
         response.leader_epoch = -1
         if context.version == 0:
             response.old_style_offsets = []
         return response
-    try:
-        if timestamp == LATEST:
-            offset, found_timestamp = partition.high_watermark, -1
-        elif timestamp in (EARLIEST, EARLIEST_LOCAL):
-            offset, found_timestamp = log.log_start_offset, -1
-        elif timestamp == MAX_TIMESTAMP:
-            found = log.max_timestamp_offset()
-            offset, found_timestamp = found if found is not None else (-1, -1)
-        else:
-            found = log.offset_for_timestamp(timestamp)
-            offset, found_timestamp = found if found is not None else (-1, -1)
-    except Exception as error:  # noqa: BLE001 - failures become partition errors
-        response.error_code, _ = error_code_of(error)
-        return response
+    offset, found_timestamp = found if found is not None else (-1, -1)
     response.leader_epoch = partition.leader_epoch
     if context.version == 0:
         response.old_style_offsets = [offset] if offset >= 0 else []

@@ -32,7 +32,8 @@ from gregor.broker.handlers import QuorumContext, quorum_handlers
 from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
-from gregor.broker.raft_driver import RaftDriver, now_ms
+from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.raft_driver import RaftDriver
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
 from gregor.controller.metadata_replay import MetadataReplay, SnapshotPolicy
 from gregor.controller.operations import ControllerResult
@@ -84,10 +85,11 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
 class ControllerServer:
     """A voter of the metadata quorum; it is the `QuorumService` its listener's handlers use."""
 
-    def __init__(self, config: BrokerConfig, lock_dirs: bool = True) -> None:
+    def __init__(self, config: BrokerConfig, lock_dirs: bool = True, clock: Clock = wall_clock_ms) -> None:
         """`lock_dirs=False` when the broker of the same process already holds the data
         directories' locks (a combined node)."""
         self.config = config
+        self._clock = clock
         self._locks = DirectoryLocks([config.metadata_log_dir]) if lock_dirs else None
         self.node_id = config.node_id
         self.bound_ports: dict[str, int] = {}
@@ -96,7 +98,7 @@ class ControllerServer:
         self.controller = QuorumController(controller_config(config), random.Random())
         self.heartbeats = BrokerHeartbeats(config.get("broker.session.timeout.ms"))
         self._server: KafkaServer | None = None
-        self.dispatcher = Dispatcher(quorum_handlers(), partial(QuorumContext, self))
+        self.dispatcher = Dispatcher(quorum_handlers(), partial(QuorumContext, self), clock)
         self._operations = asyncio.Lock()
         self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._duties: asyncio.Task[None] | None = None
@@ -140,12 +142,12 @@ class ControllerServer:
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
                                        may_generate=len(voters) == 1)
         directory = self.config.metadata_log_dir
-        raft = RaftClient(self.node_id, voters, StorageLog.open(directory, now_ms()),
+        raft = RaftClient(self.node_id, voters, StorageLog.open(directory, self._clock()),
                           QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(self.config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.loader.install(self.controller)
         self.replay = MetadataReplay(raft, self.loader, snapshot_policy(self.config))
-        self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed)
+        self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed, self._clock)
         self.raft_driver.start()
         if self._server is not None:
             await self._server.start_serving()
@@ -158,7 +160,7 @@ class ControllerServer:
 
     def _committed(self, high_watermark: int) -> None:
         """Replay the newly committed records into the image; wake the operations they complete."""
-        self.replay.catch_up(now_ms())
+        self.replay.catch_up(self._clock())
         if high_watermark > 0 and self._caught_up is not None and not self._caught_up.done():
             self._caught_up.set_result(None)
         waiting = []
@@ -241,7 +243,7 @@ class ControllerServer:
             await asyncio.sleep(DUTIES_INTERVAL_S)
             if not self.raft.leader_caught_up:
                 continue
-            for broker_id in self.heartbeats.expired(self.image, now_ms()):
+            for broker_id in self.heartbeats.expired(self.image, self._clock()):
                 log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",
                          self.node_id, broker_id, self.heartbeats.session_timeout_ms)
                 try:
@@ -249,7 +251,7 @@ class ControllerServer:
                         fence_broker(self.image, broker_id, self.unclean_allowed))))
                 except KafkaError as error:
                     log.info("controller %d: fencing broker %d not committed: %s", self.node_id, broker_id, error)
-            await rebalance.run_if_due(self, now_ms())
+            await rebalance.run_if_due(self, self._clock())
 
     async def stop(self) -> None:
         log.info("controller %d shutting down", self.node_id)

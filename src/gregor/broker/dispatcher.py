@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
 
+from gregor.broker.clock import Clock
 from gregor.broker.handlers import Handler, RequestContext
 from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined
 from gregor.protocol.exceptions import DecodeError
@@ -23,17 +24,19 @@ from gregor.protocol.primitives import Reader
 log = logging.getLogger("gregor.dispatcher")
 
 C = TypeVar("C", bound=RequestContext)
-ContextFactory = Callable[[RequestHeader, ConnectionInfo, Mapping[int, Handler[Any]]], C]
+ContextFactory = Callable[[RequestHeader, ConnectionInfo, Mapping[int, Handler[Any]], int], C]
 
 
 class Dispatcher(Generic[C]):
     """Answers frames with a handler table; `new_context` makes the context its handlers take
     (a broker listener's with the broker's services, a controller listener's with the quorum)."""
 
-    def __init__(self, handlers: Mapping[int, Handler[C]], new_context: ContextFactory[C],
+    def __init__(self, handlers: Mapping[int, Handler[C]], new_context: ContextFactory[C], clock: Clock,
                  on_request: Callable[[int, float], None] | None = None) -> None:
+        """`clock`: the time each request is handled at (its context's `now_ms`)."""
         self._handlers = handlers
         self._new_context = new_context
+        self._clock = clock
         self._on_request = on_request
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
@@ -58,7 +61,7 @@ class Dispatcher(Generic[C]):
             log.info("closing connection from %s: malformed %s v%d: %s",
                      info.peer, request_class.__name__, version, error)
             raise CloseConnection(f"malformed {request_class.__name__}") from None
-        context = self._new_context(header, info, self._handlers)
+        context = self._new_context(header, info, self._handlers, self._clock())
         started = time.perf_counter()
         result = handler.handle(context, request)
         if isinstance(result, Pipelined):

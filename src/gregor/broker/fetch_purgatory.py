@@ -8,14 +8,14 @@ decisions stay in the sans-IO purgatory, which the replication simulator runs to
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Callable, Hashable, Iterable
+from typing import Hashable, Iterable
 
+from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.replication.delayed_fetch import DelayedFetches
 
 
 class FetchPurgatory:
-    def __init__(self, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+    def __init__(self, clock_ms: Clock = wall_clock_ms) -> None:
         self._delayed: DelayedFetches[asyncio.Future[None]] = DelayedFetches()
         self._clock_ms = clock_ms
         self._timer: asyncio.TimerHandle | None = None

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
+from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
@@ -38,14 +39,11 @@ Parked = JoinResult | SyncResult | OffsetCommitResult  # what a parked request i
 P = TypeVar("P", JoinResult, SyncResult, OffsetCommitResult)
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class GroupRuntime:
     def __init__(self, config: BrokerConfig, metadata: MetadataView, partitions: PartitionHost,
-                 controller: ControllerGateway) -> None:
+                 controller: ControllerGateway, clock: Clock = wall_clock_ms) -> None:
         self._config = config
+        self._clock = clock
         self._metadata = metadata
         self._partitions = partitions
         self._controller = controller
@@ -116,7 +114,7 @@ class GroupRuntime:
         for key, value in effect.records:
             builder.append(effect.timestamp_ms, key, value)
         try:
-            info = partition.append_as_leader(memoryview(builder.build()), now_ms(), 1 if append_id is None else -1)
+            info = partition.append_as_leader(memoryview(builder.build()), self._clock(), 1 if append_id is None else -1)
         except KafkaError as error:
             log.warning("appending %d group record(s) to %s-%d failed: %s", len(effect.records),
                         OFFSETS_TOPIC, effect.partition, error)
@@ -126,15 +124,15 @@ class GroupRuntime:
             return []
         replicated: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
         self._partitions.apply(partition, partition.await_replication(
-            info, replicated, now_ms(), self._config.get("offsets.commit.timeout.ms")))
+            info, replicated, self._clock(), self._config.get("offsets.commit.timeout.ms")))
         if replicated.done():
             return self._append_done(append_id, replicated.result())
         replicated.add_done_callback(lambda done: self.apply(self.coordinator.append_done(
-            append_id, done.result(), now_ms())))
+            append_id, done.result(), self._clock())))
         return []
 
     def _append_done(self, append_id: int | None, error: ErrorCode) -> list[Effect]:
-        return [] if append_id is None else self.coordinator.append_done(append_id, error, now_ms())
+        return [] if append_id is None else self.coordinator.append_done(append_id, error, self._clock())
 
     def _arm_timer(self) -> None:
         deadline = self.coordinator.next_deadline()
@@ -142,12 +140,12 @@ class GroupRuntime:
             self._timer.cancel()
             self._timer = None
         if deadline is not None:
-            delay = max(0, deadline - now_ms()) / 1000
+            delay = max(0, deadline - self._clock()) / 1000
             self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
 
     def _tick(self) -> None:
         self._timer = None
-        self.apply(self.coordinator.tick(now_ms()))
+        self.apply(self.coordinator.tick(self._clock()))
 
     def close(self) -> None:
         if self._timer is not None:
@@ -157,7 +155,7 @@ class GroupRuntime:
 
     def forget_partitions(self, partitions: list[tuple[str, int]]) -> None:
         """Deleted topics take their committed offsets with them, as in Kafka."""
-        self.apply(self.coordinator.on_partitions_deleted(partitions, now_ms()))
+        self.apply(self.coordinator.on_partitions_deleted(partitions, self._clock()))
 
     # -- __consumer_offsets
 
@@ -189,7 +187,7 @@ class GroupRuntime:
         effects: list[Effect] = []
         for index in sorted(self._loaded - led):
             self._loaded.discard(index)
-            effects.extend(self.coordinator.unload_partition(index, now_ms()))
+            effects.extend(self.coordinator.unload_partition(index, self._clock()))
         for index in sorted(led - self._loaded):
             partition = self._partitions.partition(OFFSETS_TOPIC, index)
             if partition is None:
@@ -197,7 +195,7 @@ class GroupRuntime:
             self._loaded.add(index)
             self.coordinator.begin_load(index)
             started = time.monotonic()
-            effects.extend(self.coordinator.load_partition(index, _records(partition.log), now_ms()))
+            effects.extend(self.coordinator.load_partition(index, _records(partition.log), self._clock()))
             elapsed = time.monotonic() - started
             if elapsed > 0.5:
                 log.info("loaded %s-%d in %.1f s", OFFSETS_TOPIC, index, elapsed)

@@ -15,7 +15,8 @@ import logging
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.controller_server import raft_config, snapshot_policy
-from gregor.broker.raft_driver import RaftDriver, now_ms
+from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.raft_driver import RaftDriver
 from gregor.controller.metadata_replay import MetadataReplay
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader, MetadataPublisher
@@ -27,14 +28,15 @@ log = logging.getLogger("gregor.broker")
 
 
 class MetadataObserver:
-    def __init__(self, config: BrokerConfig, cluster_id: str) -> None:
+    def __init__(self, config: BrokerConfig, cluster_id: str, clock: Clock = wall_clock_ms) -> None:
+        self._clock = clock
         directory = config.metadata_log_dir
         voters = config.quorum_voters()
-        self.raft = RaftClient(config.node_id, voters, StorageLog.open(directory, now_ms()),
+        self.raft = RaftClient(config.node_id, voters, StorageLog.open(directory, self._clock()),
                                QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.replay = MetadataReplay(self.raft, self.loader, snapshot_policy(config))
-        self.driver = RaftDriver(self.raft, voters, self._committed)
+        self.driver = RaftDriver(self.raft, voters, self._committed, clock=clock)
         self._caught_up: asyncio.Future | None = None
 
     @property
@@ -58,7 +60,7 @@ class MetadataObserver:
         return self.image
 
     def _committed(self, high_watermark: int) -> None:
-        self.replay.catch_up(now_ms())
+        self.replay.catch_up(self._clock())
         if high_watermark > 0 and self._caught_up is not None and not self._caught_up.done():
             log.info("metadata caught up to offset %d", self.replayed_offset)
             self._caught_up.set_result(None)

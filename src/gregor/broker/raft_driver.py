@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 from typing import Any, Callable
 
+from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.peer_channel import PeerChannel
 from gregor.protocol.messages import Message
 from gregor.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
@@ -39,16 +39,14 @@ REQUEST_VERSIONS: dict[type, int] = {
 }
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class RaftDriver:
     """Runs one RaftClient; `on_committed(high_watermark)` and `on_state(state)` go up a layer."""
 
     def __init__(self, raft: RaftClient, peers: dict[int, tuple[str, int]],
-                 on_committed: Callable[[int], None], on_state: Callable[[Any], None] = lambda state: None) -> None:
+                 on_committed: Callable[[int], None], on_state: Callable[[Any], None] = lambda state: None,
+                 clock: Clock = wall_clock_ms) -> None:
         self.raft = raft
+        self._clock = clock
         self._on_committed = on_committed
         self._on_state = on_state
         self._channel = PeerChannel({node: address for node, address in peers.items() if node != raft.node_id},
@@ -59,14 +57,14 @@ class RaftDriver:
 
     def start(self) -> None:
         """Restore the election state and start polling."""
-        state = self.raft.start(now_ms())
+        state = self.raft.start(self._clock())
         log.info("metadata quorum: node %d starts as %s in epoch %d", self.raft.node_id, state.role.name.lower(),
                  state.epoch)
         self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
         while True:
-            self._apply(self.raft.poll(now_ms()))
+            self._apply(self.raft.poll(self._clock()))
             await asyncio.sleep(POLL_INTERVAL_S)
 
     def handle_request(self, source: int, request: Message) -> asyncio.Future[Message]:
@@ -75,17 +73,17 @@ class RaftDriver:
         correlation_id = next(self._inbound_ids)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiting[correlation_id] = future
-        self._apply(self.raft.handle_request(source, correlation_id, request, now_ms()))
+        self._apply(self.raft.handle_request(source, correlation_id, request, self._clock()))
         return future
 
     def append(self, values: list[bytes]) -> int:
         """Append as leader now (KafkaError NOT_CONTROLLER otherwise); returns the last offset."""
-        last_offset = self.raft.append(values, now_ms())
-        self._apply(self.raft.poll(now_ms()))
+        last_offset = self.raft.append(values, self._clock())
+        self._apply(self.raft.poll(self._clock()))
         return last_offset
 
     def _on_response(self, source: int, correlation_id: int, response: Any) -> None:
-        self._apply(self.raft.handle_response(source, correlation_id, response, now_ms()))
+        self._apply(self.raft.handle_response(source, correlation_id, response, self._clock()))
 
     def _apply(self, effects: list[Effect]) -> None:
         for effect in effects:
@@ -110,7 +108,7 @@ class RaftDriver:
     async def close(self) -> None:
         """Resign leadership (so the others elect at once), stop polling and close the log."""
         if self.raft.is_leader:
-            self._apply(self.raft.resign(now_ms()))
+            self._apply(self.raft.resign(self._clock()))
             await asyncio.sleep(POLL_INTERVAL_S)
         if self._task is not None:
             self._task.cancel()

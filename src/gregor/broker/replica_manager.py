@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 import uuid
 from typing import Any, Iterable, Mapping
 
+from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.controller_channel import answer_as
 from gregor.broker.events import BrokerEvents
 from gregor.broker.peer_channel import RequestConnection
@@ -51,10 +51,6 @@ _UNREACHABLE = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, Deco
 Key = tuple[str, int]
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def replication_config(config: Any) -> ReplicationConfig:
     """Kafka's replica.* broker keys as the replication layer's settings."""
     return ReplicationConfig(replica_lag_time_max_ms=config.get("replica.lag.time.max.ms"),
@@ -68,8 +64,9 @@ class ReplicaManager:
     """`hosted` is the broker's map of the partitions it hosts, which it keeps current."""
 
     def __init__(self, config: ReplicationConfig, hosted: Mapping[Key, Partition], metadata: MetadataView,
-                 controller: ControllerGateway, events: BrokerEvents) -> None:
+                 controller: ControllerGateway, events: BrokerEvents, clock: Clock = wall_clock_ms) -> None:
         self.config = config
+        self._clock = clock
         self._hosted = hosted
         self.metadata = metadata
         self._controller = controller
@@ -137,9 +134,9 @@ class ReplicaManager:
                                                     f"replica-fetcher-{node_id}", outgoing), timeout_s)
         except _UNREACHABLE as error:
             log.debug("replica fetcher %d -> %d: %s", node_id, outgoing.leader_id, error)
-            results = self._links.on_failure(outgoing.leader_id, outgoing.request_id, now_ms())
+            results = self._links.on_failure(outgoing.leader_id, outgoing.request_id, self._clock())
         else:
-            results = self._links.on_response(outgoing.leader_id, outgoing.request_id, response, now_ms())
+            results = self._links.on_response(outgoing.leader_id, outgoing.request_id, response, self._clock())
         for partition, effects in results:
             self.apply(partition, effects)
 
@@ -150,7 +147,7 @@ class ReplicaManager:
     async def _tick_loop(self) -> None:
         while True:
             await asyncio.sleep(TICK_S)
-            current = now_ms()
+            current = self._clock()
             for partition in list(self._hosted.values()):
                 self.apply(partition, partition.tick(current))
 
@@ -180,7 +177,7 @@ class ReplicaManager:
                        for topic in response.topics for answer in topic.partitions}
         except KafkaError as failure:
             error = ErrorCode(failure.code)
-        current = now_ms()
+        current = self._clock()
         for (partition, proposal), size_before in zip(proposals, sizes_before):
             found = answers.get((partition.topic_id, partition.index))
             code = ErrorCode(found.error_code) if found is not None else error or ErrorCode.UNKNOWN_SERVER_ERROR

@@ -31,11 +31,11 @@ import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-import time
 import uuid
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from gregor.broker.broker_lifecycle import BrokerLifecycle
+from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
 from gregor.broker.controller_channel import ControllerChannel, LocalConnection, answer_as
@@ -82,18 +82,15 @@ CREATE_TOPICS_VERSION = 7
 ALLOCATE_PRODUCER_IDS_VERSION = 0
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class Broker:
     """A metadata publisher: each committed image is applied to the local partition logs. It
     implements the services its handlers and components take (`gregor.broker.services`):
     `PartitionHost`, `MetadataView` and `ControllerGateway`. `events` receives what the broker
     reports as it serves (the metrics, when they are on)."""
 
-    def __init__(self, config: BrokerConfig, events: BrokerEvents | None = None) -> None:
+    def __init__(self, config: BrokerConfig, events: BrokerEvents | None = None, clock: Clock = wall_clock_ms) -> None:
         self.config = config
+        self.clock = clock
         self.events = events if events is not None else BrokerEvents()
         self.node_id = config.node_id
         self.controller_id = config.node_id
@@ -101,8 +98,8 @@ class Broker:
         self.partitions: dict[tuple[str, int], Partition] = {}
         # consumers wait for the high watermark to move, followers for records to be appended
         # (a follower reads up to the log end; the high watermark reaches it with its next fetch)
-        self.consumer_fetches = FetchPurgatory()
-        self.replica_fetches = FetchPurgatory()
+        self.consumer_fetches = FetchPurgatory(clock)
+        self.replica_fetches = FetchPurgatory(clock)
         self.max_uncompressed_bytes = MAX_UNCOMPRESSED_BYTES
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
@@ -114,9 +111,9 @@ class Broker:
         self.controller_server: ControllerServer | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self.controller_channel: ControllerChannel | None = None
-        self.replicas = ReplicaManager(replication_config(config), self.partitions, self, self, self.events)
+        self.replicas = ReplicaManager(replication_config(config), self.partitions, self, self, self.events, clock)
         self._producer_ids: Iterator[int] = iter(())
-        self.groups = GroupRuntime(config, self, self, self)
+        self.groups = GroupRuntime(config, self, self, self, clock)
         self._synced = False
         self._locks = DirectoryLocks([*config.log_dirs, config.metadata_log_dir])
 
@@ -146,20 +143,21 @@ class Broker:
         services = BrokerServices(partitions=self, metadata=self, controller=self, groups=self.groups,
                                   metrics=self.events)
         server = self._server = KafkaServer(
-            Dispatcher(client_handlers(), partial(BrokerContext, services), on_request=self.events.request_done),
+            Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
+                       on_request=self.events.request_done),
             self.config.get("socket.request.max.bytes"))
         for endpoint in self.config.client_listeners():
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
             self.bound_ports[endpoint.listener] = port
-        start = now_ms()
+        start = self.clock()
         cluster_id = self._cluster_id()
         source: ControllerServer | MetadataObserver
         if self.runs_controller:
-            source = self.controller_server = ControllerServer(self.config, lock_dirs=False)
+            source = self.controller_server = ControllerServer(self.config, lock_dirs=False, clock=self.clock)
             await source.start()
             self.image = await source.caught_up()
         else:
-            source = self.observer = MetadataObserver(self.config, cluster_id)
+            source = self.observer = MetadataObserver(self.config, cluster_id, self.clock)
             log.info("broker %d: catching up with the metadata quorum %s", self.node_id,
                      ",".join(f"{node}@{host}:{port}" for node, (host, port) in self.config.quorum_voters().items()))
             self.image = await source.start()
@@ -232,7 +230,7 @@ class Broker:
         await self.replicas.close()
         self.groups.close()
         if self.logs is not None:
-            self.logs.shutdown(now_ms())
+            self.logs.shutdown(self.clock())
         if self.observer is not None:
             await self.observer.close()
         if self.lifecycle is not None:
@@ -259,10 +257,10 @@ class Broker:
         retention_every = self.config.get("log.retention.check.interval.ms")
         checkpoint_every = self.config.get("log.flush.offset.checkpoint.interval.ms")
         high_watermarks_every = self.config.get("replica.high.watermark.checkpoint.interval.ms")
-        last_retention = last_checkpoint = last_high_watermarks = now_ms()
+        last_retention = last_checkpoint = last_high_watermarks = self.clock()
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S if retention_every >= 1000 else retention_every / 1000)
-            current = now_ms()
+            current = self.clock()
             try:
                 logs.flush_dirty(current)
                 if current - last_retention >= retention_every:
@@ -293,7 +291,7 @@ class Broker:
         logs = self._loaded_logs()
         backoff = self.config.get("log.cleaner.backoff.ms") / 1000
         while True:
-            task = logs.begin_cleaning(now_ms())
+            task = logs.begin_cleaning(self.clock())
             if task is None:
                 await asyncio.sleep(backoff)
                 continue
@@ -306,7 +304,7 @@ class Broker:
                             task.log.topic, task.log.partition, error)
             finally:
                 try:
-                    logs.finish_cleaning(task, now_ms())
+                    logs.finish_cleaning(task, self.clock())
                 except OSError:
                     log.exception("swapping cleaned segments of %s-%d failed", task.log.topic, task.log.partition)
 
@@ -315,7 +313,7 @@ class Broker:
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """Bring local partitions in line with a newly committed image."""
         previous, self.image = self.image, image
-        current = now_ms()
+        current = self.clock()
         if not self._synced:
             self._synced = True
             self._sync_all_partitions(current)
@@ -384,7 +382,7 @@ class Broker:
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
             gone = self.partitions.pop(key)
-            self.replicas.apply(gone, gone.stop(now_ms()))
+            self.replicas.apply(gone, gone.stop(self.clock()))
             self._loaded_logs().delete_log(*key)
             self.consumer_fetches.notify(key)
             self.replica_fetches.notify(key)

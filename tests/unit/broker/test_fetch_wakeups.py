@@ -55,7 +55,7 @@ def _context(partitions: _Partitions, version: int) -> BrokerContext:
     # fetches reach neither the controller nor the group coordinator
     services = BrokerServices(partitions=partitions, metadata=_Metadata(), controller=None, groups=None,
                               metrics=_Events())
-    return BrokerContext(services, header, None, {})
+    return BrokerContext(services, header, None, {}, partitions.consumer_fetches.now_ms())
 
 
 def _fetch(offset: int, replica_id: int, version: int) -> FetchRequest:

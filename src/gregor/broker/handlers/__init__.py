@@ -8,7 +8,6 @@ with the quorum. ApiVersions, served on both, reads only what every context has.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, TypeVar
 
@@ -25,11 +24,12 @@ class RequestContext:
     __slots__ = ("header", "connection", "handlers", "now_ms")
 
     def __init__(self, header: RequestHeader, connection: ConnectionInfo,
-                 handlers: Mapping[int, Handler[Any]]) -> None:
+                 handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
+        """`now_ms`: the broker clock's time when the request is handled."""
         self.header = header
         self.connection = connection
         self.handlers = handlers
-        self.now_ms = int(time.time() * 1000)
+        self.now_ms = now_ms
 
     @property
     def version(self) -> int:
@@ -53,8 +53,8 @@ class BrokerContext(RequestContext):
     __slots__ = ("partitions", "metadata", "controller", "groups", "metrics")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
-                 handlers: Mapping[int, Handler[Any]]) -> None:
-        super().__init__(header, connection, handlers)
+                 handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
+        super().__init__(header, connection, handlers, now_ms)
         self.partitions = services.partitions
         self.metadata = services.metadata
         self.controller = services.controller
@@ -68,8 +68,8 @@ class QuorumContext(RequestContext):
     __slots__ = ("quorum",)
 
     def __init__(self, quorum: QuorumService, header: RequestHeader, connection: ConnectionInfo,
-                 handlers: Mapping[int, Handler[Any]]) -> None:
-        super().__init__(header, connection, handlers)
+                 handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
+        super().__init__(header, connection, handlers, now_ms)
         self.quorum = quorum
 
 

@@ -16,7 +16,6 @@ new leader in the metadata.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Coroutine
 
 from gregor.broker.handlers import BrokerContext
@@ -51,5 +50,5 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
 async def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int,
                     due: asyncio.Future[None]) -> FetchResponse:
     await due
-    context.now_ms = int(time.time() * 1000)
+    context.now_ms = context.partitions.replica_fetches.now_ms()
     return _serve(context, request, replica_id).response()

@@ -103,9 +103,12 @@ class ReplicaManager:
                          self.metadata.node_id, list(effect.isr), partition.isr)
                 self._proposals[(partition.topic, partition.index)] = (partition, effect)
                 self._proposals_ready.set()
+        self._schedule_send()
+
+    def _schedule_send(self) -> None:
+        """Send what the links have ready once the current step is done, so that every partition
+        asking in it rides in one request (after an answer, all the partitions it carried ask again)."""
         if self._links.has_ready() and not self._send_scheduled:
-            # sent once the current step is done, so that every partition asking in it rides in
-            # one request (after an answer, all the partitions it carried ask again)
             self._send_scheduled = True
             asyncio.get_running_loop().call_soon(self._send_ready)
 
@@ -139,6 +142,7 @@ class ReplicaManager:
             results = self._links.on_response(outgoing.leader_id, outgoing.request_id, response, self._clock())
         for partition, effects in results:
             self.apply(partition, effects)
+        self._schedule_send()  # partitions that asked while the request was out, if none of its own did
 
     def current(self, partition: Partition) -> bool:
         """Whether `partition` is still the one hosted (not deleted or re-created meanwhile)."""

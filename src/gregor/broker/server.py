@@ -1,9 +1,10 @@
 """The broker process: wires storage, the metadata, replication and the network edge.
 
 This is the composition root, imported by nothing but the `gregor server` command (an import
-contract in tests/unit/test_layering.py keeps it so). `Broker` implements the narrow services of
-`gregor.broker.services` and hands each handler and component only those it uses: the client
-listener's handlers get a `BrokerContext` with them, ReplicaManager and GroupRuntime theirs.
+contract in tests/unit/test_layering.py keeps it so). `Broker` implements two of the narrow
+services of `gregor.broker.services` (PartitionHost, MetadataView), `ControllerClient` the third
+(ControllerGateway), and each handler and component gets only those it uses: the client
+listener's handlers a `BrokerContext` with them, ReplicaManager and GroupRuntime theirs.
 
 Every broker reaches the metadata the same way, whatever the deployment: it registers with the
 active controller and heartbeats (`broker_lifecycle`), sends it the changes clients ask for
@@ -38,7 +39,8 @@ from gregor.broker.broker_lifecycle import BrokerLifecycle
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
-from gregor.broker.controller_channel import ControllerChannel, LocalConnection, answer_as
+from gregor.broker.controller_channel import ControllerChannel, LocalConnection
+from gregor.broker.controller_client import ControllerClient
 from gregor.broker.controller_server import ControllerServer
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
@@ -50,16 +52,12 @@ from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.network import KafkaServer
 from gregor.broker.replica_manager import ReplicaManager, replication_config
 from gregor.broker.services import AdvertisedEndpoint
-from gregor.controller.operations import CreatableTopic, CreateTopicResult, Endpoint
+from gregor.controller.operations import Endpoint
 from gregor.controller.replication_control import partition_state, replica_state
 from gregor.controller.topic_names import topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import ConfigEntry, describe_topic_config, effective_topic_config
-from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.exceptions import KafkaError
-from gregor.protocol.messages import CreateTopicsRequest, CreateTopicsResponse, Message
-from gregor.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
 from gregor.raft.client import RaftClient
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
@@ -77,16 +75,13 @@ MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 HOUSEKEEPING_INTERVAL_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # requests already read get this long to be answered at shutdown
 CONTROLLED_SHUTDOWN_S = 30.0
-CONTROLLER_REQUEST_S = 30.0
-CREATE_TOPICS_VERSION = 7
-ALLOCATE_PRODUCER_IDS_VERSION = 0
 
 
 class Broker:
     """A metadata publisher: each committed image is applied to the local partition logs. It
-    implements the services its handlers and components take (`gregor.broker.services`):
-    `PartitionHost`, `MetadataView` and `ControllerGateway`. `events` receives what the broker
-    reports as it serves (the metrics, when they are on)."""
+    implements `PartitionHost` and `MetadataView` (`gregor.broker.services`); `controller` (a
+    ControllerClient) is its ControllerGateway. `events` receives what the broker reports as it
+    serves (the metrics, when they are on)."""
 
     def __init__(self, config: BrokerConfig, events: BrokerEvents | None = None, clock: Clock = wall_clock_ms) -> None:
         self.config = config
@@ -111,9 +106,10 @@ class Broker:
         self.controller_server: ControllerServer | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self.controller_channel: ControllerChannel | None = None
-        self.replicas = ReplicaManager(replication_config(config), self.partitions, self, self, self.events, clock)
-        self._producer_ids: Iterator[int] = iter(())
-        self.groups = GroupRuntime(config, self, self, self, clock)
+        self.controller = ControllerClient(self)
+        self.replicas = ReplicaManager(replication_config(config), self.partitions, self, self.controller, self.events,
+                                       clock)
+        self.groups = GroupRuntime(config, self, self, self.controller, clock)
         self._synced = False
         self._locks = DirectoryLocks([*config.log_dirs, config.metadata_log_dir])
 
@@ -140,7 +136,7 @@ class Broker:
             raise
 
     async def _start(self) -> None:
-        services = BrokerServices(partitions=self, metadata=self, controller=self, groups=self.groups,
+        services = BrokerServices(partitions=self, metadata=self, controller=self.controller, groups=self.groups,
                                   metrics=self.events)
         server = self._server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
@@ -196,6 +192,7 @@ class Broker:
         else:
             self.controller_channel = ControllerChannel.over_sockets(self.config.quorum_voters(),
                                                                      f"broker-{self.node_id}", **settings)
+        self.controller.channel = self.controller_channel
         listeners = [BrokerRegistrationRequest.Listener(name=e.listener, host=e.host, port=e.port,
                                                         security_protocol=e.security_protocol) for e in endpoints]
         self.lifecycle = BrokerLifecycle(self.controller_channel, self.node_id, cluster_id, listeners,
@@ -486,57 +483,3 @@ class Broker:
         registration = self.image.brokers.get(broker_id)
         endpoint = registration.endpoint(self.config.inter_broker_listener) if registration else None
         return (endpoint.host, endpoint.port) if endpoint else None
-
-    # -- ControllerGateway
-
-    async def send_to_controller(self, request: Message, version: int, timeout_s: float) -> Message:
-        """A request to the active controller: this broker's own (AlterPartition, AllocateProducerIds,
-        CreateTopics for auto-creation) or a client's, forwarded as it came."""
-        if self.controller_channel is None:
-            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the broker has not joined its cluster yet")
-        response: Message = await self.controller_channel.send(request, version, timeout_s)
-        return response
-
-    async def create_topics(self, topics: list[CreatableTopic]) -> list[CreateTopicResult]:
-        """Have the active controller create topics the broker needs (auto-creation, __consumer_offsets)."""
-        request = CreateTopicsRequest(timeout_ms=int(CONTROLLER_REQUEST_S * 1000), topics=[
-            CreateTopicsRequest.CreatableTopic(
-                name=topic.name, num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
-                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in topic.configs.items()])
-            for topic in topics])
-        try:
-            response = answer_as(CreateTopicsResponse, await self.send_to_controller(
-                request, CREATE_TOPICS_VERSION, CONTROLLER_REQUEST_S))
-        except KafkaError as error:
-            return [CreateTopicResult(topic.name, ErrorCode(error.code), str(error)) for topic in topics]
-        return [CreateTopicResult(result.name, ErrorCode(result.error_code), result.error_message,
-                                  num_partitions=result.num_partitions) for result in response.topics]
-
-    async def auto_create_topics(self, names: Sequence[str]) -> None:
-        """Create unknown topics with the broker defaults, as `auto.create.topics.enable` asks."""
-        wanted = [CreatableTopic(name) for name in dict.fromkeys(names)
-                  if self.is_valid_topic_name(name) and name not in self.image.topics]
-        if not wanted:
-            return
-        for result in await self.create_topics(wanted):
-            if result.error == ErrorCode.TOPIC_ALREADY_EXISTS:
-                continue
-            if result.error:
-                log.warning("auto-creating topic %s failed: %s", result.name, result.message)
-            else:
-                log.info("auto-created topic %s with %d partition(s)", result.name, result.num_partitions)
-
-    async def next_producer_id(self) -> int:
-        """A fresh producer id from this broker's block, allocating a new block when it runs out."""
-        producer_id = next(self._producer_ids, None)
-        if producer_id is None:
-            response = answer_as(AllocateProducerIdsResponse, await self.send_to_controller(
-                AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch),
-                ALLOCATE_PRODUCER_IDS_VERSION, CONTROLLER_REQUEST_S))
-            error, message = response.error_code, "the controller allocated no producer ids"
-            first, size = response.producer_id_start, response.producer_id_len
-            if error:
-                raise KafkaError(error, message)
-            self._producer_ids = iter(range(first, first + size))
-            producer_id = next(self._producer_ids)
-        return producer_id

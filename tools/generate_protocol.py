@@ -520,7 +520,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sized
-from typing import Any, ClassVar, Final, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
 from gregor.protocol.exceptions import DecodeError, EncodeError
 from gregor.protocol.primitives import ZERO_UUID, Reader, Writer
@@ -586,17 +586,17 @@ class Message(Struct):
     VALID_VERSIONS: ClassVar[tuple[int, int]]
     FLEXIBLE_VERSIONS_MIN: ClassVar[int | None]
 
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self:
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        # Every generated class defines these; declared here for the type checker only, so that
+        # a class without one (header_version: a record's) fails with AttributeError, not a stub.
+        @classmethod
+        def decode(cls, data: bytes | bytearray | memoryview | Reader, version: int) -> Self: ...
 
-    def encode_into(self, w: Writer, version: int) -> None:
-        raise NotImplementedError
+        def encode_into(self, w: Writer, version: int) -> None: ...
 
-    @classmethod
-    def header_version(cls, version: int) -> int:
-        \"\"\"The request or response header version that goes with this version (requests and responses only).\"\"\"
-        raise NotImplementedError
+        @classmethod
+        def header_version(cls, version: int) -> int:
+            \"\"\"The request or response header version that goes with this version (requests and responses only).\"\"\"
 
     def encode(self, version: int) -> bytes:
         w = Writer()

@@ -373,16 +373,19 @@ class Broker:
                      "leader" if partition.is_leader else f"follower of {partition.leader_id}",
                      partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
                      list(registration.isr))
-            self.consumer_fetches.notify((name, index))
-            self.replica_fetches.notify((name, index))
+            self._wake_fetches((name, index))
 
     def _remove_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
             gone = self.partitions.pop(key)
             self.replicas.apply(gone, gone.stop(self.clock()))
             self._loaded_logs().delete_log(*key)
-            self.consumer_fetches.notify(key)
-            self.replica_fetches.notify(key)
+            self._wake_fetches(key)
+
+    def _wake_fetches(self, key: tuple[str, int]) -> None:
+        """The partition changed leader or went: every fetch parked on it is answered again."""
+        self.consumer_fetches.notify(key)
+        self.replica_fetches.notify(key)
 
     def _high_watermark_moved(self, partition: Partition) -> None:
         self.consumer_fetches.notify((partition.topic, partition.index))

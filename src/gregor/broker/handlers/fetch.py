@@ -2,10 +2,11 @@
 
 Long-poll: when fewer than `min_bytes` are available the fetch parks in the broker's consumer
 fetch purgatory (`fetch_purgatory`, over the replication layer's `DelayedFetches`) for up to
-`max_wait_ms`, and is read again when the high watermark of a partition it reads moves. Fetch sessions (KIP-227) are answered sessionless:
-a full fetch gets session id 0, which tells the client that no session was created, and an
-incremental fetch for an unknown session gets FETCH_SESSION_ID_NOT_FOUND so the client falls
-back to full fetches. v13+ name topics by id. v0–v3 receive legacy message sets, down-converted.
+`max_wait_ms`, and is read again when the high watermark of a partition it reads moves. Fetch
+sessions (KIP-227) are answered sessionless: a full fetch gets session id 0, which tells the
+client that no session was created, and an incremental fetch for an unknown session gets
+FETCH_SESSION_ID_NOT_FOUND so the client falls back to full fetches. v13+ name topics by id.
+v0–v3 receive legacy message sets, down-converted.
 Large reads go out as file regions (sendfile); small ones are copied, which is cheaper.
 Consumers are served by the partition leader only (NOT_LEADER_OR_FOLLOWER elsewhere; Kafka's
 default replica selector). Follower fetches (replica id >= 0) are the leader's side of

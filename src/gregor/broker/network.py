@@ -183,6 +183,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _drain(self) -> None:
         """Dispatch queued requests in order until one must be answered before the next runs."""
+        ready: list[bytes | bytearray | memoryview] = []  # answers given at once, written together
         while (self._queue and self._transport is not None and self._blocking is None
                and len(self._answers) < _MAX_PIPELINED):
             frame = self._queue.popleft()
@@ -190,6 +191,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 result = self._dispatcher.dispatch(frame, self.info)
             except CloseConnection as reason:
                 log.info("closing connection from %s: %s", self.info.peer, reason)
+                self._write(ready)
                 self._close()
                 return
             if isinstance(result, Pipelined):
@@ -198,11 +200,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._blocking = asyncio.ensure_future(result)
                 self._expect(self._blocking)
             elif self._answers or self._sending is not None:
-                ready = asyncio.get_running_loop().create_future()
-                ready.set_result(result)
-                self._answers.append(ready)
+                answered = asyncio.get_running_loop().create_future()
+                answered.set_result(result)
+                self._answers.append(answered)
             else:
-                self._send(result)
+                self._out(result, ready)
+        self._write(ready)
         if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
             self._reading_paused = False
             self._transport.resume_reading()
@@ -218,7 +221,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _flush(self) -> None:
         """Send the answers that are ready, in request order, in one write: on loopback each
         write is a system call that also runs the receiver's side of TCP, a fifth to a third of a
-        busy leader's time when several produces complete on one high-watermark move."""
+        busy leader's time (answers given at once by `_drain` are written together too)."""
         ready: list[bytes | bytearray | memoryview] = []
         while self._answers and self._sending is None and self._transport is not None:
             answer = self._answers[0]
@@ -238,37 +241,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.error("request from %s failed; closing its connection", self.info.peer, exc_info=error)
                 self._close()
                 return
-            result = answer.result()
-            if result is None:
-                continue
-            if not isinstance(result, (bytes, bytearray, memoryview)) and \
-                    any(isinstance(part, FileRegion) for part in result):
-                self._write(ready)
-                ready = []
-                self._send(result)
-                continue
-            if isinstance(result, (bytes, bytearray, memoryview)):
-                ready.append(result)
-            else:
-                ready.extend(result)
+            self._out(answer.result(), ready)
         self._write(ready)
 
     def _write(self, parts: list[bytes | bytearray | memoryview]) -> None:
         if parts and self._transport is not None:
             self._transport.writelines(parts)
 
-    def _send(self, result: object) -> None:
-        """Write a response; file regions go out asynchronously, and the answers after them wait."""
-        if result is None or self._transport is None:
+    def _out(self, result: object, ready: list[bytes | bytearray | memoryview]) -> None:
+        """Add an encoded answer to the parts about to be written together; one holding file
+        regions goes out after them, asynchronously, and the answers after it wait for it."""
+        if result is None:
             return
         if isinstance(result, (bytes, bytearray, memoryview)):
-            self._transport.write(result)
+            ready.append(result)
         elif not isinstance(result, list):
             raise TypeError(f"the dispatcher answered {type(result).__name__}, not an encoded response")
         elif any(isinstance(part, FileRegion) for part in result):
+            self._write(ready)
+            ready.clear()
             self._sending = asyncio.ensure_future(self._send_with_regions(result))
         else:
-            self._transport.writelines(result)
+            ready.extend(result)
 
     async def _send_with_regions(self, parts: Sequence[FileRegion | bytes | memoryview]) -> None:
         loop = asyncio.get_running_loop()

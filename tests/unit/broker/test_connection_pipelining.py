@@ -153,3 +153,11 @@ def test_a_lost_connection_cancels_the_answers_still_waiting():
         await settle()
         assert transport.written == []
     asyncio.run(run())
+
+
+def test_answers_given_at_once_to_requests_read_together_go_out_in_one_write():
+    async def run():
+        connection, transport, dispatcher = connect()
+        receive(connection, b"m1", b"m2", b"m3")
+        assert transport.written == [b"answer m1answer m2answer m3"]
+    asyncio.run(run())

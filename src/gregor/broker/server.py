@@ -116,11 +116,6 @@ class Broker:
     # -- lifecycle
 
     @property
-    def is_embedded(self) -> bool:
-        """The single-node mode: this process is the whole cluster, the one voter of its quorum."""
-        return "controller" in self.config.process_roles and not self.config.combined_quorum
-
-    @property
     def runs_controller(self) -> bool:
         """A voter runs in this process (the embedded single node, or a combined node)."""
         return "controller" in self.config.process_roles
@@ -185,7 +180,7 @@ class Broker:
         settings = dict(leader_hint=lambda: raft.leader_id,
                         request_timeout_ms=self.config.get("controller.quorum.request.timeout.ms"),
                         retry_backoff_ms=self.config.get("controller.quorum.retry.backoff.ms"))
-        if self.is_embedded and self.controller_server is not None:
+        if self.config.embedded and self.controller_server is not None:
             self.controller_channel = ControllerChannel(
                 {self.node_id: LocalConnection(self.controller_server.dispatcher, self.node_id)},
                 f"broker-{self.node_id}", **settings)
@@ -241,7 +236,7 @@ class Broker:
         """The data's cluster id; only the embedded single node may make one up (the nodes of a
         larger cluster must share the one in their `cluster.id`)."""
         return ensure_cluster_id(self.config.log_dirs, self.node_id, self.config.get("cluster.id"),
-                                 may_generate=self.is_embedded)
+                                 may_generate=self.config.embedded)
 
     def _loaded_logs(self) -> LogManager:
         """The partition logs, loaded in `start` before anything that reads or writes them runs."""

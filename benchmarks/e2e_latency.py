@@ -113,7 +113,10 @@ def produce_at(bootstrap: str, topic: str, rate: int, seconds: float, size: int,
     for index in range(total):
         due = started + index / rate
         while (wait := due - time.monotonic()) > 0:
-            producer.poll(min(wait, 0.001))
+            # Sleep, not poll(wait): librdkafka takes whole milliseconds, so a wait under 1 ms
+            # becomes poll(0) and the loop would spin, taking a core from the brokers measured.
+            producer.poll(0)
+            time.sleep(min(wait, 0.001))
         producer.produce(topic, _STAMP.pack(time.time()) + padding, partition=0, on_delivery=delivered)
         producer.poll(0)
     remaining = producer.flush(drain_s)

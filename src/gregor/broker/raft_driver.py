@@ -1,9 +1,10 @@
 """The asyncio edge of the raft client: the wall clock, sockets and the wire versions.
 
 `gregor.raft.RaftClient` decides everything and returns effects; this driver only carries them
-out. It polls the client on a short period (its timers are deadlines checked by `poll`), sends
-`Send` effects to peers through the PeerChannel, completes the awaiting request handler for a
-`Respond` effect, and hands `HighWatermarkChanged` and `StateChanged` to the layer above.
+out. After every event it arms one timer for the client's next deadline and polls the client
+when it comes (the drive contract, `deadline_timer`); it sends `Send` effects to peers through
+the PeerChannel, completes the awaiting request handler for a `Respond` effect, and hands
+`HighWatermarkChanged` and `StateChanged` to the layer above.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 from typing import Any, Callable
 
 from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.peer_channel import PeerChannel
 from gregor.protocol.messages import Message
 from gregor.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
@@ -26,7 +28,7 @@ from gregor.raft.effects import Effect, HighWatermarkChanged, Respond, Send, Sna
 
 log = logging.getLogger("gregor.raft")
 
-POLL_INTERVAL_S = 0.01
+RESIGN_GRACE_S = 0.01  # for the EndQuorumEpoch requests to leave before the connections close
 KRAFT_FETCH_VERSION = 13  # the first Fetch with topic ids, which KRaft requires
 
 # The versions this node sends; its own handlers accept these, so every Gregor node understands them.
@@ -53,19 +55,18 @@ class RaftDriver:
                                     f"raft-{raft.node_id}", self._on_response)
         self._waiting: dict[int, asyncio.Future[Message]] = {}
         self._inbound_ids = itertools.count(1 << 30)
-        self._task: asyncio.Task | None = None
+        self._timer = DeadlineTimer(clock, self._poll)
+        self._closed = False
 
     def start(self) -> None:
-        """Restore the election state and start polling."""
+        """Restore the election state; from now on the client is polled at its deadlines."""
         state = self.raft.start(self._clock())
         log.info("metadata quorum: node %d starts as %s in epoch %d", self.raft.node_id, state.role.name.lower(),
                  state.epoch)
-        self._task = asyncio.ensure_future(self._run())
+        self._poll(self._clock())
 
-    async def _run(self) -> None:
-        while True:
-            self._apply(self.raft.poll(self._clock()))
-            await asyncio.sleep(POLL_INTERVAL_S)
+    def _poll(self, now_ms: int) -> None:
+        self._apply(self.raft.poll(now_ms))
 
     def handle_request(self, source: int, request: Message) -> asyncio.Future[Message]:
         """A raft request from node `source`; the future completes with its response (Fetch may
@@ -86,6 +87,7 @@ class RaftDriver:
         self._apply(self.raft.handle_response(source, correlation_id, response, self._clock()))
 
     def _apply(self, effects: list[Effect]) -> None:
+        """Carry out the effects of one event, then arm the timer for the client's next deadline."""
         for effect in effects:
             if isinstance(effect, Send):
                 self._channel.send(effect.destination, effect.correlation_id, effect.request,
@@ -104,14 +106,16 @@ class RaftDriver:
             elif isinstance(effect, SnapshotInstalled):
                 log.info("metadata quorum: node %d installed snapshot %s", self.raft.node_id, effect.snapshot_id)
                 self._on_committed(self.raft.high_watermark)
+        if not self._closed:
+            self._timer.arm(self.raft.next_deadline())
 
     async def close(self) -> None:
         """Resign leadership (so the others elect at once), stop polling and close the log."""
         if self.raft.is_leader:
             self._apply(self.raft.resign(self._clock()))
-            await asyncio.sleep(POLL_INTERVAL_S)
-        if self._task is not None:
-            self._task.cancel()
+            await asyncio.sleep(RESIGN_GRACE_S)
+        self._closed = True
+        self._timer.cancel()
         self._channel.close()
         for future in self._waiting.values():
             future.cancel()

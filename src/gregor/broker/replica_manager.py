@@ -14,8 +14,10 @@ Each hosted `Partition` decides; this carries out its effects:
   AlterPartitionManager; each answer goes back to its partition.
 - `ProduceCompleted` answers the waiting acks=all produce (its token is an asyncio future).
 
-A tick every `TICK_S` lets partitions shrink the ISR (replica.lag.time.max.ms), time out
-produces, resend overdue proposals and schedule their next fetch.
+Partitions have timers of their own (ISR shrink after replica.lag.time.max.ms, acks=all
+timeouts, overdue proposals, a follower's fetch backoff): after every event on a partition this
+asks it for its next deadline (`Partition.next_deadline`), keeps one deadline per partition, and
+arms one loop timer for the earliest (`DeadlineTimer`); only the partitions due are ticked.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from typing import Any, Iterable, Mapping
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.controller_channel import answer_as
+from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.events import BrokerEvents
 from gregor.broker.peer_channel import RequestConnection
 from gregor.broker.services import ControllerGateway, MetadataView
+from gregor.coordinator.deadlines import DeadlineQueue
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
 from gregor.protocol.messages import FetchRequest
@@ -42,7 +46,6 @@ from gregor.replication.partition import Partition
 
 log = logging.getLogger("gregor.replication")
 
-TICK_S = 0.1
 FETCH_VERSION = 13
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 ALTER_PARTITION_VERSION = 2
@@ -79,11 +82,14 @@ class ReplicaManager:
         self._proposals: dict[Key, tuple[Partition, ProposeIsr]] = {}
         self._proposals_ready = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._deadlines: DeadlineQueue[Partition] = DeadlineQueue()
+        self._timer = DeadlineTimer(clock, self._tick_due)
 
     def start(self) -> None:
-        self._tasks = [asyncio.ensure_future(self._tick_loop()), asyncio.ensure_future(self._propose_loop())]
+        self._tasks = [asyncio.ensure_future(self._propose_loop())]
 
     async def close(self) -> None:
+        self._timer.cancel()
         for task in [*self._tasks, *self._sending]:
             task.cancel()
         for connection in self._connections.values():
@@ -104,6 +110,25 @@ class ReplicaManager:
                 self._proposals[(partition.topic, partition.index)] = (partition, effect)
                 self._proposals_ready.set()
         self._schedule_send()
+        self.reschedule(partition)
+
+    def reschedule(self, partition: Partition) -> None:
+        """Take the partition's next deadline after an event on it (every `apply` does; an
+        append, which moves the log end that followers are measured against, must too)."""
+        deadline = partition.next_deadline(self._clock()) if self.current(partition) else None
+        if deadline == self._deadlines.deadline(partition):
+            return
+        if deadline is None:
+            self._deadlines.cancel(partition)
+        else:
+            self._deadlines.schedule(partition, deadline)
+        self._timer.arm(self._deadlines.next_deadline())
+
+    def _tick_due(self, now_ms: int) -> None:
+        while (partition := self._deadlines.pop_due(now_ms)) is not None:
+            if self.current(partition):
+                self.apply(partition, partition.tick(now_ms))
+        self._timer.arm(self._deadlines.next_deadline())
 
     def _schedule_send(self) -> None:
         """Send what the links have ready once the current step is done, so that every partition
@@ -147,13 +172,6 @@ class ReplicaManager:
     def current(self, partition: Partition) -> bool:
         """Whether `partition` is still the one hosted (not deleted or re-created meanwhile)."""
         return self._hosted.get((partition.topic, partition.index)) is partition
-
-    async def _tick_loop(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_S)
-            current = self._clock()
-            for partition in list(self._hosted.values()):
-                self.apply(partition, partition.tick(current))
 
     async def _propose_loop(self) -> None:
         while True:

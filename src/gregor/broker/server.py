@@ -449,9 +449,11 @@ class Broker:
         return self.logs.logs_in(directory) if self.logs is not None else {}
 
     def on_leader_append(self, partition: Partition) -> None:
-        """Records were appended as leader: wake the followers waiting in a fetch for them."""
+        """Records were appended as leader: wake the followers waiting in a fetch for them, and
+        take the partition's new deadline (its followers are measured against the new log end)."""
         if partition.remote:
             self.replica_fetches.notify((partition.topic, partition.index))
+            self.replicas.reschedule(partition)
 
     # -- MetadataView
 

@@ -294,6 +294,54 @@ class RaftClient:
             self._maybe_fetch(now_ms)
         return self._take_effects()
 
+    def next_deadline(self) -> int | None:
+        """When `poll` next has something to do, in the caller's clock (a time already past: at
+        once); None when only an event can give it work. Polling before it does nothing, so the
+        caller arms one timer for it after every event instead of polling on a period."""
+        role = self.quorum.role
+        if role == Role.LEADER:
+            return self._leader_deadline()
+        if role == Role.FOLLOWER:
+            return _earliest(self._fetch_deadline, self._fetch_due())
+        if role == Role.CANDIDATE:
+            return _earliest(self._election_deadline, self._votes_due())
+        if self.is_voter:
+            return self._election_deadline
+        return self._fetch_due()
+
+    def _fetch_due(self) -> int | None:
+        """When `_maybe_fetch` sends (or gives up on the fetch in flight)."""
+        if self._fetch_in_flight is not None:
+            return self._fetch_in_flight[1] + self.config.request_timeout_ms
+        if self._fetch_target == NO_ID and (self.is_voter or not self.quorum.voters):
+            return None
+        return self._fetch_not_before
+
+    def _votes_due(self) -> int | None:
+        """When `_request_votes` asks a voter again (one never asked: at once)."""
+        unanswered = self.quorum.voters - self.quorum.state.granted
+        return min((self._votes_pending.get(voter, 0) + self.config.request_timeout_ms for voter in unanswered),
+                   default=None)
+
+    def _leader_deadline(self) -> int | None:
+        """The earliest of `_poll_leader`'s timers: a parked fetch's max wait, a BeginQuorumEpoch
+        to resend or a voter falling silent, and the moment check quorum would fail."""
+        config = self.config
+        due = [parked.deadline_ms for parked in self._parked]
+        last_fetches = []
+        for voter in self.quorum.voters - {self.node_id}:
+            progress = self._replicas.get(voter)
+            last_fetch = progress.last_fetch_ms if progress is not None else -1
+            last_fetches.append(last_fetch)
+            sent = self._begin_epoch_pending.get(voter)
+            due.append(sent + config.request_timeout_ms if sent is not None
+                       else last_fetch + config.fetch_timeout_ms // 2 + 1)
+        others_needed = self.quorum.majority() - 1
+        if others_needed > 0:
+            kth_latest = sorted(last_fetches, reverse=True)[others_needed - 1]
+            due.append(max(self._leader_since, kth_latest) + config.fetch_timeout_ms * 3 // 2 + 1)
+        return min(due, default=None)
+
     def handle_request(self, source: int, correlation_id: int, request: Message, now_ms: int) -> list[Effect]:
         """A request from node `source`; its response is a `Respond` effect, now or later."""
         handler = self._request_handlers.get(type(request))
@@ -738,3 +786,7 @@ _RESPONSE_TYPES: dict[type[Message], _ErrorResponse] = {
     FetchRequest: FetchResponse, VoteRequest: VoteResponse, BeginQuorumEpochRequest: BeginQuorumEpochResponse,
     EndQuorumEpochRequest: EndQuorumEpochResponse, FetchSnapshotRequest: FetchSnapshotResponse,
 }
+
+
+def _earliest(*deadlines: int | None) -> int | None:
+    return min((deadline for deadline in deadlines if deadline is not None), default=None)

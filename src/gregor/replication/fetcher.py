@@ -105,6 +105,12 @@ class FollowerFetcher:
             last_fetched_epoch=last_fetched_epoch, log_start_offset=self.log.log_start_offset,
             partition_max_bytes=self.config.replica_fetch_max_bytes))]
 
+    def next_deadline(self) -> int | None:
+        """When `poll` next sends: the backoff's end, or giving up on the request in flight."""
+        if self._in_flight is not None:
+            return self._in_flight.sent_ms + self.config.replica_socket_timeout_ms
+        return None if self.state is FetchState.FENCED else self._next_send_ms
+
     def _accept(self, request_id: int, asks: tuple[_Ask, ...]) -> _Ask | None:
         in_flight = self._in_flight
         if in_flight is None or in_flight.request_id != request_id or in_flight.ask not in asks:

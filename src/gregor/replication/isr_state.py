@@ -14,9 +14,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class IsrProposal:
+    """An AlterPartition in flight; sent again at `resend_ms` until the metadata or the
+    controller's answer settles it."""
+
     request_id: int
     isr: tuple[int, ...]
-    sent_ms: int
+    resend_ms: int
 
 
 class IsrState:
@@ -43,7 +46,8 @@ class IsrState:
         return True
 
     def abandon(self, request_id: int) -> bool:
-        """The controller refused proposal `request_id`: back to the committed ISR alone."""
+        """The controller refused proposal `request_id` and says it was not applied: back to the
+        committed ISR alone."""
         if self.pending is None or self.pending.request_id != request_id:
             return False
         self.pending = None

@@ -53,6 +53,9 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's isolation_level
 # ListOffsets' special timestamps
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP = -1, -2, -3, -4, -5
 _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
+# AlterPartition answers that say the proposal was applied by no controller, past or future
+# (Kafka's Partition.handleAlterPartitionError): only these send the leader back to its committed ISR.
+_NOT_APPLIED = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED})
 
 
 class Partition:
@@ -75,6 +78,7 @@ class Partition:
         self.fetcher: FollowerFetcher | None = None
         self.leader_epoch_start_offset = -1
         self.delayed = DelayedProduces()
+        self._shrink_not_before = 0  # after the controller refused an ISR change
         self._on_high_watermark = on_high_watermark
         self._request_ids = itertools.count(1)
         if high_watermark is not None:
@@ -123,6 +127,7 @@ class Partition:
                 and registration.partition_epoch <= self.isr_state.partition_epoch):
             return []
         self.replicas = list(registration.replicas)
+        self._shrink_not_before = 0  # a refused ISR change may be proposed again against the new state
         same_epoch = registration.leader_epoch == self.leader_epoch and registration.leader == self.leader_id
         if registration.leader == self.broker_id and self.broker_id in registration.replicas:
             if same_epoch:
@@ -327,7 +332,7 @@ class Partition:
 
     def _maybe_shrink_isr(self, now_ms: int) -> list[Effect]:
         isr = self.isr_state
-        if isr.pending is not None:
+        if isr.pending is not None or now_ms < self._shrink_not_before:
             return []
         leader_end = self.log.log_end_offset
         lag = self.config.replica_lag_time_max_ms
@@ -339,12 +344,12 @@ class Partition:
 
     def _propose(self, isr: tuple[int, ...], now_ms: int) -> ProposeIsr:
         request_id = next(self._request_ids)
-        self.isr_state.pending = IsrProposal(request_id, isr, now_ms)
+        self.isr_state.pending = IsrProposal(request_id, isr, now_ms + self.config.replica_socket_timeout_ms)
         return ProposeIsr(request_id, self.leader_epoch, self.isr_state.partition_epoch, isr)
 
     def _resend_overdue_proposal(self, now_ms: int) -> list[Effect]:
         pending = self.isr_state.pending
-        if pending is None or now_ms - pending.sent_ms < self.config.replica_socket_timeout_ms:
+        if pending is None or now_ms < pending.resend_ms:
             return []
         return [self._propose(pending.isr, now_ms)]
 
@@ -353,12 +358,24 @@ class Partition:
         """The controller's answer to proposal `request_id`: on success the state it committed."""
         if not self.is_leader:
             return []
+        pending = self.isr_state.pending
         if error == ErrorCode.NONE and leader_epoch == self.leader_epoch:
             if not self.isr_state.commit(tuple(isr), partition_epoch):
                 self.isr_state.abandon(request_id)
             self._sync_remote_replicas(now_ms)
-        else:
+        elif pending is None or pending.request_id != request_id:
+            pass  # the answer to a proposal sent again since, or settled by the metadata
+        elif error in _NOT_APPLIED:
             self.isr_state.abandon(request_id)
+            # proposed again when the next run of Kafka's ISR expiration would, not at once
+            self._shrink_not_before = now_ms + self.config.replica_fetch_backoff_ms
+        else:
+            # Kafka's rule: any other answer (no answer, a stale partition epoch, no longer
+            # leader) leaves the proposal pending, since a controller may have applied it (a retry
+            # after a lost answer, a newer controller). The maximal ISR keeps counting it until
+            # the metadata says what was committed; it is sent again after the backoff meanwhile.
+            self.isr_state.pending = IsrProposal(pending.request_id, pending.isr,
+                                                 now_ms + self.config.replica_fetch_backoff_ms)
         return self._update_high_watermark(now_ms)
 
     def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
@@ -406,8 +423,44 @@ class Partition:
 
     # -- time
 
+    def next_deadline(self, now_ms: int) -> int | None:
+        """When `tick` next has work (`now_ms` or earlier: at once; None: only an event brings
+        any); ticking before it does nothing. The host re-asks after every event on the partition
+        (an append included) and ticks it then, instead of ticking every partition on a period.
+
+        A leader's timers: the moment each follower off the log end stops counting as caught up
+        (replica.lag.time.max.ms after it last was: the ISR shrinks, and a follower outside the
+        ISR stops holding the high watermark back), an unanswered ISR proposal to resend, and the
+        earliest acks=all timeout."""
+        if self.fetcher is not None:
+            return self.fetcher.next_deadline()
+        if not self.is_leader:
+            return None
+        due: list[int] = []
+        isr = self.isr_state
+        if isr.pending is not None:
+            due.append(isr.pending.resend_ms)
+        may_shrink_at = max(now_ms, self._shrink_not_before) if isr.pending is None else None
+        leader_end = self.log.log_end_offset
+        lag = self.config.replica_lag_time_max_ms
+        for replica_id in isr.committed:
+            if replica_id != self.broker_id and replica_id not in self.remote and may_shrink_at is not None:
+                due.append(may_shrink_at)
+        for replica_id, follower in self.remote.items():
+            if follower.log_end_offset == leader_end:
+                continue
+            caught_up = follower.last_caught_up_ms
+            if caught_up is not None and caught_up + lag >= now_ms:
+                due.append(caught_up + lag + 1)
+            elif may_shrink_at is not None and replica_id in isr.committed:
+                due.append(may_shrink_at)  # out of sync already: the ISR shrinks at the next tick
+        produce_timeout = self.delayed.next_deadline()
+        if produce_timeout is not None:
+            due.append(produce_timeout)
+        return min(due, default=None)
+
     def tick(self, now_ms: int) -> list[Effect]:
-        """Periodic work: ISR shrink, overdue proposals, high watermark, timeouts; a follower's next fetch."""
+        """Timed work: ISR shrink, overdue proposals, high watermark, timeouts; a follower's next fetch."""
         if self.fetcher is not None:
             return self.fetcher.poll(now_ms)
         if not self.is_leader:

@@ -6,6 +6,11 @@ duplication, partitions, crashes, pauses and the workload. Every message crosses
 simulated edge is the real one minus sockets.
 After every step the invariants are checked; a violation raises `InvariantViolation` with the
 seed and the last steps, and `Cluster(seed)` replays the same run.
+
+Nodes are driven as the broker's RaftDriver drives them: after every event the node is polled at
+its client's `next_deadline()`, never on a period. So a deadline reported too late shows up as a
+node that never elects, fetches or resigns; one reported too early is caught by polling a node at
+random moments before its deadline, which must do nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from gregor.records.record import decode_records
 SIM_CONFIG = RaftConfig(election_timeout_ms=300, fetch_timeout_ms=600, election_backoff_max_ms=300,
                         request_timeout_ms=200, retry_backoff_ms=20, fetch_max_wait_ms=100,
                         fetch_max_bytes=4096, snapshot_chunk_bytes=64)
-POLL_INTERVAL_MS = 20
 TRACE_LENGTH = 400
 TRACE_SHOWN = 60
 
@@ -88,6 +92,7 @@ class SimNode:
     client: RaftClient | None = None
     incarnation: int = 0
     paused_until: int = -1
+    poll_at: int | None = None  # the poll scheduled at the client's next deadline
     applied: list[bytes] = field(default_factory=list)
     applied_offset: int = 0
     last_high_watermark: int = 0
@@ -157,19 +162,48 @@ class Cluster:
         node.applied_offset = node.log.start_offset
         node.last_high_watermark = node.log.high_watermark
         self.trace.append(f"t={self.now} boot {node.node_id} #{node.incarnation} {node.client.quorum.state}")
-        self._effects(node, [])
-        self._schedule_poll(node, node.incarnation)
+        node.poll_at = None
+        self._effects(node, node.client.poll(self.now))  # start() leaves its state change pending
 
-    def _schedule_poll(self, node: SimNode, incarnation: int) -> None:
-        self.at(self.now + POLL_INTERVAL_MS, lambda: self._poll(node, incarnation))
-
-    def _poll(self, node: SimNode, incarnation: int) -> None:
-        if node.incarnation != incarnation or node.client is None:
+    def _arm(self, node: SimNode) -> None:
+        """Schedule the node's poll at its client's next deadline (a paused node's when it wakes)."""
+        deadline = node.client.next_deadline() if node.client is not None else None
+        if deadline is None:
             return
-        self._schedule_poll(node, incarnation)
+        at = max(deadline, self.now, node.paused_until)
+        if node.poll_at is not None and self.now <= node.poll_at <= at:
+            return  # that poll comes first and arms the next
+        node.poll_at = at
+        incarnation = node.incarnation
+        self.at(at, lambda: self._poll(node, incarnation, at))
+
+    def _poll(self, node: SimNode, incarnation: int, at: int) -> None:
+        if node.incarnation != incarnation or node.client is None or node.poll_at != at:
+            return
+        node.poll_at = None
         if self.now < node.paused_until:
+            self._arm(node)
             return
-        self._effects(node, node.client.poll(self.now))
+        effects = node.client.poll(self.now)
+        deadline = node.client.next_deadline()
+        if deadline is not None and deadline <= self.now:
+            self.fail(f"node {node.node_id} polled at {self.now} is still due at {deadline}: its driver would spin")
+        self._effects(node, effects)
+
+    def probe_early_poll(self, node_id: int) -> None:
+        """Poll a node before its next deadline: the drive contract says nothing happens."""
+        node = self.nodes[node_id]
+        client = node.client
+        if client is None or self.now < node.paused_until:
+            return
+        deadline = client.next_deadline()
+        if deadline is not None and deadline <= self.now:
+            return
+        state_before = client.quorum.state
+        effects = client.poll(self.now)
+        if effects or client.quorum.state != state_before:
+            self.fail(f"node {node_id} polled at {self.now}, before its next deadline {deadline}, "
+                      f"acted: {effects}")
 
     def crash(self, node_id: int, downtime_ms: int) -> None:
         node = self.nodes[node_id]
@@ -227,6 +261,7 @@ class Cluster:
                 node.applied_offset = snapshot.id.end_offset
                 self.trace.append(f"t={self.now} {node.node_id} installed snapshot {tuple(effect.snapshot_id)}")
         self._check_node(node)
+        self._arm(node)
 
     def _transmit(self, source: int, destination: int, correlation_id: int, message: object,
                   is_response: bool) -> None:

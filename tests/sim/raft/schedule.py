@@ -27,6 +27,8 @@ def chaos_step(cluster: Cluster) -> None:
             cluster.partition(set(shuffled[:cut]), set(shuffled[cut:]))
     if rng.random() < faults.snapshot_rate:
         cluster.snapshot(rng.choice(nodes))
+    if rng.random() < 0.2:
+        cluster.probe_early_poll(rng.choice(nodes))
 
 
 def run_schedule(seed: int, voters: int, chaos_ms: int) -> Cluster:

@@ -145,6 +145,7 @@ class SimBroker:
     parked: DelayedFetches[Callable[[], None]] | None = None  # followers' fetches it holds as leader
     hw_checkpoint: int = 0
     recovery_point_checkpoint: int = 0
+    tick_at: int | None = None  # the tick scheduled at the partition's next deadline
     view: LogView = field(default_factory=LogView)
 
     @property
@@ -249,8 +250,9 @@ class Cluster:
         if incarnation > 0 and self.controller.fence(broker.broker_id):
             self.log_event(f"controller fenced restarted {broker.broker_id}: {self.controller.state}")
             self._broadcast()
+        broker.tick_at = None
         self._apply(broker, self.controller.state)
-        self.at(self.now + self.rng.randint(1, TICK_MS), lambda: self._tick(broker, incarnation))
+        self.at(self.now + self.rng.randint(1, HW_CHECKPOINT_MS), lambda: self._checkpoint(broker, incarnation))
         self.at(self.now + self.rng.randint(1, HEARTBEAT_MS), lambda: self._heartbeat(broker, incarnation))
 
     def _running(self, broker: SimBroker, incarnation: int, retry: Callable[[], None]) -> bool:
@@ -262,15 +264,59 @@ class Cluster:
             return False
         return True
 
-    def _tick(self, broker: SimBroker, incarnation: int) -> None:
+    def _arm(self, broker: SimBroker) -> None:
+        """Schedule the broker's tick at its partition's next deadline, as the replica manager's
+        timer does after every event on a partition (a paused broker ticks when it resumes)."""
+        if not broker.alive:
+            return
+        deadline = broker.partition.next_deadline(self.now)
+        if deadline is None:
+            return
+        at = max(deadline, self.now, broker.paused_until)
+        if broker.tick_at is not None and self.now <= broker.tick_at <= at:
+            return  # that tick comes first and arms the next
+        broker.tick_at = at
+        incarnation = broker.incarnation
+        self.at(at, lambda: self._tick(broker, incarnation, at))
+
+    def _tick(self, broker: SimBroker, incarnation: int, at: int) -> None:
+        if not broker.alive or broker.incarnation != incarnation or broker.tick_at != at:
+            return
+        broker.tick_at = None
+        if self.now < broker.paused_until:
+            self._arm(broker)
+            return
+        effects = broker.partition.tick(self.now)
+        deadline = broker.partition.next_deadline(self.now)
+        if deadline is not None and deadline <= self.now:
+            self.fail(f"broker {broker.broker_id} ticked at {self.now} is still due at {deadline}: "
+                      f"its timer would spin ({broker.partition})")
+        self._effects(broker, effects)
+
+    def probe_early_tick(self, broker_id: int) -> None:
+        """Tick a partition before its next deadline: the drive contract says nothing happens."""
+        broker = self.brokers[broker_id]
+        if not broker.alive or self.now < broker.paused_until:
+            return
+        partition = broker.partition
+        deadline = partition.next_deadline(self.now)
+        if deadline is not None and deadline <= self.now:
+            return
+        before = (partition.high_watermark, partition.isr_state.pending, len(partition.delayed))
+        effects = partition.tick(self.now)
+        if effects or (partition.high_watermark, partition.isr_state.pending, len(partition.delayed)) != before:
+            self.fail(f"broker {broker_id} ticked at {self.now}, before its next deadline {deadline}, acted: "
+                      f"{effects} ({partition})")
+
+    def _checkpoint(self, broker: SimBroker, incarnation: int) -> None:
+        """The high-watermark checkpoint, written on a period as Kafka's
+        replica.high.watermark.checkpoint.interval.ms."""
         def again() -> None:
-            self._tick(broker, incarnation)
+            self._checkpoint(broker, incarnation)
         if not self._running(broker, incarnation, again):
             return
-        self._effects(broker, broker.partition.tick(self.now))
-        if self.now % HW_CHECKPOINT_MS < TICK_MS:
-            broker.hw_checkpoint = broker.partition.high_watermark
-        self.at(self.now + TICK_MS, again)
+        broker.hw_checkpoint = broker.partition.high_watermark
+        self.at(self.now + HW_CHECKPOINT_MS, again)
 
     def _heartbeat(self, broker: SimBroker, incarnation: int) -> None:
         def again() -> None:
@@ -367,6 +413,7 @@ class Cluster:
                 self._answer_produce(broker.broker_id, token, effect.error, offset)
         if send:
             self._send_ready(broker)
+        self._arm(broker)
 
     def _send_ready(self, broker: SimBroker) -> None:
         """Send what the broker's fetcher links have ready, as the broker's replica manager does,
@@ -529,6 +576,7 @@ class Cluster:
             return
         self.log_event(f"{broker.broker_id} appended token {token} at {info.first_offset} (acks={acks})")
         self._wake_fetches(broker)
+        self._arm(broker)
         if acks != -1:
             self._answer_produce(broker.broker_id, token, ErrorCode.NONE, info.first_offset)
             return

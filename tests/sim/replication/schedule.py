@@ -33,6 +33,8 @@ def chaos_step(cluster: Cluster) -> None:
             shuffled = rng.sample(nodes, len(nodes))
             cut = rng.randrange(1, len(nodes))
             cluster.partition_network(set(shuffled[:cut]), set(shuffled[cut:]))
+    if rng.random() < 0.2:
+        cluster.probe_early_tick(rng.choice(BROKERS))
 
 
 def run_schedule(cluster: Cluster, chaos_ms: int) -> Cluster:

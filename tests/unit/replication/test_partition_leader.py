@@ -54,7 +54,7 @@ def test_the_high_watermark_is_the_smallest_log_end_offset_of_the_isr(tmp_path):
 
 def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back(tmp_path):
     leader = leader_of_three(tmp_path, isr=(1, 2))
-    leader.partition.isr_state.pending = IsrProposal(99, (1, 2), 0)
+    leader.partition.isr_state.pending = IsrProposal(99, (1, 2), 30_000)
     leader.produce(b"a", acks=1)
     leader.produce(b"b", acks=1)
     fetch(leader, 3, 2)
@@ -127,11 +127,33 @@ def test_a_follower_reaching_the_high_watermark_and_the_epoch_start_is_proposed_
     fetch(leader, 3, 1, epoch=3)
     assert leader.proposed_isrs() == [(1, 2, 3)]
     proposal = leader.outbox[-1]
-    leader.outbox += leader.partition.on_alter_partition_response(proposal.request_id, ErrorCode.INVALID_UPDATE_VERSION,
+    leader.outbox += leader.partition.on_alter_partition_response(proposal.request_id, ErrorCode.INELIGIBLE_REPLICA,
                                                                   -1, -1, (), leader.now)
     assert leader.partition.isr_state.pending is None and leader.partition.isr == [1, 2]
     fetch(leader, 3, 1, epoch=3)
     assert leader.proposed_isrs() == [(1, 2, 3), (1, 2, 3)]
+
+
+@pytest.mark.parametrize("error", [ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                   ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REQUEST_TIMED_OUT])
+def test_an_answer_that_does_not_rule_the_change_out_keeps_the_expansion_counting(tmp_path, error):
+    """A controller may have applied a proposal whose answer is an error (a resend after a lost
+    answer meets INVALID_UPDATE_VERSION; a newer controller, NOT_LEADER_OR_FOLLOWER): the newcomer
+    keeps holding the high watermark back until the metadata says what was committed. Dropping it
+    let a zombie leader commit, with the old ISR, records the newly elected leader lacked (found by
+    the replication simulation, seed 1023)."""
+    leader = leader_of_three(tmp_path, isr=(1, 2))
+    fetch(leader, 3, 0)
+    [proposal] = [e for e in leader.outbox if isinstance(e, ProposeIsr)]
+    leader.produce(b"a", acks=1)
+    fetch(leader, 2, 1)
+    leader.outbox += leader.partition.on_alter_partition_response(proposal.request_id, error, -1, -1, (), leader.now)
+    assert leader.partition.isr_state.pending is not None
+    fetch(leader, 2, 1)
+    assert leader.partition.high_watermark == 0  # replica 3, maybe in the ISR now, lacks offset 0
+    leader.now += 1_000
+    leader.outbox += leader.partition.tick(leader.now)
+    assert leader.proposed_isrs()[-1] == (1, 2, 3)  # sent again after replica.fetch.backoff.ms
 
 
 def test_a_pending_expansion_counts_the_newcomer_for_the_high_watermark(tmp_path):

@@ -1,0 +1,52 @@
+"""The drive contract's asyncio edge: one loop timer per sans-IO core, armed for its next deadline.
+
+Every core the broker runs is driven the same way: events and the time in, effects and the core's
+next deadline out. Raft (`RaftClient.next_deadline`), the hosted partitions
+(`Partition.next_deadline`), the group coordinator, the controller's duties and the fetch
+purgatory each report when they next have work of their own; after each event their driver
+re-arms a `DeadlineTimer` for that moment, and when it fires the driver polls the core with the
+time then. Nothing is polled on a fixed period, so an idle broker sleeps and a timer fires when
+its deadline comes rather than up to a period later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+from gregor.broker.clock import Clock
+
+
+class DeadlineTimer:
+    def __init__(self, clock: Clock, fire: Callable[[int], None]) -> None:
+        """`fire(now_ms)` runs when the armed deadline comes (on the loop, never re-entrantly)."""
+        self._clock = clock
+        self._fire = fire
+        self._handle: asyncio.TimerHandle | None = None
+        self._deadline: int | None = None
+
+    @property
+    def deadline(self) -> int | None:
+        """The deadline armed now (None: none)."""
+        return self._deadline
+
+    def arm(self, deadline_ms: int | None) -> None:
+        """Fire at `deadline_ms` (this timer's clock; one already past fires on the next loop
+        iteration) instead of any deadline armed before; None disarms."""
+        if deadline_ms == self._deadline:
+            return
+        self.cancel()
+        if deadline_ms is None:
+            return
+        self._deadline = deadline_ms
+        delay_s = max(deadline_ms - self._clock(), 0) / 1000
+        self._handle = asyncio.get_running_loop().call_later(delay_s, self._run)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = self._deadline = None
+
+    def _run(self) -> None:
+        self._handle = self._deadline = None
+        self._fire(self._clock())

@@ -177,8 +177,10 @@ class Partition:
 
     # -- leader: produce
 
-    def append_as_leader(self, records: memoryview | bytes, now_ms: int, required_acks: int = 1) -> AppendInfo:
-        """Append a produce request's records in the current leader epoch.
+    def append_as_leader(self, records: memoryview | bytes, now_ms: int, required_acks: int = 1,
+                         from_client: bool = False) -> AppendInfo:
+        """Append a produce request's records in the current leader epoch; the log parses and
+        validates them (`from_client`: a client's Produce, which may not write control batches).
 
         Raises NOT_LEADER_OR_FOLLOWER on a follower and NOT_ENOUGH_REPLICAS for acks=all while the
         committed ISR is below min.insync.replicas (nothing is appended), besides the log's errors.
@@ -190,7 +192,7 @@ class Partition:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"the ISR {list(self.isr_state.committed)} of {self.topic}-{self.index} is smaller than "
                              f"min.insync.replicas {self.min_insync_replicas}")
-        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True)
+        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True, from_client=from_client)
         if not info.duplicate:
             self._maybe_increment_high_watermark(now_ms)
         return info

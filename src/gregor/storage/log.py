@@ -24,8 +24,10 @@ Choices where Kafka leaves room or Gregor differs:
   undoes an interrupted swap at load (`gregor.storage.swap`), and keeps the cleaner's checkpoint
   (`cleaner_offset`) below the log end across truncations.
 - Transactional batches are refused with INVALID_TXN_STATE (no transaction state here). Control
-  batches are accepted (raft writes them); refusing them from clients (Kafka: INVALID_RECORD) is
-  the produce handler's job, as only it knows where the request came from.
+  batches are accepted (raft writes them) except from clients (`from_client`: INVALID_RECORD, as
+  Kafka's validator refuses them for the client origin).
+- A produce's batches are parsed and validated here only: the produce handler reads nothing of
+  them but the magic byte that tells a legacy message set (up-converted first) from v2 batches.
 """
 
 from __future__ import annotations
@@ -208,16 +210,19 @@ class Log:
     # -- appending
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         now_ms: int, check_keys: bool = False) -> AppendInfo:
+                         now_ms: int, check_keys: bool = False, from_client: bool = False) -> AppendInfo:
         """Validate, number and append the batches of one produce request for this partition.
 
         With `check_keys` (the produce path's setting), a compacted log refuses records without a
         key, as Kafka's validator does; only a compacted log's batches are decoded for that.
+        `from_client`: the records come from a client's Produce, which may not write control
+        batches.
 
         Raises StorageError/RecordsError (both KafkaError with `.code`): CORRUPT_MESSAGE (bad CRC,
         no complete batch, trailing bytes, magic other than 2), INVALID_RECORD (counts and offset
         deltas disagree), MESSAGE_TOO_LARGE (a batch above max.message.bytes),
-        RECORD_LIST_TOO_LARGE (request above segment.bytes), INVALID_TIMESTAMP,
+        RECORD_LIST_TOO_LARGE (request above segment.bytes), INVALID_RECORD (a control batch from a
+        client), INVALID_TIMESTAMP,
         INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE,
         KAFKA_STORAGE_ERROR (the write failed).
         """
@@ -247,8 +252,10 @@ class Log:
             validate_batch(data, pos, header)
             if compacted and not header.is_control:
                 self._require_keys(data, pos, header)
+            if header.is_control and from_client:
+                raise StorageError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
             if header.is_transactional:
-                raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactional batches are not supported by this log")
+                raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
             if header.producer_id >= 0:
                 if producers is None:
                     producers = self.producer_state.begin_append()

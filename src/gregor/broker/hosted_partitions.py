@@ -8,7 +8,8 @@ told its new leader, ISR and epochs (`sync_partition`); one reassigned away or d
 stopped and its log deleted, as Kafka's StopReplica; changed topic configs reach the logs.
 
 It wakes what waits on a partition: followers' fetches when records are appended as leader,
-consumers' fetches when the high watermark moves, both when the partition changes leader or goes.
+consumers' fetches when the high watermark moves (those it gives enough bytes), both when the
+partition changes leader or goes.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class HostedPartitions:
             if logs.get_log(name, index) is not None:  # reassigned away: delete it, as Kafka's StopReplica
                 if (gone := self.partitions.pop((name, index), None)) is not None:
                     self.replicas.apply(gone, gone.stop(now_ms))
+                    self._wake_fetches((name, index))
                 logs.delete_log(name, index)
             return
         partition = self.partitions.get((name, index))
@@ -149,11 +151,12 @@ class HostedPartitions:
 
     def _wake_fetches(self, key: Key) -> None:
         """The partition changed leader or went: every fetch parked on it is answered again."""
-        self.consumer_fetches.notify(key)
-        self.replica_fetches.notify(key)
+        self.consumer_fetches.wake(key)
+        self.replica_fetches.wake(key)
 
     def _high_watermark_moved(self, partition: Partition) -> None:
-        self.consumer_fetches.notify((partition.topic, partition.index))
+        """Consumers' fetches parked on the partition that now have enough bytes are due."""
+        self.consumer_fetches.check((partition.topic, partition.index))
 
     # -- PartitionHost
 
@@ -166,7 +169,7 @@ class HostedPartitions:
     def on_leader_append(self, partition: Partition) -> None:
         """Records were appended as leader: wake the followers waiting in a fetch for them."""
         if partition.remote:
-            self.replica_fetches.notify((partition.topic, partition.index))
+            self.replica_fetches.check((partition.topic, partition.index))
 
     def log_dirs(self) -> Sequence[str]:
         return self._config.log_dirs

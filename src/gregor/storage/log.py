@@ -50,7 +50,7 @@ from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpo
 from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import ProducerStateManager
 from gregor.storage.segment import (
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, OffsetPosition,
 )
 from gregor.storage.swap import complete_interrupted_swaps
 
@@ -58,7 +58,7 @@ MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 _STALE_SUFFIXES = (".tmp", DELETED_SUFFIX)
 _base_offset = attrgetter("base_offset")
 
-__all__ = ["AppendInfo", "Log", "LogConfig", "parse_partition_dir"]
+__all__ = ["AppendInfo", "Log", "LogConfig", "OffsetPosition", "parse_partition_dir"]
 
 
 class AppendInfo(NamedTuple):
@@ -108,6 +108,7 @@ class Log:
         self.truncated_bytes_at_load = 0
         self.cleaner_offset = 0
         self.truncations = 0
+        self._position_memo: tuple[int, OffsetPosition] | None = None  # (truncations, the last one found)
         self._deleted: list[LogSegment] = []
         self._now_ms = now_ms
         self._load(now_ms, clean_shutdown)
@@ -422,6 +423,42 @@ class Log:
                    min_one_batch: bool = True) -> bytes:
         """`read` copied into one bytes object."""
         return self.read(fetch_offset, max_bytes, max_offset, min_one_batch).read_bytes()
+
+    def offset_position(self, offset: int) -> OffsetPosition:
+        """Where a read from `offset` starts, and where a read bounded by `offset` stops: the start
+        of the batch holding it, or the end of the log past the last batch. Free at the log end;
+        elsewhere one index lookup and a walk over batch headers, remembered for the next call at
+        the same offset (a high watermark is asked for by every fetch waiting on it)."""
+        segment = self.segments[self._segment_index(offset)]
+        if offset >= segment.next_offset:
+            return OffsetPosition(offset, segment, segment.size)
+        memo = self._position_memo
+        if memo is not None and memo[0] == self.truncations and memo[1].offset == offset \
+                and memo[1].segment is segment:
+            return memo[1]
+        found = OffsetPosition(offset, segment, segment.position_bound(offset))
+        self._position_memo = (self.truncations, found)
+        return found
+
+    def bytes_between(self, start: OffsetPosition, end_offset: int) -> int | None:
+        """The bytes of the whole batches a read from `start` bounded by `end_offset` would return
+        (no max_bytes), counted from segment positions and sizes without reading the log; None
+        when the log changed under `start` (its segment deleted, cleaned or truncated, or the
+        log start moved past it), so that only a read can tell."""
+        if not self.log_start_offset <= start.offset <= self.log_end_offset:
+            return None
+        index = self._segment_index(start.offset)
+        if self.segments[index] is not start.segment or start.position > start.segment.size:
+            return None
+        if end_offset <= start.offset:
+            return 0
+        end = self.offset_position(min(end_offset, self.log_end_offset))
+        total = -start.position
+        for segment in self.segments[index:]:
+            if segment is end.segment:
+                return max(total + end.position, 0)
+            total += segment.size
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start with timestamp >= `timestamp`."""

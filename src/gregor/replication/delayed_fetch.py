@@ -21,6 +21,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Hashable, Iterable, TypeVar
 
+from gregor.protocol.exceptions import KafkaError
 from gregor.replication.partition import READ_UNCOMMITTED, Partition
 from gregor.storage.segment import OffsetPosition
 
@@ -127,9 +128,15 @@ class EnoughBytes:
                                  max_bytes, isolation_level))
 
     def __call__(self) -> bool:
+        """Whether the fetch is due. Asked while the event that moved a high watermark is still
+        being handled (a produce's append), so a failure to count (an unreadable segment) makes
+        the fetch due, for its read to report, instead of failing that event."""
         total = 0
         for read in self._reads:
-            available = read.partition.bytes_available(read.start, read.leader_epoch, read.isolation_level)
+            try:
+                available = read.partition.bytes_available(read.start, read.leader_epoch, read.isolation_level)
+            except (KafkaError, OSError):
+                return True
             if available is None:
                 return True
             total += min(available, read.max_bytes)

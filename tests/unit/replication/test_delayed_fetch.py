@@ -7,7 +7,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gregor.protocol.error_codes import ErrorCode
 from gregor.replication.delayed_fetch import DelayedFetches, EnoughBytes
+from gregor.storage.errors import StorageError
 
 from tests.unit.replication.helpers import Replica
 
@@ -101,3 +103,18 @@ def test_a_consumer_fetch_is_due_at_once_when_its_leader_changes(tmp_path):
     assert not enough()
     leader.apply(2, 1, (1, 2), 1)
     assert enough(), "only a read can tell the consumer: NOT_LEADER_OR_FOLLOWER"
+
+
+def test_a_consumer_fetch_whose_bytes_cannot_be_counted_is_due_for_its_read_to_report_why():
+    class Unreadable:
+        leader_epoch = 0
+
+        def read_position(self, fetch_offset):
+            return None
+
+        def bytes_available(self, start, leader_epoch, isolation_level):
+            raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, "the segment cannot be read")
+
+    enough = EnoughBytes(min_bytes=1 << 20)
+    enough.add(Unreadable(), 0, 1 << 20)
+    assert enough()

@@ -1,8 +1,9 @@
 """The asyncio edge of the replication layer's fetch purgatory (`DelayedFetches`).
 
-A fetch parks with a future, completed when an event on one of its partitions reaches the
-purgatory or its max wait ends; one timer, armed for the earliest deadline, expires them. The
-decisions stay in the sans-IO purgatory, which the replication simulator runs too.
+A fetch parks with a future, completed when an event on one of its partitions makes it due (a
+change of the partition, `wake`; progress on it that satisfies the fetch's condition, `check`)
+or its max wait ends; one timer, armed for the earliest deadline, expires them. The decisions
+stay in the sans-IO purgatory, which the replication simulator runs too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 from typing import Hashable, Iterable
 
 from gregor.broker.clock import Clock, wall_clock_ms
-from gregor.replication.delayed_fetch import DelayedFetches
+from gregor.replication.delayed_fetch import Condition, DelayedFetches
 
 
 class FetchPurgatory:
@@ -27,18 +28,24 @@ class FetchPurgatory:
     def now_ms(self) -> int:
         return self._clock_ms()
 
-    def park(self, keys: Iterable[Hashable], deadline_ms: int) -> asyncio.Future[None]:
-        """A future done when the fetch is due an answer: an event on one of its partitions, or
-        `deadline_ms` (this purgatory's clock). Park in the same step as the read that found too
-        little, so no event falls between them."""
+    def park(self, keys: Iterable[Hashable], deadline_ms: int, ready: Condition | None = None) -> asyncio.Future[None]:
+        """A future done when the fetch is due an answer: an event on one of its partitions that
+        makes it due (with `ready`, progress only once `ready()` holds), or `deadline_ms` (this
+        purgatory's clock). Park in the same step as the read that found too little, so no event
+        falls between them."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._delayed.park(keys, deadline_ms, future)
+        self._delayed.park(keys, deadline_ms, future, ready)
         self._arm()
         return future
 
-    def notify(self, key: Hashable) -> None:
-        """Something the fetches parked under `key` wait for happened."""
+    def wake(self, key: Hashable) -> None:
+        """The partition `key` changed (leader, or gone): every fetch parked under it is due."""
         _release(self._delayed.complete(key))
+
+    def check(self, key: Hashable) -> None:
+        """Progress on `key` (records appended, the high watermark moved): the fetches parked
+        under it that it satisfies are due."""
+        _release(self._delayed.check(key))
 
     def _arm(self) -> None:
         deadline = self._delayed.next_deadline()

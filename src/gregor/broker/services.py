@@ -1,9 +1,11 @@
 """The narrow interfaces handlers and broker components are given instead of the whole broker.
 
-Each is one concept, listing only what its users call; `server.py`, the composition root,
-implements them (the broker listener's) and `controller_server.py` the quorum's. Typing against
-these rather than the concrete classes keeps a handler's dependencies visible and lets a test
-hand it a small fake.
+Each is one concept, listing only what its users call, implemented by one component that
+`server.py`, the composition root, builds and hands out: `PartitionHost` by
+`hosted_partitions.HostedPartitions`, `MetadataView` by `broker_metadata.BrokerMetadata`,
+`ControllerGateway` by `controller_client.ControllerClient`, `QuorumService` by
+`controller_server.ControllerServer`. Typing against these rather than the concrete classes keeps
+a handler's dependencies visible and lets a test hand it a small fake.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class PartitionHost(Protocol):
 
     @property
     def consumer_fetches(self) -> FetchPurgatory:
-        """Consumers' fetches waiting for a partition's high watermark to move."""
+        """Consumers' fetches waiting for enough bytes below their partitions' high watermarks."""
 
     @property
     def replica_fetches(self) -> FetchPurgatory:

@@ -66,7 +66,7 @@ def _node(config: BrokerConfig) -> tuple[Broker | ControllerServer, MetricsServe
     from gregor.metrics.exposition import MetricsServer
     metrics = BrokerMetrics()
     broker = Broker(config, events=metrics)
-    metrics.watch(broker)
+    metrics.watch(broker.scrape_state)
     return broker, MetricsServer(metrics.registry)
 
 

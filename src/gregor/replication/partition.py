@@ -47,6 +47,7 @@ from gregor.storage.errors import StorageError
 from gregor.storage.leader_epoch_cache import UNDEFINED_EPOCH
 from gregor.storage.file_slice import FetchDataInfo
 from gregor.storage.log import AppendInfo, Log
+from gregor.storage.segment import OffsetPosition
 
 NO_LEADER = -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's isolation_level
@@ -182,8 +183,10 @@ class Partition:
 
     # -- leader: produce
 
-    def append_as_leader(self, records: memoryview | bytes, now_ms: int, required_acks: int = 1) -> AppendInfo:
-        """Append a produce request's records in the current leader epoch.
+    def append_as_leader(self, records: memoryview | bytes, now_ms: int, required_acks: int = 1,
+                         from_client: bool = False) -> AppendInfo:
+        """Append a produce request's records in the current leader epoch; the log parses and
+        validates them (`from_client`: a client's Produce, which may not write control batches).
 
         Raises NOT_LEADER_OR_FOLLOWER on a follower and NOT_ENOUGH_REPLICAS for acks=all while the
         committed ISR is below min.insync.replicas (nothing is appended), besides the log's errors.
@@ -195,7 +198,7 @@ class Partition:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"the ISR {list(self.isr_state.committed)} of {self.topic}-{self.index} is smaller than "
                              f"min.insync.replicas {self.min_insync_replicas}")
-        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True)
+        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True, from_client=from_client)
         if not info.duplicate:
             self._maybe_increment_high_watermark(now_ms)
         return info
@@ -231,6 +234,21 @@ class Partition:
         self._leader_for(current_leader_epoch)
         return self.log.read(fetch_offset, max_bytes, self.last_stable_offset if isolation_level == READ_COMMITTED
                              else self.high_watermark, min_one_batch)
+
+    def read_position(self, fetch_offset: int) -> OffsetPosition:
+        """Where `read_records` from `fetch_offset` starts in the log, for `bytes_available`."""
+        return self.log.offset_position(fetch_offset)
+
+    def bytes_available(self, start: OffsetPosition, leader_epoch: int,
+                        isolation_level: int = READ_UNCOMMITTED) -> int | None:
+        """What `read_records` from `start` could return now (no max_bytes), counted from log
+        positions without reading: the bytes of the whole batches below the high watermark (the
+        last stable offset for READ_COMMITTED). None when only a read can answer: the replica is no
+        longer the leader of `leader_epoch`, or the log changed under `start`."""
+        if not self.is_leader or self.leader_epoch != leader_epoch:
+            return None
+        end = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
+        return self.log.bytes_between(start, end)
 
     @property
     def last_stable_offset(self) -> int:

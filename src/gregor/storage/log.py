@@ -24,8 +24,10 @@ Choices where Kafka leaves room or Gregor differs:
   undoes an interrupted swap at load (`gregor.storage.swap`), and keeps the cleaner's checkpoint
   (`cleaner_offset`) below the log end across truncations.
 - Transactional batches are refused with INVALID_TXN_STATE (no transaction state here). Control
-  batches are accepted (raft writes them); refusing them from clients (Kafka: INVALID_RECORD) is
-  the produce handler's job, as only it knows where the request came from.
+  batches are accepted (raft writes them) except from clients (`from_client`: INVALID_RECORD, as
+  Kafka's validator refuses them for the client origin).
+- A produce's batches are parsed and validated here only: the produce handler reads nothing of
+  them but the magic byte that tells a legacy message set (up-converted first) from v2 batches.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpo
 from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import ProducerStateManager
 from gregor.storage.segment import (
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, OffsetPosition,
 )
 from gregor.storage.swap import complete_interrupted_swaps
 
@@ -56,7 +58,7 @@ MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 _STALE_SUFFIXES = (".tmp", DELETED_SUFFIX)
 _base_offset = attrgetter("base_offset")
 
-__all__ = ["AppendInfo", "Log", "LogConfig", "parse_partition_dir"]
+__all__ = ["AppendInfo", "Log", "LogConfig", "OffsetPosition", "parse_partition_dir"]
 
 
 class AppendInfo(NamedTuple):
@@ -106,6 +108,7 @@ class Log:
         self.truncated_bytes_at_load = 0
         self.cleaner_offset = 0
         self.truncations = 0
+        self._position_memo: tuple[int, OffsetPosition] | None = None  # (truncations, the last one found)
         self._deleted: list[LogSegment] = []
         self._now_ms = now_ms
         self._load(now_ms, clean_shutdown)
@@ -208,16 +211,19 @@ class Log:
     # -- appending
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         now_ms: int, check_keys: bool = False) -> AppendInfo:
+                         now_ms: int, check_keys: bool = False, from_client: bool = False) -> AppendInfo:
         """Validate, number and append the batches of one produce request for this partition.
 
         With `check_keys` (the produce path's setting), a compacted log refuses records without a
         key, as Kafka's validator does; only a compacted log's batches are decoded for that.
+        `from_client`: the records come from a client's Produce, which may not write control
+        batches.
 
         Raises StorageError/RecordsError (both KafkaError with `.code`): CORRUPT_MESSAGE (bad CRC,
         no complete batch, trailing bytes, magic other than 2), INVALID_RECORD (counts and offset
         deltas disagree), MESSAGE_TOO_LARGE (a batch above max.message.bytes),
-        RECORD_LIST_TOO_LARGE (request above segment.bytes), INVALID_TIMESTAMP,
+        RECORD_LIST_TOO_LARGE (request above segment.bytes), INVALID_RECORD (a control batch from a
+        client), INVALID_TIMESTAMP,
         INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE,
         KAFKA_STORAGE_ERROR (the write failed).
         """
@@ -247,8 +253,10 @@ class Log:
             validate_batch(data, pos, header)
             if compacted and not header.is_control:
                 self._require_keys(data, pos, header)
+            if header.is_control and from_client:
+                raise StorageError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
             if header.is_transactional:
-                raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactional batches are not supported by this log")
+                raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
             if header.producer_id >= 0:
                 if producers is None:
                     producers = self.producer_state.begin_append()
@@ -415,6 +423,42 @@ class Log:
                    min_one_batch: bool = True) -> bytes:
         """`read` copied into one bytes object."""
         return self.read(fetch_offset, max_bytes, max_offset, min_one_batch).read_bytes()
+
+    def offset_position(self, offset: int) -> OffsetPosition:
+        """Where a read from `offset` starts, and where a read bounded by `offset` stops: the start
+        of the batch holding it, or the end of the log past the last batch. Free at the log end;
+        elsewhere one index lookup and a walk over batch headers, remembered for the next call at
+        the same offset (a high watermark is asked for by every fetch waiting on it)."""
+        segment = self.segments[self._segment_index(offset)]
+        if offset >= segment.next_offset:
+            return OffsetPosition(offset, segment, segment.size)
+        memo = self._position_memo
+        if memo is not None and memo[0] == self.truncations and memo[1].offset == offset \
+                and memo[1].segment is segment:
+            return memo[1]
+        found = OffsetPosition(offset, segment, segment.position_bound(offset))
+        self._position_memo = (self.truncations, found)
+        return found
+
+    def bytes_between(self, start: OffsetPosition, end_offset: int) -> int | None:
+        """The bytes of the whole batches a read from `start` bounded by `end_offset` would return
+        (no max_bytes), counted from segment positions and sizes without reading the log; None
+        when the log changed under `start` (its segment deleted, cleaned or truncated, or the
+        log start moved past it), so that only a read can tell."""
+        if not self.log_start_offset <= start.offset <= self.log_end_offset:
+            return None
+        index = self._segment_index(start.offset)
+        if self.segments[index] is not start.segment or start.position > start.segment.size:
+            return None
+        if end_offset <= start.offset:
+            return 0
+        end = self.offset_position(min(end_offset, self.log_end_offset))
+        total = -start.position
+        for segment in self.segments[index:]:
+            if segment is end.segment:
+                return max(total + end.position, 0)
+            total += segment.size
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start with timestamp >= `timestamp`."""

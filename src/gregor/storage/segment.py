@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from gregor.records.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header, verify_crc
 from gregor.records.errors import RecordsError
@@ -30,6 +30,15 @@ MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 _HEADER_CHUNK = 8192
 _RECOVERY_CHUNK = 4 << 20
+
+
+class OffsetPosition(NamedTuple):
+    """Where the batch holding `offset` starts: its segment and byte position (Kafka's
+    LogOffsetMetadata). Positions let a waiting fetch count bytes without reading them."""
+
+    offset: int
+    segment: LogSegment
+    position: int
 
 
 def segment_file_prefix(directory: str, base_offset: int) -> str:

@@ -4,7 +4,8 @@ A waiting fetch runs as a task, which starts a loop iteration after the handler'
 in that gap must still end the wait at once rather than leave the fetch sleeping out max_wait_ms
 (for a follower, that held every acks=all produce behind it). Both kinds park in their purgatory
 in the same step as their read, so nothing falls in the gap: a follower's is woken by appends
-(not by high-watermark moves), a consumer's by high-watermark moves, either by its max wait.
+(not by high-watermark moves), a consumer's by high-watermark moves that give it enough bytes,
+either by its max wait.
 """
 
 from __future__ import annotations
@@ -80,12 +81,12 @@ def _leader(tmp_path, replicas: tuple[int, ...]) -> Replica:
 
 
 async def _append_in_the_gap(partitions: _Partitions, waiting) -> bytes:
-    """Append (and notify, as the broker does: followers of the append, consumers of the high
-    watermark's move) before the waiting fetch first runs."""
+    """Append (and check the purgatories, as the broker does: followers' on the append, consumers'
+    on the high watermark's move) before the waiting fetch first runs."""
     task = asyncio.ensure_future(waiting)
     partitions.replica.produce(b"second", acks=1)
-    partitions.replica_fetches.notify(KEY)
-    partitions.consumer_fetches.notify(KEY)
+    partitions.replica_fetches.check(KEY)
+    partitions.consumer_fetches.check(KEY)
     return _records(await asyncio.wait_for(task, LONG_POLL_MS / 1000 / 4))
 
 
@@ -105,7 +106,7 @@ def test_a_follower_fetch_waits_for_records_not_for_the_high_watermark_then_for_
         request = _fetch(1, 2, 13)
         request.max_wait_ms = 200
         task = asyncio.ensure_future(handle_replica_fetch(_context(partitions, 13), request, 2))
-        partitions.consumer_fetches.notify(KEY)  # the high watermark moved: not what a follower waits for
+        partitions.consumer_fetches.check(KEY)  # the high watermark moved: not what a follower waits for
         await asyncio.sleep(0.05)
         assert not task.done()
         response = await asyncio.wait_for(task, 5)
@@ -124,7 +125,7 @@ def test_a_consumer_fetch_sees_an_append_made_before_it_started_waiting(tmp_path
     assert b"second" in asyncio.run(run())
 
 
-def test_a_consumer_fetch_short_of_min_bytes_waits_again_then_answers_at_its_max_wait(tmp_path):
+def test_a_consumer_fetch_short_of_min_bytes_stays_parked_then_answers_at_its_max_wait(tmp_path):
     async def run() -> None:
         partitions = _Partitions(_leader(tmp_path, (1,)))
         request = _fetch(1, -1, 13)
@@ -132,8 +133,8 @@ def test_a_consumer_fetch_short_of_min_bytes_waits_again_then_answers_at_its_max
         task = asyncio.ensure_future(fetch.handle(_context(partitions, 13), request))
         await asyncio.sleep(0)
         partitions.replica.produce(b"second", acks=1)
-        partitions.consumer_fetches.notify(KEY)
+        partitions.consumer_fetches.check(KEY)
         await asyncio.sleep(0.05)
-        assert not task.done() and len(partitions.consumer_fetches) == 1, "too little yet: parked again"
+        assert not task.done() and len(partitions.consumer_fetches) == 1, "too little yet: still parked"
         assert b"second" in _records(await asyncio.wait_for(task, 5))
     asyncio.run(run())

@@ -2,7 +2,10 @@
 
 Long-poll: when fewer than `min_bytes` are available the fetch parks in the broker's consumer
 fetch purgatory (`fetch_purgatory`, over the replication layer's `DelayedFetches`) for up to
-`max_wait_ms`, and is read again when the high watermark of a partition it reads moves. Fetch
+`max_wait_ms`, as Kafka's DelayedFetch: each time the high watermark of a partition it reads
+moves, `EnoughBytes` counts the bytes now below it from log positions, without reading them, and
+the fetch stays parked while they are short of `min_bytes`. Its partitions are read once more
+when it is due (enough bytes, its max wait, a partition that changed leader or went). Fetch
 sessions (KIP-227) are answered sessionless: a full fetch gets session id 0, which tells the
 client that no session was created, and an incremental fetch for an unknown session gets
 FETCH_SESSION_ID_NOT_FOUND so the client falls back to full fetches. v13+ name topics by id.
@@ -20,14 +23,14 @@ from __future__ import annotations
 import asyncio
 
 from gregor.broker.errors import error_code_of
-from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.records.convert import downconvert
-from gregor.replication.partition import READ_UNCOMMITTED
+from gregor.replication.delayed_fetch import EnoughBytes
+from gregor.replication.partition import READ_UNCOMMITTED, Partition
 
 API_KEY = 1
 # Below this, one pread and a write cost less than a sendfile round through the event loop.
@@ -39,14 +42,16 @@ _Partition = FetchResponse.PartitionData
 
 
 class _FetchPlan:
-    """The partitions of one request, resolved once, re-read on every wake-up."""
+    """One request's partitions: read when it arrives and, if it waits, once more when it is due."""
 
     def __init__(self, context: BrokerContext, request: FetchRequest) -> None:
         self.context = context
         self.request = request
         self.by_id = context.version >= 13
+        self.isolation_level = request.isolation_level if context.version >= 4 else READ_UNCOMMITTED
         self.keys: list[tuple[str, int]] = []
         self.bytes_by_topic: dict[str, int] = {}
+        self._read: list[tuple[Partition, FetchRequest.FetchPartition]] = []
 
     def read(self) -> tuple[list[_Topic], int, bool]:
         host = self.context.partitions
@@ -58,6 +63,7 @@ class _FetchPlan:
         topics = []
         self.keys = []
         self.bytes_by_topic = {}
+        self._read = []
         for fetch_topic in request.topics:
             if self.by_id:
                 name = self.context.metadata.topic_name(fetch_topic.topic_id)
@@ -83,8 +89,8 @@ class _FetchPlan:
                 try:
                     info = partition.read_records(
                         fetch_partition.fetch_offset, max(limit, 0),
-                        fetch_partition.current_leader_epoch if version >= 9 else -1,
-                        request.isolation_level if version >= 4 else READ_UNCOMMITTED, total == 0)
+                        fetch_partition.current_leader_epoch if version >= 9 else -1, self.isolation_level,
+                        total == 0)
                     if version <= 3:
                         data = downconvert(info.read_bytes(), 1 if version >= 2 else 0,
                                            host.max_uncompressed_bytes) if info.slices else b""
@@ -96,6 +102,7 @@ class _FetchPlan:
                     response.error_code, _ = error_code_of(error)
                     any_error = True
                     continue
+                self._read.append((partition, fetch_partition))
                 response.records = data
                 total += len(data)
                 remaining -= len(data)
@@ -105,6 +112,14 @@ class _FetchPlan:
                 topic.topic_id = fetch_topic.topic_id
             topics.append(topic)
         return topics, total, any_error
+
+    def enough_bytes(self) -> EnoughBytes:
+        """When the fetch parks: the condition that makes it due, over the partitions just read."""
+        condition = EnoughBytes(self.request.min_bytes)
+        for partition, fetch_partition in self._read:
+            condition.add(partition, fetch_partition.fetch_offset, fetch_partition.partition_max_bytes,
+                          self.isolation_level)
+        return condition
 
 
 def handle(context: BrokerContext, request: FetchRequest):
@@ -118,21 +133,15 @@ def handle(context: BrokerContext, request: FetchRequest):
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
         return _response(plan, topics)
     purgatory = context.partitions.consumer_fetches
-    deadline_ms = purgatory.now_ms() + request.max_wait_ms
-    return _wait(plan, purgatory, purgatory.park(plan.keys, deadline_ms), deadline_ms)
+    return _when_due(plan, purgatory.park(plan.keys, purgatory.now_ms() + request.max_wait_ms, plan.enough_bytes()))
 
 
-async def _wait(plan: _FetchPlan, purgatory: FetchPurgatory, due: asyncio.Future[None],
-                deadline_ms: int) -> FetchResponse:
-    """Read again each time a high watermark the fetch reads moves (or its partition changes),
-    until min_bytes are there or the max wait is over; it parks again in the same step as a
-    read that found too little, so no move falls in between."""
-    while True:
-        await due
-        topics, total, any_error = plan.read()
-        if any_error or total >= plan.request.min_bytes or purgatory.now_ms() >= deadline_ms:
-            return _response(plan, topics)
-        due = purgatory.park(plan.keys, deadline_ms)
+async def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> FetchResponse:
+    """The answer, read once the fetch is due. It parked in the same step as the read that found
+    too little, so no move of a high watermark falls in between."""
+    await due
+    topics, _, _ = plan.read()
+    return _response(plan, topics)
 
 
 def _response(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:

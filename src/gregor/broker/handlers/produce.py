@@ -1,15 +1,19 @@
 """Produce (key 0), v0–v11.
 
 v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batches before they
-are stored; v3+ must carry v2 batches. Transactions are not implemented yet, so a
-transactional batch is refused with INVALID_TXN_STATE (the answer Kafka gives for a partition
-that is not part of an ongoing transaction). acks=0 gets no response; acks=1 is answered after
-the leader's append; acks=-1 once the high watermark has passed the batch, i.e. every ISR member
-has it (a delayed produce, answered REQUEST_TIMED_OUT after the request's timeout, or
-NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas meanwhile). With
-one replica the high watermark moves with the append, so the answer is immediate. A delayed
-produce is `Pipelined`: its records are appended, so the connection's next requests are
-dispatched while it waits (answers still in order).
+are stored; v3+ must carry v2 batches (INVALID_RECORD otherwise). The handler reads only the
+magic byte, to tell the two apart: the partition's log parses and validates the batches, once,
+and its errors are the partition's answer: CORRUPT_MESSAGE (CRC, framing), INVALID_RECORD
+(counts, a control batch), INVALID_TXN_STATE (transactions are not implemented yet: the answer
+Kafka gives for a partition that is not part of an ongoing transaction), MESSAGE_TOO_LARGE,
+INVALID_TIMESTAMP and the producer-sequence errors among them.
+
+acks=0 gets no response; acks=1 is answered after the leader's append; acks=-1 once the high
+watermark has passed the batch, i.e. every ISR member has it (a delayed produce, answered
+REQUEST_TIMED_OUT after the request's timeout, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR
+shrank below min.insync.replicas meanwhile). With one replica the high watermark moves with the
+append, so the answer is immediate. A delayed produce is `Pipelined`: its records are appended,
+so the connection's next requests are dispatched while it waits (answers still in order).
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import Pipelined
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
-from gregor.records.batch import parse_header
 from gregor.records.convert import detect_magic, upconvert_to_v2
 
 API_KEY = 0
@@ -74,15 +77,12 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
     if records is None or len(records) == 0:
         return _failed(index, ErrorCode.CORRUPT_MESSAGE, "empty records")
     try:
-        magic = detect_magic(records)
-        if magic < 2:
+        if detect_magic(records) < 2:
             if context.version >= 3:
                 return _failed(index, ErrorCode.INVALID_RECORD,
                                "produce v3+ requires record batches of magic 2")
             records = memoryview(upconvert_to_v2(records, partitions.max_uncompressed_bytes))
-        elif parse_header(records).is_transactional:
-            return _failed(index, ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
-        info = partition.append_as_leader(records, context.now_ms, acks)
+        info = partition.append_as_leader(records, context.now_ms, acks, from_client=True)
     except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
         code, message = error_code_of(error)
         return _failed(index, code, message)

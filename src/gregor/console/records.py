@@ -90,7 +90,8 @@ class RecordReader:
 
     def _fetch(self, tp: TopicPartition, start: int, stop: int) -> list[Fetched]:
         """Records in [start, stop), polling until the last is read or the time is up."""
-        consumer = Consumer({**self._config, "enable.auto.commit": False, "client.id": "gregor-console-browser",
+        consumer = Consumer({**self._config, "enable.auto.commit": False, "allow.auto.create.topics": False,
+                             "client.id": "gregor-console-browser",
                              "max.poll.records": MAX_RECORDS})
         try:
             consumer.assign([tp])

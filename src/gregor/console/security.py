@@ -25,16 +25,18 @@ SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
 
 
 def same_origin(headers: dict[str, str]) -> bool:
     """False for a request a browser says came from another site; True otherwise (a request
-    without the headers, e.g. from curl, is not a browser being misled)."""
-    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-        return False
+    without the headers, e.g. from curl, is not a browser being misled). Sec-Fetch-Site, where the
+    browser sends it, decides; else the Origin must name this host."""
+    fetch_site = headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
     origin = headers.get("origin")
     if origin is None or origin == "null":
         return origin is None

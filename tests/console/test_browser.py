@@ -178,10 +178,12 @@ def test_a_topic_created_in_the_page_exists_in_the_cluster(cluster, console, pag
     page.click("#create-topic button")
     expect(page.locator(".error")).to_contain_text("TOPIC_ALREADY_EXISTS")
 
-    produce(cluster, "orders", 40)
     page.goto(console + "topics/orders")
     expect(page.locator("#partition-table")).to_contain_text("online")
-    page.wait_for_timeout(2500)  # a few samples, for the throughput chart
+    for _ in range(4):  # in bursts, sampled once a second: the chart draws the rate
+        produce(cluster, "orders", 10)
+        page.wait_for_timeout(700)
+    expect(page.locator("figure.chart polyline")).to_have_count(1)
     screenshot(page, "topic")
     page.goto(console + "topics")
     expect(page.locator("tr[data-topic=orders]")).to_contain_text("40")
@@ -234,7 +236,7 @@ def test_group_lag_in_the_page_equals_consumer_groups_describe(cluster, console,
              for index in range(rows.count())}
     assert shown == expected
     expect(page.locator("#total-lag")).to_have_text(str(total))
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(2500)
     screenshot(page, "group")
 
 

@@ -97,7 +97,9 @@
       const title = svg("title");
       title.textContent = name;
       line.append(title);
-      chart.append(line);
+      const last = points[points.length - 1];
+      chart.append(line, svg("circle", {class: "series dot s" + index, r: 2, cx: x(last[0]).toFixed(1),
+                                         cy: y(last[1]).toFixed(1)}));
       const item = document.createElement("li");
       const swatch = document.createElement("span");
       swatch.className = "swatch s" + index;

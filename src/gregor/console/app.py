@@ -361,7 +361,13 @@ class Pages:
             return await self.group(request, problem, 409)
         return RedirectResponse(group_url(group_id) + "&done=reset", 303)
 
-    # data for the charts
+    # what the script fetches
+
+    async def status(self, request: Request) -> Response:
+        """The status line alone, for pages whose other parts do not change by themselves."""
+        page = self.templates.get_template("status.html").render(settings=self.settings,
+                                                                 status=self.services.sampler.status)
+        return HTMLResponse(page)
 
     async def series(self, request: Request) -> Response:
         return JSONResponse(self.services.sampler.snapshot())
@@ -399,6 +405,7 @@ def create_app(settings: ConsoleSettings, services: ConsoleServices | None = Non
         Route("/group", pages.group),
         Route("/group/reset", pages.reset, methods=["POST"]),
         Route("/api/series", pages.series),
+        Route("/api/status", pages.status),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)

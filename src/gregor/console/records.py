@@ -14,9 +14,9 @@ from typing import Any, Mapping
 
 from gregor.client import Consumer, KafkaException, Producer, TopicPartition
 from gregor.client.admin import OffsetSpec
-from gregor.client.errors import ClientErrorCode
 from gregor.client.producer import RecordMetadata
 from gregor.console.inspector import Inspector
+from gregor.protocol.error_codes import ErrorCode
 
 MAX_RECORDS = 500
 _POLL_SLICE_S = 0.2
@@ -62,8 +62,8 @@ class RecordReader:
         starts = self._inspector.offsets([tp], OffsetSpec.earliest())
         ends = self._inspector.offsets([tp], OffsetSpec.latest())
         if tp not in starts or tp not in ends:
-            raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION,
-                                 f"cannot read the offsets of {tp.topic}-{tp.partition} (no leader?)")
+            raise KafkaException(ErrorCode.LEADER_NOT_AVAILABLE,
+                                 f"cannot read the offsets of {tp.topic}-{tp.partition}: it has no leader now")
         return starts[tp], ends[tp]
 
     def read(self, topic: str, partition: int, offset: int | None = None, timestamp_ms: int | None = None,

@@ -13,9 +13,11 @@
 
   async function refreshLive() {
     const live = Array.from(document.querySelectorAll("[data-live][id]"));
+    // a page whose only live part is the status line (messages, a reset plan) is not read again
+    const url = live.some((element) => element.id !== "status") ? window.location.href : "/api/status";
     let doc;
     try {
-      const response = await fetch(window.location.href, {cache: "no-store", headers: {"Accept": "text/html"}});
+      const response = await fetch(url, {cache: "no-store", headers: {"Accept": "text/html"}});
       doc = new DOMParser().parseFromString(await response.text(), "text/html");
     } catch (error) {
       const status = document.getElementById("status");
@@ -132,5 +134,5 @@
 
   drawCharts();
   if (refreshMs > 0) window.setInterval(tick, refreshMs);
-  else window.setInterval(drawCharts, 3000);
+  else window.setInterval(drawCharts, 3000);  // a page answering a form: its address is not to be read again
 })();

@@ -73,7 +73,7 @@
     }
     const now = data.now;
     const first = Math.min(...names.map((name) => all[name][0][0]));
-    const span = Math.max(60000, now - first);
+    const span = Math.max(20000, now - first);
     const top = niceMax(Math.max(...names.map(peak)));
     const x = (t) => LEFT + (WIDTH - LEFT - RIGHT) * (1 - (now - t) / span);
     const y = (v) => TOP + (HEIGHT - TOP - BOTTOM) * (1 - v / top);

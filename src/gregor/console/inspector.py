@@ -261,9 +261,8 @@ class Inspector:
     def _partitions_of(self, names: list[str]) -> list[PartitionMetadata]:
         if not names:
             return []
-        described = self.admin.describe_topics(names)
-        return [partition for name in names if not isinstance(described[name], KafkaException)
-                for partition in described[name].partitions]  # type: ignore[union-attr]
+        found = [d for d in self.admin.describe_topics(names).values() if not isinstance(d, KafkaException)]
+        return [partition for description in found for partition in description.partitions]
 
     def _offsets(self, partitions: list[TopicPartition], earliest: bool = True,
                  ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:

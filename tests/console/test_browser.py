@@ -277,6 +277,14 @@ def test_record_content_renders_as_text_never_as_markup(cluster, console, page):
     assert page.evaluate("window.__pwned") is None
     screenshot(page, "messages")
 
+    page.goto(console + "topics/orders/messages?partition=1&offset=8&format=hex")
+    expect(page.locator("article.record pre.value")).to_contain_text("3c 73 63 72 69 70 74 3e")  # "<script>"
+    page.goto(console + "topics/orders/messages?partition=1&timestamp=2000-01-01T00:00:00&limit=1")
+    expect(page.locator("article.record")).to_have_attribute("data-offset", "0")
+    expect(page.locator("article.record pre.value")).to_contain_text('"order": ')  # JSON, pretty-printed
+    page.goto(console + "topics/orders/messages?partition=1&timestamp=2999-01-01T00:00:00")
+    expect(page.locator("#records")).to_contain_text("No records here.")
+
     huge = b"x" * 100_000
     produce(cluster, "orders", 1, value=huge, key="huge", headers=[("kind", b"huge")], partition=0)
     page.goto(console + "topics/orders/messages?partition=0&limit=100")

@@ -106,8 +106,8 @@ class Pages:
     def failure(self, request: Request, error: KafkaException, nav: str) -> Response:
         """A page whose data could not be read: not found, unreachable (retried), or Kafka's error."""
         code = error.code
-        if code in NOT_FOUND:
-            return self.render(request, "failure.html", nav, 404, title="Not found", error=str(error), retry=False)
+        if code in NOT_FOUND:  # looked for again: metadata reaches the brokers a moment after a change
+            return self.render(request, "failure.html", nav, 404, title="Not found", error=str(error), retry=True)
         if code in UNREACHABLE:
             self.services.sampler.report(str(error))
             return self.render(request, "failure.html", nav, 503, title="Cannot reach the cluster",
@@ -167,6 +167,7 @@ class Pages:
             return self.failure(request, error, "topics")
         if isinstance(result, KafkaException):
             return await self.topics(request, f"Kafka refused to create topic {name!r}: {result}", form, 400)
+        await run_in_threadpool(self.services.inspector.await_topic, name, self.settings.timeout_s)
         return RedirectResponse(topic_url(name) + "?done=created", 303)
 
     async def topic(self, request: Request, error: str | None = None, status_code: int = 200) -> Response:

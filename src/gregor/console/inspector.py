@@ -197,6 +197,20 @@ class Inspector:
         return TopicDetail(name, str(description.topic_id) if description.topic_id else None,
                            description.is_internal, views, entries, count(view.health for view in views))
 
+    def await_topic(self, name: str, timeout_s: float, poll_s: float = 0.1) -> bool:
+        """Whether a topic just created is described with a leader for every partition within
+        `timeout_s`: CreateTopics answers once the controller has it, the brokers learn it a
+        moment later, and the page that follows should find it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self.admin.describe_topics([name])[name]
+            if not isinstance(found, KafkaException) and found.partitions and \
+                    all(partition.leader >= 0 for partition in found.partitions):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+
     # groups
 
     def groups(self) -> list[GroupSummary]:

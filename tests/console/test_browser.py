@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -40,7 +39,8 @@ WAIT_MS = 30_000
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (scripts/setup.sh --test)"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                       reason="Debian's chromium is not installed (scripts/setup.sh --test)"),
 ]
 expect = playwright_api.expect
 expect.set_options(timeout=WAIT_MS)
@@ -335,9 +335,10 @@ def test_the_console_works_against_a_broker_nobody_here_wrote(page, tmp_path):
             expect(page.locator(".notice")).to_have_text("Topic created.")
             page.click("text=Browse messages")
             page.fill("#produce [name=partition]", "0")
-            page.fill("#produce [name=value]", "<script>window.__pwned = 1</script>")
+            attack = "<script>window.__pwned = 1</script>"
+            page.fill("#produce [name=value]", attack)
             page.click("#produce button")
-            expect(page.locator("article.record.produced pre.value")).to_have_text("<script>window.__pwned = 1</script>")
+            expect(page.locator("article.record.produced pre.value")).to_have_text(attack)
             assert page.evaluate("window.__pwned") is None
     finally:
         tansu.stop()

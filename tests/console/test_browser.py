@@ -296,7 +296,8 @@ def test_record_content_renders_as_text_never_as_markup(cluster, console, page):
 
 
 def test_read_only_mode_hides_and_refuses_changes(cluster, console, page):
-    with InProcessConsole(cluster.bootstrap, read_only=True, sample_interval_s=1) as read_only:
+    with InProcessConsole(cluster.bootstrap, read_only=True, sample_interval_s=1,
+                          allowed_hosts=("127.0.0.1", "localhost")) as read_only:
         page.goto(read_only.url + "topics")
         expect(page.locator(".badge.readonly")).to_be_visible()
         assert page.locator("form[method=post]").count() == 0
@@ -306,6 +307,10 @@ def test_read_only_mode_hides_and_refuses_changes(cluster, console, page):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 403
+        rebound = urllib.request.Request(read_only.url + "topics", headers={"Host": "attacker.example"})
+        with pytest.raises(urllib.error.HTTPError) as foreign:  # a name rebound to 127.0.0.1 reads nothing
+            urllib.request.urlopen(rebound, timeout=10)
+        assert foreign.value.code == 400
     assert "sneaky" not in cluster.admin().list_topics(timeout=10).topics
 
 

@@ -30,3 +30,12 @@ def test_a_port_in_use_is_one_line(capsys):
         result = in_process(capsys, "console", "--bootstrap-server", "127.0.0.1:9", "--port", str(port))
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in one_error_line(result)
+
+
+def test_a_console_on_a_loopback_address_answers_only_to_loopback_names():
+    from gregor.cli.web_console import _allowed_hosts
+
+    assert _allowed_hosts("127.0.0.1") == ("127.0.0.1", "localhost", "[::1]")
+    assert _allowed_hosts("::1") == ("127.0.0.1", "localhost", "[::1]")
+    assert _allowed_hosts("127.0.0.2")[-1] == "127.0.0.2"
+    assert _allowed_hosts("0.0.0.0") == ("*",)

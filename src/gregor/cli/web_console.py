@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import socket
 
 from gregor.cli.common import (
@@ -10,6 +11,7 @@ from gregor.cli.common import (
 )
 
 EXTRA = "pip install 'gregor-streaming[console]'"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 EPILOG = """examples:
   gregor console --bootstrap-server localhost:9092
@@ -70,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from gregor.console.services import ConsoleSettings
 
     settings = ConsoleSettings(bootstrap=args.bootstrap_server, client_config=config, read_only=args.read_only,
-                               sample_interval_s=args.sample_interval, history_s=args.history, timeout_s=timeout_s)
+                               sample_interval_s=args.sample_interval, history_s=args.history, timeout_s=timeout_s,
+                               allowed_hosts=_allowed_hosts(args.host))
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"Gregor console at http://{shown}:{port}/ for the cluster at {args.bootstrap_server}"
@@ -79,6 +82,18 @@ def run(args: argparse.Namespace) -> int:
                                            lifespan="on"))
     server.run(sockets=[listener])
     return 0
+
+
+def _allowed_hosts(host: str) -> tuple[str, ...]:
+    """Listening on a loopback address, only loopback names in the Host header (no DNS
+    rebinding); elsewhere any (the operator chose who can reach it)."""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        return ("*",)
+    return tuple(dict.fromkeys(LOOPBACK_NAMES + (f"[{host}]" if ":" in host else host,)))
 
 
 def _listen(host: str, port: int) -> socket.socket:

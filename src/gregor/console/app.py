@@ -16,6 +16,7 @@ from typing import AsyncIterator
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -85,4 +86,6 @@ def create_app(settings: ConsoleSettings, services: ConsoleServices | None = Non
         Route("/api/status", pages.status),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)], lifespan=lifespan)
+    middleware = [Middleware(SecurityHeaders),
+                  Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

@@ -27,6 +27,9 @@ class ConsoleSettings:
     """Bytes of a key, value or header shown in the page; the rest is a download."""
     refresh_s: float = 3.0
     """How often the live parts of a page (status, brokers, tables) are refreshed in the browser."""
+    allowed_hosts: tuple[str, ...] = ("*",)
+    """Host header values served; a console on a loopback address serves only loopback names, so
+    that a site whose name was rebound to 127.0.0.1 (DNS rebinding) cannot read it."""
 
     def client(self) -> dict[str, Any]:
         """The settings every client of the console gets (the producer takes no api timeout)."""

@@ -22,6 +22,16 @@ def test_wrong_options(capsys):
     assert result.returncode == 2 and "--port must be 0..65535" in one_error_line(result)
 
 
+def test_a_client_config_the_console_cannot_use_is_one_line(capsys, tmp_path):
+    properties = tmp_path / "client.properties"
+    properties.write_text("acks=all\n")
+    result = in_process(capsys, "console", "--bootstrap-server", "127.0.0.1:9", "--port", "0",
+                        "--command-config", str(properties))
+    assert result.returncode == 2
+    assert "invalid client config: 'acks' is a producer setting" in one_error_line(result)
+    assert result.stdout == ""  # no banner for a console that does not start
+
+
 def test_a_port_in_use_is_one_line(capsys):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -16,7 +16,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 EPILOG = """examples:
   gregor console --bootstrap-server localhost:9092
   gregor console --bootstrap-server kafka1:9092,kafka2:9092 --port 9000 --host 0.0.0.0 --read-only
-  gregor console --bootstrap-server broker:9093 --command-config client-ssl.properties
+  gregor console --bootstrap-server broker:9092 --command-config client.properties --timeout 10000
 
 Open the printed address in a browser. The console has no login of its own: it listens on
 127.0.0.1 unless --host says otherwise; use --read-only where others can reach it. It works
@@ -74,12 +74,16 @@ def run(args: argparse.Namespace) -> int:
     settings = ConsoleSettings(bootstrap=args.bootstrap_server, client_config=config, read_only=args.read_only,
                                sample_interval_s=args.sample_interval, history_s=args.history, timeout_s=timeout_s,
                                allowed_hosts=_allowed_hosts(args.host))
+    try:
+        app = create_app(settings)  # makes the clients: a bad client config fails here, before the banner
+    except BaseException:
+        listener.close()
+        raise
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"Gregor console at http://{shown}:{port}/ for the cluster at {args.bootstrap_server}"
           + (" (read-only)" if args.read_only else ""), flush=True)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", access_log=False,
-                                           lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
     server.run(sockets=[listener])
     return 0
 

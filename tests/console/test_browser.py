@@ -246,11 +246,33 @@ def test_group_lag_in_the_page_equals_consumer_groups_describe(cluster, console,
     screenshot(page, "group")
 
 
-def test_resetting_offsets_shows_the_plan_and_commits_it_on_confirmation(cluster, console, page):
+def preview_reset_to_latest(page, console) -> None:
     page.goto(console + "group?id=billing")
     page.select_option("#reset [name=scenario]", "to-latest")
     page.click("#reset button")
     expect(page.locator("h1")).to_contain_text("Reset the offsets of")
+
+
+def test_a_reset_is_refused_while_the_group_has_members(cluster, console, page):
+    member = OracleConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": "billing",
+                             "enable.auto.commit": False})
+    member.subscribe(["orders"])
+    deadline = time.monotonic() + 30
+    while not member.assignment():
+        assert time.monotonic() < deadline, "the consumer got no assignment"
+        member.poll(0.2)
+    try:
+        preview_reset_to_latest(page, console)
+        page.click("#confirm-reset button")
+        expect(page.locator(".error")).to_contain_text("stop its consumers first. Nothing was changed.")
+        expect(page.locator("#members")).to_contain_text("orders-0")
+        assert sum(int(lag) for lag in described_lags(cluster, "billing").values()) == 37
+    finally:
+        member.close()
+
+
+def test_resetting_offsets_shows_the_plan_and_commits_it_on_confirmation(cluster, console, page):
+    preview_reset_to_latest(page, console)
     expect(page.locator("#plan .new-offset")).to_have_count(3)
     before = described_lags(cluster, "billing")
     assert sum(int(lag) for lag in before.values()) == 37  # nothing changed before the confirmation

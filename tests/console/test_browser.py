@@ -306,6 +306,8 @@ def test_record_content_renders_as_text_never_as_markup(cluster, console, page):
     expect(page.locator("article.record pre.value")).to_contain_text('"order": ')  # JSON, pretty-printed
     page.goto(console + "topics/orders/messages?partition=1&timestamp=2999-01-01T00:00:00")
     expect(page.locator("#records")).to_contain_text("No records here.")
+    assert page.goto(console + "topics/orders/messages?limit=many").status == 400
+    expect(page.locator(".error")).to_have_text("limit must be a whole number, got 'many'")
 
     huge = b"x" * 100_000
     produce(cluster, "orders", 1, value=huge, key="huge", headers=[("kind", b"huge")], partition=0)

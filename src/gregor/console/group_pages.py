@@ -81,8 +81,9 @@ class GroupPages:
 
     async def _execute_reset(self, request: Request, group_id: str, form: dict[str, str]) -> Response:
         try:
-            plan: dict[tuple[str, int], int] = {TopicPartition(str(topic), int(partition)): int(offset)
-                    for topic, partition, offset in json.loads(form.get("plan", "[]"))}
+            plan: dict[tuple[str, int], int] = {
+                TopicPartition(str(topic), int(partition)): int(offset)
+                for topic, partition, offset in json.loads(form.get("plan", "[]"))}
         except (ValueError, TypeError):
             return await self.group(request, "The reset plan was malformed; nothing was changed.", 400)
 

@@ -104,10 +104,11 @@ class TopicPages:
             offset = forms.optional_int(params.get("offset"), "offset", 0)
             timestamp = forms.timestamp_ms(params.get("timestamp"), "timestamp")
             limit = forms.optional_int(params.get("limit"), "limit", 1) or 20
+            produced = forms.optional_int(params.get("produced"), "produced")
             if fmt not in content.FORMATS:
                 raise FormError(f"format must be one of {', '.join(content.FORMATS)}")
         except FormError as bad:
-            partition, offset, timestamp, limit, fmt = 0, None, None, 20, "auto"
+            partition, offset, timestamp, limit, fmt, produced = 0, None, None, 20, "auto", None
             error, status_code = str(bad), 400
 
         def loader() -> Context:
@@ -118,7 +119,6 @@ class TopicPages:
             if any(p.partition == partition for p in description.partitions):
                 page = self.services.reader.read(name, partition, offset, timestamp, limit)
             return {"partitions": [p.partition for p in description.partitions], "page": page}
-        produced = forms.optional_int(params.get("produced"), "offset") if not error else None
         return await self.renderer.load(request, "messages.html", "topics", loader, status_code, topic=name,
                                         partition=partition, offset=offset, limit=limit, format=fmt,
                                         timestamp=params.get("timestamp", ""), produced=produced,

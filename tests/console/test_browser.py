@@ -153,7 +153,8 @@ def test_pages_render(cluster, console, page):
     expect(page.locator("h1")).to_contain_text("Cluster")
     expect(page.locator("tr.broker.up")).to_have_count(3)
     expect(page.locator("#status")).to_contain_text("3 brokers up")
-    expect(page.locator("#quorum")).to_contain_text("Leader 1")  # the controller-only voter
+    expect(page.locator("#quorum")).to_contain_text("Leader (the active controller) 1")  # controller-only
+    expect(page.locator("#brokers .badge")).to_have_count(0)  # no broker is the KRaft controller here
     page.click("nav >> text=Topics")
     expect(page.locator("h1")).to_have_text("Topics")
     expect(page.locator("#create-topic")).to_be_visible()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv and installs gregor into it; with --test also the test dependencies and kcat.
+# Creates .venv and installs gregor into it; with --test also the test dependencies, kcat, Java and
+# Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras=""
@@ -21,4 +22,9 @@ if [ -n "$extras" ] && ! command -v java >/dev/null 2>&1; then
   echo "installing a Java 17 runtime (Debian package) for the Spark tests: pyspark 4 needs Java 17+" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
+  echo "installing Chromium (Debian package) for the web console's browser tests (driven by Playwright)" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi

@@ -26,6 +26,7 @@ MAY_IMPORT = {
                "coordinator"},
     "client": {"protocol", "records"},
     "spark": {"client"},
+    "console": {"client"},
 }
 
 

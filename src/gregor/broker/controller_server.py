@@ -29,6 +29,7 @@ from typing import Callable, Sequence, TypeVar
 from gregor.broker.config import BrokerConfig
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.handlers import QuorumContext, quorum_handlers
+from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
@@ -54,7 +55,6 @@ from gregor.storage.dir_lock import DirectoryLocks
 
 log = logging.getLogger("gregor.controller")
 T = TypeVar("T")
-DUTIES_INTERVAL_S = 0.25
 
 
 def raft_config(config: BrokerConfig) -> RaftConfig:
@@ -102,6 +102,8 @@ class ControllerServer:
         self._operations = asyncio.Lock()
         self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._duties: asyncio.Task[None] | None = None
+        self._duties_due = asyncio.Event()
+        self._duties_timer = DeadlineTimer(clock, lambda now_ms: self._duties_due.set())
         self._caught_up: asyncio.Future[None] | None = None
 
     @property
@@ -153,14 +155,18 @@ class ControllerServer:
             await self._server.start_serving()
         self._committed(raft.high_watermark)
         self._duties = asyncio.ensure_future(self._run_duties())
+        self._duties_due.set()
         listeners = ", ".join(f"{e.listener}://{e.host}:{self.bound_ports[e.listener]}"
                               for e in self.config.controller_listeners()) or "no listener (in process only)"
         log.info("controller %d started: cluster %s, voters %s, listening on %s, metadata log in %s", self.node_id,
                  cluster_id, ",".join(str(v) for v in sorted(voters)), listeners, directory)
 
     def _committed(self, high_watermark: int) -> None:
-        """Replay the newly committed records into the image; wake the operations they complete."""
+        """Replay the newly committed records into the image; wake the operations they complete
+        and, on the active controller, the duties (a broker registered, fenced or unfenced)."""
         self.replay.catch_up(self._clock())
+        if self.raft_driver is not None and self.raft_driver.raft.is_leader:
+            self._duties_due.set()
         if high_watermark > 0 and self._caught_up is not None and not self._caught_up.done():
             self._caught_up.set_result(None)
         waiting = []
@@ -237,11 +243,15 @@ class ControllerServer:
 
     async def _run_duties(self) -> None:
         """The active controller fences brokers whose heartbeats stopped and, when due, moves
-        leaders back to their preferred replicas (`leader_rebalance`)."""
+        leaders back to their preferred replicas (`leader_rebalance`). It sleeps until the
+        earliest of the two deadlines, or until a commit may have changed them."""
         rebalance = LeaderRebalance(self.config)
+        retry_ms = self.config.get("controller.quorum.retry.backoff.ms")
         while True:
-            await asyncio.sleep(DUTIES_INTERVAL_S)
+            await self._duties_due.wait()
+            self._duties_due.clear()
             if not self.raft.leader_caught_up:
+                self._duties_timer.cancel()  # a commit wakes the duties once this node leads
                 continue
             for broker_id in self.heartbeats.expired(self.image, self._clock()):
                 log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",
@@ -252,9 +262,14 @@ class ControllerServer:
                 except KafkaError as error:
                     log.info("controller %d: fencing broker %d not committed: %s", self.node_id, broker_id, error)
             await rebalance.run_if_due(self, self._clock())
+            now_ms = self._clock()
+            due = [d for d in (self.heartbeats.next_expiry(self.image), rebalance.next_due(now_ms)) if d is not None]
+            # a broker still due was not fenced (the commit failed): try again after the backoff
+            self._duties_timer.arm(max(min(due), now_ms + retry_ms) if due else None)
 
     async def stop(self) -> None:
         log.info("controller %d shutting down", self.node_id)
+        self._duties_timer.cancel()
         if self._duties is not None:
             self._duties.cancel()
         if self._server is not None:

@@ -12,6 +12,7 @@ import asyncio
 from typing import Hashable, Iterable
 
 from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.replication.delayed_fetch import Condition, DelayedFetches
 
 
@@ -19,8 +20,7 @@ class FetchPurgatory:
     def __init__(self, clock_ms: Clock = wall_clock_ms) -> None:
         self._delayed: DelayedFetches[asyncio.Future[None]] = DelayedFetches()
         self._clock_ms = clock_ms
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: int | None = None
+        self._timer = DeadlineTimer(clock_ms, self._expire)
 
     def __len__(self) -> int:
         return len(self._delayed)
@@ -48,20 +48,11 @@ class FetchPurgatory:
         _release(self._delayed.check(key))
 
     def _arm(self) -> None:
-        deadline = self._delayed.next_deadline()
-        if deadline is None or deadline == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        loop = asyncio.get_running_loop()
-        self._timer_at = deadline
-        self._timer = loop.call_later(max(deadline - self._clock_ms(), 0) / 1000, self._expire)
+        self._timer.arm(self._delayed.next_deadline())
 
-    def _expire(self) -> None:
-        self._timer = self._timer_at = None
-        _release(self._delayed.expire(self._clock_ms()))
-        if len(self._delayed):
-            self._arm()
+    def _expire(self, now_ms: int) -> None:
+        _release(self._delayed.expire(now_ms))
+        self._arm()
 
 
 def _release(futures: list[asyncio.Future[None]]) -> None:

@@ -20,6 +20,7 @@ from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
+from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
@@ -58,7 +59,7 @@ class GroupRuntime:
             offsets_topic_num_partitions=config.get("offsets.topic.num.partitions"),
         ), random.Random())
         self._parked: dict[object, asyncio.Future[Parked]] = {}
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer = DeadlineTimer(clock, lambda now_ms: self.apply(self.coordinator.tick(now_ms)))
         self._loaded: set[int] = set()
 
     # -- requests
@@ -135,21 +136,10 @@ class GroupRuntime:
         return [] if append_id is None else self.coordinator.append_done(append_id, error, self._clock())
 
     def _arm_timer(self) -> None:
-        deadline = self.coordinator.next_deadline()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if deadline is not None:
-            delay = max(0, deadline - self._clock()) / 1000
-            self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
-
-    def _tick(self) -> None:
-        self._timer = None
-        self.apply(self.coordinator.tick(self._clock()))
+        self._timer.arm(self.coordinator.next_deadline())
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
         for future in self._parked.values():
             future.cancel()
 

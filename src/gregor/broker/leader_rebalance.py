@@ -1,8 +1,8 @@
 """The active controller's periodic leader rebalance (`auto.leader.rebalance.enable`).
 
-Every `leader.imbalance.check.interval.seconds` (counted from the node's start) the active
+Every `leader.imbalance.check.interval.seconds` (counted from the first check) the active
 controller runs `gregor.controller.leader_balance.rebalance_leaders` on its committed image and
-commits the preferred-leader elections it returns. A step of ControllerServer's duties loop.
+commits the preferred-leader elections it returns. One of ControllerServer's duties.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ class LeaderRebalance:
         self.interval_ms = int(config.get("leader.imbalance.check.interval.seconds")) * 1000
         self.percentage = int(config.get("leader.imbalance.per.broker.percentage"))
         self._due_ms: int | None = None
+
+    def next_due(self, now_ms: int) -> int | None:
+        """When `run_if_due` next checks (None: disabled)."""
+        if not self.enabled:
+            return None
+        return now_ms if self._due_ms is None else self._due_ms
 
     async def run_if_due(self, server: QuorumService, now_ms: int) -> int:
         """Check the balance when the interval has passed; the number of leaders moved."""

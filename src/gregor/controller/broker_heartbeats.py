@@ -88,6 +88,18 @@ class BrokerHeartbeats:
         records.extend(fencing[1:])  # its partitions move now; the broker itself is fenced when it stops
         return HeartbeatReply(is_caught_up=caught_up, is_fenced=False, records=tuple(records))
 
+    def next_expiry(self, image: MetadataImage) -> int | None:
+        """When `expired` may next name a broker: the earliest end of an unfenced broker's session
+        (0, at once, for one this controller has not heard from, so that its session starts)."""
+        due = None
+        for broker_id, broker in image.brokers.items():
+            if broker.fenced:
+                continue
+            last = self._last_contact.get(broker_id)
+            at = 0 if last is None else last + self.session_timeout_ms + 1
+            due = at if due is None else min(due, at)
+        return due
+
     def expired(self, image: MetadataImage, now_ms: int) -> list[int]:
         """Unfenced brokers whose session timed out (brokers never heard from by this controller
         start their session now)."""

@@ -33,6 +33,23 @@ def test_sessions_expire_in_virtual_time_and_start_when_first_seen():
     assert heartbeats.session_active(1, 1500) and not heartbeats.session_active(2, 1500)
 
 
+def test_the_next_expiry_is_the_first_moment_expired_names_a_broker():
+    """The active controller sleeps until `next_expiry` (no period): not a millisecond late."""
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster()
+    assert heartbeats.next_expiry(image) == 0  # brokers not heard from yet: start their sessions at once
+    heartbeats.expired(image, 0)
+    beat(heartbeats, image, 1, 900)
+    assert heartbeats.next_expiry(image) == 1001
+    assert heartbeats.expired(image, 1000) == []
+    assert heartbeats.expired(image, 1001) == [2, 3, 4]
+    fenced = replay(image, [record for broker in (2, 3, 4) for record in
+                            heartbeats.heartbeat(image, broker, 5, 100, True, False, CLEAN, 1001).records])
+    assert heartbeats.next_expiry(fenced) == 900 + 1001  # 2-4 are fenced now: only broker 1 counts
+    assert heartbeats.next_expiry(replay(fenced, heartbeats.heartbeat(fenced, 1, 5, 100, True, False, CLEAN,
+                                                                      1100).records)) is None
+
+
 def test_unknown_brokers_and_stale_epochs_are_refused():
     heartbeats = BrokerHeartbeats()
     image = cluster()

@@ -32,17 +32,21 @@ class DeadlineTimer:
 
     def arm(self, deadline_ms: int | None) -> None:
         """Fire at `deadline_ms` (this timer's clock; one already past fires on the next loop
-        iteration) instead of any deadline armed before; None disarms."""
-        if deadline_ms == self._deadline:
+        iteration) unless armed for that moment or earlier already.
+
+        A later deadline (or None) leaves an earlier one armed: the timer fires early, the core
+        finds nothing due, and its driver arms the later one then. A core whose deadline moves
+        later with nearly every event (a follower's fetch timeout, a replica's lag) thus costs one
+        spurious wake-up per deadline instead of a timer cancelled and made anew per event."""
+        if deadline_ms is None or (self._deadline is not None and self._deadline <= deadline_ms):
             return
         self.cancel()
-        if deadline_ms is None:
-            return
         self._deadline = deadline_ms
         delay_s = max(deadline_ms - self._clock(), 0) / 1000
         self._handle = asyncio.get_running_loop().call_later(delay_s, self._run)
 
     def cancel(self) -> None:
+        """Disarm (when the core stops)."""
         if self._handle is not None:
             self._handle.cancel()
         self._handle = self._deadline = None

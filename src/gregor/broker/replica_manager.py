@@ -114,18 +114,25 @@ class ReplicaManager:
 
     def reschedule(self, partition: Partition) -> None:
         """Take the partition's next deadline after an event on it (every `apply` does; an
-        append, which moves the log end that followers are measured against, must too)."""
-        deadline = partition.next_deadline(self._clock()) if self.current(partition) else None
-        if deadline == self._deadlines.deadline(partition):
+        append, which moves the log end that followers are measured against, must too).
+
+        Only an earlier deadline is taken at once. A later one (a follower caught up again,
+        which happens on nearly every fetch) waits until the earlier comes: the partition is
+        ticked then for nothing, and rescheduled at its real deadline."""
+        if not self.current(partition):
             return
-        if deadline is None:
-            self._deadlines.cancel(partition)
-        else:
-            self._deadlines.schedule(partition, deadline)
-        self._timer.arm(self._deadlines.next_deadline())
+        deadline = partition.next_deadline(self._clock())
+        scheduled = self._deadlines.deadline(partition)
+        if deadline is None or (scheduled is not None and scheduled <= deadline):
+            return
+        self._deadlines.schedule(partition, deadline)
+        self._timer.arm(deadline)
 
     def _tick_due(self, now_ms: int) -> None:
+        due = []
         while (partition := self._deadlines.pop_due(now_ms)) is not None:
+            due.append(partition)
+        for partition in due:
             if self.current(partition):
                 self.apply(partition, partition.tick(now_ms))
         self._timer.arm(self._deadlines.next_deadline())

@@ -10,6 +10,11 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas m
 one replica the high watermark moves with the append, so the answer is immediate. A delayed
 produce is `Pipelined`: its records are appended, so the connection's next requests are
 dispatched while it waits (answers still in order).
+
+A client may not append to an internal topic (`__consumer_offsets`, `__transaction_state`): the
+partition gets INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager answers every producer but its
+own admin utilities (client id `__admin_client`). The group coordinator writes its records
+without going through Produce.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import asyncio
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import Pipelined
+from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
 from gregor.records.batch import parse_header
@@ -67,6 +73,8 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
             waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> _PartitionResponse:
     partitions = context.partitions
     index = partition_data.index
+    if topic in INTERNAL_TOPICS and context.header.client_id != ADMIN_CLIENT_ID:
+        return _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     partition = partitions.partition(topic, index)
     if partition is None:
         return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -1,0 +1,195 @@
+"""Abuse at the broker's edge, against a real broker process: huge announced frames, thousands of
+idle connections, follower fetches from clients, appends to internal topics. Each is answered as
+Kafka answers it, and a well-behaved client (confluent-kafka) is served throughout.
+
+The broker here has a client listener (PLAINTEXT) and an inter-broker one (REPLICATION), and
+reaps connections idle for 5 s.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+import struct
+import time
+
+import pytest
+
+from gregor.protocol.headers import decode_response_header, encode_request
+from gregor.protocol.messages import FetchRequest, FetchResponse
+
+from tests.broker_process import BrokerProcess, api_versions_ok, free_port
+from tests.interop.test_malformed import exchange, produce_error, raw_batch
+
+pytestmark = pytest.mark.interop
+
+IDLE_MS = 5000
+CONNECTIONS = 2000
+TOPIC_AUTHORIZATION_FAILED = 29
+INVALID_TOPIC_EXCEPTION = 17
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = BrokerProcess(str(tmp_path_factory.mktemp("abuse") / "data"))
+    process.replication_port = free_port()
+    process.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{process.port},REPLICATION://127.0.0.1:{process.replication_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "REPLICATION",
+        "connections.max.idle.ms": str(IDLE_MS),
+    })
+    raise_fd_limit(CONNECTIONS + 500)  # before the broker starts: it inherits the limit
+    process.start()
+    yield process
+    process.stop()
+
+
+def raise_fd_limit(wanted: int) -> int:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def api_versions_on(sock: socket.socket) -> bool:
+    body = struct.pack(">hhih", 18, 0, 1, 1) + b"t"
+    sock.sendall(struct.pack(">i", len(body)) + body)
+    header = sock.recv(4)
+    return len(header) == 4 and struct.unpack(">i", header)[0] > 0 and len(sock.recv(1 << 16)) > 0
+
+
+def create_topic(bootstrap: str, name: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(10)
+
+
+def round_trip(bootstrap: str, topic: str, count: int = 50) -> list[bytes]:
+    """Produce `count` records with confluent-kafka and read them back from the start."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, f"v{i}".encode())
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}-{time.monotonic_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(values) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    return values
+
+
+def closed_by_broker(sock: socket.socket, timeout: float = 5) -> bool:
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionError:
+        return True
+    except socket.timeout:
+        return False
+
+
+@pytest.mark.parametrize("announced", [b"\x80\x00\x00\x00", b"\x7f\xff\xff\xff"], ids=["2GB", "2GB-1"])
+def test_a_2gb_frame_announced_and_never_sent_closes_that_connection_only(broker, announced):
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as other:
+        assert api_versions_on(other)
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as sock:
+            sock.sendall(announced)
+            assert closed_by_broker(sock)
+        assert api_versions_on(other)
+
+
+def test_frames_of_the_maximum_size_announced_and_never_sent_cost_the_broker_no_memory(broker):
+    before = rss_mib(broker.proc.pid)
+    socks = [socket.create_connection(("127.0.0.1", broker.port), timeout=5) for _ in range(10)]
+    try:
+        for sock in socks:
+            sock.sendall(struct.pack(">i", 100 * 1024 * 1024) + b"\x00\x00\x00\x00partial")
+        time.sleep(0.5)
+        assert api_versions_ok(broker.port)
+        assert rss_mib(broker.proc.pid) - before < 50  # 10 x 100 MiB if the announced sizes were allocated
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+@pytest.mark.slow
+def test_2000_idle_connections_leave_the_broker_responsive_and_are_reaped(broker):
+    limit = raise_fd_limit(CONNECTIONS + 500)
+    if limit < CONNECTIONS + 200:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {limit} is below the {CONNECTIONS + 200} descriptors needed")
+    create_topic(broker.bootstrap, "crowded")
+    idle = []
+    try:
+        for _ in range(CONNECTIONS):
+            idle.append(socket.create_connection(("127.0.0.1", broker.port), timeout=10))
+        opened = time.monotonic()
+        assert round_trip(broker.bootstrap, "crowded") == [f"v{i}".encode() for i in range(50)]
+        assert time.monotonic() - opened < IDLE_MS / 1000  # the idle ones were all still open meanwhile
+        deadline = opened + IDLE_MS / 1000 + 10
+        for sock in idle:
+            assert closed_by_broker(sock, max(deadline - time.monotonic(), 0.1))
+        assert api_versions_ok(broker.port)
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def fetch_as_follower(port: int, topic: str, version: int = 4) -> FetchResponse:
+    request = FetchRequest(replica_id=1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[
+        FetchRequest.FetchTopic(topic=topic, partitions=[
+            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    frame = exchange(port, encode_request(9, "not-a-broker", request, version))
+    assert frame is not None
+    _, offset = decode_response_header(memoryview(frame), 1, version)
+    return FetchResponse.decode(frame[offset:], version)
+
+
+def test_a_follower_fetch_on_a_client_listener_is_refused_as_kafka_refuses_an_unauthorized_one(broker):
+    create_topic(broker.bootstrap, "guarded")
+    assert round_trip(broker.bootstrap, "guarded", 3) == [b"v0", b"v1", b"v2"]
+    refused = fetch_as_follower(broker.port, "guarded")
+    [partition] = refused.responses[0].partitions
+    assert partition.error_code == TOPIC_AUTHORIZATION_FAILED and not partition.records
+    # On the inter-broker listener the same fetch is served as a follower's (broker 1 is the leader
+    # itself, not one of its followers, hence NOT_LEADER_OR_FOLLOWER rather than records).
+    served = fetch_as_follower(broker.replication_port, "guarded")
+    assert served.responses[0].partitions[0].error_code == 6
+
+
+def find_coordinator(port: int, group: str) -> int:
+    """FindCoordinator v0's error code (the first lookup creates `__consumer_offsets`)."""
+    body = struct.pack(">hhih", 10, 0, 3, 1) + b"t" + struct.pack(">h", len(group)) + group.encode()
+    response = exchange(port, struct.pack(">i", len(body)) + body)
+    return struct.unpack_from(">h", response, 4)[0]
+
+
+def test_a_client_cannot_append_to_an_internal_topic(broker):
+    from confluent_kafka import Producer
+
+    deadline = time.monotonic() + 20
+    while find_coordinator(broker.port, "g") != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert produce_error(broker.port, "__consumer_offsets", raw_batch(1)) == INVALID_TOPIC_EXCEPTION
+    errors = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 0})
+    producer.produce("__consumer_offsets", b"x", partition=0, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(20)
+    assert [error.code() for error in errors] == [INVALID_TOPIC_EXCEPTION]

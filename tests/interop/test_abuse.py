@@ -193,3 +193,44 @@ def test_a_client_cannot_append_to_an_internal_topic(broker):
     producer.produce("__consumer_offsets", b"x", partition=0, on_delivery=lambda err, msg: errors.append(err))
     producer.flush(20)
     assert [error.code() for error in errors] == [INVALID_TOPIC_EXCEPTION]
+
+
+@pytest.mark.slow
+def test_mutated_requests_of_every_api_are_answered_or_closed_and_the_broker_carries_on(tmp_path):
+    from tools.fuzzing.wire import CRASH_MARKERS, fuzz_broker
+
+    process = BrokerProcess(str(tmp_path / "data"), {"auto.create.topics.enable": "false"})
+    process.start()
+    try:
+        report = fuzz_broker(process.port, 1500, seed=5, timeout_s=1.0)
+        assert report.sent > 1000 and report.outcomes["answered"] > 100 and report.outcomes["closed"] > 100
+        assert process.proc.poll() is None
+        with open(process.log_path, encoding="utf-8", errors="replace") as handle:
+            log = handle.read()
+        assert not [marker for marker in CRASH_MARKERS if marker in log], log[-6000:]
+        create_topic(process.bootstrap, "after-the-storm")
+        assert round_trip(process.bootstrap, "after-the-storm", 5) == [f"v{i}".encode() for i in range(5)]
+    finally:
+        process.stop()
+
+
+@pytest.mark.parametrize("named_by", ["id", "null name"])
+def test_metadata_v11_naming_a_topic_by_id_is_an_invalid_request_and_the_connection_goes_on(broker, named_by):
+    """Found by the wire fuzzer: the answer's null topic name could not be encoded at v11, so the
+    broker dropped the connection with a 'Fatal error' instead of answering."""
+    import uuid
+
+    from gregor.protocol.messages import MetadataRequest, MetadataResponse
+
+    topic_id = uuid.uuid4() if named_by == "id" else uuid.UUID(int=0)
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=topic_id, name=None)])
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as sock:
+        sock.sendall(encode_request(5, "t", request, 11))
+        size = struct.unpack(">i", sock.recv(4))[0]
+        frame = b""
+        while len(frame) < size:
+            frame += sock.recv(size - len(frame))
+        _, offset = decode_response_header(memoryview(frame), 3, 11)
+        [topic] = MetadataResponse.decode(frame[offset:], 11).topics
+        assert (topic.error_code, topic.name, topic.topic_id) == (42, "", topic_id)  # INVALID_REQUEST
+        assert api_versions_on(sock)

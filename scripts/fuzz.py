@@ -3,13 +3,17 @@ every codec (none, gzip, snappy, lz4, zstd; v2 batches and legacy v0/v1 message 
 
     python scripts/fuzz.py --executions 10000000 [--seed N] [--findings DIR]
     python scripts/fuzz.py --engine atheris [-- libFuzzer flags, e.g. -runs=1000000]
+    python scripts/fuzz.py --wire-port 9092 --executions 20000   # mutated frames to a running broker
 
 The default engine is a seeded, structure-aware mutational loop (tools/fuzzing): valid seeds of
 every (API, version) and record set, mutated with lying lengths, truncations and splices, CRCs
 recomputed half the time so that damaged records get past the CRC check. It reports executions,
 execs/s, peak RSS and every untyped exception (an exception other than DecodeError for requests
 or RecordsError for record sets), and exits 1 if there was one. `--engine atheris` hands the same
-targets to atheris (libFuzzer, coverage-guided), starting from the same seeds.
+targets to atheris (libFuzzer, coverage-guided), starting from the same seeds. `--wire-port` sends
+mutated request frames to a broker you started (a throwaway one: some frames create topics and
+groups; destructive APIs are left out), each on its own connection, and counts how each was
+answered; look for "Fatal error" in that broker's log afterwards.
 """
 
 from __future__ import annotations
@@ -31,10 +35,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the run's random seed: the same seed replays it")
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines")
     parser.add_argument("--findings", default=None, help="directory for the inputs of untyped exceptions")
+    parser.add_argument("--wire-port", type=int, default=None, help="fuzz the broker listening on this port")
     parser.add_argument("libfuzzer_args", nargs="*", help="after --: arguments for atheris/libFuzzer")
     args = parser.parse_args(argv)
     if args.engine == "atheris":
         return _atheris(args)
+    if args.wire_port is not None:
+        from tools.fuzzing.wire import fuzz_broker
+
+        wire = fuzz_broker(args.wire_port, args.executions, args.seed)
+        print(f"done: {wire.sent} frames sent; " + ", ".join(f"{k}: {v}" for k, v in sorted(wire.outcomes.items())))
+        return 0
     from tools.fuzzing.runner import fuzz
 
     print(f"fuzz: seed {args.seed}, up to {args.executions} executions", flush=True)

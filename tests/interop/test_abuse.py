@@ -19,7 +19,7 @@ from gregor.protocol.headers import decode_response_header, encode_request
 from gregor.protocol.messages import FetchRequest, FetchResponse
 
 from tests.broker_process import BrokerProcess, api_versions_ok, free_port
-from tests.interop.test_malformed import exchange, produce_error, raw_batch
+from tests.interop.test_malformed import exchange, high_watermark, produce_error, raw_batch
 
 pytestmark = pytest.mark.interop
 
@@ -38,6 +38,7 @@ def broker(tmp_path_factory):
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "REPLICATION",
         "connections.max.idle.ms": str(IDLE_MS),
+        "message.max.bytes": str(8 * 1024 * 1024),  # room for a snappy bomb (snappy expands at most ~21 times)
     })
     raise_fd_limit(CONNECTIONS + 500)  # before the broker starts: it inherits the limit
     process.start()
@@ -234,3 +235,98 @@ def test_metadata_v11_naming_a_topic_by_id_is_an_invalid_request_and_the_connect
         [topic] = MetadataResponse.decode(frame[offset:], 11).topics
         assert (topic.error_code, topic.name, topic.topic_id) == (42, "", topic_id)  # INVALID_REQUEST
         assert api_versions_on(sock)
+
+
+# -- compression bombs, one per codec, built here with the codec libraries (not gregor.records) ------------------
+
+BOMB_MIB = 70  # past the broker's 64 MiB decompression bound
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+CORRUPT_MESSAGE, UNSUPPORTED_COMPRESSION_TYPE = 2, 76
+
+
+def compressed(codec: int, chunks) -> bytes:
+    import cramjam
+    import lz4.frame
+    import zlib
+    import zstandard
+
+    if codec == GZIP:
+        deflater = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return b"".join(deflater.compress(chunk) for chunk in chunks) + deflater.flush()
+    if codec == SNAPPY:  # the xerial framing of the Java client, one block per chunk
+        blocks = (bytes(cramjam.snappy.compress_raw(chunk)) for chunk in chunks)
+        return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
+    if codec == LZ4:
+        compressor = lz4.frame.LZ4FrameCompressor(block_linked=False)
+        return compressor.begin() + b"".join(compressor.compress(chunk) for chunk in chunks) + compressor.flush()
+    compressor = zstandard.ZstdCompressor(level=3).compressobj()
+    return b"".join(compressor.compress(chunk) for chunk in chunks) + compressor.flush()
+
+
+def zeros(mib: int):
+    chunk = bytes(1 << 20)
+    return (chunk for _ in range(mib))
+
+
+def v2_bomb(codec: int) -> bytes:
+    """A v2 batch claiming one record whose compressed records section expands to 70 MiB of zeros."""
+    import crc32c
+
+    payload = compressed(codec, zeros(BOMB_MIB))
+    after_crc = struct.pack(">hiqqqhii", codec, 0, 1000, 1000, -1, -1, -1, 1) + payload
+    crc = crc32c.crc32c(after_crc)
+    return struct.pack(">qiib", 0, 4 + 1 + 4 + len(after_crc), -1, 2) + struct.pack(">I", crc) + after_crc
+
+
+def legacy_bomb(codec: int) -> bytes:
+    """A magic-1 wrapper whose inner message set (one message of 70 MiB of zeros) is compressed."""
+    import zlib
+
+    value_size = BOMB_MIB << 20
+    head = struct.pack(">bbq", 1, 0, 1000) + struct.pack(">i", -1) + struct.pack(">i", value_size)
+    crc = zlib.crc32(bytes(value_size), zlib.crc32(head))
+    inner_head = struct.pack(">qiI", 0, len(head) + value_size + 4, crc) + head
+    value = compressed(codec, [inner_head, *zeros(BOMB_MIB)])
+    body = struct.pack(">bbq", 1, codec, 1000) + struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", 0, len(body) + 4, zlib.crc32(body)) + body
+
+
+def produce_v8(port: int, topic: str, records: bytes) -> tuple[int, str | None]:
+    """The partition's error code and message (Produce v8 carries the message)."""
+    from gregor.protocol.messages import ProduceRequest, ProduceResponse
+
+    request = ProduceRequest(acks=1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+    frame = exchange(port, encode_request(3, "t", request, 8))
+    _, offset = decode_response_header(memoryview(frame), 0, 8)
+    [partition] = ProduceResponse.decode(frame[offset:], 8).responses[0].partition_responses
+    return partition.error_code, partition.error_message
+
+
+@pytest.fixture(scope="module")
+def compacted(broker):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("bombs", 1, 1, config={"cleanup.policy": "compact"})])["bombs"].result(10)
+    return "bombs"
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_a_compression_bomb_is_refused_with_corrupt_message_and_memory_stays_flat(broker, compacted, codec):
+    """v2 batches are decompressed where records must be read: on a compacted topic (every record
+    needs a key). Legacy v0/v1 sets always are (up-conversion); zstd has no legacy form, and Kafka
+    answers a zstd wrapper UNSUPPORTED_COMPRESSION_TYPE."""
+    from tests.interop.test_malformed import produce_v2
+
+    before = rss_mib(broker.proc.pid)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as other:
+        assert produce_v8(broker.port, compacted, v2_bomb(codec)) == (
+            CORRUPT_MESSAGE, f"decompressed records exceed the {64 << 20}-byte limit")
+        legacy = exchange(broker.port, produce_v2(compacted, legacy_bomb(codec)))
+        pos = 8 + 2 + len(compacted) + 4 + 4
+        expected = UNSUPPORTED_COMPRESSION_TYPE if codec == ZSTD else CORRUPT_MESSAGE
+        assert struct.unpack_from(">h", legacy, pos)[0] == expected
+        assert api_versions_on(other)
+    assert rss_mib(broker.proc.pid) - before < 150  # the bound is 64 MiB; the bomb expands to 70 MiB each time
+    assert high_watermark(broker.bootstrap, compacted) == 0

@@ -330,3 +330,15 @@ def test_a_compression_bomb_is_refused_with_corrupt_message_and_memory_stays_fla
         assert api_versions_on(other)
     assert rss_mib(broker.proc.pid) - before < 150  # the bound is 64 MiB; the bomb expands to 70 MiB each time
     assert high_watermark(broker.bootstrap, compacted) == 0
+
+
+def test_creating_a_topic_named_after_the_metadata_log_is_an_invalid_request(broker):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    with pytest.raises(Exception) as refused:
+        admin.create_topics([NewTopic("__cluster_metadata", 1, 1)])["__cluster_metadata"].result(10)
+    assert refused.value.args[0].code() == 42  # INVALID_REQUEST
+    assert "prohibited" in refused.value.args[0].str()
+    create_topic(broker.bootstrap, "after-metadata-attempt")
+    assert round_trip(broker.bootstrap, "after-metadata-attempt", 3) == [b"v0", b"v1", b"v2"]

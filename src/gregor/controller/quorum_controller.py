@@ -23,7 +23,7 @@ from gregor.controller.operations import (
     PartitionsIncrease, ProducerIdsBlock,
 )
 from gregor.controller.placement import place_replicas
-from gregor.controller.topic_names import colliding_topic, topic_name_error
+from gregor.controller.topic_names import CLUSTER_METADATA_TOPIC, colliding_topic, topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import METADATA_VERSION_FEATURE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import (
@@ -238,6 +238,9 @@ class QuorumController:
         name = topic.name
         if name in duplicates:
             return CreateTopicResult(name, ErrorCode.INVALID_REQUEST, f"Duplicate topic name {name}."), []
+        if name == CLUSTER_METADATA_TOPIC:  # as Kafka's ControllerApis: its partition directory is the metadata log's
+            return CreateTopicResult(name, ErrorCode.INVALID_REQUEST,
+                                     f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."), []
         reason = topic_name_error(name)
         if reason:
             return CreateTopicResult(name, ErrorCode.INVALID_TOPIC_EXCEPTION, reason), []

@@ -1,6 +1,7 @@
-"""More than 10,000 partitions in one CreateTopics or CreatePartitions are refused whole with
-POLICY_VIOLATION, as Kafka's ReplicationControlManager refuses them, before any is placed (the
-decoder fuzzer's wire run found one topic of 2**31-1 partitions exhausting the broker's memory)."""
+"""Topic creations the controller refuses to protect the cluster, as Kafka's controller does: more
+than 10,000 partitions in one CreateTopics or CreatePartitions (POLICY_VIOLATION, before any is
+placed; the wire fuzzer found one topic of 2**31-1 partitions exhausting the broker's memory), and
+a topic named `__cluster_metadata`."""
 
 from __future__ import annotations
 
@@ -38,3 +39,11 @@ def test_create_partitions_over_the_limit_is_refused_too(node):
     [refused] = node.commit(node.controller.create_partitions([PartitionsIncrease("t", 2**31 - 1)]), NOW)
     assert refused.error == ErrorCode.POLICY_VIOLATION
     assert len(node.image.topics["t"].partitions) == 1
+
+
+def test_the_metadata_log_cannot_be_created_as_a_topic(node):
+    """Kafka's ControllerApis refuses it; here its partition directory would be the metadata log's."""
+    [refused] = node.commit(node.controller.create_topics([CreatableTopic("__cluster_metadata", 1, 1)]), NOW)
+    assert (refused.error, refused.message) == (ErrorCode.INVALID_REQUEST,
+                                                "Creation of internal topic __cluster_metadata is prohibited.")
+    assert "__cluster_metadata" not in node.image.topics

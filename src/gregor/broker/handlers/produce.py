@@ -10,11 +10,6 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas m
 one replica the high watermark moves with the append, so the answer is immediate. A delayed
 produce is `Pipelined`: its records are appended, so the connection's next requests are
 dispatched while it waits (answers still in order).
-
-A client may not append to an internal topic (`__consumer_offsets`, `__transaction_state`): the
-partition gets INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager answers every producer but its
-own admin utilities (client id `__admin_client`). The group coordinator writes its records
-without going through Produce.
 """
 
 from __future__ import annotations
@@ -73,6 +68,8 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
             waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> _PartitionResponse:
     partitions = context.partitions
     index = partition_data.index
+    # Kafka's ReplicaManager lets no producer but its own admin utilities append to an internal
+    # topic; the group coordinator writes its records without going through Produce.
     if topic in INTERNAL_TOPICS and context.header.client_id != ADMIN_CLIENT_ID:
         return _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     partition = partitions.partition(topic, index)

@@ -207,3 +207,19 @@ def test_the_limits_come_from_kafkas_keys():
         BrokerConfig({"max.connections.per.ip.overrides": "127.0.0.1"})
     with pytest.raises(ConfigError, match="at least 0"):
         BrokerConfig({"max.connections": "-1"})
+
+
+def test_a_slow_sender_that_keeps_sending_is_not_reaped_and_is_answered():
+    """As in Kafka, only idleness closes a connection: a frame trickling in a byte at a time, each
+    within connections.max.idle.ms of the last, is read to its end and answered."""
+    async def run():
+        server, port = await serving(ConnectionLimits(max_idle_ms=300))
+        reader, writer = await open_connection(port)
+        frame = struct.pack(">i", 6) + b"trickl"
+        for byte in frame:
+            writer.write(bytes([byte]))
+            await asyncio.sleep(0.1)
+        assert await reader.readexactly(10) == frame
+        assert await closed_by_server(reader, 2)  # and reaped once it stops
+        await server.close()
+    asyncio.run(run())

@@ -22,6 +22,7 @@ import argparse
 import os
 import random
 import sys
+import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(REPO, "src"), REPO]
@@ -68,7 +69,8 @@ def _atheris(args: argparse.Namespace) -> int:
         from tools.fuzzing.runner import families
 
     pool = families(random.Random(args.seed))
-    corpus_dir = os.path.join(args.findings or "fuzz-corpus", "seeds")
+    corpus_dir = os.path.join(args.findings or tempfile.mkdtemp(prefix="gregor-fuzz-"), "corpus")
+    print(f"fuzz: atheris corpus in {corpus_dir} (crash inputs go to the working directory)", flush=True)
     os.makedirs(corpus_dir, exist_ok=True)
     for number, family in enumerate(pool):
         for index, seed in enumerate(family.seeds):

@@ -249,10 +249,34 @@ class Emitter:
             text += " | None"
         return text
 
-    def min_size(self, field_: Field, flexible: bool) -> int:
-        if field_.element in FIXED_SIZE:
-            return FIXED_SIZE[field_.element]
-        return 1
+    def min_size(self, field_: Field, version: int, flexible: bool) -> int:
+        """The fewest bytes one element of an array field takes at `version`: the reader refuses
+        a claimed element count before allocating anything if that many cannot fit in what remains."""
+        if field_.is_struct:
+            return max(self.struct_min_size(self.struct_of(field_), version, flexible), 1)
+        return self.element_min_size(field_.element, flexible and not field_.flexible_override_none)
+
+    def struct_min_size(self, struct: Struct, version: int, flexible: bool) -> int:
+        total = 1 if flexible else 0  # the tagged-field count
+        for f in struct.fields:
+            if f.tagged is not None or version not in f.versions:
+                continue
+            compact = flexible and not f.flexible_override_none
+            if f.is_array:
+                total += 1 if compact else 4
+            elif f.is_struct:
+                total += self.struct_min_size(self.struct_of(f), version, flexible)
+            else:
+                total += self.element_min_size(f.element, compact)
+        return total
+
+    @staticmethod
+    def element_min_size(element: str, compact: bool) -> int:
+        if element in FIXED_SIZE:
+            return FIXED_SIZE[element]
+        if compact:
+            return 1
+        return 2 if element == "string" else 4  # int16 length, or int32 (bytes, records)
 
     # -- decoding
 
@@ -264,7 +288,7 @@ class Emitter:
             reader = self.element_reader(field_, version, flexible)
             method = ("compact_" if compact else "") + ("nullable_array" if nullable else "array")
             method = method.replace("compact_nullable_array", "compact_nullable_array")
-            return f"r.{method}({reader}, {self.min_size(field_, flexible)})"
+            return f"r.{method}({reader}, {self.min_size(field_, version, flexible)})"
         if field_.is_struct:
             return f"{self.decoder_name(self.struct_of(field_), version)}(r)"
         return self.primitive_read(element, compact, nullable)

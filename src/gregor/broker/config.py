@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from gregor.broker.network import ConnectionLimits
+
 LONG_MAX = 9223372036854775807
 
 
@@ -72,7 +74,14 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("socket.request.max.bytes", "int", "104857600", "Largest request size accepted."),
         _key("socket.send.buffer.bytes", "int", "102400", "SO_SNDBUF of client sockets (-1: OS default)."),
         _key("socket.receive.buffer.bytes", "int", "102400", "SO_RCVBUF of client sockets (-1: OS default)."),
-        _key("connections.max.idle.ms", "long", "600000", "Idle connections are closed after this."),
+        _key("connections.max.idle.ms", "long", "600000",
+             "A connection with no bytes read or written for this long is closed (-1: never)."),
+        _key("max.connections", "int", "2147483647",
+             "Connections the broker keeps open on its listeners; one more is closed when accepted."),
+        _key("max.connections.per.ip", "int", "2147483647",
+             "Connections kept open from one address; one more is closed when accepted."),
+        _key("max.connections.per.ip.overrides", "string", "",
+             "Per-address exceptions to max.connections.per.ip: address:count,... (IP addresses)."),
         _key("num.network.threads", "int", "3", "Accepted for compatibility; Gregor uses one event loop."),
         _key("num.io.threads", "int", "8", "Accepted for compatibility; Gregor uses one event loop."),
         _key("log.segment.bytes", "int", "1073741824", "Size at which a segment is rolled.", False),
@@ -303,6 +312,10 @@ class BrokerConfig:
             if self.inter_broker_listener not in {e.listener for e in self.client_listeners()}:
                 raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} is not one of the "
                                   f"listeners")
+        for name in ("max.connections", "max.connections.per.ip"):
+            if self.get(name) < 0:
+                raise ConfigError(f"{name}: must be at least 0, got {self.get(name)}")
+        self.connection_limits()
         for name in ("num.partitions", "default.replication.factor", "message.max.bytes",
                      "socket.request.max.bytes", "log.segment.bytes", "offsets.topic.num.partitions"):
             if self.get(name) < 1:
@@ -415,6 +428,18 @@ class BrokerConfig:
         return [
             Endpoint(e.listener, e.host or "localhost", e.port) for e in advertised
         ]
+
+    def connection_limits(self) -> ConnectionLimits:
+        """The listeners' connection limits (max.connections*, connections.max.idle.ms)."""
+        overrides = {}
+        for item in filter(None, (part.strip() for part in self.get("max.connections.per.ip.overrides").split(","))):
+            address, _, count = item.rpartition(":")
+            if not address or not count.strip().isdigit():
+                raise ConfigError(f"max.connections.per.ip.overrides: '{item}' is not address:count "
+                                  f"(e.g. 127.0.0.1:100)")
+            overrides[address.strip().strip("[]")] = int(count)
+        return ConnectionLimits(self.get("max.connections"), self.get("max.connections.per.ip"), overrides,
+                                self.get("connections.max.idle.ms"))
 
     def security_protocol(self, listener: str) -> str:
         """The security protocol of a listener per `listener.security.protocol.map`; a listener

@@ -135,7 +135,8 @@ class ControllerServer:
             self._locks.acquire()
         self._caught_up = asyncio.get_running_loop().create_future()
         if self.config.controller_listeners():
-            server = self._server = KafkaServer(self.dispatcher, self.config.get("socket.request.max.bytes"))
+            server = self._server = KafkaServer(self.dispatcher, self.config.get("socket.request.max.bytes"),
+                                                self.config.connection_limits())
             for endpoint in self.config.controller_listeners():
                 self.bound_ports[endpoint.listener] = await server.listen(endpoint.listener, endpoint.host,
                                                                           endpoint.port, start_serving=False)

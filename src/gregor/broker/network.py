@@ -13,6 +13,14 @@ too, so a producer with several requests in flight has each one wait for the rep
 one before: one replication round trip per request, which caps a connection at a few thousand
 small acks=all requests a second in Python (librdkafka at linger.ms=0 sends one request per
 record). The records are appended in the same order either way; only the waiting overlaps.
+
+Input limits (Kafka's keys, `ConnectionLimits`): a frame announcing more than
+`socket.request.max.bytes` closes the connection before anything is allocated for it, and the
+receive buffer of an announced frame grows with the bytes that arrive, never to the announced size
+at once, so a peer that announces a large frame and sends nothing costs nothing. A connection over
+`max.connections` or `max.connections.per.ip` is closed as soon as it is accepted, and one with no
+bytes read or written for `connections.max.idle.ms` (and no request of its own in flight) is closed
+by the server's reaper; a slow sender that keeps sending is not idle, as in Kafka.
 """
 
 from __future__ import annotations
@@ -23,12 +31,14 @@ import logging
 import socket
 import struct
 from collections import deque
-from typing import Awaitable, Callable, Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Mapping, Protocol, Sequence
 
 log = logging.getLogger("gregor.network")
 
 _SIZE = struct.Struct(">i")
 _INITIAL_BUFFER = 64 * 1024
+_MAX_IDLE_BUFFER = 1024 * 1024
 _MAX_QUEUED_REQUESTS = 64
 _MAX_PIPELINED = 64
 
@@ -87,17 +97,39 @@ class CloseConnection(Exception):
     """Raised by a dispatcher when the only correct answer is to close the connection."""
 
 
+UNLIMITED = 2**31 - 1  # Kafka's Int.MaxValue default of the connection counts
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """`max.connections`, `max.connections.per.ip` (with `max.connections.per.ip.overrides`, by
+    address) and `connections.max.idle.ms` of a listener; the defaults are Kafka's."""
+
+    max_connections: int = UNLIMITED
+    max_per_ip: int = UNLIMITED
+    per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    max_idle_ms: int = 600_000
+
+    def per_ip(self, ip: str) -> int:
+        return self.per_ip_overrides.get(ip, self.max_per_ip)
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: frame splitting, size limits, ordered responses."""
 
     _next_id = 0
 
     def __init__(self, dispatcher: Dispatcher, listener: str, max_request_size: int,
-                 on_close: Callable[["KafkaConnection"], None] | None = None) -> None:
+                 on_close: Callable[["KafkaConnection"], None] | None = None,
+                 admit: Callable[["KafkaConnection"], bool] | None = None) -> None:
+        """`admit` is asked once the peer is known; a connection it refuses is closed at once."""
         self._dispatcher = dispatcher
         self._listener = listener
         self._max_request_size = max_request_size
         self._on_close = on_close
+        self._admit = admit
+        self.peer_ip = ""
+        self.last_active = 0.0  # the loop's time of the last byte read or written
         self._buffer = bytearray(_INITIAL_BUFFER)
         self._start = 0
         self._end = 0
@@ -122,7 +154,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 pass
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.peer_ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.info = ConnectionInfo(peer_text, self._listener, self.connection_id)
+        self.last_active = asyncio.get_running_loop().time()
+        if self._admit is not None and not self._admit(self):
+            self._close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -158,6 +194,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
+        self.last_active = asyncio.get_running_loop().time()
         buffer = self._buffer
         while self._end - self._start >= 4:
             (size,) = _SIZE.unpack_from(buffer, self._start)
@@ -168,14 +205,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             frame_end = self._start + 4 + size
             if frame_end > self._end:
-                if frame_end - self._start > len(buffer):
-                    self._compact(size + 4)
-                break
+                break  # get_buffer grows the buffer as the frame's bytes arrive, not to `size` now
             frame = buffer[self._start + 4:frame_end]
             self._start = frame_end
             self._queue.append(frame)
         if self._start == self._end:
             self._start = self._end = 0
+            if len(buffer) > _MAX_IDLE_BUFFER:  # a large request went through: give its memory back
+                self._buffer = bytearray(_INITIAL_BUFFER)
         self._drain()
         if len(self._queue) >= _MAX_QUEUED_REQUESTS and not self._reading_paused and self._transport is not None:
             self._transport.pause_reading()
@@ -246,6 +283,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _write(self, parts: list[bytes | bytearray | memoryview]) -> None:
         if parts and self._transport is not None:
+            self.last_active = asyncio.get_running_loop().time()
             self._transport.writelines(parts)
 
     def _out(self, result: object, ready: list[bytes | bytearray | memoryview]) -> None:
@@ -270,6 +308,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             for part in parts:
                 if self._transport is None:
                     return
+                self.last_active = loop.time()
                 if isinstance(part, FileRegion):
                     for piece in part.slices:
                         sent = await loop.sendfile(self._transport, piece.file, piece.position, piece.length)
@@ -312,13 +351,56 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
 
 class KafkaServer:
-    """Listens on the broker's client endpoints and tracks open connections."""
+    """Listens on the broker's client endpoints, tracks open connections and enforces the
+    connection limits: counts when a connection is accepted, idleness with a periodic reaper."""
 
-    def __init__(self, dispatcher: Dispatcher, max_request_size: int) -> None:
+    def __init__(self, dispatcher: Dispatcher, max_request_size: int,
+                 limits: ConnectionLimits | None = None) -> None:
         self._dispatcher = dispatcher
         self._max_request_size = max_request_size
+        self._limits = limits or ConnectionLimits()
         self._servers: list[asyncio.base_events.Server] = []
         self.connections: set[KafkaConnection] = set()
+        self._admitted: set[KafkaConnection] = set()
+        self._per_ip: dict[str, int] = {}
+        self._reaper: asyncio.TimerHandle | None = None
+
+    def _admit(self, connection: KafkaConnection) -> bool:
+        limits = self._limits
+        ip = connection.peer_ip
+        if len(self._admitted) >= limits.max_connections:
+            log.warning("closing connection from %s: %d connections open (max.connections)",
+                        connection.info.peer, len(self._admitted))
+            return False
+        if self._per_ip.get(ip, 0) >= limits.per_ip(ip):
+            log.warning("closing connection from %s: %d connections open from %s (max.connections.per.ip)",
+                        connection.info.peer, self._per_ip[ip], ip)
+            return False
+        self._admitted.add(connection)
+        self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+        return True
+
+    def _closed(self, connection: KafkaConnection) -> None:
+        self.connections.discard(connection)
+        if connection in self._admitted:
+            self._admitted.discard(connection)
+            left = self._per_ip[connection.peer_ip] - 1
+            if left:
+                self._per_ip[connection.peer_ip] = left
+            else:
+                del self._per_ip[connection.peer_ip]
+
+    def _reap_idle(self) -> None:
+        """Close the connections idle for connections.max.idle.ms, then run again."""
+        loop = asyncio.get_running_loop()
+        idle_s = self._limits.max_idle_ms / 1000
+        now = loop.time()
+        for connection in list(self.connections):
+            if now - connection.last_active >= idle_s and not connection.busy:
+                log.info("closing connection from %s: idle for %.0f ms (connections.max.idle.ms)",
+                         connection.info.peer, (now - connection.last_active) * 1000)
+                connection._close()
+        self._reaper = loop.call_later(min(idle_s / 4, 1.0), self._reap_idle)
 
     async def listen(self, listener: str, host: str, port: int, start_serving: bool = True) -> int:
         """Bind the listener; the bound port. With `start_serving=False` connections are refused
@@ -327,13 +409,15 @@ class KafkaServer:
 
         def factory() -> KafkaConnection:
             connection = KafkaConnection(self._dispatcher, listener, self._max_request_size,
-                                         self.connections.discard)
+                                         self._closed, self._admit)
             self.connections.add(connection)
             return connection
 
         server = await loop.create_server(factory, host or None, port, reuse_address=True, backlog=512,
                                           start_serving=start_serving)
         self._servers.append(server)
+        if self._reaper is None and self._limits.max_idle_ms >= 0:
+            self._reaper = loop.call_later(min(self._limits.max_idle_ms / 4000, 1.0), self._reap_idle)
         return server.sockets[0].getsockname()[1]
 
     async def start_serving(self) -> None:
@@ -344,6 +428,8 @@ class KafkaServer:
         """Stop accepting connections and reading requests, give the requests already read up to
         `grace_s` seconds to be answered (a long-poll fetch answers within its max wait), then
         close every connection."""
+        if self._reaper is not None:
+            self._reaper.cancel()
         for server in self._servers:
             server.close()
         for connection in list(self.connections):

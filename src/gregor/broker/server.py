@@ -113,7 +113,7 @@ class Broker:
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done),
-            self.config.get("socket.request.max.bytes"))
+            self.config.get("socket.request.max.bytes"), self.config.connection_limits())
         for endpoint in self.config.client_listeners():
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
             self.bound_ports[endpoint.listener] = port

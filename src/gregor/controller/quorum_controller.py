@@ -23,7 +23,7 @@ from gregor.controller.operations import (
     PartitionsIncrease, ProducerIdsBlock,
 )
 from gregor.controller.placement import place_replicas
-from gregor.controller.topic_names import colliding_topic, topic_name_error
+from gregor.controller.topic_names import CLUSTER_METADATA_TOPIC, colliding_topic, topic_name_error
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import METADATA_VERSION_FEATURE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import (
@@ -42,6 +42,11 @@ LONG_MAX = 9223372036854775807
 UNASSIGNED_DIRECTORY = uuid.UUID(int=0)
 MIGRATING_DIRECTORY = uuid.UUID(int=2)
 _RESERVED_UUIDS = 100
+# Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a CreateTopics asking for more partitions
+# in all is refused whole with POLICY_VIOLATION, before one is placed (found by fuzzing: one topic of
+# 2**31-1 partitions made the controller allocate until the process was killed).
+MAX_PARTITIONS_PER_REQUEST = 10_000
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
 def random_uuid(rng: random.Random) -> uuid.UUID:
@@ -208,6 +213,12 @@ class QuorumController:
     def create_topics(self, topics: Sequence[CreatableTopic],
                       validate_only: bool = False) -> ControllerResult[list[CreateTopicResult]]:
         """CreateTopics: one result per requested topic, in request order."""
+        requested = sum(len(topic.assignments) if topic.assignments else
+                        self.config.default_num_partitions if topic.num_partitions == -1 else
+                        max(topic.num_partitions, 0) for topic in topics)
+        if requested > MAX_PARTITIONS_PER_REQUEST:
+            return ControllerResult([CreateTopicResult(topic.name, ErrorCode.POLICY_VIOLATION, _TOO_MANY_PARTITIONS)
+                                     for topic in topics], ())
         names = [topic.name for topic in topics]
         duplicates = {name for name in names if names.count(name) > 1}
         taken = set(self.image.topics)
@@ -227,6 +238,9 @@ class QuorumController:
         name = topic.name
         if name in duplicates:
             return CreateTopicResult(name, ErrorCode.INVALID_REQUEST, f"Duplicate topic name {name}."), []
+        if name == CLUSTER_METADATA_TOPIC:  # as Kafka's ControllerApis: its partition directory is the metadata log's
+            return CreateTopicResult(name, ErrorCode.INVALID_REQUEST,
+                                     f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."), []
         reason = topic_name_error(name)
         if reason:
             return CreateTopicResult(name, ErrorCode.INVALID_TOPIC_EXCEPTION, reason), []
@@ -286,6 +300,15 @@ class QuorumController:
 
     def create_partitions(self, topics: Sequence[PartitionsIncrease],
                           validate_only: bool = False) -> ControllerResult[list[CreatePartitionsResult]]:
+        """CreatePartitions; more than MAX_PARTITIONS_PER_REQUEST new partitions in all are refused as
+        CreateTopics refuses them (Kafka bounds the records of one operation likewise)."""
+        added = 0
+        for increase in topics:
+            topic = self.image.topics.get(increase.name)
+            added += max(increase.count - (len(topic.partitions) if topic else 0), 0)
+        if added > MAX_PARTITIONS_PER_REQUEST:
+            return ControllerResult([CreatePartitionsResult(increase.name, ErrorCode.POLICY_VIOLATION,
+                                                            _TOO_MANY_PARTITIONS) for increase in topics], ())
         results: list[CreatePartitionsResult] = []
         records: list[Any] = []
         for increase in topics:

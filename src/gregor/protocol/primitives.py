@@ -2,7 +2,10 @@
 
 Every length read from the wire is checked against the bytes that remain before anything is
 allocated or looped over (Kafka's CVE-2022-34917 was the opposite), so a hostile frame costs
-at most its own size. All failures surface as DecodeError.
+at most its own size: an array's claimed count times the fewest bytes one element takes at that
+version (the generator computes it per field) must fit in what remains, and no array may claim
+more than MAX_ARRAY_ELEMENTS elements, which bounds the Python objects one frame can make (each
+costs far more than the byte it may be encoded in). All failures surface as DecodeError.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ _F64 = struct.Struct(">d")
 _UUID = struct.Struct(">16s")
 
 ZERO_UUID = uuid.UUID(int=0)
+MAX_ARRAY_ELEMENTS = 1_000_000
 
 
 class Reader:
@@ -182,6 +186,8 @@ class Reader:
         return self.buf[pos:pos + size]
 
     def _count(self, count: int, min_element_size: int) -> int:
+        if count > MAX_ARRAY_ELEMENTS:
+            raise DecodeError(f"array of {count} elements exceeds the limit of {MAX_ARRAY_ELEMENTS}")
         if count * min_element_size > self.end - self.pos:
             raise DecodeError(f"array of {count} elements does not fit in the {self.end - self.pos} bytes left")
         return count

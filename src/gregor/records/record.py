@@ -46,6 +46,13 @@ class Record:
                 f"value={self.value!r}, headers={self.headers!r})")
 
 
+def _int64(value: int) -> int:
+    """`value` wrapped to a signed 64-bit integer, as Java's long arithmetic wraps: a base offset or
+    timestamp plus its delta (and a timestamp minus the base) stay longs, so every writer of
+    these fields (legacy down-conversion among them) can encode them."""
+    return ((value + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+
+
 def _varbytes(reader: Reader) -> bytes | None:
     size = reader.varint()
     if size < 0:
@@ -87,8 +94,8 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
                 headers.append((name.decode("utf-8"), _varbytes(reader)))
             if reader.pos != end:
                 raise DecodeError("record length does not match its fields")
-            timestamp = header.max_timestamp if log_append else header.base_timestamp + timestamp_delta
-            records.append(Record(header.base_offset + offset_delta, timestamp, key, value, headers))
+            timestamp = header.max_timestamp if log_append else _int64(header.base_timestamp + timestamp_delta)
+            records.append(Record(_int64(header.base_offset + offset_delta), timestamp, key, value, headers))
     except (DecodeError, UnicodeDecodeError) as error:
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"malformed record: {error}") from None
     if reader.pos != reader.end:
@@ -156,7 +163,7 @@ class BatchBuilder:
         if self._base_timestamp is None:
             self._base_timestamp = timestamp_ms
         offset_delta = self._count
-        self._records += encode_record(offset_delta, timestamp_ms - self._base_timestamp, key, value,
+        self._records += encode_record(offset_delta, _int64(timestamp_ms - self._base_timestamp), key, value,
                                        tuple(headers))
         self._count += 1
         self._max_timestamp = max(self._max_timestamp, timestamp_ms)

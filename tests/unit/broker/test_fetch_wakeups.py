@@ -14,9 +14,11 @@ import asyncio
 
 import pytest
 
+from gregor.broker.config import BrokerConfig
 from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.broker.handlers import BrokerContext, BrokerServices, fetch
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch
+from gregor.broker.network import ConnectionInfo
 from gregor.protocol.messages import FetchRequest, RequestHeader
 
 from tests.unit.replication.helpers import TOPIC_ID, Replica
@@ -47,6 +49,8 @@ class _Partitions:
 
 
 class _Metadata:
+    config = BrokerConfig()  # its one listener, PLAINTEXT, is the inter-broker one: followers may fetch
+
     def topic_name(self, topic_id):
         return "t" if topic_id == TOPIC_ID else None
 
@@ -56,7 +60,8 @@ def _context(partitions: _Partitions, version: int) -> BrokerContext:
     # fetches reach neither the controller nor the group coordinator
     services = BrokerServices(partitions=partitions, metadata=_Metadata(), controller=None, groups=None,
                               metrics=_Events())
-    return BrokerContext(services, header, None, {}, partitions.consumer_fetches.now_ms())
+    connection = ConnectionInfo("127.0.0.1:5555", "PLAINTEXT", 1)
+    return BrokerContext(services, header, connection, {}, partitions.consumer_fetches.now_ms())
 
 
 def _fetch(offset: int, replica_id: int, version: int) -> FetchRequest:

@@ -4,7 +4,11 @@ Unknown topics are created when `auto.create.topics.enable` is on and the reques
 (v4+ carries the client's wish; older versions always allow it). Creation is synchronous on a
 single node, so the answer already lists the new topic's partitions; a broker-only node asks the
 active controller and, until the new topic reaches its metadata, answers LEADER_NOT_AVAILABLE
-for it, as Kafka does, which clients retry. v12 may name topics by id.
+for it, as Kafka does, which clients retry. v12 may name topics by id; v10 and v11 carry the
+fields for it, but a topic named by id or without a name there makes the whole request
+INVALID_REQUEST, answered per topic with an empty name, as Kafka's KafkaApis and
+MetadataRequest.getErrorResponse answer it (found by fuzzing: the answer's null name could not be
+encoded at those versions).
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ def handle(context: BrokerContext, request: MetadataRequest):
     version = context.version
     requested_topics = request.topics
     wanted: list[tuple[str | None, uuid.UUID | None]]
+    if version in (10, 11) and requested_topics and any(
+            topic.name is None or topic.topic_id != ZERO_UUID for topic in requested_topics):
+        return MetadataResponse(throttle_time_ms=0, topics=[
+            _Topic(error_code=ErrorCode.INVALID_REQUEST, name=topic.name or "", topic_id=topic.topic_id, partitions=[])
+            for topic in requested_topics])
     if requested_topics is None or (version == 0 and not requested_topics):
         wanted = [(name, None) for name in sorted(metadata.image.topics)]
     else:

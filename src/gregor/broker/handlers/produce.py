@@ -23,6 +23,7 @@ import asyncio
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import Pipelined
+from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
 from gregor.records.convert import detect_magic, upconvert_to_v2
@@ -70,6 +71,10 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
             waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> _PartitionResponse:
     partitions = context.partitions
     index = partition_data.index
+    # Kafka's ReplicaManager lets no producer but its own admin utilities append to an internal
+    # topic; the group coordinator writes its records without going through Produce.
+    if topic in INTERNAL_TOPICS and context.header.client_id != ADMIN_CLIENT_ID:
+        return _failed(index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
     partition = partitions.partition(topic, index)
     if partition is None:
         return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

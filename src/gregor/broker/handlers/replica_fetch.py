@@ -11,6 +11,14 @@ follower learns it with its next fetch, and waking every follower on every move 
 replication traffic. Topics are named by id (the fetch versions Gregor's replica fetchers send);
 a follower of a partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER and waits for the
 new leader in the metadata.
+
+Only brokers may fetch as followers (a follower's fetch moves the high watermark and the ISR;
+CVE-2018-1288). Kafka requires the ClusterAction permission on the cluster and answers every
+partition of a follower fetch without it with TOPIC_AUTHORIZATION_FAILED (`KafkaApis
+.handleFetchRequest`, Apache Kafka 2.x to 4.x). Until Gregor has ACLs, a broker is recognised by the
+listener: a follower fetch that arrives on any listener other than `inter.broker.listener.name`
+gets that same answer. With a single listener (the default) brokers and clients share it, as they
+share Kafka's when no authorizer is configured.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import asyncio
 from typing import Any, Coroutine
 
 from gregor.broker.handlers import BrokerContext
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.replication.follower_fetch import FollowerFetch, serve_follower_fetch
 
@@ -39,6 +48,8 @@ def _serve(context: BrokerContext, request: FetchRequest, replica_id: int) -> Fo
 
 def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
                          replica_id: int) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
+    if context.connection.listener != context.metadata.config.inter_broker_listener:
+        return _not_authorized(request, context.version >= 13)
     served = _serve(context, request, replica_id)
     if not served.must_wait(request):
         return served.response()
@@ -52,3 +63,16 @@ async def _when_due(context: BrokerContext, request: FetchRequest, replica_id: i
     await due
     context.now_ms = context.partitions.replica_fetches.now_ms()
     return _serve(context, request, replica_id).response()
+
+
+def _not_authorized(request: FetchRequest, by_id: bool) -> FetchResponse:
+    topics = []
+    for fetch_topic in request.topics:
+        topic = FetchResponse.FetchableTopicResponse(topic="" if by_id else fetch_topic.topic, partitions=[
+            FetchResponse.PartitionData(partition_index=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                        high_watermark=-1, last_stable_offset=-1, log_start_offset=-1, records=b"")
+            for p in fetch_topic.partitions])
+        if by_id:
+            topic.topic_id = fetch_topic.topic_id
+        topics.append(topic)
+    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)

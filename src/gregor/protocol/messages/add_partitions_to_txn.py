@@ -111,7 +111,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(r):
     o.v3_and_below_transactional_id = r.string()
     o.v3_and_below_producer_id = r.int64()
     o.v3_and_below_producer_epoch = r.int16()
-    o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0, 1)
+    o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -137,7 +137,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(r):
     o.v3_and_below_transactional_id = r.string()
     o.v3_and_below_producer_id = r.int64()
     o.v3_and_below_producer_epoch = r.int16()
-    o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1, 1)
+    o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -163,7 +163,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(r):
     o.v3_and_below_transactional_id = r.string()
     o.v3_and_below_producer_id = r.int64()
     o.v3_and_below_producer_epoch = r.int16()
-    o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2, 1)
+    o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -220,7 +220,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3(r):
     o.v3_and_below_transactional_id = r.compact_string()
     o.v3_and_below_producer_id = r.int64()
     o.v3_and_below_producer_epoch = r.int16()
-    o.v3_and_below_topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3, 1)
+    o.v3_and_below_topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -246,7 +246,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(r):
     o.producer_id = r.int64()
     o.producer_epoch = r.int16()
     o.verify_only = r.bool()
-    o.topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v4, 1)
+    o.topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -267,7 +267,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(w, o):
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4(r):
     o = _new(AddPartitionsToTxnRequest)
-    o.transactions = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4, 1)
+    o.transactions = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4, 14)
     o.v3_and_below_transactional_id = ""
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
@@ -294,7 +294,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(r):
     o.producer_id = r.int64()
     o.producer_epoch = r.int16()
     o.verify_only = r.bool()
-    o.topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v5, 1)
+    o.topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v5, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -315,7 +315,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(w, o):
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5(r):
     o = _new(AddPartitionsToTxnRequest)
-    o.transactions = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5, 1)
+    o.transactions = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5, 14)
     o.v3_and_below_transactional_id = ""
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
@@ -402,7 +402,7 @@ class AddPartitionsToTxnResponse(Message):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.string()
-    o.results_by_partition = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0, 1)
+    o.results_by_partition = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -446,7 +446,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
-    o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0, 1)
+    o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -463,7 +463,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0(w, o):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.string()
-    o.results_by_partition = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1, 1)
+    o.results_by_partition = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -486,7 +486,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
-    o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1, 1)
+    o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -503,7 +503,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1(w, o):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.string()
-    o.results_by_partition = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2, 1)
+    o.results_by_partition = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -526,7 +526,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
-    o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2, 1)
+    o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -543,7 +543,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2(w, o):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.compact_string()
-    o.results_by_partition = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3, 1)
+    o.results_by_partition = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -592,7 +592,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
-    o.results_by_topic_v3_and_below = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3, 1)
+    o.results_by_topic_v3_and_below = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -611,7 +611,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3(w, o):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v4(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.compact_string()
-    o.results_by_partition = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v4, 1)
+    o.results_by_partition = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v4, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -632,7 +632,7 @@ _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v4 = _e_AddParti
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnResult)
     o.transactional_id = r.compact_string()
-    o.topic_results = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v4, 1)
+    o.topic_results = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -652,7 +652,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4(r):
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.results_by_transaction = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4, 1)
+    o.results_by_transaction = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4, 3)
     o.results_by_topic_v3_and_below = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -673,7 +673,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4(w, o):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v5(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.compact_string()
-    o.results_by_partition = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v5, 1)
+    o.results_by_partition = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v5, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -694,7 +694,7 @@ _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v5 = _e_AddParti
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnResult)
     o.transactional_id = r.compact_string()
-    o.topic_results = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v5, 1)
+    o.topic_results = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v5, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -714,7 +714,7 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5(r):
     o = _new(AddPartitionsToTxnResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.results_by_transaction = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5, 1)
+    o.results_by_transaction = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5, 3)
     o.results_by_topic_v3_and_below = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

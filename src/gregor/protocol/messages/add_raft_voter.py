@@ -82,7 +82,7 @@ def _d_AddRaftVoterRequest_AddRaftVoterRequest_v0(r):
     o.timeout_ms = r.int32()
     o.voter_id = r.int32()
     o.voter_directory_id = r.uuid()
-    o.listeners = r.compact_array(_d_AddRaftVoterRequest_Listener_v0, 1)
+    o.listeners = r.compact_array(_d_AddRaftVoterRequest_Listener_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -103,8 +103,8 @@ def _e_AlterClientQuotasRequest_OpData_v0(w, o):
 
 def _d_AlterClientQuotasRequest_EntryData_v0(r):
     o = _new(AlterClientQuotasRequest.EntryData)
-    o.entity = r.array(_d_AlterClientQuotasRequest_EntityData_v0, 1)
-    o.ops = r.array(_d_AlterClientQuotasRequest_OpData_v0, 1)
+    o.entity = r.array(_d_AlterClientQuotasRequest_EntityData_v0, 4)
+    o.ops = r.array(_d_AlterClientQuotasRequest_OpData_v0, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -124,7 +124,7 @@ def _e_AlterClientQuotasRequest_EntryData_v0(w, o):
 
 def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v0(r):
     o = _new(AlterClientQuotasRequest)
-    o.entries = r.array(_d_AlterClientQuotasRequest_EntryData_v0, 1)
+    o.entries = r.array(_d_AlterClientQuotasRequest_EntryData_v0, 8)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
     return o
@@ -173,8 +173,8 @@ def _e_AlterClientQuotasRequest_OpData_v1(w, o):
 
 def _d_AlterClientQuotasRequest_EntryData_v1(r):
     o = _new(AlterClientQuotasRequest.EntryData)
-    o.entity = r.compact_array(_d_AlterClientQuotasRequest_EntityData_v1, 1)
-    o.ops = r.compact_array(_d_AlterClientQuotasRequest_OpData_v1, 1)
+    o.entity = r.compact_array(_d_AlterClientQuotasRequest_EntityData_v1, 3)
+    o.ops = r.compact_array(_d_AlterClientQuotasRequest_OpData_v1, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -196,7 +196,7 @@ def _e_AlterClientQuotasRequest_EntryData_v1(w, o):
 
 def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v1(r):
     o = _new(AlterClientQuotasRequest)
-    o.entries = r.compact_array(_d_AlterClientQuotasRequest_EntryData_v1, 1)
+    o.entries = r.compact_array(_d_AlterClientQuotasRequest_EntryData_v1, 3)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -283,7 +283,7 @@ def _d_AlterClientQuotasResponse_EntryData_v0(r):
     o = _new(AlterClientQuotasResponse.EntryData)
     o.error_code = r.int16()
     o.error_message = r.nullable_string()
-    o.entity = r.array(_d_AlterClientQuotasResponse_EntityData_v0, 1)
+    o.entity = r.array(_d_AlterClientQuotasResponse_EntityData_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -301,7 +301,7 @@ def _e_AlterClientQuotasResponse_EntryData_v0(w, o):
 def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v0(r):
     o = _new(AlterClientQuotasResponse)
     o.throttle_time_ms = r.int32()
-    o.entries = r.array(_d_AlterClientQuotasResponse_EntryData_v0, 1)
+    o.entries = r.array(_d_AlterClientQuotasResponse_EntryData_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -334,7 +334,7 @@ def _d_AlterClientQuotasResponse_EntryData_v1(r):
     o = _new(AlterClientQuotasResponse.EntryData)
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.entity = r.compact_array(_d_AlterClientQuotasResponse_EntityData_v1, 1)
+    o.entity = r.compact_array(_d_AlterClientQuotasResponse_EntityData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -354,7 +354,7 @@ def _e_AlterClientQuotasResponse_EntryData_v1(w, o):
 def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v1(r):
     o = _new(AlterClientQuotasResponse)
     o.throttle_time_ms = r.int32()
-    o.entries = r.compact_array(_d_AlterClientQuotasResponse_EntryData_v1, 1)
+    o.entries = r.compact_array(_d_AlterClientQuotasResponse_EntryData_v1, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -80,7 +80,7 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v0(r):
     o = _new(AlterConfigsRequest.AlterConfigsResource)
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_AlterConfigsRequest_AlterableConfig_v0, 1)
+    o.configs = r.array(_d_AlterConfigsRequest_AlterableConfig_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -97,7 +97,7 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v0(w, o):
 
 def _d_AlterConfigsRequest_AlterConfigsRequest_v0(r):
     o = _new(AlterConfigsRequest)
-    o.resources = r.array(_d_AlterConfigsRequest_AlterConfigsResource_v0, 1)
+    o.resources = r.array(_d_AlterConfigsRequest_AlterConfigsResource_v0, 7)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
     return o
@@ -118,7 +118,7 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v1(r):
     o = _new(AlterConfigsRequest.AlterConfigsResource)
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_AlterConfigsRequest_AlterableConfig_v1, 1)
+    o.configs = r.array(_d_AlterConfigsRequest_AlterableConfig_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -135,7 +135,7 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v1(w, o):
 
 def _d_AlterConfigsRequest_AlterConfigsRequest_v1(r):
     o = _new(AlterConfigsRequest)
-    o.resources = r.array(_d_AlterConfigsRequest_AlterConfigsResource_v1, 1)
+    o.resources = r.array(_d_AlterConfigsRequest_AlterConfigsResource_v1, 7)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
     return o
@@ -169,7 +169,7 @@ def _d_AlterConfigsRequest_AlterConfigsResource_v2(r):
     o = _new(AlterConfigsRequest.AlterConfigsResource)
     o.resource_type = r.int8()
     o.resource_name = r.compact_string()
-    o.configs = r.compact_array(_d_AlterConfigsRequest_AlterableConfig_v2, 1)
+    o.configs = r.compact_array(_d_AlterConfigsRequest_AlterableConfig_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -188,7 +188,7 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v2(w, o):
 
 def _d_AlterConfigsRequest_AlterConfigsRequest_v2(r):
     o = _new(AlterConfigsRequest)
-    o.resources = r.compact_array(_d_AlterConfigsRequest_AlterConfigsResource_v2, 1)
+    o.resources = r.compact_array(_d_AlterConfigsRequest_AlterConfigsResource_v2, 4)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -270,7 +270,7 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v0(w, o):
 def _d_AlterConfigsResponse_AlterConfigsResponse_v0(r):
     o = _new(AlterConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.array(_d_AlterConfigsResponse_AlterConfigsResourceResponse_v0, 1)
+    o.responses = r.array(_d_AlterConfigsResponse_AlterConfigsResourceResponse_v0, 7)
     o._unknown_tagged_fields = None
     return o
 
@@ -289,7 +289,7 @@ _e_AlterConfigsResponse_AlterConfigsResourceResponse_v1 = _e_AlterConfigsRespons
 def _d_AlterConfigsResponse_AlterConfigsResponse_v1(r):
     o = _new(AlterConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.array(_d_AlterConfigsResponse_AlterConfigsResourceResponse_v1, 1)
+    o.responses = r.array(_d_AlterConfigsResponse_AlterConfigsResourceResponse_v1, 7)
     o._unknown_tagged_fields = None
     return o
 
@@ -325,7 +325,7 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w, o):
 def _d_AlterConfigsResponse_AlterConfigsResponse_v2(r):
     o = _new(AlterConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.compact_array(_d_AlterConfigsResponse_AlterConfigsResourceResponse_v2, 1)
+    o.responses = r.compact_array(_d_AlterConfigsResponse_AlterConfigsResourceResponse_v2, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

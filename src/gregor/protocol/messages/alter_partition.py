@@ -125,7 +125,7 @@ def _d_AlterPartitionRequest_TopicData_v0(r):
     o = _new(AlterPartitionRequest.TopicData)
     o.topic_name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v0, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -145,7 +145,7 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_v0(r):
     o = _new(AlterPartitionRequest)
     o.broker_id = r.int32()
     o.broker_epoch = r.int64()
-    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -194,7 +194,7 @@ def _d_AlterPartitionRequest_TopicData_v1(r):
     o = _new(AlterPartitionRequest.TopicData)
     o.topic_name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v1, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -214,7 +214,7 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_v1(r):
     o = _new(AlterPartitionRequest)
     o.broker_id = r.int32()
     o.broker_epoch = r.int64()
-    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -239,7 +239,7 @@ def _d_AlterPartitionRequest_TopicData_v2(r):
     o = _new(AlterPartitionRequest.TopicData)
     o.topic_name = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v2, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v2, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -259,7 +259,7 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_v2(r):
     o = _new(AlterPartitionRequest)
     o.broker_id = r.int32()
     o.broker_epoch = r.int64()
-    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v2, 1)
+    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v2, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -296,7 +296,7 @@ def _d_AlterPartitionRequest_PartitionData_v3(r):
     o.partition_index = r.int32()
     o.leader_epoch = r.int32()
     o.new_isr = []
-    o.new_isr_with_epochs = r.compact_array(_d_AlterPartitionRequest_BrokerState_v3, 1)
+    o.new_isr_with_epochs = r.compact_array(_d_AlterPartitionRequest_BrokerState_v3, 13)
     o.leader_recovery_state = r.int8()
     o.partition_epoch = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -321,7 +321,7 @@ def _d_AlterPartitionRequest_TopicData_v3(r):
     o = _new(AlterPartitionRequest.TopicData)
     o.topic_name = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v3, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionRequest_PartitionData_v3, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -341,7 +341,7 @@ def _d_AlterPartitionRequest_AlterPartitionRequest_v3(r):
     o = _new(AlterPartitionRequest)
     o.broker_id = r.int32()
     o.broker_epoch = r.int64()
-    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v3, 1)
+    o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v3, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -455,7 +455,7 @@ def _d_AlterPartitionResponse_TopicData_v0(r):
     o = _new(AlterPartitionResponse.TopicData)
     o.topic_name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -475,7 +475,7 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_v0(r):
     o = _new(AlterPartitionResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -525,7 +525,7 @@ def _d_AlterPartitionResponse_TopicData_v1(r):
     o = _new(AlterPartitionResponse.TopicData)
     o.topic_name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v1, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -545,7 +545,7 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_v1(r):
     o = _new(AlterPartitionResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -568,7 +568,7 @@ def _d_AlterPartitionResponse_TopicData_v2(r):
     o = _new(AlterPartitionResponse.TopicData)
     o.topic_name = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v2, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v2, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -588,7 +588,7 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_v2(r):
     o = _new(AlterPartitionResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v2, 1)
+    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v2, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -611,7 +611,7 @@ def _d_AlterPartitionResponse_TopicData_v3(r):
     o = _new(AlterPartitionResponse.TopicData)
     o.topic_name = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v3, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionResponse_PartitionData_v3, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -631,7 +631,7 @@ def _d_AlterPartitionResponse_AlterPartitionResponse_v3(r):
     o = _new(AlterPartitionResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v3, 1)
+    o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v3, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -83,7 +83,7 @@ def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, o):
 def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(r):
     o = _new(AlterPartitionReassignmentsRequest.ReassignableTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_AlterPartitionReassignmentsRequest_ReassignablePartition_v0, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionReassignmentsRequest_ReassignablePartition_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -102,7 +102,7 @@ def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, o):
 def _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0(r):
     o = _new(AlterPartitionReassignmentsRequest)
     o.timeout_ms = r.int32()
-    o.topics = r.compact_array(_d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0, 1)
+    o.topics = r.compact_array(_d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -195,7 +195,7 @@ def _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, o
 def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(r):
     o = _new(AlterPartitionReassignmentsResponse.ReassignableTopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0, 1)
+    o.partitions = r.compact_array(_d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -216,7 +216,7 @@ def _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.responses = r.compact_array(_d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0, 1)
+    o.responses = r.compact_array(_d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

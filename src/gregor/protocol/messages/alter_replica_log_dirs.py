@@ -79,7 +79,7 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(w, o):
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(r):
     o = _new(AlterReplicaLogDirsRequest.AlterReplicaLogDir)
     o.path = r.string()
-    o.topics = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0, 1)
+    o.topics = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -95,7 +95,7 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(w, o):
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v0(r):
     o = _new(AlterReplicaLogDirsRequest)
-    o.dirs = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0, 1)
+    o.dirs = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -113,7 +113,7 @@ _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1 = _e_AlterReplicaLogDir
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(r):
     o = _new(AlterReplicaLogDirsRequest.AlterReplicaLogDir)
     o.path = r.string()
-    o.topics = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1, 1)
+    o.topics = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -129,7 +129,7 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(w, o):
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v1(r):
     o = _new(AlterReplicaLogDirsRequest)
-    o.dirs = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1, 1)
+    o.dirs = r.array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -164,7 +164,7 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w, o):
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(r):
     o = _new(AlterReplicaLogDirsRequest.AlterReplicaLogDir)
     o.path = r.compact_string()
-    o.topics = r.compact_array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2, 1)
+    o.topics = r.compact_array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -182,7 +182,7 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w, o):
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2(r):
     o = _new(AlterReplicaLogDirsRequest)
-    o.dirs = r.compact_array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2, 1)
+    o.dirs = r.compact_array(_d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -264,7 +264,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(w, o):
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(r):
     o = _new(AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult)
     o.topic_name = r.string()
-    o.partitions = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0, 1)
+    o.partitions = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -281,7 +281,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(w, o):
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v0(r):
     o = _new(AlterReplicaLogDirsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0, 1)
+    o.results = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -300,7 +300,7 @@ _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1 = _e_AlterRe
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(r):
     o = _new(AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult)
     o.topic_name = r.string()
-    o.partitions = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1, 1)
+    o.partitions = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -317,7 +317,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(w, o):
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1(r):
     o = _new(AlterReplicaLogDirsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1, 1)
+    o.results = r.array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -349,7 +349,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w, o):
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(r):
     o = _new(AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2, 1)
+    o.partitions = r.compact_array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -368,7 +368,7 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w, o):
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2(r):
     o = _new(AlterReplicaLogDirsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2, 1)
+    o.results = r.compact_array(_d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -105,8 +105,8 @@ def _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w, o):
 
 def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0(r):
     o = _new(AlterUserScramCredentialsRequest)
-    o.deletions = r.compact_array(_d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0, 1)
-    o.upsertions = r.compact_array(_d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0, 1)
+    o.deletions = r.compact_array(_d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0, 3)
+    o.upsertions = r.compact_array(_d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0, 9)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -189,7 +189,7 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w, o
 def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0(r):
     o = _new(AlterUserScramCredentialsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0, 1)
+    o.results = r.compact_array(_d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

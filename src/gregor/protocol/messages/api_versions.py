@@ -192,7 +192,7 @@ _e_ApiVersionsResponse_FinalizedFeatureKey_v0 = _e_ApiVersionsResponse_Supported
 def _d_ApiVersionsResponse_ApiVersionsResponse_v0(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
-    o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v0, 1)
+    o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v0, 6)
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -220,7 +220,7 @@ _e_ApiVersionsResponse_FinalizedFeatureKey_v1 = _e_ApiVersionsResponse_Supported
 def _d_ApiVersionsResponse_ApiVersionsResponse_v1(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
-    o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v1, 1)
+    o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v1, 6)
     o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -249,7 +249,7 @@ _e_ApiVersionsResponse_FinalizedFeatureKey_v2 = _e_ApiVersionsResponse_Supported
 def _d_ApiVersionsResponse_ApiVersionsResponse_v2(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
-    o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v2, 1)
+    o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v2, 6)
     o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -323,7 +323,7 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_v3(w, o):
 def _d_ApiVersionsResponse_ApiVersionsResponse_v3(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
-    o.api_keys = r.compact_array(_d_ApiVersionsResponse_ApiVersion_v3, 1)
+    o.api_keys = r.compact_array(_d_ApiVersionsResponse_ApiVersion_v3, 7)
     o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -332,13 +332,13 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_v3(r):
 
     def known(r, tag, size):
         if tag == 0:
-            o.supported_features = r.compact_array(_d_ApiVersionsResponse_SupportedFeatureKey_v3, 1)
+            o.supported_features = r.compact_array(_d_ApiVersionsResponse_SupportedFeatureKey_v3, 6)
             return True
         elif tag == 1:
             o.finalized_features_epoch = r.int64()
             return True
         elif tag == 2:
-            o.finalized_features = r.compact_array(_d_ApiVersionsResponse_FinalizedFeatureKey_v3, 1)
+            o.finalized_features = r.compact_array(_d_ApiVersionsResponse_FinalizedFeatureKey_v3, 6)
             return True
         elif tag == 3:
             o.zk_migration_ready = r.bool()
@@ -397,7 +397,7 @@ _e_ApiVersionsResponse_FinalizedFeatureKey_v4 = _e_ApiVersionsResponse_Finalized
 def _d_ApiVersionsResponse_ApiVersionsResponse_v4(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
-    o.api_keys = r.compact_array(_d_ApiVersionsResponse_ApiVersion_v4, 1)
+    o.api_keys = r.compact_array(_d_ApiVersionsResponse_ApiVersion_v4, 7)
     o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -406,13 +406,13 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_v4(r):
 
     def known(r, tag, size):
         if tag == 0:
-            o.supported_features = r.compact_array(_d_ApiVersionsResponse_SupportedFeatureKey_v4, 1)
+            o.supported_features = r.compact_array(_d_ApiVersionsResponse_SupportedFeatureKey_v4, 6)
             return True
         elif tag == 1:
             o.finalized_features_epoch = r.int64()
             return True
         elif tag == 2:
-            o.finalized_features = r.compact_array(_d_ApiVersionsResponse_FinalizedFeatureKey_v4, 1)
+            o.finalized_features = r.compact_array(_d_ApiVersionsResponse_FinalizedFeatureKey_v4, 6)
             return True
         elif tag == 3:
             o.zk_migration_ready = r.bool()

@@ -87,7 +87,7 @@ def _e_AssignReplicasToDirsRequest_PartitionData_v0(w, o):
 def _d_AssignReplicasToDirsRequest_TopicData_v0(r):
     o = _new(AssignReplicasToDirsRequest.TopicData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_AssignReplicasToDirsRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_AssignReplicasToDirsRequest_PartitionData_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -106,7 +106,7 @@ def _e_AssignReplicasToDirsRequest_TopicData_v0(w, o):
 def _d_AssignReplicasToDirsRequest_DirectoryData_v0(r):
     o = _new(AssignReplicasToDirsRequest.DirectoryData)
     o.id = r.uuid()
-    o.topics = r.compact_array(_d_AssignReplicasToDirsRequest_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_AssignReplicasToDirsRequest_TopicData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -126,7 +126,7 @@ def _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0(r):
     o = _new(AssignReplicasToDirsRequest)
     o.broker_id = r.int32()
     o.broker_epoch = r.int64()
-    o.directories = r.compact_array(_d_AssignReplicasToDirsRequest_DirectoryData_v0, 1)
+    o.directories = r.compact_array(_d_AssignReplicasToDirsRequest_DirectoryData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -224,7 +224,7 @@ def _e_AssignReplicasToDirsResponse_PartitionData_v0(w, o):
 def _d_AssignReplicasToDirsResponse_TopicData_v0(r):
     o = _new(AssignReplicasToDirsResponse.TopicData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_AssignReplicasToDirsResponse_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_AssignReplicasToDirsResponse_PartitionData_v0, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -243,7 +243,7 @@ def _e_AssignReplicasToDirsResponse_TopicData_v0(w, o):
 def _d_AssignReplicasToDirsResponse_DirectoryData_v0(r):
     o = _new(AssignReplicasToDirsResponse.DirectoryData)
     o.id = r.uuid()
-    o.topics = r.compact_array(_d_AssignReplicasToDirsResponse_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_AssignReplicasToDirsResponse_TopicData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -263,7 +263,7 @@ def _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0(r):
     o = _new(AssignReplicasToDirsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.directories = r.compact_array(_d_AssignReplicasToDirsResponse_DirectoryData_v0, 1)
+    o.directories = r.compact_array(_d_AssignReplicasToDirsResponse_DirectoryData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -100,7 +100,7 @@ def _e_BeginQuorumEpochRequest_PartitionData_v0(w, o):
 def _d_BeginQuorumEpochRequest_TopicData_v0(r):
     o = _new(BeginQuorumEpochRequest.TopicData)
     o.topic_name = r.string()
-    o.partitions = r.array(_d_BeginQuorumEpochRequest_PartitionData_v0, 1)
+    o.partitions = r.array(_d_BeginQuorumEpochRequest_PartitionData_v0, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -131,7 +131,7 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0(r):
     o = _new(BeginQuorumEpochRequest)
     o.cluster_id = r.nullable_string()
     o.voter_id = -1
-    o.topics = r.array(_d_BeginQuorumEpochRequest_TopicData_v0, 1)
+    o.topics = r.array(_d_BeginQuorumEpochRequest_TopicData_v0, 6)
     o.leader_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -168,7 +168,7 @@ def _e_BeginQuorumEpochRequest_PartitionData_v1(w, o):
 def _d_BeginQuorumEpochRequest_TopicData_v1(r):
     o = _new(BeginQuorumEpochRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_BeginQuorumEpochRequest_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_BeginQuorumEpochRequest_PartitionData_v1, 29)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -205,8 +205,8 @@ def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1(r):
     o = _new(BeginQuorumEpochRequest)
     o.cluster_id = r.compact_nullable_string()
     o.voter_id = r.int32()
-    o.topics = r.compact_array(_d_BeginQuorumEpochRequest_TopicData_v1, 1)
-    o.leader_endpoints = r.compact_array(_d_BeginQuorumEpochRequest_LeaderEndpoint_v1, 1)
+    o.topics = r.compact_array(_d_BeginQuorumEpochRequest_TopicData_v1, 3)
+    o.leader_endpoints = r.compact_array(_d_BeginQuorumEpochRequest_LeaderEndpoint_v1, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -317,7 +317,7 @@ def _e_BeginQuorumEpochResponse_PartitionData_v0(w, o):
 def _d_BeginQuorumEpochResponse_TopicData_v0(r):
     o = _new(BeginQuorumEpochResponse.TopicData)
     o.topic_name = r.string()
-    o.partitions = r.array(_d_BeginQuorumEpochResponse_PartitionData_v0, 1)
+    o.partitions = r.array(_d_BeginQuorumEpochResponse_PartitionData_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -347,7 +347,7 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_v0(w, o):
 def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0(r):
     o = _new(BeginQuorumEpochResponse)
     o.error_code = r.int16()
-    o.topics = r.array(_d_BeginQuorumEpochResponse_TopicData_v0, 1)
+    o.topics = r.array(_d_BeginQuorumEpochResponse_TopicData_v0, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -384,7 +384,7 @@ def _e_BeginQuorumEpochResponse_PartitionData_v1(w, o):
 def _d_BeginQuorumEpochResponse_TopicData_v1(r):
     o = _new(BeginQuorumEpochResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_BeginQuorumEpochResponse_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_BeginQuorumEpochResponse_PartitionData_v1, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -420,12 +420,12 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_v1(w, o):
 def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1(r):
     o = _new(BeginQuorumEpochResponse)
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_BeginQuorumEpochResponse_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_BeginQuorumEpochResponse_TopicData_v1, 3)
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_BeginQuorumEpochResponse_NodeEndpoint_v1, 1)
+            o.node_endpoints = r.compact_array(_d_BeginQuorumEpochResponse_NodeEndpoint_v1, 8)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)

@@ -184,7 +184,7 @@ def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, o):
 
 def _d_ConsumerGroupDescribeResponse_Assignment_v0(r):
     o = _new(ConsumerGroupDescribeResponse.Assignment)
-    o.topic_partitions = r.compact_array(_d_ConsumerGroupDescribeResponse_TopicPartitions_v0, 1)
+    o.topic_partitions = r.compact_array(_d_ConsumerGroupDescribeResponse_TopicPartitions_v0, 19)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -243,7 +243,7 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_v0(r):
     o.group_epoch = r.int32()
     o.assignment_epoch = r.int32()
     o.assignor_name = r.compact_string()
-    o.members = r.compact_array(_d_ConsumerGroupDescribeResponse_Member_v0, 1)
+    o.members = r.compact_array(_d_ConsumerGroupDescribeResponse_Member_v0, 16)
     o.authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -270,7 +270,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, o):
 def _d_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0(r):
     o = _new(ConsumerGroupDescribeResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.compact_array(_d_ConsumerGroupDescribeResponse_DescribedGroup_v0, 1)
+    o.groups = r.compact_array(_d_ConsumerGroupDescribeResponse_DescribedGroup_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

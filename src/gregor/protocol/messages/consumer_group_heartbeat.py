@@ -97,7 +97,7 @@ def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0(r):
     o.subscribed_topic_names = r.compact_nullable_array(_R_compact_string, 1)
     o.subscribed_topic_regex = None
     o.server_assignor = r.compact_nullable_string()
-    o.topic_partitions = r.compact_nullable_array(_d_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, 1)
+    o.topic_partitions = r.compact_nullable_array(_d_ConsumerGroupHeartbeatRequest_TopicPartitions_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -137,7 +137,7 @@ def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1(r):
     o.subscribed_topic_names = r.compact_nullable_array(_R_compact_string, 1)
     o.subscribed_topic_regex = r.compact_nullable_string()
     o.server_assignor = r.compact_nullable_string()
-    o.topic_partitions = r.compact_nullable_array(_d_ConsumerGroupHeartbeatRequest_TopicPartitions_v1, 1)
+    o.topic_partitions = r.compact_nullable_array(_d_ConsumerGroupHeartbeatRequest_TopicPartitions_v1, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -245,7 +245,7 @@ def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(w, o):
 
 def _d_ConsumerGroupHeartbeatResponse_Assignment_v0(r):
     o = _new(ConsumerGroupHeartbeatResponse.Assignment)
-    o.topic_partitions = r.compact_array(_d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0, 1)
+    o.topic_partitions = r.compact_array(_d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -289,7 +289,7 @@ _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v1 = _d_ConsumerGroupHeartbeat
 _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v1 = _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0
 def _d_ConsumerGroupHeartbeatResponse_Assignment_v1(r):
     o = _new(ConsumerGroupHeartbeatResponse.Assignment)
-    o.topic_partitions = r.compact_array(_d_ConsumerGroupHeartbeatResponse_TopicPartitions_v1, 1)
+    o.topic_partitions = r.compact_array(_d_ConsumerGroupHeartbeatResponse_TopicPartitions_v1, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

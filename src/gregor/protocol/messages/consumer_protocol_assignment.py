@@ -66,7 +66,7 @@ def _e_ConsumerProtocolAssignment_TopicPartition_v0(w, o):
 
 def _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v0(r):
     o = _new(ConsumerProtocolAssignment)
-    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v0, 1)
+    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v0, 6)
     o.user_data = r.nullable_bytes()
     o._unknown_tagged_fields = None
     return o
@@ -85,7 +85,7 @@ _d_ConsumerProtocolAssignment_TopicPartition_v1 = _d_ConsumerProtocolAssignment_
 _e_ConsumerProtocolAssignment_TopicPartition_v1 = _e_ConsumerProtocolAssignment_TopicPartition_v0
 def _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v1(r):
     o = _new(ConsumerProtocolAssignment)
-    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v1, 1)
+    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v1, 6)
     o.user_data = r.nullable_bytes()
     o._unknown_tagged_fields = None
     return o
@@ -104,7 +104,7 @@ _d_ConsumerProtocolAssignment_TopicPartition_v2 = _d_ConsumerProtocolAssignment_
 _e_ConsumerProtocolAssignment_TopicPartition_v2 = _e_ConsumerProtocolAssignment_TopicPartition_v0
 def _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v2(r):
     o = _new(ConsumerProtocolAssignment)
-    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v2, 1)
+    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v2, 6)
     o.user_data = r.nullable_bytes()
     o._unknown_tagged_fields = None
     return o
@@ -123,7 +123,7 @@ _d_ConsumerProtocolAssignment_TopicPartition_v3 = _d_ConsumerProtocolAssignment_
 _e_ConsumerProtocolAssignment_TopicPartition_v3 = _e_ConsumerProtocolAssignment_TopicPartition_v0
 def _d_ConsumerProtocolAssignment_ConsumerProtocolAssignment_v3(r):
     o = _new(ConsumerProtocolAssignment)
-    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v3, 1)
+    o.assigned_partitions = r.array(_d_ConsumerProtocolAssignment_TopicPartition_v3, 6)
     o.user_data = r.nullable_bytes()
     o._unknown_tagged_fields = None
     return o

@@ -67,7 +67,7 @@ def _e_ConsumerProtocolSubscription_TopicPartition_v0(w, o):
 
 def _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v0(r):
     o = _new(ConsumerProtocolSubscription)
-    o.topics = r.array(_R_string, 1)
+    o.topics = r.array(_R_string, 2)
     o.user_data = r.nullable_bytes()
     o.owned_partitions = []
     o.generation_id = -1
@@ -104,9 +104,9 @@ def _e_ConsumerProtocolSubscription_TopicPartition_v1(w, o):
 
 def _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v1(r):
     o = _new(ConsumerProtocolSubscription)
-    o.topics = r.array(_R_string, 1)
+    o.topics = r.array(_R_string, 2)
     o.user_data = r.nullable_bytes()
-    o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v1, 1)
+    o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v1, 6)
     o.generation_id = -1
     o.rack_id = None
     o._unknown_tagged_fields = None
@@ -131,9 +131,9 @@ _d_ConsumerProtocolSubscription_TopicPartition_v2 = _d_ConsumerProtocolSubscript
 _e_ConsumerProtocolSubscription_TopicPartition_v2 = _e_ConsumerProtocolSubscription_TopicPartition_v1
 def _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v2(r):
     o = _new(ConsumerProtocolSubscription)
-    o.topics = r.array(_R_string, 1)
+    o.topics = r.array(_R_string, 2)
     o.user_data = r.nullable_bytes()
-    o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v2, 1)
+    o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v2, 6)
     o.generation_id = r.int32()
     o.rack_id = None
     o._unknown_tagged_fields = None
@@ -159,9 +159,9 @@ _d_ConsumerProtocolSubscription_TopicPartition_v3 = _d_ConsumerProtocolSubscript
 _e_ConsumerProtocolSubscription_TopicPartition_v3 = _e_ConsumerProtocolSubscription_TopicPartition_v1
 def _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v3(r):
     o = _new(ConsumerProtocolSubscription)
-    o.topics = r.array(_R_string, 1)
+    o.topics = r.array(_R_string, 2)
     o.user_data = r.nullable_bytes()
-    o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v3, 1)
+    o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v3, 6)
     o.generation_id = r.int32()
     o.rack_id = r.nullable_string()
     o._unknown_tagged_fields = None

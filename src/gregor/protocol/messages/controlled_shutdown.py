@@ -142,7 +142,7 @@ def _e_ControlledShutdownResponse_RemainingPartition_v0(w, o):
 def _d_ControlledShutdownResponse_ControlledShutdownResponse_v0(r):
     o = _new(ControlledShutdownResponse)
     o.error_code = r.int16()
-    o.remaining_partitions = r.array(_d_ControlledShutdownResponse_RemainingPartition_v0, 1)
+    o.remaining_partitions = r.array(_d_ControlledShutdownResponse_RemainingPartition_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -161,7 +161,7 @@ _e_ControlledShutdownResponse_RemainingPartition_v1 = _e_ControlledShutdownRespo
 def _d_ControlledShutdownResponse_ControlledShutdownResponse_v1(r):
     o = _new(ControlledShutdownResponse)
     o.error_code = r.int16()
-    o.remaining_partitions = r.array(_d_ControlledShutdownResponse_RemainingPartition_v1, 1)
+    o.remaining_partitions = r.array(_d_ControlledShutdownResponse_RemainingPartition_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -180,7 +180,7 @@ _e_ControlledShutdownResponse_RemainingPartition_v2 = _e_ControlledShutdownRespo
 def _d_ControlledShutdownResponse_ControlledShutdownResponse_v2(r):
     o = _new(ControlledShutdownResponse)
     o.error_code = r.int16()
-    o.remaining_partitions = r.array(_d_ControlledShutdownResponse_RemainingPartition_v2, 1)
+    o.remaining_partitions = r.array(_d_ControlledShutdownResponse_RemainingPartition_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -212,7 +212,7 @@ def _e_ControlledShutdownResponse_RemainingPartition_v3(w, o):
 def _d_ControlledShutdownResponse_ControlledShutdownResponse_v3(r):
     o = _new(ControlledShutdownResponse)
     o.error_code = r.int16()
-    o.remaining_partitions = r.compact_array(_d_ControlledShutdownResponse_RemainingPartition_v3, 1)
+    o.remaining_partitions = r.compact_array(_d_ControlledShutdownResponse_RemainingPartition_v3, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

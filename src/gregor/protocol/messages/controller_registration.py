@@ -114,8 +114,8 @@ def _d_ControllerRegistrationRequest_ControllerRegistrationRequest_v0(r):
     o.controller_id = r.int32()
     o.incarnation_id = r.uuid()
     o.zk_migration_ready = r.bool()
-    o.listeners = r.compact_array(_d_ControllerRegistrationRequest_Listener_v0, 1)
-    o.features = r.compact_array(_d_ControllerRegistrationRequest_Feature_v0, 1)
+    o.listeners = r.compact_array(_d_ControllerRegistrationRequest_Listener_v0, 7)
+    o.features = r.compact_array(_d_ControllerRegistrationRequest_Feature_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

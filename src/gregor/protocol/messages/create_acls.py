@@ -83,7 +83,7 @@ def _e_CreateAclsRequest_AclCreation_v0(w, o):
 
 def _d_CreateAclsRequest_CreateAclsRequest_v0(r):
     o = _new(CreateAclsRequest)
-    o.creations = r.array(_d_CreateAclsRequest_AclCreation_v0, 1)
+    o.creations = r.array(_d_CreateAclsRequest_AclCreation_v0, 9)
     o._unknown_tagged_fields = None
     return o
 
@@ -121,7 +121,7 @@ def _e_CreateAclsRequest_AclCreation_v1(w, o):
 
 def _d_CreateAclsRequest_CreateAclsRequest_v1(r):
     o = _new(CreateAclsRequest)
-    o.creations = r.array(_d_CreateAclsRequest_AclCreation_v1, 1)
+    o.creations = r.array(_d_CreateAclsRequest_AclCreation_v1, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -161,7 +161,7 @@ def _e_CreateAclsRequest_AclCreation_v2(w, o):
 
 def _d_CreateAclsRequest_CreateAclsRequest_v2(r):
     o = _new(CreateAclsRequest)
-    o.creations = r.compact_array(_d_CreateAclsRequest_AclCreation_v2, 1)
+    o.creations = r.compact_array(_d_CreateAclsRequest_AclCreation_v2, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -180,7 +180,7 @@ _d_CreateAclsRequest_AclCreation_v3 = _d_CreateAclsRequest_AclCreation_v2
 _e_CreateAclsRequest_AclCreation_v3 = _e_CreateAclsRequest_AclCreation_v2
 def _d_CreateAclsRequest_CreateAclsRequest_v3(r):
     o = _new(CreateAclsRequest)
-    o.creations = r.compact_array(_d_CreateAclsRequest_AclCreation_v3, 1)
+    o.creations = r.compact_array(_d_CreateAclsRequest_AclCreation_v3, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -252,7 +252,7 @@ def _e_CreateAclsResponse_AclCreationResult_v0(w, o):
 def _d_CreateAclsResponse_CreateAclsResponse_v0(r):
     o = _new(CreateAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_CreateAclsResponse_AclCreationResult_v0, 1)
+    o.results = r.array(_d_CreateAclsResponse_AclCreationResult_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -271,7 +271,7 @@ _e_CreateAclsResponse_AclCreationResult_v1 = _e_CreateAclsResponse_AclCreationRe
 def _d_CreateAclsResponse_CreateAclsResponse_v1(r):
     o = _new(CreateAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_CreateAclsResponse_AclCreationResult_v1, 1)
+    o.results = r.array(_d_CreateAclsResponse_AclCreationResult_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -303,7 +303,7 @@ def _e_CreateAclsResponse_AclCreationResult_v2(w, o):
 def _d_CreateAclsResponse_CreateAclsResponse_v2(r):
     o = _new(CreateAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_CreateAclsResponse_AclCreationResult_v2, 1)
+    o.results = r.compact_array(_d_CreateAclsResponse_AclCreationResult_v2, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -324,7 +324,7 @@ _e_CreateAclsResponse_AclCreationResult_v3 = _e_CreateAclsResponse_AclCreationRe
 def _d_CreateAclsResponse_CreateAclsResponse_v3(r):
     o = _new(CreateAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_CreateAclsResponse_AclCreationResult_v3, 1)
+    o.results = r.compact_array(_d_CreateAclsResponse_AclCreationResult_v3, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

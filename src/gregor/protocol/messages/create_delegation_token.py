@@ -72,7 +72,7 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0(r):
     o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type = ""
     o.owner_principal_name = ""
-    o.renewers = r.array(_d_CreateDelegationTokenRequest_CreatableRenewers_v0, 1)
+    o.renewers = r.array(_d_CreateDelegationTokenRequest_CreatableRenewers_v0, 4)
     o.max_lifetime_ms = r.int64()
     o._unknown_tagged_fields = None
     return o
@@ -93,7 +93,7 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1(r):
     o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type = ""
     o.owner_principal_name = ""
-    o.renewers = r.array(_d_CreateDelegationTokenRequest_CreatableRenewers_v1, 1)
+    o.renewers = r.array(_d_CreateDelegationTokenRequest_CreatableRenewers_v1, 4)
     o.max_lifetime_ms = r.int64()
     o._unknown_tagged_fields = None
     return o
@@ -127,7 +127,7 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2(r):
     o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type = ""
     o.owner_principal_name = ""
-    o.renewers = r.compact_array(_d_CreateDelegationTokenRequest_CreatableRenewers_v2, 1)
+    o.renewers = r.compact_array(_d_CreateDelegationTokenRequest_CreatableRenewers_v2, 3)
     o.max_lifetime_ms = r.int64()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -150,7 +150,7 @@ def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3(r):
     o = _new(CreateDelegationTokenRequest)
     o.owner_principal_type = r.compact_nullable_string()
     o.owner_principal_name = r.compact_nullable_string()
-    o.renewers = r.compact_array(_d_CreateDelegationTokenRequest_CreatableRenewers_v3, 1)
+    o.renewers = r.compact_array(_d_CreateDelegationTokenRequest_CreatableRenewers_v3, 3)
     o.max_lifetime_ms = r.int64()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

@@ -82,7 +82,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v0(r):
     o = _new(CreatePartitionsRequest.CreatePartitionsTopic)
     o.name = r.string()
     o.count = r.int32()
-    o.assignments = r.nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v0, 1)
+    o.assignments = r.nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -99,7 +99,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(w, o):
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v0(r):
     o = _new(CreatePartitionsRequest)
-    o.topics = r.array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v0, 1)
+    o.topics = r.array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v0, 10)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
@@ -122,7 +122,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v1(r):
     o = _new(CreatePartitionsRequest.CreatePartitionsTopic)
     o.name = r.string()
     o.count = r.int32()
-    o.assignments = r.nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v1, 1)
+    o.assignments = r.nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -139,7 +139,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(w, o):
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v1(r):
     o = _new(CreatePartitionsRequest)
-    o.topics = r.array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v1, 1)
+    o.topics = r.array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v1, 10)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
@@ -177,7 +177,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v2(r):
     o = _new(CreatePartitionsRequest.CreatePartitionsTopic)
     o.name = r.compact_string()
     o.count = r.int32()
-    o.assignments = r.compact_nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v2, 1)
+    o.assignments = r.compact_nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v2, 2)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -196,7 +196,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(w, o):
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v2(r):
     o = _new(CreatePartitionsRequest)
-    o.topics = r.compact_array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v2, 1)
+    o.topics = r.compact_array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v2, 7)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -221,7 +221,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_v3(r):
     o = _new(CreatePartitionsRequest.CreatePartitionsTopic)
     o.name = r.compact_string()
     o.count = r.int32()
-    o.assignments = r.compact_nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v3, 1)
+    o.assignments = r.compact_nullable_array(_d_CreatePartitionsRequest_CreatePartitionsAssignment_v3, 2)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -240,7 +240,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v3(w, o):
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v3(r):
     o = _new(CreatePartitionsRequest)
-    o.topics = r.compact_array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v3, 1)
+    o.topics = r.compact_array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v3, 7)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -320,7 +320,7 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(w, o):
 def _d_CreatePartitionsResponse_CreatePartitionsResponse_v0(r):
     o = _new(CreatePartitionsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v0, 1)
+    o.results = r.array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -339,7 +339,7 @@ _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v1 = _e_CreatePartitions
 def _d_CreatePartitionsResponse_CreatePartitionsResponse_v1(r):
     o = _new(CreatePartitionsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v1, 1)
+    o.results = r.array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -373,7 +373,7 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(w, o):
 def _d_CreatePartitionsResponse_CreatePartitionsResponse_v2(r):
     o = _new(CreatePartitionsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v2, 1)
+    o.results = r.compact_array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -394,7 +394,7 @@ _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v3 = _e_CreatePartitions
 def _d_CreatePartitionsResponse_CreatePartitionsResponse_v3(r):
     o = _new(CreatePartitionsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v3, 1)
+    o.results = r.compact_array(_d_CreatePartitionsResponse_CreatePartitionsTopicResult_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

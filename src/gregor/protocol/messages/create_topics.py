@@ -114,8 +114,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v0(r):
     o.name = r.string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v0, 1)
-    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v0, 1)
+    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v0, 8)
+    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -138,7 +138,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v0(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v0(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v0, 1)
+    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v0, 16)
     o.timeout_ms = r.int32()
     o.validate_only = False
     o._unknown_tagged_fields = None
@@ -163,8 +163,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v1(r):
     o.name = r.string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v1, 1)
-    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v1, 1)
+    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v1, 8)
+    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -187,7 +187,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v1(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v1(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v1, 1)
+    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v1, 16)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
@@ -213,8 +213,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v2(r):
     o.name = r.string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v2, 1)
-    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v2, 1)
+    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v2, 8)
+    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v2, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -237,7 +237,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v2(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v2(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v2, 1)
+    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v2, 16)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
@@ -263,8 +263,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v3(r):
     o.name = r.string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v3, 1)
-    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v3, 1)
+    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v3, 8)
+    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v3, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -287,7 +287,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v3(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v3(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v3, 1)
+    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v3, 16)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
@@ -313,8 +313,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v4(r):
     o.name = r.string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v4, 1)
-    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v4, 1)
+    o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v4, 8)
+    o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v4, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -337,7 +337,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v4(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v4(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v4, 1)
+    o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v4, 16)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
@@ -393,8 +393,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v5(r):
     o.name = r.compact_string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v5, 1)
-    o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v5, 1)
+    o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v5, 6)
+    o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v5, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -419,7 +419,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v5(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v5(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v5, 1)
+    o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v5, 10)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -447,8 +447,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v6(r):
     o.name = r.compact_string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v6, 1)
-    o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v6, 1)
+    o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v6, 6)
+    o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v6, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -473,7 +473,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v6(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v6(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v6, 1)
+    o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v6, 10)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -501,8 +501,8 @@ def _d_CreateTopicsRequest_CreatableTopic_v7(r):
     o.name = r.compact_string()
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v7, 1)
-    o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v7, 1)
+    o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v7, 6)
+    o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v7, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -527,7 +527,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v7(w, o):
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v7(r):
     o = _new(CreateTopicsRequest)
-    o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v7, 1)
+    o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v7, 10)
     o.timeout_ms = r.int32()
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -652,7 +652,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v0(w, o):
 def _d_CreateTopicsResponse_CreateTopicsResponse_v0(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v0, 1)
+    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -690,7 +690,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v1(w, o):
 def _d_CreateTopicsResponse_CreateTopicsResponse_v1(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v1, 1)
+    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -710,7 +710,7 @@ _e_CreateTopicsResponse_CreatableTopicResult_v2 = _e_CreateTopicsResponse_Creata
 def _d_CreateTopicsResponse_CreateTopicsResponse_v2(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v2, 1)
+    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -731,7 +731,7 @@ _e_CreateTopicsResponse_CreatableTopicResult_v3 = _e_CreateTopicsResponse_Creata
 def _d_CreateTopicsResponse_CreateTopicsResponse_v3(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v3, 1)
+    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -752,7 +752,7 @@ _e_CreateTopicsResponse_CreatableTopicResult_v4 = _e_CreateTopicsResponse_Creata
 def _d_CreateTopicsResponse_CreateTopicsResponse_v4(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v4, 1)
+    o.topics = r.array(_d_CreateTopicsResponse_CreatableTopicResult_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -796,7 +796,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v5(r):
     o.topic_config_error_code = 0
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v5, 1)
+    o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v5, 6)
 
     def known(r, tag, size):
         if tag == 0:
@@ -830,7 +830,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v5(w, o):
 def _d_CreateTopicsResponse_CreateTopicsResponse_v5(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_CreateTopicsResponse_CreatableTopicResult_v5, 1)
+    o.topics = r.compact_array(_d_CreateTopicsResponse_CreatableTopicResult_v5, 12)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -857,7 +857,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v6(r):
     o.topic_config_error_code = 0
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v6, 1)
+    o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v6, 6)
 
     def known(r, tag, size):
         if tag == 0:
@@ -891,7 +891,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v6(w, o):
 def _d_CreateTopicsResponse_CreateTopicsResponse_v6(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_CreateTopicsResponse_CreatableTopicResult_v6, 1)
+    o.topics = r.compact_array(_d_CreateTopicsResponse_CreatableTopicResult_v6, 12)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -918,7 +918,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v7(r):
     o.topic_config_error_code = 0
     o.num_partitions = r.int32()
     o.replication_factor = r.int16()
-    o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v7, 1)
+    o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v7, 6)
 
     def known(r, tag, size):
         if tag == 0:
@@ -953,7 +953,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v7(w, o):
 def _d_CreateTopicsResponse_CreateTopicsResponse_v7(r):
     o = _new(CreateTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_CreateTopicsResponse_CreatableTopicResult_v7, 1)
+    o.topics = r.compact_array(_d_CreateTopicsResponse_CreatableTopicResult_v7, 28)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -83,7 +83,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v0(w, o):
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_v0(r):
     o = _new(DeleteAclsRequest)
-    o.filters = r.array(_d_DeleteAclsRequest_DeleteAclsFilter_v0, 1)
+    o.filters = r.array(_d_DeleteAclsRequest_DeleteAclsFilter_v0, 9)
     o._unknown_tagged_fields = None
     return o
 
@@ -121,7 +121,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v1(w, o):
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_v1(r):
     o = _new(DeleteAclsRequest)
-    o.filters = r.array(_d_DeleteAclsRequest_DeleteAclsFilter_v1, 1)
+    o.filters = r.array(_d_DeleteAclsRequest_DeleteAclsFilter_v1, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -161,7 +161,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v2(w, o):
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_v2(r):
     o = _new(DeleteAclsRequest)
-    o.filters = r.compact_array(_d_DeleteAclsRequest_DeleteAclsFilter_v2, 1)
+    o.filters = r.compact_array(_d_DeleteAclsRequest_DeleteAclsFilter_v2, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -180,7 +180,7 @@ _d_DeleteAclsRequest_DeleteAclsFilter_v3 = _d_DeleteAclsRequest_DeleteAclsFilter
 _e_DeleteAclsRequest_DeleteAclsFilter_v3 = _e_DeleteAclsRequest_DeleteAclsFilter_v2
 def _d_DeleteAclsRequest_DeleteAclsRequest_v3(r):
     o = _new(DeleteAclsRequest)
-    o.filters = r.compact_array(_d_DeleteAclsRequest_DeleteAclsFilter_v3, 1)
+    o.filters = r.compact_array(_d_DeleteAclsRequest_DeleteAclsFilter_v3, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -292,7 +292,7 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v0(r):
     o = _new(DeleteAclsResponse.DeleteAclsFilterResult)
     o.error_code = r.int16()
     o.error_message = r.nullable_string()
-    o.matching_acls = r.array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v0, 1)
+    o.matching_acls = r.array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v0, 13)
     o._unknown_tagged_fields = None
     return o
 
@@ -310,7 +310,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v0(w, o):
 def _d_DeleteAclsResponse_DeleteAclsResponse_v0(r):
     o = _new(DeleteAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.filter_results = r.array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v0, 1)
+    o.filter_results = r.array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -355,7 +355,7 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v1(r):
     o = _new(DeleteAclsResponse.DeleteAclsFilterResult)
     o.error_code = r.int16()
     o.error_message = r.nullable_string()
-    o.matching_acls = r.array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v1, 1)
+    o.matching_acls = r.array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v1, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -373,7 +373,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v1(w, o):
 def _d_DeleteAclsResponse_DeleteAclsResponse_v1(r):
     o = _new(DeleteAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.filter_results = r.array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v1, 1)
+    o.filter_results = r.array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -420,7 +420,7 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v2(r):
     o = _new(DeleteAclsResponse.DeleteAclsFilterResult)
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.matching_acls = r.compact_array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2, 1)
+    o.matching_acls = r.compact_array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -440,7 +440,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v2(w, o):
 def _d_DeleteAclsResponse_DeleteAclsResponse_v2(r):
     o = _new(DeleteAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.filter_results = r.compact_array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v2, 1)
+    o.filter_results = r.compact_array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -462,7 +462,7 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_v3(r):
     o = _new(DeleteAclsResponse.DeleteAclsFilterResult)
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.matching_acls = r.compact_array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v3, 1)
+    o.matching_acls = r.compact_array(_d_DeleteAclsResponse_DeleteAclsMatchingAcl_v3, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -482,7 +482,7 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v3(w, o):
 def _d_DeleteAclsResponse_DeleteAclsResponse_v3(r):
     o = _new(DeleteAclsResponse)
     o.throttle_time_ms = r.int32()
-    o.filter_results = r.compact_array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v3, 1)
+    o.filter_results = r.compact_array(_d_DeleteAclsResponse_DeleteAclsFilterResult_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

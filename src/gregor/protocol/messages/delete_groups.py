@@ -41,7 +41,7 @@ class DeleteGroupsRequest(Message):
 
 def _d_DeleteGroupsRequest_DeleteGroupsRequest_v0(r):
     o = _new(DeleteGroupsRequest)
-    o.groups_names = r.array(_R_string, 1)
+    o.groups_names = r.array(_R_string, 2)
     o._unknown_tagged_fields = None
     return o
 
@@ -130,7 +130,7 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_v0(w, o):
 def _d_DeleteGroupsResponse_DeleteGroupsResponse_v0(r):
     o = _new(DeleteGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_DeleteGroupsResponse_DeletableGroupResult_v0, 1)
+    o.results = r.array(_d_DeleteGroupsResponse_DeletableGroupResult_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -149,7 +149,7 @@ _e_DeleteGroupsResponse_DeletableGroupResult_v1 = _e_DeleteGroupsResponse_Deleta
 def _d_DeleteGroupsResponse_DeleteGroupsResponse_v1(r):
     o = _new(DeleteGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_DeleteGroupsResponse_DeletableGroupResult_v1, 1)
+    o.results = r.array(_d_DeleteGroupsResponse_DeletableGroupResult_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -181,7 +181,7 @@ def _e_DeleteGroupsResponse_DeletableGroupResult_v2(w, o):
 def _d_DeleteGroupsResponse_DeleteGroupsResponse_v2(r):
     o = _new(DeleteGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_DeleteGroupsResponse_DeletableGroupResult_v2, 1)
+    o.results = r.compact_array(_d_DeleteGroupsResponse_DeletableGroupResult_v2, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -77,7 +77,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(w, o):
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v0(r):
     o = _new(DeleteRecordsRequest.DeleteRecordsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_DeleteRecordsRequest_DeleteRecordsPartition_v0, 1)
+    o.partitions = r.array(_d_DeleteRecordsRequest_DeleteRecordsPartition_v0, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -93,7 +93,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v0(w, o):
 
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_v0(r):
     o = _new(DeleteRecordsRequest)
-    o.topics = r.array(_d_DeleteRecordsRequest_DeleteRecordsTopic_v0, 1)
+    o.topics = r.array(_d_DeleteRecordsRequest_DeleteRecordsTopic_v0, 6)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -113,7 +113,7 @@ _e_DeleteRecordsRequest_DeleteRecordsPartition_v1 = _e_DeleteRecordsRequest_Dele
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v1(r):
     o = _new(DeleteRecordsRequest.DeleteRecordsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_DeleteRecordsRequest_DeleteRecordsPartition_v1, 1)
+    o.partitions = r.array(_d_DeleteRecordsRequest_DeleteRecordsPartition_v1, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -129,7 +129,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v1(w, o):
 
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_v1(r):
     o = _new(DeleteRecordsRequest)
-    o.topics = r.array(_d_DeleteRecordsRequest_DeleteRecordsTopic_v1, 1)
+    o.topics = r.array(_d_DeleteRecordsRequest_DeleteRecordsTopic_v1, 6)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -162,7 +162,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(w, o):
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v2(r):
     o = _new(DeleteRecordsRequest.DeleteRecordsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_DeleteRecordsRequest_DeleteRecordsPartition_v2, 1)
+    o.partitions = r.compact_array(_d_DeleteRecordsRequest_DeleteRecordsPartition_v2, 13)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -180,7 +180,7 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(w, o):
 
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_v2(r):
     o = _new(DeleteRecordsRequest)
-    o.topics = r.compact_array(_d_DeleteRecordsRequest_DeleteRecordsTopic_v2, 1)
+    o.topics = r.compact_array(_d_DeleteRecordsRequest_DeleteRecordsTopic_v2, 3)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -268,7 +268,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(w, o):
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(r):
     o = _new(DeleteRecordsResponse.DeleteRecordsTopicResult)
     o.name = r.string()
-    o.partitions = r.array(_d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0, 1)
+    o.partitions = r.array(_d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -285,7 +285,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(w, o):
 def _d_DeleteRecordsResponse_DeleteRecordsResponse_v0(r):
     o = _new(DeleteRecordsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0, 1)
+    o.topics = r.array(_d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -304,7 +304,7 @@ _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1 = _e_DeleteRecordsRespo
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v1(r):
     o = _new(DeleteRecordsResponse.DeleteRecordsTopicResult)
     o.name = r.string()
-    o.partitions = r.array(_d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1, 1)
+    o.partitions = r.array(_d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v1, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -321,7 +321,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v1(w, o):
 def _d_DeleteRecordsResponse_DeleteRecordsResponse_v1(r):
     o = _new(DeleteRecordsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_DeleteRecordsResponse_DeleteRecordsTopicResult_v1, 1)
+    o.topics = r.array(_d_DeleteRecordsResponse_DeleteRecordsTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -355,7 +355,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w, o):
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(r):
     o = _new(DeleteRecordsResponse.DeleteRecordsTopicResult)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2, 1)
+    o.partitions = r.compact_array(_d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -374,7 +374,7 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w, o):
 def _d_DeleteRecordsResponse_DeleteRecordsResponse_v2(r):
     o = _new(DeleteRecordsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2, 1)
+    o.topics = r.compact_array(_d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

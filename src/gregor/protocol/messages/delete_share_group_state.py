@@ -75,7 +75,7 @@ def _e_DeleteShareGroupStateRequest_PartitionData_v0(w, o):
 def _d_DeleteShareGroupStateRequest_DeleteStateData_v0(r):
     o = _new(DeleteShareGroupStateRequest.DeleteStateData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_DeleteShareGroupStateRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_DeleteShareGroupStateRequest_PartitionData_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -94,7 +94,7 @@ def _e_DeleteShareGroupStateRequest_DeleteStateData_v0(w, o):
 def _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0(r):
     o = _new(DeleteShareGroupStateRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_DeleteShareGroupStateRequest_DeleteStateData_v0, 1)
+    o.topics = r.compact_array(_d_DeleteShareGroupStateRequest_DeleteStateData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -181,7 +181,7 @@ def _e_DeleteShareGroupStateResponse_PartitionResult_v0(w, o):
 def _d_DeleteShareGroupStateResponse_DeleteStateResult_v0(r):
     o = _new(DeleteShareGroupStateResponse.DeleteStateResult)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_DeleteShareGroupStateResponse_PartitionResult_v0, 1)
+    o.partitions = r.compact_array(_d_DeleteShareGroupStateResponse_PartitionResult_v0, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -199,7 +199,7 @@ def _e_DeleteShareGroupStateResponse_DeleteStateResult_v0(w, o):
 
 def _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0(r):
     o = _new(DeleteShareGroupStateResponse)
-    o.results = r.compact_array(_d_DeleteShareGroupStateResponse_DeleteStateResult_v0, 1)
+    o.results = r.compact_array(_d_DeleteShareGroupStateResponse_DeleteStateResult_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -68,7 +68,7 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v0(w, o):
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_v0(r):
     o = _new(DeleteTopicsRequest)
     o.topics = []
-    o.topic_names = r.array(_R_string, 1)
+    o.topic_names = r.array(_R_string, 2)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -149,7 +149,7 @@ def _e_DeleteTopicsRequest_DeleteTopicState_v6(w, o):
 
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_v6(r):
     o = _new(DeleteTopicsRequest)
-    o.topics = r.compact_array(_d_DeleteTopicsRequest_DeleteTopicState_v6, 1)
+    o.topics = r.compact_array(_d_DeleteTopicsRequest_DeleteTopicState_v6, 18)
     o.topic_names = []
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -230,7 +230,7 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v0(w, o):
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v0(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = 0
-    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v0, 1)
+    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -248,7 +248,7 @@ _e_DeleteTopicsResponse_DeletableTopicResult_v1 = _e_DeleteTopicsResponse_Deleta
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v1(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v1, 1)
+    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -267,7 +267,7 @@ _e_DeleteTopicsResponse_DeletableTopicResult_v2 = _e_DeleteTopicsResponse_Deleta
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v2(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v2, 1)
+    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v2, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -286,7 +286,7 @@ _e_DeleteTopicsResponse_DeletableTopicResult_v3 = _e_DeleteTopicsResponse_Deleta
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v3(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v3, 1)
+    o.responses = r.array(_d_DeleteTopicsResponse_DeletableTopicResult_v3, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -320,7 +320,7 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v4(w, o):
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v4(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.compact_array(_d_DeleteTopicsResponse_DeletableTopicResult_v4, 1)
+    o.responses = r.compact_array(_d_DeleteTopicsResponse_DeletableTopicResult_v4, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -357,7 +357,7 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v5(w, o):
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v5(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.compact_array(_d_DeleteTopicsResponse_DeletableTopicResult_v5, 1)
+    o.responses = r.compact_array(_d_DeleteTopicsResponse_DeletableTopicResult_v5, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -395,7 +395,7 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v6(w, o):
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v6(r):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.compact_array(_d_DeleteTopicsResponse_DeletableTopicResult_v6, 1)
+    o.responses = r.compact_array(_d_DeleteTopicsResponse_DeletableTopicResult_v6, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -208,7 +208,7 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v0(r):
     o.resource_type = r.int8()
     o.resource_name = r.string()
     o.pattern_type = 3
-    o.acls = r.array(_d_DescribeAclsResponse_AclDescription_v0, 1)
+    o.acls = r.array(_d_DescribeAclsResponse_AclDescription_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -228,7 +228,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.nullable_string()
-    o.resources = r.array(_d_DescribeAclsResponse_DescribeAclsResource_v0, 1)
+    o.resources = r.array(_d_DescribeAclsResponse_DescribeAclsResource_v0, 7)
     o._unknown_tagged_fields = None
     return o
 
@@ -251,7 +251,7 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v1(r):
     o.resource_type = r.int8()
     o.resource_name = r.string()
     o.pattern_type = r.int8()
-    o.acls = r.array(_d_DescribeAclsResponse_AclDescription_v1, 1)
+    o.acls = r.array(_d_DescribeAclsResponse_AclDescription_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -272,7 +272,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v1(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.nullable_string()
-    o.resources = r.array(_d_DescribeAclsResponse_DescribeAclsResource_v1, 1)
+    o.resources = r.array(_d_DescribeAclsResponse_DescribeAclsResource_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -312,7 +312,7 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v2(r):
     o.resource_type = r.int8()
     o.resource_name = r.compact_string()
     o.pattern_type = r.int8()
-    o.acls = r.compact_array(_d_DescribeAclsResponse_AclDescription_v2, 1)
+    o.acls = r.compact_array(_d_DescribeAclsResponse_AclDescription_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -335,7 +335,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v2(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.resources = r.compact_array(_d_DescribeAclsResponse_DescribeAclsResource_v2, 1)
+    o.resources = r.compact_array(_d_DescribeAclsResponse_DescribeAclsResource_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -360,7 +360,7 @@ def _d_DescribeAclsResponse_DescribeAclsResource_v3(r):
     o.resource_type = r.int8()
     o.resource_name = r.compact_string()
     o.pattern_type = r.int8()
-    o.acls = r.compact_array(_d_DescribeAclsResponse_AclDescription_v3, 1)
+    o.acls = r.compact_array(_d_DescribeAclsResponse_AclDescription_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -383,7 +383,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v3(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.resources = r.compact_array(_d_DescribeAclsResponse_DescribeAclsResource_v3, 1)
+    o.resources = r.compact_array(_d_DescribeAclsResponse_DescribeAclsResource_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -70,7 +70,7 @@ def _e_DescribeClientQuotasRequest_ComponentData_v0(w, o):
 
 def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v0(r):
     o = _new(DescribeClientQuotasRequest)
-    o.components = r.array(_d_DescribeClientQuotasRequest_ComponentData_v0, 1)
+    o.components = r.array(_d_DescribeClientQuotasRequest_ComponentData_v0, 5)
     o.strict = r.bool()
     o._unknown_tagged_fields = None
     return o
@@ -104,7 +104,7 @@ def _e_DescribeClientQuotasRequest_ComponentData_v1(w, o):
 
 def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1(r):
     o = _new(DescribeClientQuotasRequest)
-    o.components = r.compact_array(_d_DescribeClientQuotasRequest_ComponentData_v1, 1)
+    o.components = r.compact_array(_d_DescribeClientQuotasRequest_ComponentData_v1, 4)
     o.strict = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -214,8 +214,8 @@ def _e_DescribeClientQuotasResponse_ValueData_v0(w, o):
 
 def _d_DescribeClientQuotasResponse_EntryData_v0(r):
     o = _new(DescribeClientQuotasResponse.EntryData)
-    o.entity = r.array(_d_DescribeClientQuotasResponse_EntityData_v0, 1)
-    o.values = r.array(_d_DescribeClientQuotasResponse_ValueData_v0, 1)
+    o.entity = r.array(_d_DescribeClientQuotasResponse_EntityData_v0, 4)
+    o.values = r.array(_d_DescribeClientQuotasResponse_ValueData_v0, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -238,7 +238,7 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.nullable_string()
-    o.entries = r.nullable_array(_d_DescribeClientQuotasResponse_EntryData_v0, 1)
+    o.entries = r.nullable_array(_d_DescribeClientQuotasResponse_EntryData_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -286,8 +286,8 @@ def _e_DescribeClientQuotasResponse_ValueData_v1(w, o):
 
 def _d_DescribeClientQuotasResponse_EntryData_v1(r):
     o = _new(DescribeClientQuotasResponse.EntryData)
-    o.entity = r.compact_array(_d_DescribeClientQuotasResponse_EntityData_v1, 1)
-    o.values = r.compact_array(_d_DescribeClientQuotasResponse_ValueData_v1, 1)
+    o.entity = r.compact_array(_d_DescribeClientQuotasResponse_EntityData_v1, 3)
+    o.values = r.compact_array(_d_DescribeClientQuotasResponse_ValueData_v1, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -312,7 +312,7 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.entries = r.compact_nullable_array(_d_DescribeClientQuotasResponse_EntryData_v1, 1)
+    o.entries = r.compact_nullable_array(_d_DescribeClientQuotasResponse_EntryData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -154,7 +154,7 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_v0(r):
     o.endpoint_type = 1
     o.cluster_id = r.compact_string()
     o.controller_id = r.int32()
-    o.brokers = r.compact_array(_d_DescribeClusterResponse_DescribeClusterBroker_v0, 1)
+    o.brokers = r.compact_array(_d_DescribeClusterResponse_DescribeClusterBroker_v0, 11)
     o.cluster_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -186,7 +186,7 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_v1(r):
     o.endpoint_type = r.int8()
     o.cluster_id = r.compact_string()
     o.controller_id = r.int32()
-    o.brokers = r.compact_array(_d_DescribeClusterResponse_DescribeClusterBroker_v1, 1)
+    o.brokers = r.compact_array(_d_DescribeClusterResponse_DescribeClusterBroker_v1, 11)
     o.cluster_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

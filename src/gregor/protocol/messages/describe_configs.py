@@ -59,7 +59,7 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_v0(r):
     o = _new(DescribeConfigsRequest.DescribeConfigsResource)
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configuration_keys = r.nullable_array(_R_string, 1)
+    o.configuration_keys = r.nullable_array(_R_string, 2)
     o._unknown_tagged_fields = None
     return o
 
@@ -76,7 +76,7 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v0(w, o):
 
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v0(r):
     o = _new(DescribeConfigsRequest)
-    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v0, 1)
+    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v0, 7)
     o.include_synonyms = False
     o.include_documentation = False
     o._unknown_tagged_fields = None
@@ -95,7 +95,7 @@ _d_DescribeConfigsRequest_DescribeConfigsResource_v1 = _d_DescribeConfigsRequest
 _e_DescribeConfigsRequest_DescribeConfigsResource_v1 = _e_DescribeConfigsRequest_DescribeConfigsResource_v0
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v1(r):
     o = _new(DescribeConfigsRequest)
-    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v1, 1)
+    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v1, 7)
     o.include_synonyms = r.bool()
     o.include_documentation = False
     o._unknown_tagged_fields = None
@@ -115,7 +115,7 @@ _d_DescribeConfigsRequest_DescribeConfigsResource_v2 = _d_DescribeConfigsRequest
 _e_DescribeConfigsRequest_DescribeConfigsResource_v2 = _e_DescribeConfigsRequest_DescribeConfigsResource_v0
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v2(r):
     o = _new(DescribeConfigsRequest)
-    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v2, 1)
+    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v2, 7)
     o.include_synonyms = r.bool()
     o.include_documentation = False
     o._unknown_tagged_fields = None
@@ -135,7 +135,7 @@ _d_DescribeConfigsRequest_DescribeConfigsResource_v3 = _d_DescribeConfigsRequest
 _e_DescribeConfigsRequest_DescribeConfigsResource_v3 = _e_DescribeConfigsRequest_DescribeConfigsResource_v0
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v3(r):
     o = _new(DescribeConfigsRequest)
-    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v3, 1)
+    o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v3, 7)
     o.include_synonyms = r.bool()
     o.include_documentation = r.bool()
     o._unknown_tagged_fields = None
@@ -175,7 +175,7 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v4(w, o):
 
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v4(r):
     o = _new(DescribeConfigsRequest)
-    o.resources = r.compact_array(_d_DescribeConfigsRequest_DescribeConfigsResource_v4, 1)
+    o.resources = r.compact_array(_d_DescribeConfigsRequest_DescribeConfigsResource_v4, 4)
     o.include_synonyms = r.bool()
     o.include_documentation = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -319,7 +319,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v0(r):
     o.error_message = r.nullable_string()
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v0, 1)
+    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v0, 7)
     o._unknown_tagged_fields = None
     return o
 
@@ -339,7 +339,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v0(w, o):
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_v0(r):
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v0, 1)
+    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v0, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -376,7 +376,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(r):
     o.is_default = False
     o.config_source = r.int8()
     o.is_sensitive = r.bool()
-    o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v1, 1)
+    o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v1, 5)
     o.config_type = 0
     o.documentation = ""
     o._unknown_tagged_fields = None
@@ -402,7 +402,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v1(r):
     o.error_message = r.nullable_string()
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1, 1)
+    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -422,7 +422,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v1(w, o):
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_v1(r):
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v1, 1)
+    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v1, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -446,7 +446,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(r):
     o.is_default = False
     o.config_source = r.int8()
     o.is_sensitive = r.bool()
-    o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v2, 1)
+    o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v2, 5)
     o.config_type = 0
     o.documentation = ""
     o._unknown_tagged_fields = None
@@ -472,7 +472,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v2(r):
     o.error_message = r.nullable_string()
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v2, 1)
+    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v2, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -492,7 +492,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v2(w, o):
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_v2(r):
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v2, 1)
+    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v2, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -516,7 +516,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(r):
     o.is_default = False
     o.config_source = r.int8()
     o.is_sensitive = r.bool()
-    o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v3, 1)
+    o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v3, 5)
     o.config_type = r.int8()
     o.documentation = r.nullable_string()
     o._unknown_tagged_fields = None
@@ -544,7 +544,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v3(r):
     o.error_message = r.nullable_string()
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3, 1)
+    o.configs = r.array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -564,7 +564,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v3(w, o):
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_v3(r):
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v3, 1)
+    o.results = r.array(_d_DescribeConfigsResponse_DescribeConfigsResult_v3, 11)
     o._unknown_tagged_fields = None
     return o
 
@@ -603,7 +603,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(r):
     o.is_default = False
     o.config_source = r.int8()
     o.is_sensitive = r.bool()
-    o.synonyms = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v4, 1)
+    o.synonyms = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v4, 4)
     o.config_type = r.int8()
     o.documentation = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -633,7 +633,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_v4(r):
     o.error_message = r.compact_nullable_string()
     o.resource_type = r.int8()
     o.resource_name = r.compact_string()
-    o.configs = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4, 1)
+    o.configs = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4, 9)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -655,7 +655,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v4(w, o):
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_v4(r):
     o = _new(DescribeConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.results = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsResult_v4, 1)
+    o.results = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsResult_v4, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

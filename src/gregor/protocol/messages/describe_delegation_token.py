@@ -64,7 +64,7 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(w, o):
 
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v0(r):
     o = _new(DescribeDelegationTokenRequest)
-    o.owners = r.nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0, 1)
+    o.owners = r.nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -81,7 +81,7 @@ _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1 = _d_DescribeD
 _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1 = _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v1(r):
     o = _new(DescribeDelegationTokenRequest)
-    o.owners = r.nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1, 1)
+    o.owners = r.nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -111,7 +111,7 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(w, o):
 
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2(r):
     o = _new(DescribeDelegationTokenRequest)
-    o.owners = r.compact_nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2, 1)
+    o.owners = r.compact_nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -130,7 +130,7 @@ _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v3 = _d_DescribeD
 _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v3 = _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3(r):
     o = _new(DescribeDelegationTokenRequest)
-    o.owners = r.compact_nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v3, 1)
+    o.owners = r.compact_nullable_array(_d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -238,7 +238,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(r):
     o.max_timestamp = r.int64()
     o.token_id = r.string()
     o.hmac = r.bytes()
-    o.renewers = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0, 1)
+    o.renewers = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -261,7 +261,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(w, o):
 def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v0(r):
     o = _new(DescribeDelegationTokenResponse)
     o.error_code = r.int16()
-    o.tokens = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v0, 1)
+    o.tokens = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v0, 38)
     o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -290,7 +290,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(r):
     o.max_timestamp = r.int64()
     o.token_id = r.string()
     o.hmac = r.bytes()
-    o.renewers = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1, 1)
+    o.renewers = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -313,7 +313,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(w, o):
 def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v1(r):
     o = _new(DescribeDelegationTokenResponse)
     o.error_code = r.int16()
-    o.tokens = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1, 1)
+    o.tokens = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1, 38)
     o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -355,7 +355,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(r):
     o.max_timestamp = r.int64()
     o.token_id = r.compact_string()
     o.hmac = r.compact_bytes()
-    o.renewers = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2, 1)
+    o.renewers = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -380,7 +380,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, o):
 def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2(r):
     o = _new(DescribeDelegationTokenResponse)
     o.error_code = r.int16()
-    o.tokens = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2, 1)
+    o.tokens = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2, 30)
     o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -411,7 +411,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(r):
     o.max_timestamp = r.int64()
     o.token_id = r.compact_string()
     o.hmac = r.compact_bytes()
-    o.renewers = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v3, 1)
+    o.renewers = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -438,7 +438,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, o):
 def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3(r):
     o = _new(DescribeDelegationTokenResponse)
     o.error_code = r.int16()
-    o.tokens = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3, 1)
+    o.tokens = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3, 32)
     o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

@@ -43,7 +43,7 @@ class DescribeGroupsRequest(Message):
 
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_v0(r):
     o = _new(DescribeGroupsRequest)
-    o.groups = r.array(_R_string, 1)
+    o.groups = r.array(_R_string, 2)
     o.include_authorized_operations = False
     o._unknown_tagged_fields = None
     return o
@@ -63,7 +63,7 @@ _d_DescribeGroupsRequest_DescribeGroupsRequest_v2 = _d_DescribeGroupsRequest_Des
 _e_DescribeGroupsRequest_DescribeGroupsRequest_v2 = _e_DescribeGroupsRequest_DescribeGroupsRequest_v0
 def _d_DescribeGroupsRequest_DescribeGroupsRequest_v3(r):
     o = _new(DescribeGroupsRequest)
-    o.groups = r.array(_R_string, 1)
+    o.groups = r.array(_R_string, 2)
     o.include_authorized_operations = r.bool()
     o._unknown_tagged_fields = None
     return o
@@ -195,7 +195,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_v0(r):
     o.group_state = r.string()
     o.protocol_type = r.string()
     o.protocol_data = r.string()
-    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v0, 1)
+    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v0, 14)
     o.authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -217,7 +217,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_v0(w, o):
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v0(r):
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = 0
-    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v0, 1)
+    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -239,7 +239,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_v1(r):
     o.group_state = r.string()
     o.protocol_type = r.string()
     o.protocol_data = r.string()
-    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v1, 1)
+    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v1, 14)
     o.authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -261,7 +261,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_v1(w, o):
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v1(r):
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v1, 1)
+    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v1, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -284,7 +284,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_v2(r):
     o.group_state = r.string()
     o.protocol_type = r.string()
     o.protocol_data = r.string()
-    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v2, 1)
+    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v2, 14)
     o.authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -306,7 +306,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_v2(w, o):
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v2(r):
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v2, 1)
+    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v2, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -329,7 +329,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_v3(r):
     o.group_state = r.string()
     o.protocol_type = r.string()
     o.protocol_data = r.string()
-    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v3, 1)
+    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v3, 14)
     o.authorized_operations = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -352,7 +352,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_v3(w, o):
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v3(r):
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v3, 1)
+    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v3, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -394,7 +394,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_v4(r):
     o.group_state = r.string()
     o.protocol_type = r.string()
     o.protocol_data = r.string()
-    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v4, 1)
+    o.members = r.array(_d_DescribeGroupsResponse_DescribedGroupMember_v4, 16)
     o.authorized_operations = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -417,7 +417,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_v4(w, o):
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v4(r):
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v4, 1)
+    o.groups = r.array(_d_DescribeGroupsResponse_DescribedGroup_v4, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -461,7 +461,7 @@ def _d_DescribeGroupsResponse_DescribedGroup_v5(r):
     o.group_state = r.compact_string()
     o.protocol_type = r.compact_string()
     o.protocol_data = r.compact_string()
-    o.members = r.compact_array(_d_DescribeGroupsResponse_DescribedGroupMember_v5, 1)
+    o.members = r.compact_array(_d_DescribeGroupsResponse_DescribedGroupMember_v5, 7)
     o.authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -486,7 +486,7 @@ def _e_DescribeGroupsResponse_DescribedGroup_v5(w, o):
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v5(r):
     o = _new(DescribeGroupsResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.compact_array(_d_DescribeGroupsResponse_DescribedGroup_v5, 1)
+    o.groups = r.compact_array(_d_DescribeGroupsResponse_DescribedGroup_v5, 12)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

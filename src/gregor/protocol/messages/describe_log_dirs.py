@@ -68,7 +68,7 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v0(w, o):
 
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v0(r):
     o = _new(DescribeLogDirsRequest)
-    o.topics = r.nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v0, 1)
+    o.topics = r.nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -85,7 +85,7 @@ _d_DescribeLogDirsRequest_DescribableLogDirTopic_v1 = _d_DescribeLogDirsRequest_
 _e_DescribeLogDirsRequest_DescribableLogDirTopic_v1 = _e_DescribeLogDirsRequest_DescribableLogDirTopic_v0
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v1(r):
     o = _new(DescribeLogDirsRequest)
-    o.topics = r.nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v1, 1)
+    o.topics = r.nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -119,7 +119,7 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2(w, o):
 
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v2(r):
     o = _new(DescribeLogDirsRequest)
-    o.topics = r.compact_nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v2, 1)
+    o.topics = r.compact_nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -138,7 +138,7 @@ _d_DescribeLogDirsRequest_DescribableLogDirTopic_v3 = _d_DescribeLogDirsRequest_
 _e_DescribeLogDirsRequest_DescribableLogDirTopic_v3 = _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v3(r):
     o = _new(DescribeLogDirsRequest)
-    o.topics = r.compact_nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v3, 1)
+    o.topics = r.compact_nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -157,7 +157,7 @@ _d_DescribeLogDirsRequest_DescribableLogDirTopic_v4 = _d_DescribeLogDirsRequest_
 _e_DescribeLogDirsRequest_DescribableLogDirTopic_v4 = _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v4(r):
     o = _new(DescribeLogDirsRequest)
-    o.topics = r.compact_nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v4, 1)
+    o.topics = r.compact_nullable_array(_d_DescribeLogDirsRequest_DescribableLogDirTopic_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -265,7 +265,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(w, o):
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v0, 1)
+    o.partitions = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v0, 21)
     o._unknown_tagged_fields = None
     return o
 
@@ -283,7 +283,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v0(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsResult)
     o.error_code = r.int16()
     o.log_dir = r.string()
-    o.topics = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v0, 1)
+    o.topics = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v0, 6)
     o.total_bytes = -1
     o.usable_bytes = -1
     o._unknown_tagged_fields = None
@@ -304,7 +304,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v0(r):
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = 0
-    o.results = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v0, 1)
+    o.results = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -323,7 +323,7 @@ _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v1 = _e_DescribeLogDirsRespo
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v1(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v1, 1)
+    o.partitions = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v1, 21)
     o._unknown_tagged_fields = None
     return o
 
@@ -341,7 +341,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v1(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsResult)
     o.error_code = r.int16()
     o.log_dir = r.string()
-    o.topics = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v1, 1)
+    o.topics = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v1, 6)
     o.total_bytes = -1
     o.usable_bytes = -1
     o._unknown_tagged_fields = None
@@ -362,7 +362,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v1(r):
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = 0
-    o.results = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v1, 1)
+    o.results = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -398,7 +398,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(w, o):
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2, 1)
+    o.partitions = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2, 22)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -418,7 +418,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v2(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsResult)
     o.error_code = r.int16()
     o.log_dir = r.compact_string()
-    o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2, 1)
+    o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2, 3)
     o.total_bytes = -1
     o.usable_bytes = -1
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -441,7 +441,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v2(r):
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = 0
-    o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v2, 1)
+    o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -462,7 +462,7 @@ _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v3 = _e_DescribeLogDirsRespo
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v3(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v3, 1)
+    o.partitions = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v3, 22)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -482,7 +482,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v3(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsResult)
     o.error_code = r.int16()
     o.log_dir = r.compact_string()
-    o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v3, 1)
+    o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v3, 3)
     o.total_bytes = -1
     o.usable_bytes = -1
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -505,7 +505,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v3(r):
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v3, 1)
+    o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -527,7 +527,7 @@ _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v4 = _e_DescribeLogDirsRespo
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v4(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v4, 1)
+    o.partitions = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsPartition_v4, 22)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -547,7 +547,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v4(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsResult)
     o.error_code = r.int16()
     o.log_dir = r.compact_string()
-    o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v4, 1)
+    o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v4, 3)
     o.total_bytes = r.int64()
     o.usable_bytes = r.int64()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -572,7 +572,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v4(r):
     o = _new(DescribeLogDirsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v4, 1)
+    o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v4, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

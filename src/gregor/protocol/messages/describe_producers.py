@@ -70,7 +70,7 @@ def _e_DescribeProducersRequest_TopicRequest_v0(w, o):
 
 def _d_DescribeProducersRequest_DescribeProducersRequest_v0(r):
     o = _new(DescribeProducersRequest)
-    o.topics = r.compact_array(_d_DescribeProducersRequest_TopicRequest_v0, 1)
+    o.topics = r.compact_array(_d_DescribeProducersRequest_TopicRequest_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -186,7 +186,7 @@ def _d_DescribeProducersResponse_PartitionResponse_v0(r):
     o.partition_index = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.active_producers = r.compact_array(_d_DescribeProducersResponse_ProducerState_v0, 1)
+    o.active_producers = r.compact_array(_d_DescribeProducersResponse_ProducerState_v0, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -207,7 +207,7 @@ def _e_DescribeProducersResponse_PartitionResponse_v0(w, o):
 def _d_DescribeProducersResponse_TopicResponse_v0(r):
     o = _new(DescribeProducersResponse.TopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeProducersResponse_PartitionResponse_v0, 1)
+    o.partitions = r.compact_array(_d_DescribeProducersResponse_PartitionResponse_v0, 9)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -226,7 +226,7 @@ def _e_DescribeProducersResponse_TopicResponse_v0(w, o):
 def _d_DescribeProducersResponse_DescribeProducersResponse_v0(r):
     o = _new(DescribeProducersResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_DescribeProducersResponse_TopicResponse_v0, 1)
+    o.topics = r.compact_array(_d_DescribeProducersResponse_TopicResponse_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

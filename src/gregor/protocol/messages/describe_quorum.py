@@ -73,7 +73,7 @@ def _e_DescribeQuorumRequest_PartitionData_v0(w, o):
 def _d_DescribeQuorumRequest_TopicData_v0(r):
     o = _new(DescribeQuorumRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeQuorumRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_DescribeQuorumRequest_PartitionData_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -91,7 +91,7 @@ def _e_DescribeQuorumRequest_TopicData_v0(w, o):
 
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_v0(r):
     o = _new(DescribeQuorumRequest)
-    o.topics = r.compact_array(_d_DescribeQuorumRequest_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_DescribeQuorumRequest_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -111,7 +111,7 @@ _e_DescribeQuorumRequest_PartitionData_v1 = _e_DescribeQuorumRequest_PartitionDa
 def _d_DescribeQuorumRequest_TopicData_v1(r):
     o = _new(DescribeQuorumRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeQuorumRequest_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_DescribeQuorumRequest_PartitionData_v1, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -129,7 +129,7 @@ def _e_DescribeQuorumRequest_TopicData_v1(w, o):
 
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_v1(r):
     o = _new(DescribeQuorumRequest)
-    o.topics = r.compact_array(_d_DescribeQuorumRequest_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_DescribeQuorumRequest_TopicData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -149,7 +149,7 @@ _e_DescribeQuorumRequest_PartitionData_v2 = _e_DescribeQuorumRequest_PartitionDa
 def _d_DescribeQuorumRequest_TopicData_v2(r):
     o = _new(DescribeQuorumRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeQuorumRequest_PartitionData_v2, 1)
+    o.partitions = r.compact_array(_d_DescribeQuorumRequest_PartitionData_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -167,7 +167,7 @@ def _e_DescribeQuorumRequest_TopicData_v2(w, o):
 
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_v2(r):
     o = _new(DescribeQuorumRequest)
-    o.topics = r.compact_array(_d_DescribeQuorumRequest_TopicData_v2, 1)
+    o.topics = r.compact_array(_d_DescribeQuorumRequest_TopicData_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -313,8 +313,8 @@ def _d_DescribeQuorumResponse_PartitionData_v0(r):
     o.leader_id = r.int32()
     o.leader_epoch = r.int32()
     o.high_watermark = r.int64()
-    o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v0, 1)
-    o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v0, 1)
+    o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v0, 13)
+    o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v0, 13)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -342,7 +342,7 @@ def _e_DescribeQuorumResponse_PartitionData_v0(w, o):
 def _d_DescribeQuorumResponse_TopicData_v0(r):
     o = _new(DescribeQuorumResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeQuorumResponse_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_DescribeQuorumResponse_PartitionData_v0, 25)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -385,7 +385,7 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_v0(r):
     o = _new(DescribeQuorumResponse)
     o.error_code = r.int16()
     o.error_message = ""
-    o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v0, 3)
     o.nodes = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -430,8 +430,8 @@ def _d_DescribeQuorumResponse_PartitionData_v1(r):
     o.leader_id = r.int32()
     o.leader_epoch = r.int32()
     o.high_watermark = r.int64()
-    o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v1, 1)
-    o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v1, 1)
+    o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v1, 29)
+    o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v1, 29)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -459,7 +459,7 @@ def _e_DescribeQuorumResponse_PartitionData_v1(w, o):
 def _d_DescribeQuorumResponse_TopicData_v1(r):
     o = _new(DescribeQuorumResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeQuorumResponse_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_DescribeQuorumResponse_PartitionData_v1, 25)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -483,7 +483,7 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_v1(r):
     o = _new(DescribeQuorumResponse)
     o.error_code = r.int16()
     o.error_message = ""
-    o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v1, 3)
     o.nodes = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -529,8 +529,8 @@ def _d_DescribeQuorumResponse_PartitionData_v2(r):
     o.leader_id = r.int32()
     o.leader_epoch = r.int32()
     o.high_watermark = r.int64()
-    o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v2, 1)
-    o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v2, 1)
+    o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v2, 45)
+    o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v2, 45)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -559,7 +559,7 @@ def _e_DescribeQuorumResponse_PartitionData_v2(w, o):
 def _d_DescribeQuorumResponse_TopicData_v2(r):
     o = _new(DescribeQuorumResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_DescribeQuorumResponse_PartitionData_v2, 1)
+    o.partitions = r.compact_array(_d_DescribeQuorumResponse_PartitionData_v2, 26)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -595,7 +595,7 @@ def _e_DescribeQuorumResponse_Listener_v2(w, o):
 def _d_DescribeQuorumResponse_Node_v2(r):
     o = _new(DescribeQuorumResponse.Node)
     o.node_id = r.int32()
-    o.listeners = r.compact_array(_d_DescribeQuorumResponse_Listener_v2, 1)
+    o.listeners = r.compact_array(_d_DescribeQuorumResponse_Listener_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -615,8 +615,8 @@ def _d_DescribeQuorumResponse_DescribeQuorumResponse_v2(r):
     o = _new(DescribeQuorumResponse)
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v2, 1)
-    o.nodes = r.compact_array(_d_DescribeQuorumResponse_Node_v2, 1)
+    o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v2, 3)
+    o.nodes = r.compact_array(_d_DescribeQuorumResponse_Node_v2, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

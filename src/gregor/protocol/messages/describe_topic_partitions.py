@@ -91,7 +91,7 @@ def _e_DescribeTopicPartitionsRequest_Cursor_v0(w, o):
 
 def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0(r):
     o = _new(DescribeTopicPartitionsRequest)
-    o.topics = r.compact_array(_d_DescribeTopicPartitionsRequest_TopicRequest_v0, 1)
+    o.topics = r.compact_array(_d_DescribeTopicPartitionsRequest_TopicRequest_v0, 2)
     o.response_partition_limit = r.int32()
     o.cursor = _d_DescribeTopicPartitionsRequest_Cursor_v0(r)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -250,7 +250,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(r
     o.name = r.compact_nullable_string()
     o.topic_id = r.uuid()
     o.is_internal = r.bool()
-    o.partitions = r.compact_array(_d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0, 1)
+    o.partitions = r.compact_array(_d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0, 20)
     o.topic_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -289,7 +289,7 @@ def _e_DescribeTopicPartitionsResponse_Cursor_v0(w, o):
 def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0(r):
     o = _new(DescribeTopicPartitionsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0, 1)
+    o.topics = r.compact_array(_d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0, 26)
     o.next_cursor = _d_DescribeTopicPartitionsResponse_Cursor_v0(r)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

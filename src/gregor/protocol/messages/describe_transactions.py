@@ -147,7 +147,7 @@ def _d_DescribeTransactionsResponse_TransactionState_v0(r):
     o.transaction_start_time_ms = r.int64()
     o.producer_id = r.int64()
     o.producer_epoch = r.int16()
-    o.topics = r.compact_array(_d_DescribeTransactionsResponse_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_DescribeTransactionsResponse_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -172,7 +172,7 @@ def _e_DescribeTransactionsResponse_TransactionState_v0(w, o):
 def _d_DescribeTransactionsResponse_DescribeTransactionsResponse_v0(r):
     o = _new(DescribeTransactionsResponse)
     o.throttle_time_ms = r.int32()
-    o.transaction_states = r.compact_array(_d_DescribeTransactionsResponse_TransactionState_v0, 1)
+    o.transaction_states = r.compact_array(_d_DescribeTransactionsResponse_TransactionState_v0, 28)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -62,7 +62,7 @@ def _e_DescribeUserScramCredentialsRequest_UserName_v0(w, o):
 
 def _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0(r):
     o = _new(DescribeUserScramCredentialsRequest)
-    o.users = r.compact_nullable_array(_d_DescribeUserScramCredentialsRequest_UserName_v0, 1)
+    o.users = r.compact_nullable_array(_d_DescribeUserScramCredentialsRequest_UserName_v0, 2)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -156,7 +156,7 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
     o.user = r.compact_string()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.credential_infos = r.compact_array(_d_DescribeUserScramCredentialsResponse_CredentialInfo_v0, 1)
+    o.credential_infos = r.compact_array(_d_DescribeUserScramCredentialsResponse_CredentialInfo_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -179,7 +179,7 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.results = r.compact_array(_d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0, 1)
+    o.results = r.compact_array(_d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

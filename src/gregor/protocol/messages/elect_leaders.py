@@ -73,7 +73,7 @@ def _e_ElectLeadersRequest_TopicPartitions_v0(w, o):
 def _d_ElectLeadersRequest_ElectLeadersRequest_v0(r):
     o = _new(ElectLeadersRequest)
     o.election_type = 0
-    o.topic_partitions = r.nullable_array(_d_ElectLeadersRequest_TopicPartitions_v0, 1)
+    o.topic_partitions = r.nullable_array(_d_ElectLeadersRequest_TopicPartitions_v0, 6)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -93,7 +93,7 @@ _e_ElectLeadersRequest_TopicPartitions_v1 = _e_ElectLeadersRequest_TopicPartitio
 def _d_ElectLeadersRequest_ElectLeadersRequest_v1(r):
     o = _new(ElectLeadersRequest)
     o.election_type = r.int8()
-    o.topic_partitions = r.nullable_array(_d_ElectLeadersRequest_TopicPartitions_v1, 1)
+    o.topic_partitions = r.nullable_array(_d_ElectLeadersRequest_TopicPartitions_v1, 6)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -131,7 +131,7 @@ def _e_ElectLeadersRequest_TopicPartitions_v2(w, o):
 def _d_ElectLeadersRequest_ElectLeadersRequest_v2(r):
     o = _new(ElectLeadersRequest)
     o.election_type = r.int8()
-    o.topic_partitions = r.compact_nullable_array(_d_ElectLeadersRequest_TopicPartitions_v2, 1)
+    o.topic_partitions = r.compact_nullable_array(_d_ElectLeadersRequest_TopicPartitions_v2, 3)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -222,7 +222,7 @@ def _e_ElectLeadersResponse_PartitionResult_v0(w, o):
 def _d_ElectLeadersResponse_ReplicaElectionResult_v0(r):
     o = _new(ElectLeadersResponse.ReplicaElectionResult)
     o.topic = r.string()
-    o.partition_result = r.array(_d_ElectLeadersResponse_PartitionResult_v0, 1)
+    o.partition_result = r.array(_d_ElectLeadersResponse_PartitionResult_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -240,7 +240,7 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_v0(r):
     o = _new(ElectLeadersResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = 0
-    o.replica_election_results = r.array(_d_ElectLeadersResponse_ReplicaElectionResult_v0, 1)
+    o.replica_election_results = r.array(_d_ElectLeadersResponse_ReplicaElectionResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -259,7 +259,7 @@ _e_ElectLeadersResponse_PartitionResult_v1 = _e_ElectLeadersResponse_PartitionRe
 def _d_ElectLeadersResponse_ReplicaElectionResult_v1(r):
     o = _new(ElectLeadersResponse.ReplicaElectionResult)
     o.topic = r.string()
-    o.partition_result = r.array(_d_ElectLeadersResponse_PartitionResult_v1, 1)
+    o.partition_result = r.array(_d_ElectLeadersResponse_PartitionResult_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -277,7 +277,7 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_v1(r):
     o = _new(ElectLeadersResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.replica_election_results = r.array(_d_ElectLeadersResponse_ReplicaElectionResult_v1, 1)
+    o.replica_election_results = r.array(_d_ElectLeadersResponse_ReplicaElectionResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -312,7 +312,7 @@ def _e_ElectLeadersResponse_PartitionResult_v2(w, o):
 def _d_ElectLeadersResponse_ReplicaElectionResult_v2(r):
     o = _new(ElectLeadersResponse.ReplicaElectionResult)
     o.topic = r.compact_string()
-    o.partition_result = r.compact_array(_d_ElectLeadersResponse_PartitionResult_v2, 1)
+    o.partition_result = r.compact_array(_d_ElectLeadersResponse_PartitionResult_v2, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -332,7 +332,7 @@ def _d_ElectLeadersResponse_ElectLeadersResponse_v2(r):
     o = _new(ElectLeadersResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.replica_election_results = r.compact_array(_d_ElectLeadersResponse_ReplicaElectionResult_v2, 1)
+    o.replica_election_results = r.compact_array(_d_ElectLeadersResponse_ReplicaElectionResult_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

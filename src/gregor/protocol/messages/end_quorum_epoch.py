@@ -128,7 +128,7 @@ def _e_EndQuorumEpochRequest_PartitionData_v0(w, o):
 def _d_EndQuorumEpochRequest_TopicData_v0(r):
     o = _new(EndQuorumEpochRequest.TopicData)
     o.topic_name = r.string()
-    o.partitions = r.array(_d_EndQuorumEpochRequest_PartitionData_v0, 1)
+    o.partitions = r.array(_d_EndQuorumEpochRequest_PartitionData_v0, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -155,7 +155,7 @@ _e_EndQuorumEpochRequest_LeaderEndpoint_v0 = _e_EndQuorumEpochRequest_ReplicaInf
 def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v0(r):
     o = _new(EndQuorumEpochRequest)
     o.cluster_id = r.nullable_string()
-    o.topics = r.array(_d_EndQuorumEpochRequest_TopicData_v0, 1)
+    o.topics = r.array(_d_EndQuorumEpochRequest_TopicData_v0, 6)
     o.leader_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -191,7 +191,7 @@ def _d_EndQuorumEpochRequest_PartitionData_v1(r):
     o.leader_id = r.int32()
     o.leader_epoch = r.int32()
     o.preferred_successors = []
-    o.preferred_candidates = r.compact_array(_d_EndQuorumEpochRequest_ReplicaInfo_v1, 1)
+    o.preferred_candidates = r.compact_array(_d_EndQuorumEpochRequest_ReplicaInfo_v1, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -212,7 +212,7 @@ def _e_EndQuorumEpochRequest_PartitionData_v1(w, o):
 def _d_EndQuorumEpochRequest_TopicData_v1(r):
     o = _new(EndQuorumEpochRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_EndQuorumEpochRequest_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_EndQuorumEpochRequest_PartitionData_v1, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -248,8 +248,8 @@ def _e_EndQuorumEpochRequest_LeaderEndpoint_v1(w, o):
 def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v1(r):
     o = _new(EndQuorumEpochRequest)
     o.cluster_id = r.compact_nullable_string()
-    o.topics = r.compact_array(_d_EndQuorumEpochRequest_TopicData_v1, 1)
-    o.leader_endpoints = r.compact_array(_d_EndQuorumEpochRequest_LeaderEndpoint_v1, 1)
+    o.topics = r.compact_array(_d_EndQuorumEpochRequest_TopicData_v1, 3)
+    o.leader_endpoints = r.compact_array(_d_EndQuorumEpochRequest_LeaderEndpoint_v1, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -359,7 +359,7 @@ def _e_EndQuorumEpochResponse_PartitionData_v0(w, o):
 def _d_EndQuorumEpochResponse_TopicData_v0(r):
     o = _new(EndQuorumEpochResponse.TopicData)
     o.topic_name = r.string()
-    o.partitions = r.array(_d_EndQuorumEpochResponse_PartitionData_v0, 1)
+    o.partitions = r.array(_d_EndQuorumEpochResponse_PartitionData_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -389,7 +389,7 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_v0(w, o):
 def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v0(r):
     o = _new(EndQuorumEpochResponse)
     o.error_code = r.int16()
-    o.topics = r.array(_d_EndQuorumEpochResponse_TopicData_v0, 1)
+    o.topics = r.array(_d_EndQuorumEpochResponse_TopicData_v0, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -426,7 +426,7 @@ def _e_EndQuorumEpochResponse_PartitionData_v1(w, o):
 def _d_EndQuorumEpochResponse_TopicData_v1(r):
     o = _new(EndQuorumEpochResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_EndQuorumEpochResponse_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_EndQuorumEpochResponse_PartitionData_v1, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -462,12 +462,12 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_v1(w, o):
 def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v1(r):
     o = _new(EndQuorumEpochResponse)
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_EndQuorumEpochResponse_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_EndQuorumEpochResponse_TopicData_v1, 3)
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_EndQuorumEpochResponse_NodeEndpoint_v1, 1)
+            o.node_endpoints = r.compact_array(_d_EndQuorumEpochResponse_NodeEndpoint_v1, 8)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)

@@ -150,7 +150,7 @@ def _d_FetchRequest_FetchTopic_v0(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v0, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v0, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -185,7 +185,7 @@ def _d_FetchRequest_FetchRequest_v0(r):
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v0, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v0, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -211,7 +211,7 @@ def _d_FetchRequest_FetchTopic_v1(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v1, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v1, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -238,7 +238,7 @@ def _d_FetchRequest_FetchRequest_v1(r):
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v1, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v1, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -264,7 +264,7 @@ def _d_FetchRequest_FetchTopic_v2(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v2, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v2, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -291,7 +291,7 @@ def _d_FetchRequest_FetchRequest_v2(r):
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v2, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v2, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -317,7 +317,7 @@ def _d_FetchRequest_FetchTopic_v3(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v3, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v3, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -344,7 +344,7 @@ def _d_FetchRequest_FetchRequest_v3(r):
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v3, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v3, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -371,7 +371,7 @@ def _d_FetchRequest_FetchTopic_v4(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v4, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v4, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -398,7 +398,7 @@ def _d_FetchRequest_FetchRequest_v4(r):
     o.isolation_level = r.int8()
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v4, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v4, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -444,7 +444,7 @@ def _d_FetchRequest_FetchTopic_v5(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v5, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v5, 24)
     o._unknown_tagged_fields = None
     return o
 
@@ -471,7 +471,7 @@ def _d_FetchRequest_FetchRequest_v5(r):
     o.isolation_level = r.int8()
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v5, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v5, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -499,7 +499,7 @@ def _d_FetchRequest_FetchTopic_v6(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v6, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v6, 24)
     o._unknown_tagged_fields = None
     return o
 
@@ -526,7 +526,7 @@ def _d_FetchRequest_FetchRequest_v6(r):
     o.isolation_level = r.int8()
     o.session_id = 0
     o.session_epoch = -1
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v6, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v6, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
     o._unknown_tagged_fields = None
@@ -554,7 +554,7 @@ def _d_FetchRequest_FetchTopic_v7(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v7, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v7, 24)
     o._unknown_tagged_fields = None
     return o
 
@@ -597,8 +597,8 @@ def _d_FetchRequest_FetchRequest_v7(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v7, 1)
-    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v7, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v7, 6)
+    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v7, 6)
     o.rack_id = ""
     o._unknown_tagged_fields = None
     return o
@@ -632,7 +632,7 @@ def _d_FetchRequest_FetchTopic_v8(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v8, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v8, 24)
     o._unknown_tagged_fields = None
     return o
 
@@ -659,8 +659,8 @@ def _d_FetchRequest_FetchRequest_v8(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v8, 1)
-    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v8, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v8, 6)
+    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v8, 6)
     o.rack_id = ""
     o._unknown_tagged_fields = None
     return o
@@ -713,7 +713,7 @@ def _d_FetchRequest_FetchTopic_v9(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v9, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v9, 28)
     o._unknown_tagged_fields = None
     return o
 
@@ -740,8 +740,8 @@ def _d_FetchRequest_FetchRequest_v9(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v9, 1)
-    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v9, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v9, 6)
+    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v9, 6)
     o.rack_id = ""
     o._unknown_tagged_fields = None
     return o
@@ -775,7 +775,7 @@ def _d_FetchRequest_FetchTopic_v10(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v10, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v10, 28)
     o._unknown_tagged_fields = None
     return o
 
@@ -802,8 +802,8 @@ def _d_FetchRequest_FetchRequest_v10(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v10, 1)
-    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v10, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v10, 6)
+    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v10, 6)
     o.rack_id = ""
     o._unknown_tagged_fields = None
     return o
@@ -837,7 +837,7 @@ def _d_FetchRequest_FetchTopic_v11(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchRequest_FetchPartition_v11, 1)
+    o.partitions = r.array(_d_FetchRequest_FetchPartition_v11, 28)
     o._unknown_tagged_fields = None
     return o
 
@@ -864,8 +864,8 @@ def _d_FetchRequest_FetchRequest_v11(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.array(_d_FetchRequest_FetchTopic_v11, 1)
-    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v11, 1)
+    o.topics = r.array(_d_FetchRequest_FetchTopic_v11, 6)
+    o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v11, 6)
     o.rack_id = r.string()
     o._unknown_tagged_fields = None
     return o
@@ -933,7 +933,7 @@ def _d_FetchRequest_FetchTopic_v12(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v12, 1)
+    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v12, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -980,8 +980,8 @@ def _d_FetchRequest_FetchRequest_v12(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v12, 1)
-    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v12, 1)
+    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v12, 3)
+    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v12, 3)
     o.rack_id = r.compact_string()
 
     def known(r, tag, size):
@@ -1029,7 +1029,7 @@ def _d_FetchRequest_FetchTopic_v13(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v13, 1)
+    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v13, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1076,8 +1076,8 @@ def _d_FetchRequest_FetchRequest_v13(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v13, 1)
-    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v13, 1)
+    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v13, 18)
+    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v13, 18)
     o.rack_id = r.compact_string()
 
     def known(r, tag, size):
@@ -1125,7 +1125,7 @@ def _d_FetchRequest_FetchTopic_v14(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v14, 1)
+    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v14, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1154,8 +1154,8 @@ def _d_FetchRequest_FetchRequest_v14(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v14, 1)
-    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v14, 1)
+    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v14, 18)
+    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v14, 18)
     o.rack_id = r.compact_string()
 
     def known(r, tag, size):
@@ -1216,7 +1216,7 @@ def _d_FetchRequest_FetchTopic_v15(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v15, 1)
+    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v15, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1245,8 +1245,8 @@ def _d_FetchRequest_FetchRequest_v15(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v15, 1)
-    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v15, 1)
+    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v15, 18)
+    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v15, 18)
     o.rack_id = r.compact_string()
 
     def known(r, tag, size):
@@ -1301,7 +1301,7 @@ def _d_FetchRequest_FetchTopic_v16(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v16, 1)
+    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v16, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1330,8 +1330,8 @@ def _d_FetchRequest_FetchRequest_v16(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v16, 1)
-    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v16, 1)
+    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v16, 18)
+    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v16, 18)
     o.rack_id = r.compact_string()
 
     def known(r, tag, size):
@@ -1419,7 +1419,7 @@ def _d_FetchRequest_FetchTopic_v17(r):
     o = _new(FetchRequest.FetchTopic)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v17, 1)
+    o.partitions = r.compact_array(_d_FetchRequest_FetchPartition_v17, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1448,8 +1448,8 @@ def _d_FetchRequest_FetchRequest_v17(r):
     o.isolation_level = r.int8()
     o.session_id = r.int32()
     o.session_epoch = r.int32()
-    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v17, 1)
-    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v17, 1)
+    o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v17, 18)
+    o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v17, 18)
     o.rack_id = r.compact_string()
 
     def known(r, tag, size):
@@ -1698,7 +1698,7 @@ def _d_FetchResponse_FetchableTopicResponse_v0(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v0, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v0, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -1728,7 +1728,7 @@ def _d_FetchResponse_FetchResponse_v0(r):
     o.throttle_time_ms = 0
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v0, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v0, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -1756,7 +1756,7 @@ def _d_FetchResponse_FetchableTopicResponse_v1(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v1, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v1, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -1777,7 +1777,7 @@ def _d_FetchResponse_FetchResponse_v1(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v1, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v1, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -1806,7 +1806,7 @@ def _d_FetchResponse_FetchableTopicResponse_v2(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v2, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v2, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -1827,7 +1827,7 @@ def _d_FetchResponse_FetchResponse_v2(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v2, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v2, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -1856,7 +1856,7 @@ def _d_FetchResponse_FetchableTopicResponse_v3(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v3, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v3, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -1877,7 +1877,7 @@ def _d_FetchResponse_FetchResponse_v3(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v3, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v3, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -1921,7 +1921,7 @@ def _d_FetchResponse_PartitionData_v4(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v4, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v4, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -1945,7 +1945,7 @@ def _d_FetchResponse_FetchableTopicResponse_v4(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v4, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v4, 30)
     o._unknown_tagged_fields = None
     return o
 
@@ -1966,7 +1966,7 @@ def _d_FetchResponse_FetchResponse_v4(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v4, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v4, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -1999,7 +1999,7 @@ def _d_FetchResponse_PartitionData_v5(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v5, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v5, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2024,7 +2024,7 @@ def _d_FetchResponse_FetchableTopicResponse_v5(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v5, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v5, 38)
     o._unknown_tagged_fields = None
     return o
 
@@ -2045,7 +2045,7 @@ def _d_FetchResponse_FetchResponse_v5(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v5, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v5, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2078,7 +2078,7 @@ def _d_FetchResponse_PartitionData_v6(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v6, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v6, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2103,7 +2103,7 @@ def _d_FetchResponse_FetchableTopicResponse_v6(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v6, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v6, 38)
     o._unknown_tagged_fields = None
     return o
 
@@ -2124,7 +2124,7 @@ def _d_FetchResponse_FetchResponse_v6(r):
     o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v6, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v6, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2157,7 +2157,7 @@ def _d_FetchResponse_PartitionData_v7(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v7, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v7, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2182,7 +2182,7 @@ def _d_FetchResponse_FetchableTopicResponse_v7(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v7, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v7, 38)
     o._unknown_tagged_fields = None
     return o
 
@@ -2203,7 +2203,7 @@ def _d_FetchResponse_FetchResponse_v7(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v7, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v7, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2238,7 +2238,7 @@ def _d_FetchResponse_PartitionData_v8(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v8, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v8, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2263,7 +2263,7 @@ def _d_FetchResponse_FetchableTopicResponse_v8(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v8, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v8, 38)
     o._unknown_tagged_fields = None
     return o
 
@@ -2284,7 +2284,7 @@ def _d_FetchResponse_FetchResponse_v8(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v8, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v8, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2319,7 +2319,7 @@ def _d_FetchResponse_PartitionData_v9(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v9, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v9, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2344,7 +2344,7 @@ def _d_FetchResponse_FetchableTopicResponse_v9(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v9, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v9, 38)
     o._unknown_tagged_fields = None
     return o
 
@@ -2365,7 +2365,7 @@ def _d_FetchResponse_FetchResponse_v9(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v9, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v9, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2400,7 +2400,7 @@ def _d_FetchResponse_PartitionData_v10(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v10, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v10, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2425,7 +2425,7 @@ def _d_FetchResponse_FetchableTopicResponse_v10(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v10, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v10, 38)
     o._unknown_tagged_fields = None
     return o
 
@@ -2446,7 +2446,7 @@ def _d_FetchResponse_FetchResponse_v10(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v10, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v10, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2481,7 +2481,7 @@ def _d_FetchResponse_PartitionData_v11(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v11, 1)
+    o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v11, 16)
     o.preferred_read_replica = r.int32()
     o.records = r.records()
     o._unknown_tagged_fields = None
@@ -2507,7 +2507,7 @@ def _d_FetchResponse_FetchableTopicResponse_v11(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.array(_d_FetchResponse_PartitionData_v11, 1)
+    o.partitions = r.array(_d_FetchResponse_PartitionData_v11, 42)
     o._unknown_tagged_fields = None
     return o
 
@@ -2528,7 +2528,7 @@ def _d_FetchResponse_FetchResponse_v11(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v11, 1)
+    o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v11, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
     return o
@@ -2615,7 +2615,7 @@ def _d_FetchResponse_PartitionData_v12(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v12, 1)
+    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v12, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
 
@@ -2670,7 +2670,7 @@ def _d_FetchResponse_FetchableTopicResponse_v12(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v12, 1)
+    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v12, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -2706,7 +2706,7 @@ def _d_FetchResponse_FetchResponse_v12(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v12, 1)
+    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v12, 3)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -2743,7 +2743,7 @@ def _d_FetchResponse_PartitionData_v13(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v13, 1)
+    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v13, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
 
@@ -2798,7 +2798,7 @@ def _d_FetchResponse_FetchableTopicResponse_v13(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v13, 1)
+    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v13, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -2821,7 +2821,7 @@ def _d_FetchResponse_FetchResponse_v13(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v13, 1)
+    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v13, 18)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -2858,7 +2858,7 @@ def _d_FetchResponse_PartitionData_v14(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v14, 1)
+    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v14, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
 
@@ -2913,7 +2913,7 @@ def _d_FetchResponse_FetchableTopicResponse_v14(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v14, 1)
+    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v14, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -2936,7 +2936,7 @@ def _d_FetchResponse_FetchResponse_v14(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v14, 1)
+    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v14, 18)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -2973,7 +2973,7 @@ def _d_FetchResponse_PartitionData_v15(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v15, 1)
+    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v15, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
 
@@ -3028,7 +3028,7 @@ def _d_FetchResponse_FetchableTopicResponse_v15(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v15, 1)
+    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v15, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -3051,7 +3051,7 @@ def _d_FetchResponse_FetchResponse_v15(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v15, 1)
+    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v15, 18)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -3088,7 +3088,7 @@ def _d_FetchResponse_PartitionData_v16(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v16, 1)
+    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v16, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
 
@@ -3143,7 +3143,7 @@ def _d_FetchResponse_FetchableTopicResponse_v16(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v16, 1)
+    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v16, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -3183,12 +3183,12 @@ def _d_FetchResponse_FetchResponse_v16(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v16, 1)
+    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v16, 18)
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_FetchResponse_NodeEndpoint_v16, 1)
+            o.node_endpoints = r.compact_array(_d_FetchResponse_NodeEndpoint_v16, 11)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)
@@ -3235,7 +3235,7 @@ def _d_FetchResponse_PartitionData_v17(r):
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v17, 1)
+    o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v17, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
 
@@ -3290,7 +3290,7 @@ def _d_FetchResponse_FetchableTopicResponse_v17(r):
     o = _new(FetchResponse.FetchableTopicResponse)
     o.topic = ""
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v17, 1)
+    o.partitions = r.compact_array(_d_FetchResponse_PartitionData_v17, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -3313,12 +3313,12 @@ def _d_FetchResponse_FetchResponse_v17(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.session_id = r.int32()
-    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v17, 1)
+    o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v17, 18)
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_FetchResponse_NodeEndpoint_v17, 1)
+            o.node_endpoints = r.compact_array(_d_FetchResponse_NodeEndpoint_v17, 11)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)

@@ -119,7 +119,7 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_v0(w, o):
 def _d_FetchSnapshotRequest_TopicSnapshot_v0(r):
     o = _new(FetchSnapshotRequest.TopicSnapshot)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_FetchSnapshotRequest_PartitionSnapshot_v0, 1)
+    o.partitions = r.compact_array(_d_FetchSnapshotRequest_PartitionSnapshot_v0, 30)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -140,7 +140,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_v0(r):
     o.cluster_id = None
     o.replica_id = r.int32()
     o.max_bytes = r.int32()
-    o.topics = r.compact_array(_d_FetchSnapshotRequest_TopicSnapshot_v0, 1)
+    o.topics = r.compact_array(_d_FetchSnapshotRequest_TopicSnapshot_v0, 3)
 
     def known(r, tag, size):
         if tag == 0:
@@ -204,7 +204,7 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_v1(w, o):
 def _d_FetchSnapshotRequest_TopicSnapshot_v1(r):
     o = _new(FetchSnapshotRequest.TopicSnapshot)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_FetchSnapshotRequest_PartitionSnapshot_v1, 1)
+    o.partitions = r.compact_array(_d_FetchSnapshotRequest_PartitionSnapshot_v1, 30)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -225,7 +225,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_v1(r):
     o.cluster_id = None
     o.replica_id = r.int32()
     o.max_bytes = r.int32()
-    o.topics = r.compact_array(_d_FetchSnapshotRequest_TopicSnapshot_v1, 1)
+    o.topics = r.compact_array(_d_FetchSnapshotRequest_TopicSnapshot_v1, 3)
 
     def known(r, tag, size):
         if tag == 0:
@@ -418,7 +418,7 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_v0(w, o):
 def _d_FetchSnapshotResponse_TopicSnapshot_v0(r):
     o = _new(FetchSnapshotResponse.TopicSnapshot)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_FetchSnapshotResponse_PartitionSnapshot_v0, 1)
+    o.partitions = r.compact_array(_d_FetchSnapshotResponse_PartitionSnapshot_v0, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -452,7 +452,7 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_v0(r):
     o = _new(FetchSnapshotResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_FetchSnapshotResponse_TopicSnapshot_v0, 1)
+    o.topics = r.compact_array(_d_FetchSnapshotResponse_TopicSnapshot_v0, 3)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -512,7 +512,7 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_v1(w, o):
 def _d_FetchSnapshotResponse_TopicSnapshot_v1(r):
     o = _new(FetchSnapshotResponse.TopicSnapshot)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_FetchSnapshotResponse_PartitionSnapshot_v1, 1)
+    o.partitions = r.compact_array(_d_FetchSnapshotResponse_PartitionSnapshot_v1, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -549,12 +549,12 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_v1(r):
     o = _new(FetchSnapshotResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_FetchSnapshotResponse_TopicSnapshot_v1, 1)
+    o.topics = r.compact_array(_d_FetchSnapshotResponse_TopicSnapshot_v1, 3)
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_FetchSnapshotResponse_NodeEndpoint_v1, 1)
+            o.node_endpoints = r.compact_array(_d_FetchSnapshotResponse_NodeEndpoint_v1, 8)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)

@@ -307,7 +307,7 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_v4(r):
     o.node_id = 0
     o.host = ""
     o.port = 0
-    o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v4, 1)
+    o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v4, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -333,7 +333,7 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_v5(r):
     o.node_id = 0
     o.host = ""
     o.port = 0
-    o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v5, 1)
+    o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v5, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -359,7 +359,7 @@ def _d_FindCoordinatorResponse_FindCoordinatorResponse_v6(r):
     o.node_id = 0
     o.host = ""
     o.port = 0
-    o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v6, 1)
+    o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v6, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

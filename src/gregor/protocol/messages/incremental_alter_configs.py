@@ -84,7 +84,7 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(r):
     o = _new(IncrementalAlterConfigsRequest.AlterConfigsResource)
     o.resource_type = r.int8()
     o.resource_name = r.string()
-    o.configs = r.array(_d_IncrementalAlterConfigsRequest_AlterableConfig_v0, 1)
+    o.configs = r.array(_d_IncrementalAlterConfigsRequest_AlterableConfig_v0, 5)
     o._unknown_tagged_fields = None
     return o
 
@@ -101,7 +101,7 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(w, o):
 
 def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v0(r):
     o = _new(IncrementalAlterConfigsRequest)
-    o.resources = r.array(_d_IncrementalAlterConfigsRequest_AlterConfigsResource_v0, 1)
+    o.resources = r.array(_d_IncrementalAlterConfigsRequest_AlterConfigsResource_v0, 7)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = None
     return o
@@ -137,7 +137,7 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(r):
     o = _new(IncrementalAlterConfigsRequest.AlterConfigsResource)
     o.resource_type = r.int8()
     o.resource_name = r.compact_string()
-    o.configs = r.compact_array(_d_IncrementalAlterConfigsRequest_AlterableConfig_v1, 1)
+    o.configs = r.compact_array(_d_IncrementalAlterConfigsRequest_AlterableConfig_v1, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -156,7 +156,7 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w, o):
 
 def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1(r):
     o = _new(IncrementalAlterConfigsRequest)
-    o.resources = r.compact_array(_d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1, 1)
+    o.resources = r.compact_array(_d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1, 4)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -238,7 +238,7 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(w, o):
 def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v0(r):
     o = _new(IncrementalAlterConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.array(_d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0, 1)
+    o.responses = r.array(_d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0, 7)
     o._unknown_tagged_fields = None
     return o
 
@@ -274,7 +274,7 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w, o):
 def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1(r):
     o = _new(IncrementalAlterConfigsResponse)
     o.throttle_time_ms = r.int32()
-    o.responses = r.compact_array(_d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1, 1)
+    o.responses = r.compact_array(_d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

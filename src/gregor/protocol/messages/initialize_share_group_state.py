@@ -83,7 +83,7 @@ def _e_InitializeShareGroupStateRequest_PartitionData_v0(w, o):
 def _d_InitializeShareGroupStateRequest_InitializeStateData_v0(r):
     o = _new(InitializeShareGroupStateRequest.InitializeStateData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_InitializeShareGroupStateRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_InitializeShareGroupStateRequest_PartitionData_v0, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -102,7 +102,7 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_v0(w, o):
 def _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0(r):
     o = _new(InitializeShareGroupStateRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_InitializeShareGroupStateRequest_InitializeStateData_v0, 1)
+    o.topics = r.compact_array(_d_InitializeShareGroupStateRequest_InitializeStateData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -189,7 +189,7 @@ def _e_InitializeShareGroupStateResponse_PartitionResult_v0(w, o):
 def _d_InitializeShareGroupStateResponse_InitializeStateResult_v0(r):
     o = _new(InitializeShareGroupStateResponse.InitializeStateResult)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_InitializeShareGroupStateResponse_PartitionResult_v0, 1)
+    o.partitions = r.compact_array(_d_InitializeShareGroupStateResponse_PartitionResult_v0, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -207,7 +207,7 @@ def _e_InitializeShareGroupStateResponse_InitializeStateResult_v0(w, o):
 
 def _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0(r):
     o = _new(InitializeShareGroupStateResponse)
-    o.results = r.compact_array(_d_InitializeShareGroupStateResponse_InitializeStateResult_v0, 1)
+    o.results = r.compact_array(_d_InitializeShareGroupStateResponse_InitializeStateResult_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -84,7 +84,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v0(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
-    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v0, 1)
+    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v0, 6)
     o.reason = None
     o._unknown_tagged_fields = None
     return o
@@ -112,7 +112,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v1(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
-    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v1, 1)
+    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v1, 6)
     o.reason = None
     o._unknown_tagged_fields = None
     return o
@@ -141,7 +141,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v2(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
-    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v2, 1)
+    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v2, 6)
     o.reason = None
     o._unknown_tagged_fields = None
     return o
@@ -170,7 +170,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v3(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
-    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v3, 1)
+    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v3, 6)
     o.reason = None
     o._unknown_tagged_fields = None
     return o
@@ -199,7 +199,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v4(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
-    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v4, 1)
+    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v4, 6)
     o.reason = None
     o._unknown_tagged_fields = None
     return o
@@ -228,7 +228,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v5(r):
     o.member_id = r.string()
     o.group_instance_id = r.nullable_string()
     o.protocol_type = r.string()
-    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v5, 1)
+    o.protocols = r.array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v5, 6)
     o.reason = None
     o._unknown_tagged_fields = None
     return o
@@ -271,7 +271,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v6(r):
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
-    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v6, 1)
+    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v6, 3)
     o.reason = None
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -303,7 +303,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v7(r):
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
-    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v7, 1)
+    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v7, 3)
     o.reason = None
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -335,7 +335,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v8(r):
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
-    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v8, 1)
+    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v8, 3)
     o.reason = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -368,7 +368,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v9(r):
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
-    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v9, 1)
+    o.protocols = r.compact_array(_d_JoinGroupRequest_JoinGroupRequestProtocol_v9, 3)
     o.reason = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -472,7 +472,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v0(r):
     o.leader = r.string()
     o.skip_assignment = False
     o.member_id = r.string()
-    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v0, 1)
+    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -502,7 +502,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v1(r):
     o.leader = r.string()
     o.skip_assignment = False
     o.member_id = r.string()
-    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v1, 1)
+    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -532,7 +532,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v2(r):
     o.leader = r.string()
     o.skip_assignment = False
     o.member_id = r.string()
-    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v2, 1)
+    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -563,7 +563,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v3(r):
     o.leader = r.string()
     o.skip_assignment = False
     o.member_id = r.string()
-    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v3, 1)
+    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -594,7 +594,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v4(r):
     o.leader = r.string()
     o.skip_assignment = False
     o.member_id = r.string()
-    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v4, 1)
+    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -638,7 +638,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v5(r):
     o.leader = r.string()
     o.skip_assignment = False
     o.member_id = r.string()
-    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v5, 1)
+    o.members = r.array(_d_JoinGroupResponse_JoinGroupResponseMember_v5, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -684,7 +684,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v6(r):
     o.leader = r.compact_string()
     o.skip_assignment = False
     o.member_id = r.compact_string()
-    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v6, 1)
+    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v6, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -717,7 +717,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v7(r):
     o.leader = r.compact_string()
     o.skip_assignment = False
     o.member_id = r.compact_string()
-    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v7, 1)
+    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v7, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -751,7 +751,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v8(r):
     o.leader = r.compact_string()
     o.skip_assignment = False
     o.member_id = r.compact_string()
-    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v8, 1)
+    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v8, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -785,7 +785,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v9(r):
     o.leader = r.compact_string()
     o.skip_assignment = r.bool()
     o.member_id = r.compact_string()
-    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v9, 1)
+    o.members = r.compact_array(_d_JoinGroupResponse_JoinGroupResponseMember_v9, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -179,9 +179,9 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
     o.type = 0
-    o.ungrouped_partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0, 1)
+    o.ungrouped_partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0, 30)
     o.topic_states = []
-    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0, 1)
+    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -250,9 +250,9 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
     o.type = 0
-    o.ungrouped_partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1, 1)
+    o.ungrouped_partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1, 31)
     o.topic_states = []
-    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1, 1)
+    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -313,7 +313,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.string()
     o.topic_id = ZERO_UUID
-    o.partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2, 1)
+    o.partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2, 29)
     o._unknown_tagged_fields = None
     return o
 
@@ -337,8 +337,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(r):
     o.broker_epoch = r.int64()
     o.type = 0
     o.ungrouped_partition_states = []
-    o.topic_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2, 1)
-    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v2, 1)
+    o.topic_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2, 6)
+    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v2, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -410,7 +410,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.string()
     o.topic_id = ZERO_UUID
-    o.partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3, 1)
+    o.partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3, 37)
     o._unknown_tagged_fields = None
     return o
 
@@ -434,8 +434,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(r):
     o.broker_epoch = r.int64()
     o.type = 0
     o.ungrouped_partition_states = []
-    o.topic_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3, 1)
-    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v3, 1)
+    o.topic_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3, 6)
+    o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v3, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -509,7 +509,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4, 1)
+    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4, 26)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -550,8 +550,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(r):
     o.broker_epoch = r.int64()
     o.type = 0
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4, 1)
-    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4, 1)
+    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4, 3)
+    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -580,7 +580,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = r.uuid()
-    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5, 1)
+    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5, 26)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -607,8 +607,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(r):
     o.broker_epoch = r.int64()
     o.type = r.int8()
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5, 1)
-    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v5, 1)
+    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5, 19)
+    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v5, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -686,7 +686,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = r.uuid()
-    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6, 1)
+    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -713,8 +713,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(r):
     o.broker_epoch = r.int64()
     o.type = r.int8()
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6, 1)
-    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v6, 1)
+    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6, 19)
+    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v6, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -744,7 +744,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v7(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = r.uuid()
-    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v7, 1)
+    o.partition_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v7, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -771,8 +771,8 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(r):
     o.broker_epoch = r.int64()
     o.type = r.int8()
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v7, 1)
-    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v7, 1)
+    o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v7, 19)
+    o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v7, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -882,7 +882,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0(w, o):
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v0(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0, 1)
+    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0, 8)
     o.topics = []
     o._unknown_tagged_fields = None
     return o
@@ -904,7 +904,7 @@ _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v1 = _e_LeaderAndIsrResponse_Lead
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v1(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v1, 1)
+    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v1, 8)
     o.topics = []
     o._unknown_tagged_fields = None
     return o
@@ -926,7 +926,7 @@ _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v2 = _e_LeaderAndIsrResponse_Lead
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v2(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v2, 1)
+    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v2, 8)
     o.topics = []
     o._unknown_tagged_fields = None
     return o
@@ -948,7 +948,7 @@ _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v3 = _e_LeaderAndIsrResponse_Lead
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v3(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v3, 1)
+    o.partition_errors = r.array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v3, 8)
     o.topics = []
     o._unknown_tagged_fields = None
     return o
@@ -996,7 +996,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(w, o):
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v4(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4, 1)
+    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4, 8)
     o.topics = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1032,7 +1032,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(w, o):
 def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(r):
     o = _new(LeaderAndIsrResponse.LeaderAndIsrTopicError)
     o.topic_id = r.uuid()
-    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5, 1)
+    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1052,7 +1052,7 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v5(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
     o.partition_errors = []
-    o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5, 1)
+    o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1073,7 +1073,7 @@ _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v6 = _e_LeaderAndIsrResponse_
 def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v6(r):
     o = _new(LeaderAndIsrResponse.LeaderAndIsrTopicError)
     o.topic_id = r.uuid()
-    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v6, 1)
+    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v6, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1093,7 +1093,7 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v6(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
     o.partition_errors = []
-    o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v6, 1)
+    o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v6, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1114,7 +1114,7 @@ _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v7 = _e_LeaderAndIsrResponse_
 def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v7(r):
     o = _new(LeaderAndIsrResponse.LeaderAndIsrTopicError)
     o.topic_id = r.uuid()
-    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v7, 1)
+    o.partition_errors = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v7, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1134,7 +1134,7 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v7(r):
     o = _new(LeaderAndIsrResponse)
     o.error_code = r.int16()
     o.partition_errors = []
-    o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v7, 1)
+    o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v7, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -69,8 +69,8 @@ def _d_LeaderChangeMessage_LeaderChangeMessage_v0(r):
     o = _new(LeaderChangeMessage)
     o.version = r.int16()
     o.leader_id = r.int32()
-    o.voters = r.compact_array(_d_LeaderChangeMessage_Voter_v0, 1)
-    o.granting_voters = r.compact_array(_d_LeaderChangeMessage_Voter_v0, 1)
+    o.voters = r.compact_array(_d_LeaderChangeMessage_Voter_v0, 5)
+    o.granting_voters = r.compact_array(_d_LeaderChangeMessage_Voter_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -111,8 +111,8 @@ def _d_LeaderChangeMessage_LeaderChangeMessage_v1(r):
     o = _new(LeaderChangeMessage)
     o.version = r.int16()
     o.leader_id = r.int32()
-    o.voters = r.compact_array(_d_LeaderChangeMessage_Voter_v1, 1)
-    o.granting_voters = r.compact_array(_d_LeaderChangeMessage_Voter_v1, 1)
+    o.voters = r.compact_array(_d_LeaderChangeMessage_Voter_v1, 21)
+    o.granting_voters = r.compact_array(_d_LeaderChangeMessage_Voter_v1, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -108,7 +108,7 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v3(r):
     o = _new(LeaveGroupRequest)
     o.group_id = r.string()
     o.member_id = ""
-    o.members = r.array(_d_LeaveGroupRequest_MemberIdentity_v3, 1)
+    o.members = r.array(_d_LeaveGroupRequest_MemberIdentity_v3, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -142,7 +142,7 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v4(r):
     o = _new(LeaveGroupRequest)
     o.group_id = r.compact_string()
     o.member_id = ""
-    o.members = r.compact_array(_d_LeaveGroupRequest_MemberIdentity_v4, 1)
+    o.members = r.compact_array(_d_LeaveGroupRequest_MemberIdentity_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -179,7 +179,7 @@ def _d_LeaveGroupRequest_LeaveGroupRequest_v5(r):
     o = _new(LeaveGroupRequest)
     o.group_id = r.compact_string()
     o.member_id = ""
-    o.members = r.compact_array(_d_LeaveGroupRequest_MemberIdentity_v5, 1)
+    o.members = r.compact_array(_d_LeaveGroupRequest_MemberIdentity_v5, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -305,7 +305,7 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_v3(r):
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.members = r.array(_d_LeaveGroupResponse_MemberResponse_v3, 1)
+    o.members = r.array(_d_LeaveGroupResponse_MemberResponse_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -341,7 +341,7 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_v4(r):
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.members = r.compact_array(_d_LeaveGroupResponse_MemberResponse_v4, 1)
+    o.members = r.compact_array(_d_LeaveGroupResponse_MemberResponse_v4, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -364,7 +364,7 @@ def _d_LeaveGroupResponse_LeaveGroupResponse_v5(r):
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.members = r.compact_array(_d_LeaveGroupResponse_MemberResponse_v5, 1)
+    o.members = r.compact_array(_d_LeaveGroupResponse_MemberResponse_v5, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

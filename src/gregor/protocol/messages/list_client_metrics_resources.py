@@ -106,7 +106,7 @@ def _d_ListClientMetricsResourcesResponse_ListClientMetricsResourcesResponse_v0(
     o = _new(ListClientMetricsResourcesResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.client_metrics_resources = r.compact_array(_d_ListClientMetricsResourcesResponse_ClientMetricsResource_v0, 1)
+    o.client_metrics_resources = r.compact_array(_d_ListClientMetricsResourcesResponse_ClientMetricsResource_v0, 2)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

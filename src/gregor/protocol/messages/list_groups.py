@@ -177,7 +177,7 @@ def _d_ListGroupsResponse_ListGroupsResponse_v0(r):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms = 0
     o.error_code = r.int16()
-    o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v0, 1)
+    o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -197,7 +197,7 @@ def _d_ListGroupsResponse_ListGroupsResponse_v1(r):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v1, 1)
+    o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -218,7 +218,7 @@ def _d_ListGroupsResponse_ListGroupsResponse_v2(r):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v2, 1)
+    o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v2, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -254,7 +254,7 @@ def _d_ListGroupsResponse_ListGroupsResponse_v3(r):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v3, 1)
+    o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -293,7 +293,7 @@ def _d_ListGroupsResponse_ListGroupsResponse_v4(r):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v4, 1)
+    o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v4, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -333,7 +333,7 @@ def _d_ListGroupsResponse_ListGroupsResponse_v5(r):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
-    o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v5, 1)
+    o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v5, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -88,7 +88,7 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v0(w, o):
 def _d_ListOffsetsRequest_ListOffsetsTopic_v0(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v0, 1)
+    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v0, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -106,7 +106,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v0(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = 0
-    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v0, 1)
+    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v0, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
     return o
@@ -139,7 +139,7 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v1(w, o):
 def _d_ListOffsetsRequest_ListOffsetsTopic_v1(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v1, 1)
+    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v1, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -157,7 +157,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v1(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = 0
-    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v1, 1)
+    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v1, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
     return o
@@ -177,7 +177,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v2 = _e_ListOffsetsRequest_ListOffset
 def _d_ListOffsetsRequest_ListOffsetsTopic_v2(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v2, 1)
+    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v2, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -195,7 +195,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v2(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v2, 1)
+    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v2, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
     return o
@@ -216,7 +216,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v3 = _e_ListOffsetsRequest_ListOffset
 def _d_ListOffsetsRequest_ListOffsetsTopic_v3(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v3, 1)
+    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v3, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -234,7 +234,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v3(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v3, 1)
+    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v3, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
     return o
@@ -269,7 +269,7 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v4(w, o):
 def _d_ListOffsetsRequest_ListOffsetsTopic_v4(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v4, 1)
+    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v4, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -287,7 +287,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v4(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v4, 1)
+    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v4, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
     return o
@@ -308,7 +308,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v5 = _e_ListOffsetsRequest_ListOffset
 def _d_ListOffsetsRequest_ListOffsetsTopic_v5(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v5, 1)
+    o.partitions = r.array(_d_ListOffsetsRequest_ListOffsetsPartition_v5, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -326,7 +326,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v5(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v5, 1)
+    o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v5, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
     return o
@@ -363,7 +363,7 @@ def _e_ListOffsetsRequest_ListOffsetsPartition_v6(w, o):
 def _d_ListOffsetsRequest_ListOffsetsTopic_v6(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v6, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v6, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -383,7 +383,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v6(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v6, 1)
+    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v6, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -406,7 +406,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v7 = _e_ListOffsetsRequest_ListOffset
 def _d_ListOffsetsRequest_ListOffsetsTopic_v7(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v7, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v7, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -426,7 +426,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v7(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v7, 1)
+    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v7, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -449,7 +449,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v8 = _e_ListOffsetsRequest_ListOffset
 def _d_ListOffsetsRequest_ListOffsetsTopic_v8(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v8, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v8, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -469,7 +469,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v8(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v8, 1)
+    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v8, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -492,7 +492,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v9 = _e_ListOffsetsRequest_ListOffset
 def _d_ListOffsetsRequest_ListOffsetsTopic_v9(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v9, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v9, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -512,7 +512,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v9(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v9, 1)
+    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v9, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -535,7 +535,7 @@ _e_ListOffsetsRequest_ListOffsetsPartition_v10 = _e_ListOffsetsRequest_ListOffse
 def _d_ListOffsetsRequest_ListOffsetsTopic_v10(r):
     o = _new(ListOffsetsRequest.ListOffsetsTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v10, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsRequest_ListOffsetsPartition_v10, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -555,7 +555,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v10(r):
     o = _new(ListOffsetsRequest)
     o.replica_id = r.int32()
     o.isolation_level = r.int8()
-    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v10, 1)
+    o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v10, 3)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -658,7 +658,7 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w, o):
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v0(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v0, 1)
+    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v0, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -675,7 +675,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v0(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v0(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v0, 1)
+    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -710,7 +710,7 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(w, o):
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v1(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1, 1)
+    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -727,7 +727,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v1(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v1(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v1, 1)
+    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -745,7 +745,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v2 = _e_ListOffsetsResponse_
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v2(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v2, 1)
+    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v2, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -762,7 +762,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v2(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v2(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v2, 1)
+    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -781,7 +781,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v3 = _e_ListOffsetsResponse_
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v3(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v3, 1)
+    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v3, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -798,7 +798,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v3(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v3(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v3, 1)
+    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -835,7 +835,7 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(w, o):
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v4(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4, 1)
+    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4, 26)
     o._unknown_tagged_fields = None
     return o
 
@@ -852,7 +852,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v4(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v4(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v4, 1)
+    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -871,7 +871,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v5 = _e_ListOffsetsResponse_
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v5(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.string()
-    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v5, 1)
+    o.partitions = r.array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v5, 26)
     o._unknown_tagged_fields = None
     return o
 
@@ -888,7 +888,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v5(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v5(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v5, 1)
+    o.topics = r.array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v5, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -927,7 +927,7 @@ def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(w, o):
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v6(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -946,7 +946,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v6(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v6, 1)
+    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v6, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -967,7 +967,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v7 = _e_ListOffsetsResponse_
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v7(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v7, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v7, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -986,7 +986,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v7(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v7(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v7, 1)
+    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v7, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1007,7 +1007,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v8 = _e_ListOffsetsResponse_
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v8(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v8, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v8, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1026,7 +1026,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v8(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v8(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v8, 1)
+    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v8, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1047,7 +1047,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v9 = _e_ListOffsetsResponse_
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v9(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v9, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v9, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1066,7 +1066,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v9(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v9(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v9, 1)
+    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v9, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1087,7 +1087,7 @@ _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v10 = _e_ListOffsetsResponse
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v10(r):
     o = _new(ListOffsetsResponse.ListOffsetsTopicResponse)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v10, 1)
+    o.partitions = r.compact_array(_d_ListOffsetsResponse_ListOffsetsPartitionResponse_v10, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1106,7 +1106,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v10(w, o):
 def _d_ListOffsetsResponse_ListOffsetsResponse_v10(r):
     o = _new(ListOffsetsResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v10, 1)
+    o.topics = r.compact_array(_d_ListOffsetsResponse_ListOffsetsTopicResponse_v10, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -73,7 +73,7 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w, 
 def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0(r):
     o = _new(ListPartitionReassignmentsRequest)
     o.timeout_ms = r.int32()
-    o.topics = r.compact_nullable_array(_d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0, 1)
+    o.topics = r.compact_nullable_array(_d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -182,7 +182,7 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w, o):
 def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(r):
     o = _new(ListPartitionReassignmentsResponse.OngoingTopicReassignment)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0, 1)
+    o.partitions = r.compact_array(_d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -203,7 +203,7 @@ def _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0(
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.topics = r.compact_array(_d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0, 1)
+    o.topics = r.compact_array(_d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -161,7 +161,7 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.unknown_state_filters = r.compact_array(_R_compact_string, 1)
-    o.transaction_states = r.compact_array(_d_ListTransactionsResponse_TransactionState_v0, 1)
+    o.transaction_states = r.compact_array(_d_ListTransactionsResponse_TransactionState_v0, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -190,7 +190,7 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_v1(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.unknown_state_filters = r.compact_array(_R_compact_string, 1)
-    o.transaction_states = r.compact_array(_d_ListTransactionsResponse_TransactionState_v1, 1)
+    o.transaction_states = r.compact_array(_d_ListTransactionsResponse_TransactionState_v1, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -69,7 +69,7 @@ def _e_MetadataRequest_MetadataRequestTopic_v0(w, o):
 
 def _d_MetadataRequest_MetadataRequest_v0(r):
     o = _new(MetadataRequest)
-    o.topics = r.array(_d_MetadataRequest_MetadataRequestTopic_v0, 1)
+    o.topics = r.array(_d_MetadataRequest_MetadataRequestTopic_v0, 2)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -89,7 +89,7 @@ _d_MetadataRequest_MetadataRequestTopic_v1 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v1 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v1(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v1, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v1, 2)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -109,7 +109,7 @@ _d_MetadataRequest_MetadataRequestTopic_v2 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v2 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v2(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v2, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v2, 2)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -129,7 +129,7 @@ _d_MetadataRequest_MetadataRequestTopic_v3 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v3 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v3(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v3, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v3, 2)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -149,7 +149,7 @@ _d_MetadataRequest_MetadataRequestTopic_v4 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v4 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v4(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v4, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v4, 2)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -170,7 +170,7 @@ _d_MetadataRequest_MetadataRequestTopic_v5 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v5 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v5(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v5, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v5, 2)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -191,7 +191,7 @@ _d_MetadataRequest_MetadataRequestTopic_v6 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v6 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v6(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v6, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v6, 2)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -212,7 +212,7 @@ _d_MetadataRequest_MetadataRequestTopic_v7 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v7 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v7(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v7, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v7, 2)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -233,7 +233,7 @@ _d_MetadataRequest_MetadataRequestTopic_v8 = _d_MetadataRequest_MetadataRequestT
 _e_MetadataRequest_MetadataRequestTopic_v8 = _e_MetadataRequest_MetadataRequestTopic_v0
 def _d_MetadataRequest_MetadataRequest_v8(r):
     o = _new(MetadataRequest)
-    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v8, 1)
+    o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v8, 2)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = r.bool()
     o.include_topic_authorized_operations = r.bool()
@@ -268,7 +268,7 @@ def _e_MetadataRequest_MetadataRequestTopic_v9(w, o):
 
 def _d_MetadataRequest_MetadataRequest_v9(r):
     o = _new(MetadataRequest)
-    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v9, 1)
+    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v9, 2)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = r.bool()
     o.include_topic_authorized_operations = r.bool()
@@ -306,7 +306,7 @@ def _e_MetadataRequest_MetadataRequestTopic_v10(w, o):
 
 def _d_MetadataRequest_MetadataRequest_v10(r):
     o = _new(MetadataRequest)
-    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v10, 1)
+    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v10, 18)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = r.bool()
     o.include_topic_authorized_operations = r.bool()
@@ -331,7 +331,7 @@ _d_MetadataRequest_MetadataRequestTopic_v11 = _d_MetadataRequest_MetadataRequest
 _e_MetadataRequest_MetadataRequestTopic_v11 = _e_MetadataRequest_MetadataRequestTopic_v10
 def _d_MetadataRequest_MetadataRequest_v11(r):
     o = _new(MetadataRequest)
-    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v11, 1)
+    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v11, 18)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = r.bool()
@@ -355,7 +355,7 @@ _d_MetadataRequest_MetadataRequestTopic_v12 = _d_MetadataRequest_MetadataRequest
 _e_MetadataRequest_MetadataRequestTopic_v12 = _e_MetadataRequest_MetadataRequestTopic_v10
 def _d_MetadataRequest_MetadataRequest_v12(r):
     o = _new(MetadataRequest)
-    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v12, 1)
+    o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v12, 18)
     o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = r.bool()
@@ -517,7 +517,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v0(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = False
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v0, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v0, 18)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -536,10 +536,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v0(w, o):
 def _d_MetadataResponse_MetadataResponse_v0(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = 0
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v0, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v0, 10)
     o.cluster_id = None
     o.controller_id = -1
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v0, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v0, 8)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -583,7 +583,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v1(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v1, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v1, 18)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -603,10 +603,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v1(w, o):
 def _d_MetadataResponse_MetadataResponse_v1(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = 0
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v1, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v1, 12)
     o.cluster_id = None
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v1, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v1, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -636,7 +636,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v2(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v2, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v2, 18)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -656,10 +656,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v2(w, o):
 def _d_MetadataResponse_MetadataResponse_v2(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = 0
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v2, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v2, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v2, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v2, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -690,7 +690,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v3(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v3, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v3, 18)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -710,10 +710,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v3(w, o):
 def _d_MetadataResponse_MetadataResponse_v3(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v3, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v3, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v3, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v3, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -745,7 +745,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v4(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v4, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v4, 18)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -765,10 +765,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v4(w, o):
 def _d_MetadataResponse_MetadataResponse_v4(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v4, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v4, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v4, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v4, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -832,7 +832,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v5(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v5, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v5, 22)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -852,10 +852,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v5(w, o):
 def _d_MetadataResponse_MetadataResponse_v5(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v5, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v5, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v5, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v5, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -887,7 +887,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v6(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v6, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v6, 22)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -907,10 +907,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v6(w, o):
 def _d_MetadataResponse_MetadataResponse_v6(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v6, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v6, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v6, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v6, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -975,7 +975,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v7(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v7, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v7, 26)
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -995,10 +995,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v7(w, o):
 def _d_MetadataResponse_MetadataResponse_v7(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v7, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v7, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v7, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v7, 9)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = None
     return o
@@ -1030,7 +1030,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v8(r):
     o.name = r.string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v8, 1)
+    o.partitions = r.array(_d_MetadataResponse_MetadataResponsePartition_v8, 26)
     o.topic_authorized_operations = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -1051,10 +1051,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v8(w, o):
 def _d_MetadataResponse_MetadataResponse_v8(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v8, 1)
+    o.brokers = r.array(_d_MetadataResponse_MetadataResponseBroker_v8, 12)
     o.cluster_id = r.nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v8, 1)
+    o.topics = r.array(_d_MetadataResponse_MetadataResponseTopic_v8, 13)
     o.cluster_authorized_operations = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -1139,7 +1139,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v9(r):
     o.name = r.compact_string()
     o.topic_id = ZERO_UUID
     o.is_internal = r.bool()
-    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v9, 1)
+    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v9, 18)
     o.topic_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1162,10 +1162,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v9(w, o):
 def _d_MetadataResponse_MetadataResponse_v9(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v9, 1)
+    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v9, 11)
     o.cluster_id = r.compact_nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v9, 1)
+    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v9, 10)
     o.cluster_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1200,7 +1200,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v10(r):
     o.name = r.compact_string()
     o.topic_id = r.uuid()
     o.is_internal = r.bool()
-    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v10, 1)
+    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v10, 18)
     o.topic_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1224,10 +1224,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v10(w, o):
 def _d_MetadataResponse_MetadataResponse_v10(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v10, 1)
+    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v10, 11)
     o.cluster_id = r.compact_nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v10, 1)
+    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v10, 26)
     o.cluster_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1262,7 +1262,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v11(r):
     o.name = r.compact_string()
     o.topic_id = r.uuid()
     o.is_internal = r.bool()
-    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v11, 1)
+    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v11, 18)
     o.topic_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1286,10 +1286,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v11(w, o):
 def _d_MetadataResponse_MetadataResponse_v11(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v11, 1)
+    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v11, 11)
     o.cluster_id = r.compact_nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v11, 1)
+    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v11, 26)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1323,7 +1323,7 @@ def _d_MetadataResponse_MetadataResponseTopic_v12(r):
     o.name = r.compact_nullable_string()
     o.topic_id = r.uuid()
     o.is_internal = r.bool()
-    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v12, 1)
+    o.partitions = r.compact_array(_d_MetadataResponse_MetadataResponsePartition_v12, 18)
     o.topic_authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1347,10 +1347,10 @@ def _e_MetadataResponse_MetadataResponseTopic_v12(w, o):
 def _d_MetadataResponse_MetadataResponse_v12(r):
     o = _new(MetadataResponse)
     o.throttle_time_ms = r.int32()
-    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v12, 1)
+    o.brokers = r.compact_array(_d_MetadataResponse_MetadataResponseBroker_v12, 11)
     o.cluster_id = r.compact_nullable_string()
     o.controller_id = r.int32()
-    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v12, 1)
+    o.topics = r.compact_array(_d_MetadataResponse_MetadataResponseTopic_v12, 26)
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

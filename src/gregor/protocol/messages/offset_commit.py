@@ -95,7 +95,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, o):
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v0(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v0, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -116,7 +116,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v0(r):
     o.member_id = ""
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v0, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -151,7 +151,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w, o):
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v1(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v1, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v1, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -172,7 +172,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v1(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v1, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -193,7 +193,7 @@ _e_OffsetCommitRequest_OffsetCommitRequestPartition_v2 = _e_OffsetCommitRequest_
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v2(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v2, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v2, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -214,7 +214,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v2(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.retention_time_ms = r.int64()
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v2, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -236,7 +236,7 @@ _e_OffsetCommitRequest_OffsetCommitRequestPartition_v3 = _e_OffsetCommitRequest_
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v3(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v3, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v3, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -257,7 +257,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v3(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.retention_time_ms = r.int64()
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v3, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -279,7 +279,7 @@ _e_OffsetCommitRequest_OffsetCommitRequestPartition_v4 = _e_OffsetCommitRequest_
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v4(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v4, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v4, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -300,7 +300,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v4(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.retention_time_ms = r.int64()
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v4, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -322,7 +322,7 @@ _e_OffsetCommitRequest_OffsetCommitRequestPartition_v5 = _e_OffsetCommitRequest_
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v5(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v5, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v5, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -343,7 +343,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v5(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v5, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v5, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -380,7 +380,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v6(w, o):
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v6(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v6, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v6, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -401,7 +401,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v6(r):
     o.member_id = r.string()
     o.group_instance_id = None
     o.retention_time_ms = -1
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v6, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v6, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -422,7 +422,7 @@ _e_OffsetCommitRequest_OffsetCommitRequestPartition_v7 = _e_OffsetCommitRequest_
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v7(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v7, 1)
+    o.partitions = r.array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v7, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -443,7 +443,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v7(r):
     o.member_id = r.string()
     o.group_instance_id = r.nullable_string()
     o.retention_time_ms = -1
-    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v7, 1)
+    o.topics = r.array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v7, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -483,7 +483,7 @@ def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8(w, o):
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v8(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v8, 1)
+    o.partitions = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v8, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -506,7 +506,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v8(r):
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.retention_time_ms = -1
-    o.topics = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v8, 1)
+    o.topics = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v8, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -530,7 +530,7 @@ _e_OffsetCommitRequest_OffsetCommitRequestPartition_v9 = _e_OffsetCommitRequest_
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v9(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v9, 1)
+    o.partitions = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestPartition_v9, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -553,7 +553,7 @@ def _d_OffsetCommitRequest_OffsetCommitRequest_v9(r):
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.retention_time_ms = -1
-    o.topics = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v9, 1)
+    o.topics = r.compact_array(_d_OffsetCommitRequest_OffsetCommitRequestTopic_v9, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -639,7 +639,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v0(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v0(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v0, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -656,7 +656,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v0(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v0(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v0, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -674,7 +674,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v1 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v1(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v1, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -691,7 +691,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v1(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v1(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v1, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -709,7 +709,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v2 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v2(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v2, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -726,7 +726,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v2(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v2(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v2, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -744,7 +744,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v3 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v3(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v3, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -761,7 +761,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v3(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v3(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v3, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -780,7 +780,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v4 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v4(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v4, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -797,7 +797,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v4(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v4(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v4, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -816,7 +816,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v5 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v5(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v5, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v5, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -833,7 +833,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v5(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v5(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v5, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v5, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -852,7 +852,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v6 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v6(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v6, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v6, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -869,7 +869,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v6(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v6(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v6, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v6, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -888,7 +888,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v7 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v7(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v7, 1)
+    o.partitions = r.array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v7, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -905,7 +905,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v7(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v7(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v7, 1)
+    o.topics = r.array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v7, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -937,7 +937,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v8(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v8, 1)
+    o.partitions = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v8, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -956,7 +956,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v8(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v8, 1)
+    o.topics = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v8, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -977,7 +977,7 @@ _e_OffsetCommitResponse_OffsetCommitResponsePartition_v9 = _e_OffsetCommitRespon
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v9(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponseTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v9, 1)
+    o.partitions = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponsePartition_v9, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -996,7 +996,7 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v9(w, o):
 def _d_OffsetCommitResponse_OffsetCommitResponse_v9(r):
     o = _new(OffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v9, 1)
+    o.topics = r.compact_array(_d_OffsetCommitResponse_OffsetCommitResponseTopic_v9, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -73,7 +73,7 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(w, o):
 def _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(r):
     o = _new(OffsetDeleteRequest.OffsetDeleteRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0, 1)
+    o.partitions = r.array(_d_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0, 4)
     o._unknown_tagged_fields = None
     return o
 
@@ -90,7 +90,7 @@ def _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(w, o):
 def _d_OffsetDeleteRequest_OffsetDeleteRequest_v0(r):
     o = _new(OffsetDeleteRequest)
     o.group_id = r.string()
-    o.topics = r.array(_d_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0, 1)
+    o.topics = r.array(_d_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -173,7 +173,7 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w, o):
 def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(r):
     o = _new(OffsetDeleteResponse.OffsetDeleteResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0, 1)
+    o.partitions = r.array(_d_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -191,7 +191,7 @@ def _d_OffsetDeleteResponse_OffsetDeleteResponse_v0(r):
     o = _new(OffsetDeleteResponse)
     o.error_code = r.int16()
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0, 1)
+    o.topics = r.array(_d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 

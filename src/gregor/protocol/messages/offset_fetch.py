@@ -122,7 +122,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v0 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v0(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
-    o.topics = r.array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v0, 1)
+    o.topics = r.array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v0, 6)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = None
@@ -147,7 +147,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v1 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v1(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
-    o.topics = r.array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v1, 1)
+    o.topics = r.array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v1, 6)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = None
@@ -172,7 +172,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v2 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v2(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
-    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v2, 1)
+    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v2, 6)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = None
@@ -197,7 +197,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v3 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v3(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
-    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v3, 1)
+    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v3, 6)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = None
@@ -222,7 +222,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v4 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v4(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
-    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v4, 1)
+    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v4, 6)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = None
@@ -247,7 +247,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v5 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v5(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.string()
-    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v5, 1)
+    o.topics = r.nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v5, 6)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = None
@@ -309,7 +309,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v6 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v6(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v6, 1)
+    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v6, 3)
     o.groups = []
     o.require_stable = False
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -336,7 +336,7 @@ _e_OffsetFetchRequest_OffsetFetchRequestGroup_v7 = _e_OffsetFetchRequest_OffsetF
 def _d_OffsetFetchRequest_OffsetFetchRequest_v7(r):
     o = _new(OffsetFetchRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v7, 1)
+    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopic_v7, 3)
     o.groups = []
     o.require_stable = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -378,7 +378,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v8(r):
     o.group_id = r.compact_string()
     o.member_id = None
     o.member_epoch = -1
-    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopics_v8, 1)
+    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopics_v8, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -398,7 +398,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_v8(r):
     o = _new(OffsetFetchRequest)
     o.group_id = ""
     o.topics = []
-    o.groups = r.compact_array(_d_OffsetFetchRequest_OffsetFetchRequestGroup_v8, 1)
+    o.groups = r.compact_array(_d_OffsetFetchRequest_OffsetFetchRequestGroup_v8, 3)
     o.require_stable = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -424,7 +424,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v9(r):
     o.group_id = r.compact_string()
     o.member_id = r.compact_nullable_string()
     o.member_epoch = r.int32()
-    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopics_v9, 1)
+    o.topics = r.compact_nullable_array(_d_OffsetFetchRequest_OffsetFetchRequestTopics_v9, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -446,7 +446,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequest_v9(r):
     o = _new(OffsetFetchRequest)
     o.group_id = ""
     o.topics = []
-    o.groups = r.compact_array(_d_OffsetFetchRequest_OffsetFetchRequestGroup_v9, 1)
+    o.groups = r.compact_array(_d_OffsetFetchRequest_OffsetFetchRequestGroup_v9, 8)
     o.require_stable = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -583,7 +583,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v0(w, o):
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v0(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v0, 1)
+    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v0, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -634,7 +634,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v0 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v0(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v0, 1)
+    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v0, 6)
     o.error_code = 0
     o.groups = []
     o._unknown_tagged_fields = None
@@ -654,7 +654,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartition_v1 = _e_OffsetFetchResponse_
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v1(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v1, 1)
+    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v1, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -677,7 +677,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v1 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v1(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v1, 1)
+    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v1, 6)
     o.error_code = 0
     o.groups = []
     o._unknown_tagged_fields = None
@@ -697,7 +697,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartition_v2 = _e_OffsetFetchResponse_
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v2(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v2, 1)
+    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v2, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -720,7 +720,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v2 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v2(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v2, 1)
+    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v2, 6)
     o.error_code = r.int16()
     o.groups = []
     o._unknown_tagged_fields = None
@@ -741,7 +741,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartition_v3 = _e_OffsetFetchResponse_
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v3(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v3, 1)
+    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v3, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -764,7 +764,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v3 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v3(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v3, 1)
+    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v3, 6)
     o.error_code = r.int16()
     o.groups = []
     o._unknown_tagged_fields = None
@@ -786,7 +786,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartition_v4 = _e_OffsetFetchResponse_
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v4(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v4, 1)
+    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v4, 16)
     o._unknown_tagged_fields = None
     return o
 
@@ -809,7 +809,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v4 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v4(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v4, 1)
+    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v4, 6)
     o.error_code = r.int16()
     o.groups = []
     o._unknown_tagged_fields = None
@@ -848,7 +848,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w, o):
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v5(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v5, 1)
+    o.partitions = r.array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v5, 20)
     o._unknown_tagged_fields = None
     return o
 
@@ -871,7 +871,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v5 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v5(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v5, 1)
+    o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v5, 6)
     o.error_code = r.int16()
     o.groups = []
     o._unknown_tagged_fields = None
@@ -912,7 +912,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v6(w, o):
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v6(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v6, 1)
+    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v6, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -966,7 +966,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v6 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v6(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v6, 1)
+    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v6, 3)
     o.error_code = r.int16()
     o.groups = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -990,7 +990,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartition_v7 = _e_OffsetFetchResponse_
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v7(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v7, 1)
+    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartition_v7, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1015,7 +1015,7 @@ _e_OffsetFetchResponse_OffsetFetchResponseGroup_v7 = _e_OffsetFetchResponse_Offs
 def _d_OffsetFetchResponse_OffsetFetchResponse_v7(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v7, 1)
+    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v7, 3)
     o.error_code = r.int16()
     o.groups = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -1070,7 +1070,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v8 = _e_OffsetFetchResponse
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v8(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopics)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8, 1)
+    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1089,7 +1089,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v8(w, o):
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v8(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseGroup)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopics_v8, 1)
+    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopics_v8, 3)
     o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1112,7 +1112,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v8(r):
     o.throttle_time_ms = r.int32()
     o.topics = []
     o.error_code = 0
-    o.groups = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseGroup_v8, 1)
+    o.groups = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseGroup_v8, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1137,7 +1137,7 @@ _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v9 = _e_OffsetFetchResponse
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v9(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseTopics)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartitions_v9, 1)
+    o.partitions = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponsePartitions_v9, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1156,7 +1156,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v9(w, o):
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v9(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponseGroup)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopics_v9, 1)
+    o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopics_v9, 3)
     o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1179,7 +1179,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v9(r):
     o.throttle_time_ms = r.int32()
     o.topics = []
     o.error_code = 0
-    o.groups = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseGroup_v9, 1)
+    o.groups = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseGroup_v9, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

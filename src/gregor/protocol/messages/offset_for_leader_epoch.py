@@ -80,7 +80,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderTopic)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -97,7 +97,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v0(r):
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = -2
-    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -115,7 +115,7 @@ _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v1 = _e_OffsetForLeaderE
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v1(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderTopic)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v1, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -132,7 +132,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v1(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1(r):
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = -2
-    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v1, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -163,7 +163,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderTopic)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -180,7 +180,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v2(r):
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = -2
-    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -198,7 +198,7 @@ _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3 = _e_OffsetForLeaderE
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderTopic)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v3, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -215,7 +215,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3(r):
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = r.int32()
-    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -249,7 +249,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderTopic)
     o.topic = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4, 1)
+    o.partitions = r.compact_array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4, 13)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -268,7 +268,7 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w, o):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4(r):
     o = _new(OffsetForLeaderEpochRequest)
     o.replica_id = r.int32()
-    o.topics = r.compact_array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4, 1)
+    o.topics = r.compact_array(_d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -358,7 +358,7 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(r):
     o = _new(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v0, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -375,7 +375,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0(r):
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -408,7 +408,7 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v1(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(r):
     o = _new(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v1, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v1, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -425,7 +425,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v1(r):
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = 0
-    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -443,7 +443,7 @@ _e_OffsetForLeaderEpochResponse_EpochEndOffset_v2 = _e_OffsetForLeaderEpochRespo
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(r):
     o = _new(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v2, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v2, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -460,7 +460,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v2(r):
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -479,7 +479,7 @@ _e_OffsetForLeaderEpochResponse_EpochEndOffset_v3 = _e_OffsetForLeaderEpochRespo
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3(r):
     o = _new(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult)
     o.topic = r.string()
-    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v3, 1)
+    o.partitions = r.array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v3, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -496,7 +496,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3(r):
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3, 1)
+    o.topics = r.array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -532,7 +532,7 @@ def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(r):
     o = _new(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult)
     o.topic = r.compact_string()
-    o.partitions = r.compact_array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v4, 1)
+    o.partitions = r.compact_array(_d_OffsetForLeaderEpochResponse_EpochEndOffset_v4, 19)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -551,7 +551,7 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w, o):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4(r):
     o = _new(OffsetForLeaderEpochResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4, 1)
+    o.topics = r.compact_array(_d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

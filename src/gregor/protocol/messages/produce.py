@@ -81,7 +81,7 @@ def _e_ProduceRequest_PartitionProduceData_v0(w, o):
 def _d_ProduceRequest_TopicProduceData_v0(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v0, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -100,7 +100,7 @@ def _d_ProduceRequest_ProduceRequest_v0(r):
     o.transactional_id = None
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v0, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -120,7 +120,7 @@ _e_ProduceRequest_PartitionProduceData_v1 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v1(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v1, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -139,7 +139,7 @@ def _d_ProduceRequest_ProduceRequest_v1(r):
     o.transactional_id = None
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v1, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -159,7 +159,7 @@ _e_ProduceRequest_PartitionProduceData_v2 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v2(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v2, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v2, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -178,7 +178,7 @@ def _d_ProduceRequest_ProduceRequest_v2(r):
     o.transactional_id = None
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v2, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -198,7 +198,7 @@ _e_ProduceRequest_PartitionProduceData_v3 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v3(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v3, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v3, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -217,7 +217,7 @@ def _d_ProduceRequest_ProduceRequest_v3(r):
     o.transactional_id = r.nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v3, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -238,7 +238,7 @@ _e_ProduceRequest_PartitionProduceData_v4 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v4(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v4, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v4, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -257,7 +257,7 @@ def _d_ProduceRequest_ProduceRequest_v4(r):
     o.transactional_id = r.nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v4, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v4, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -278,7 +278,7 @@ _e_ProduceRequest_PartitionProduceData_v5 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v5(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v5, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v5, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -297,7 +297,7 @@ def _d_ProduceRequest_ProduceRequest_v5(r):
     o.transactional_id = r.nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v5, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v5, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -318,7 +318,7 @@ _e_ProduceRequest_PartitionProduceData_v6 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v6(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v6, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v6, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -337,7 +337,7 @@ def _d_ProduceRequest_ProduceRequest_v6(r):
     o.transactional_id = r.nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v6, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v6, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -358,7 +358,7 @@ _e_ProduceRequest_PartitionProduceData_v7 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v7(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v7, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v7, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -377,7 +377,7 @@ def _d_ProduceRequest_ProduceRequest_v7(r):
     o.transactional_id = r.nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v7, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v7, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -398,7 +398,7 @@ _e_ProduceRequest_PartitionProduceData_v8 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v8(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
-    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v8, 1)
+    o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v8, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -417,7 +417,7 @@ def _d_ProduceRequest_ProduceRequest_v8(r):
     o.transactional_id = r.nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v8, 1)
+    o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v8, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -451,7 +451,7 @@ def _e_ProduceRequest_PartitionProduceData_v9(w, o):
 def _d_ProduceRequest_TopicProduceData_v9(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
-    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v9, 1)
+    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v9, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -472,7 +472,7 @@ def _d_ProduceRequest_ProduceRequest_v9(r):
     o.transactional_id = r.compact_nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v9, 1)
+    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v9, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -495,7 +495,7 @@ _e_ProduceRequest_PartitionProduceData_v10 = _e_ProduceRequest_PartitionProduceD
 def _d_ProduceRequest_TopicProduceData_v10(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
-    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v10, 1)
+    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v10, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -516,7 +516,7 @@ def _d_ProduceRequest_ProduceRequest_v10(r):
     o.transactional_id = r.compact_nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v10, 1)
+    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v10, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -539,7 +539,7 @@ _e_ProduceRequest_PartitionProduceData_v11 = _e_ProduceRequest_PartitionProduceD
 def _d_ProduceRequest_TopicProduceData_v11(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
-    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v11, 1)
+    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v11, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -560,7 +560,7 @@ def _d_ProduceRequest_ProduceRequest_v11(r):
     o.transactional_id = r.compact_nullable_string()
     o.acks = r.int16()
     o.timeout_ms = r.int32()
-    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v11, 1)
+    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v11, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -721,7 +721,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v0(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v0(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v0, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -748,7 +748,7 @@ def _d_ProduceResponse_NodeEndpoint_v0(r):
 _e_ProduceResponse_NodeEndpoint_v0 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v0(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v0, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v0, 6)
     o.throttle_time_ms = 0
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -772,7 +772,7 @@ _e_ProduceResponse_PartitionProduceResponse_v1 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v1(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v1, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v1, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -790,7 +790,7 @@ _d_ProduceResponse_NodeEndpoint_v1 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v1 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v1(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v1, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v1, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -834,7 +834,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v2(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v2(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v2, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v2, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -852,7 +852,7 @@ _d_ProduceResponse_NodeEndpoint_v2 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v2 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v2(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v2, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v2, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -877,7 +877,7 @@ _e_ProduceResponse_PartitionProduceResponse_v3 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v3(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v3, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v3, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -895,7 +895,7 @@ _d_ProduceResponse_NodeEndpoint_v3 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v3 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v3(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v3, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v3, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -920,7 +920,7 @@ _e_ProduceResponse_PartitionProduceResponse_v4 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v4(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v4, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v4, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -938,7 +938,7 @@ _d_ProduceResponse_NodeEndpoint_v4 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v4 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v4(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v4, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v4, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -983,7 +983,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v5(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v5(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v5, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v5, 30)
     o._unknown_tagged_fields = None
     return o
 
@@ -1001,7 +1001,7 @@ _d_ProduceResponse_NodeEndpoint_v5 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v5 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v5(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v5, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v5, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1026,7 +1026,7 @@ _e_ProduceResponse_PartitionProduceResponse_v6 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v6(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v6, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v6, 30)
     o._unknown_tagged_fields = None
     return o
 
@@ -1044,7 +1044,7 @@ _d_ProduceResponse_NodeEndpoint_v6 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v6 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v6(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v6, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v6, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1069,7 +1069,7 @@ _e_ProduceResponse_PartitionProduceResponse_v7 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v7(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v7, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v7, 30)
     o._unknown_tagged_fields = None
     return o
 
@@ -1087,7 +1087,7 @@ _d_ProduceResponse_NodeEndpoint_v7 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v7 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v7(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v7, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v7, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1125,7 +1125,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v8(r):
     o.base_offset = r.int64()
     o.log_append_time_ms = r.int64()
     o.log_start_offset = r.int64()
-    o.record_errors = r.array(_d_ProduceResponse_BatchIndexAndErrorMessage_v8, 1)
+    o.record_errors = r.array(_d_ProduceResponse_BatchIndexAndErrorMessage_v8, 6)
     o.error_message = r.nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
     o._unknown_tagged_fields = None
@@ -1149,7 +1149,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v8(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v8(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
-    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v8, 1)
+    o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v8, 36)
     o._unknown_tagged_fields = None
     return o
 
@@ -1167,7 +1167,7 @@ _d_ProduceResponse_NodeEndpoint_v8 = _d_ProduceResponse_NodeEndpoint_v0
 _e_ProduceResponse_NodeEndpoint_v8 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_ProduceResponse_v8(r):
     o = _new(ProduceResponse)
-    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v8, 1)
+    o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v8, 6)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1218,7 +1218,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v9(r):
     o.base_offset = r.int64()
     o.log_append_time_ms = r.int64()
     o.log_start_offset = r.int64()
-    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v9, 1)
+    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v9, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -1244,7 +1244,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v9(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v9(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
-    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v9, 1)
+    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v9, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1273,7 +1273,7 @@ def _d_ProduceResponse_NodeEndpoint_v9(r):
 _e_ProduceResponse_NodeEndpoint_v9 = _e_ProduceResponse_LeaderIdAndEpoch_v9
 def _d_ProduceResponse_ProduceResponse_v9(r):
     o = _new(ProduceResponse)
-    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v9, 1)
+    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v9, 3)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -1315,7 +1315,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v10(r):
     o.base_offset = r.int64()
     o.log_append_time_ms = r.int64()
     o.log_start_offset = r.int64()
-    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v10, 1)
+    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v10, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
 
@@ -1352,7 +1352,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v10(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v10(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
-    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v10, 1)
+    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v10, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1389,13 +1389,13 @@ def _e_ProduceResponse_NodeEndpoint_v10(w, o):
 
 def _d_ProduceResponse_ProduceResponse_v10(r):
     o = _new(ProduceResponse)
-    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v10, 1)
+    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v10, 3)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_ProduceResponse_NodeEndpoint_v10, 1)
+            o.node_endpoints = r.compact_array(_d_ProduceResponse_NodeEndpoint_v10, 11)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)
@@ -1433,7 +1433,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v11(r):
     o.base_offset = r.int64()
     o.log_append_time_ms = r.int64()
     o.log_start_offset = r.int64()
-    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v11, 1)
+    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v11, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
 
@@ -1470,7 +1470,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v11(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v11(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
-    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v11, 1)
+    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v11, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1490,13 +1490,13 @@ _d_ProduceResponse_NodeEndpoint_v11 = _d_ProduceResponse_NodeEndpoint_v10
 _e_ProduceResponse_NodeEndpoint_v11 = _e_ProduceResponse_NodeEndpoint_v10
 def _d_ProduceResponse_ProduceResponse_v11(r):
     o = _new(ProduceResponse)
-    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v11, 1)
+    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v11, 3)
     o.throttle_time_ms = r.int32()
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_ProduceResponse_NodeEndpoint_v11, 1)
+            o.node_endpoints = r.compact_array(_d_ProduceResponse_NodeEndpoint_v11, 11)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)

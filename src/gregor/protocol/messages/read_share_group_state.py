@@ -79,7 +79,7 @@ def _e_ReadShareGroupStateRequest_PartitionData_v0(w, o):
 def _d_ReadShareGroupStateRequest_ReadStateData_v0(r):
     o = _new(ReadShareGroupStateRequest.ReadStateData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ReadShareGroupStateRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_ReadShareGroupStateRequest_PartitionData_v0, 9)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -98,7 +98,7 @@ def _e_ReadShareGroupStateRequest_ReadStateData_v0(w, o):
 def _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0(r):
     o = _new(ReadShareGroupStateRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_ReadShareGroupStateRequest_ReadStateData_v0, 1)
+    o.topics = r.compact_array(_d_ReadShareGroupStateRequest_ReadStateData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -211,7 +211,7 @@ def _d_ReadShareGroupStateResponse_PartitionResult_v0(r):
     o.error_message = r.compact_nullable_string()
     o.state_epoch = r.int32()
     o.start_offset = r.int64()
-    o.state_batches = r.compact_array(_d_ReadShareGroupStateResponse_StateBatch_v0, 1)
+    o.state_batches = r.compact_array(_d_ReadShareGroupStateResponse_StateBatch_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -234,7 +234,7 @@ def _e_ReadShareGroupStateResponse_PartitionResult_v0(w, o):
 def _d_ReadShareGroupStateResponse_ReadStateResult_v0(r):
     o = _new(ReadShareGroupStateResponse.ReadStateResult)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ReadShareGroupStateResponse_PartitionResult_v0, 1)
+    o.partitions = r.compact_array(_d_ReadShareGroupStateResponse_PartitionResult_v0, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -252,7 +252,7 @@ def _e_ReadShareGroupStateResponse_ReadStateResult_v0(w, o):
 
 def _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0(r):
     o = _new(ReadShareGroupStateResponse)
-    o.results = r.compact_array(_d_ReadShareGroupStateResponse_ReadStateResult_v0, 1)
+    o.results = r.compact_array(_d_ReadShareGroupStateResponse_ReadStateResult_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -79,7 +79,7 @@ def _e_ReadShareGroupStateSummaryRequest_PartitionData_v0(w, o):
 def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(r):
     o = _new(ReadShareGroupStateSummaryRequest.ReadStateSummaryData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ReadShareGroupStateSummaryRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_ReadShareGroupStateSummaryRequest_PartitionData_v0, 9)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -98,7 +98,7 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w, o):
 def _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0(r):
     o = _new(ReadShareGroupStateSummaryRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0, 1)
+    o.topics = r.compact_array(_d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -193,7 +193,7 @@ def _e_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w, o):
 def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(r):
     o = _new(ReadShareGroupStateSummaryResponse.ReadStateSummaryResult)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ReadShareGroupStateSummaryResponse_PartitionResult_v0, 1)
+    o.partitions = r.compact_array(_d_ReadShareGroupStateSummaryResponse_PartitionResult_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -211,7 +211,7 @@ def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w, o):
 
 def _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0(r):
     o = _new(ReadShareGroupStateSummaryResponse)
-    o.results = r.compact_array(_d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0, 1)
+    o.results = r.compact_array(_d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -86,7 +86,7 @@ class SaslHandshakeResponse(Message):
 def _d_SaslHandshakeResponse_SaslHandshakeResponse_v0(r):
     o = _new(SaslHandshakeResponse)
     o.error_code = r.int16()
-    o.mechanisms = r.array(_R_string, 1)
+    o.mechanisms = r.array(_R_string, 2)
     o._unknown_tagged_fields = None
     return o
 

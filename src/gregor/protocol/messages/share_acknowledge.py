@@ -101,7 +101,7 @@ def _e_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, o):
 def _d_ShareAcknowledgeRequest_AcknowledgePartition_v0(r):
     o = _new(ShareAcknowledgeRequest.AcknowledgePartition)
     o.partition_index = r.int32()
-    o.acknowledgement_batches = r.compact_array(_d_ShareAcknowledgeRequest_AcknowledgementBatch_v0, 1)
+    o.acknowledgement_batches = r.compact_array(_d_ShareAcknowledgeRequest_AcknowledgementBatch_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -120,7 +120,7 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, o):
 def _d_ShareAcknowledgeRequest_AcknowledgeTopic_v0(r):
     o = _new(ShareAcknowledgeRequest.AcknowledgeTopic)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ShareAcknowledgeRequest_AcknowledgePartition_v0, 1)
+    o.partitions = r.compact_array(_d_ShareAcknowledgeRequest_AcknowledgePartition_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -141,7 +141,7 @@ def _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0(r):
     o.group_id = r.compact_nullable_string()
     o.member_id = r.compact_nullable_string()
     o.share_session_epoch = r.int32()
-    o.topics = r.compact_array(_d_ShareAcknowledgeRequest_AcknowledgeTopic_v0, 1)
+    o.topics = r.compact_array(_d_ShareAcknowledgeRequest_AcknowledgeTopic_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -281,7 +281,7 @@ def _e_ShareAcknowledgeResponse_PartitionData_v0(w, o):
 def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(r):
     o = _new(ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ShareAcknowledgeResponse_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_ShareAcknowledgeResponse_PartitionData_v0, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -321,8 +321,8 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.responses = r.compact_array(_d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0, 1)
-    o.node_endpoints = r.compact_array(_d_ShareAcknowledgeResponse_NodeEndpoint_v0, 1)
+    o.responses = r.compact_array(_d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0, 18)
+    o.node_endpoints = r.compact_array(_d_ShareAcknowledgeResponse_NodeEndpoint_v0, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -122,7 +122,7 @@ def _d_ShareFetchRequest_FetchPartition_v0(r):
     o = _new(ShareFetchRequest.FetchPartition)
     o.partition_index = r.int32()
     o.partition_max_bytes = r.int32()
-    o.acknowledgement_batches = r.compact_array(_d_ShareFetchRequest_AcknowledgementBatch_v0, 1)
+    o.acknowledgement_batches = r.compact_array(_d_ShareFetchRequest_AcknowledgementBatch_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -142,7 +142,7 @@ def _e_ShareFetchRequest_FetchPartition_v0(w, o):
 def _d_ShareFetchRequest_FetchTopic_v0(r):
     o = _new(ShareFetchRequest.FetchTopic)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ShareFetchRequest_FetchPartition_v0, 1)
+    o.partitions = r.compact_array(_d_ShareFetchRequest_FetchPartition_v0, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -185,8 +185,8 @@ def _d_ShareFetchRequest_ShareFetchRequest_v0(r):
     o.max_wait_ms = r.int32()
     o.min_bytes = r.int32()
     o.max_bytes = r.int32()
-    o.topics = r.compact_array(_d_ShareFetchRequest_FetchTopic_v0, 1)
-    o.forgotten_topics_data = r.compact_array(_d_ShareFetchRequest_ForgottenTopic_v0, 1)
+    o.topics = r.compact_array(_d_ShareFetchRequest_FetchTopic_v0, 18)
+    o.forgotten_topics_data = r.compact_array(_d_ShareFetchRequest_ForgottenTopic_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -358,7 +358,7 @@ def _d_ShareFetchResponse_PartitionData_v0(r):
     o.acknowledge_error_message = r.compact_nullable_string()
     o.current_leader = _d_ShareFetchResponse_LeaderIdAndEpoch_v0(r)
     o.records = r.compact_records()
-    o.acquired_records = r.compact_array(_d_ShareFetchResponse_AcquiredRecords_v0, 1)
+    o.acquired_records = r.compact_array(_d_ShareFetchResponse_AcquiredRecords_v0, 19)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -383,7 +383,7 @@ def _e_ShareFetchResponse_PartitionData_v0(w, o):
 def _d_ShareFetchResponse_ShareFetchableTopicResponse_v0(r):
     o = _new(ShareFetchResponse.ShareFetchableTopicResponse)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_ShareFetchResponse_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_ShareFetchResponse_PartitionData_v0, 22)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -423,8 +423,8 @@ def _d_ShareFetchResponse_ShareFetchResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.responses = r.compact_array(_d_ShareFetchResponse_ShareFetchableTopicResponse_v0, 1)
-    o.node_endpoints = r.compact_array(_d_ShareFetchResponse_NodeEndpoint_v0, 1)
+    o.responses = r.compact_array(_d_ShareFetchResponse_ShareFetchableTopicResponse_v0, 18)
+    o.node_endpoints = r.compact_array(_d_ShareFetchResponse_NodeEndpoint_v0, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

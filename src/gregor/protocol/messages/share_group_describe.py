@@ -178,7 +178,7 @@ def _e_ShareGroupDescribeResponse_TopicPartitions_v0(w, o):
 
 def _d_ShareGroupDescribeResponse_Assignment_v0(r):
     o = _new(ShareGroupDescribeResponse.Assignment)
-    o.topic_partitions = r.compact_array(_d_ShareGroupDescribeResponse_TopicPartitions_v0, 1)
+    o.topic_partitions = r.compact_array(_d_ShareGroupDescribeResponse_TopicPartitions_v0, 19)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -231,7 +231,7 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_v0(r):
     o.group_epoch = r.int32()
     o.assignment_epoch = r.int32()
     o.assignor_name = r.compact_string()
-    o.members = r.compact_array(_d_ShareGroupDescribeResponse_Member_v0, 1)
+    o.members = r.compact_array(_d_ShareGroupDescribeResponse_Member_v0, 12)
     o.authorized_operations = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -258,7 +258,7 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_v0(w, o):
 def _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v0(r):
     o = _new(ShareGroupDescribeResponse)
     o.throttle_time_ms = r.int32()
-    o.groups = r.compact_array(_d_ShareGroupDescribeResponse_DescribedGroup_v0, 1)
+    o.groups = r.compact_array(_d_ShareGroupDescribeResponse_DescribedGroup_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

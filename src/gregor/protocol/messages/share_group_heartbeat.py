@@ -152,7 +152,7 @@ def _e_ShareGroupHeartbeatResponse_TopicPartitions_v0(w, o):
 
 def _d_ShareGroupHeartbeatResponse_Assignment_v0(r):
     o = _new(ShareGroupHeartbeatResponse.Assignment)
-    o.topic_partitions = r.compact_array(_d_ShareGroupHeartbeatResponse_TopicPartitions_v0, 1)
+    o.topic_partitions = r.compact_array(_d_ShareGroupHeartbeatResponse_TopicPartitions_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -146,7 +146,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v0(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
     o.delete_partitions = r.bool()
-    o.ungrouped_partitions = r.array(_d_StopReplicaRequest_StopReplicaPartitionV0_v0, 1)
+    o.ungrouped_partitions = r.array(_d_StopReplicaRequest_StopReplicaPartitionV0_v0, 6)
     o.topics = []
     o.topic_states = []
     o._unknown_tagged_fields = None
@@ -202,7 +202,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v1(r):
     o.broker_epoch = r.int64()
     o.delete_partitions = r.bool()
     o.ungrouped_partitions = []
-    o.topics = r.array(_d_StopReplicaRequest_StopReplicaTopicV1_v1, 1)
+    o.topics = r.array(_d_StopReplicaRequest_StopReplicaTopicV1_v1, 6)
     o.topic_states = []
     o._unknown_tagged_fields = None
     return o
@@ -279,7 +279,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v2(r):
     o.broker_epoch = r.int64()
     o.delete_partitions = r.bool()
     o.ungrouped_partitions = []
-    o.topics = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicV1_v2, 1)
+    o.topics = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicV1_v2, 3)
     o.topic_states = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -330,7 +330,7 @@ def _e_StopReplicaRequest_StopReplicaPartitionState_v3(w, o):
 def _d_StopReplicaRequest_StopReplicaTopicState_v3(r):
     o = _new(StopReplicaRequest.StopReplicaTopicState)
     o.topic_name = r.compact_string()
-    o.partition_states = r.compact_array(_d_StopReplicaRequest_StopReplicaPartitionState_v3, 1)
+    o.partition_states = r.compact_array(_d_StopReplicaRequest_StopReplicaPartitionState_v3, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -355,7 +355,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v3(r):
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
-    o.topic_states = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicState_v3, 1)
+    o.topic_states = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicState_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -382,7 +382,7 @@ _e_StopReplicaRequest_StopReplicaPartitionState_v4 = _e_StopReplicaRequest_StopR
 def _d_StopReplicaRequest_StopReplicaTopicState_v4(r):
     o = _new(StopReplicaRequest.StopReplicaTopicState)
     o.topic_name = r.compact_string()
-    o.partition_states = r.compact_array(_d_StopReplicaRequest_StopReplicaPartitionState_v4, 1)
+    o.partition_states = r.compact_array(_d_StopReplicaRequest_StopReplicaPartitionState_v4, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -407,7 +407,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v4(r):
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
-    o.topic_states = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicState_v4, 1)
+    o.topic_states = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicState_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -487,7 +487,7 @@ def _e_StopReplicaResponse_StopReplicaPartitionError_v0(w, o):
 def _d_StopReplicaResponse_StopReplicaResponse_v0(r):
     o = _new(StopReplicaResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.array(_d_StopReplicaResponse_StopReplicaPartitionError_v0, 1)
+    o.partition_errors = r.array(_d_StopReplicaResponse_StopReplicaPartitionError_v0, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -506,7 +506,7 @@ _e_StopReplicaResponse_StopReplicaPartitionError_v1 = _e_StopReplicaResponse_Sto
 def _d_StopReplicaResponse_StopReplicaResponse_v1(r):
     o = _new(StopReplicaResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.array(_d_StopReplicaResponse_StopReplicaPartitionError_v1, 1)
+    o.partition_errors = r.array(_d_StopReplicaResponse_StopReplicaPartitionError_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -540,7 +540,7 @@ def _e_StopReplicaResponse_StopReplicaPartitionError_v2(w, o):
 def _d_StopReplicaResponse_StopReplicaResponse_v2(r):
     o = _new(StopReplicaResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.compact_array(_d_StopReplicaResponse_StopReplicaPartitionError_v2, 1)
+    o.partition_errors = r.compact_array(_d_StopReplicaResponse_StopReplicaPartitionError_v2, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -561,7 +561,7 @@ _e_StopReplicaResponse_StopReplicaPartitionError_v3 = _e_StopReplicaResponse_Sto
 def _d_StopReplicaResponse_StopReplicaResponse_v3(r):
     o = _new(StopReplicaResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.compact_array(_d_StopReplicaResponse_StopReplicaPartitionError_v3, 1)
+    o.partition_errors = r.compact_array(_d_StopReplicaResponse_StopReplicaPartitionError_v3, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -582,7 +582,7 @@ _e_StopReplicaResponse_StopReplicaPartitionError_v4 = _e_StopReplicaResponse_Sto
 def _d_StopReplicaResponse_StopReplicaResponse_v4(r):
     o = _new(StopReplicaResponse)
     o.error_code = r.int16()
-    o.partition_errors = r.compact_array(_d_StopReplicaResponse_StopReplicaPartitionError_v4, 1)
+    o.partition_errors = r.compact_array(_d_StopReplicaResponse_StopReplicaPartitionError_v4, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

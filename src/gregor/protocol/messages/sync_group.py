@@ -82,7 +82,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_v0(r):
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
-    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v0, 1)
+    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -108,7 +108,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_v1(r):
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
-    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v1, 1)
+    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -134,7 +134,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_v2(r):
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
-    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v2, 1)
+    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -160,7 +160,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_v3(r):
     o.group_instance_id = r.nullable_string()
     o.protocol_type = None
     o.protocol_name = None
-    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v3, 1)
+    o.assignments = r.array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -200,7 +200,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_v4(r):
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = None
     o.protocol_name = None
-    o.assignments = r.compact_array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v4, 1)
+    o.assignments = r.compact_array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -229,7 +229,7 @@ def _d_SyncGroupRequest_SyncGroupRequest_v5(r):
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_nullable_string()
     o.protocol_name = r.compact_nullable_string()
-    o.assignments = r.compact_array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v5, 1)
+    o.assignments = r.compact_array(_d_SyncGroupRequest_SyncGroupRequestAssignment_v5, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -96,7 +96,7 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(w, o):
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0, 1)
+    o.partitions = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -119,7 +119,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0(r):
     o.generation_id = -1
     o.member_id = ""
     o.group_instance_id = None
-    o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0, 1)
+    o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -141,7 +141,7 @@ _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v1 = _e_TxnOffsetCommi
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v1(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v1, 1)
+    o.partitions = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v1, 14)
     o._unknown_tagged_fields = None
     return o
 
@@ -164,7 +164,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1(r):
     o.generation_id = -1
     o.member_id = ""
     o.group_instance_id = None
-    o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v1, 1)
+    o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -201,7 +201,7 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w, o):
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2, 1)
+    o.partitions = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -224,7 +224,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2(r):
     o.generation_id = -1
     o.member_id = ""
     o.group_instance_id = None
-    o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2, 1)
+    o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -263,7 +263,7 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(w, o):
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3, 1)
+    o.partitions = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -288,7 +288,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3(r):
     o.generation_id = r.int32()
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
-    o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3, 1)
+    o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -315,7 +315,7 @@ _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v4 = _e_TxnOffsetCommi
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v4(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v4, 1)
+    o.partitions = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v4, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -340,7 +340,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4(r):
     o.generation_id = r.int32()
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
-    o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v4, 1)
+    o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -429,7 +429,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0, 1)
+    o.partitions = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -446,7 +446,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v0(r):
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0, 1)
+    o.topics = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -465,7 +465,7 @@ _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1 = _e_TxnOffsetCom
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1, 1)
+    o.partitions = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -482,7 +482,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v1(r):
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1, 1)
+    o.topics = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -501,7 +501,7 @@ _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2 = _e_TxnOffsetCom
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic)
     o.name = r.string()
-    o.partitions = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2, 1)
+    o.partitions = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -518,7 +518,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2(r):
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2, 1)
+    o.topics = r.array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -550,7 +550,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3, 1)
+    o.partitions = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -569,7 +569,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3(r):
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3, 1)
+    o.topics = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -590,7 +590,7 @@ _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v4 = _e_TxnOffsetCom
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v4(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v4, 1)
+    o.partitions = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v4, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -609,7 +609,7 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v4(w, o):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4(r):
     o = _new(TxnOffsetCommitResponse)
     o.throttle_time_ms = r.int32()
-    o.topics = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v4, 1)
+    o.topics = r.compact_array(_d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

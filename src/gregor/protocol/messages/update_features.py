@@ -78,7 +78,7 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, o):
 def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v0(r):
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms = r.int32()
-    o.feature_updates = r.compact_array(_d_UpdateFeaturesRequest_FeatureUpdateKey_v0, 1)
+    o.feature_updates = r.compact_array(_d_UpdateFeaturesRequest_FeatureUpdateKey_v0, 5)
     o.validate_only = False
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -116,7 +116,7 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_v1(w, o):
 def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v1(r):
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms = r.int32()
-    o.feature_updates = r.compact_array(_d_UpdateFeaturesRequest_FeatureUpdateKey_v1, 1)
+    o.feature_updates = r.compact_array(_d_UpdateFeaturesRequest_FeatureUpdateKey_v1, 5)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -139,7 +139,7 @@ _e_UpdateFeaturesRequest_FeatureUpdateKey_v2 = _e_UpdateFeaturesRequest_FeatureU
 def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v2(r):
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms = r.int32()
-    o.feature_updates = r.compact_array(_d_UpdateFeaturesRequest_FeatureUpdateKey_v2, 1)
+    o.feature_updates = r.compact_array(_d_UpdateFeaturesRequest_FeatureUpdateKey_v2, 5)
     o.validate_only = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -226,7 +226,7 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v0(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.results = r.compact_array(_d_UpdateFeaturesResponse_UpdatableFeatureResult_v0, 1)
+    o.results = r.compact_array(_d_UpdateFeaturesResponse_UpdatableFeatureResult_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -251,7 +251,7 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v1(r):
     o.throttle_time_ms = r.int32()
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
-    o.results = r.compact_array(_d_UpdateFeaturesResponse_UpdatableFeatureResult_v1, 1)
+    o.results = r.compact_array(_d_UpdateFeaturesResponse_UpdatableFeatureResult_v1, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -201,9 +201,9 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v0(r):
     o.type = 0
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
-    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0, 1)
+    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0, 30)
     o.topic_states = []
-    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v0, 1)
+    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v0, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -248,7 +248,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v1(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v1, 1)
+    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v1, 8)
     o.rack = ""
     o._unknown_tagged_fields = None
     return o
@@ -270,9 +270,9 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v1(r):
     o.type = 0
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
-    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v1, 1)
+    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v1, 30)
     o.topic_states = []
-    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v1, 1)
+    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v1, 8)
     o._unknown_tagged_fields = None
     return o
 
@@ -303,7 +303,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v2(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v2, 1)
+    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v2, 8)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
@@ -326,9 +326,9 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v2(r):
     o.type = 0
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
-    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v2, 1)
+    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v2, 30)
     o.topic_states = []
-    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v2, 1)
+    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v2, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -374,7 +374,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v3(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v3, 1)
+    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v3, 10)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
@@ -397,9 +397,9 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v3(r):
     o.type = 0
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
-    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v3, 1)
+    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v3, 30)
     o.topic_states = []
-    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v3, 1)
+    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v3, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -467,7 +467,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v4(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v4, 1)
+    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v4, 10)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
@@ -490,9 +490,9 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v4(r):
     o.type = 0
     o.controller_epoch = r.int32()
     o.broker_epoch = -1
-    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v4, 1)
+    o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v4, 34)
     o.topic_states = []
-    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v4, 1)
+    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v4, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -554,7 +554,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_v5(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataTopicState)
     o.topic_name = r.string()
     o.topic_id = ZERO_UUID
-    o.partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v5, 1)
+    o.partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v5, 32)
     o._unknown_tagged_fields = None
     return o
 
@@ -575,7 +575,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v5(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v5, 1)
+    o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v5, 10)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
@@ -599,8 +599,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v5(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
-    o.topic_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v5, 1)
-    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v5, 1)
+    o.topic_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v5, 6)
+    o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v5, 10)
     o._unknown_tagged_fields = None
     return o
 
@@ -665,7 +665,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_v6(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.partition_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v6, 1)
+    o.partition_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v6, 24)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -705,7 +705,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v6(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v6, 1)
+    o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v6, 9)
     o.rack = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -731,8 +731,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v6(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v6, 1)
-    o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v6, 1)
+    o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v6, 3)
+    o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v6, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -761,7 +761,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_v7(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = r.uuid()
-    o.partition_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v7, 1)
+    o.partition_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v7, 24)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -785,7 +785,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v7(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v7, 1)
+    o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v7, 9)
     o.rack = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -811,8 +811,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v7(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v7, 1)
-    o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v7, 1)
+    o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v7, 19)
+    o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v7, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -841,7 +841,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_v8(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataTopicState)
     o.topic_name = r.compact_string()
     o.topic_id = r.uuid()
-    o.partition_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v8, 1)
+    o.partition_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v8, 24)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -865,7 +865,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v8(r):
     o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
-    o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v8, 1)
+    o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v8, 9)
     o.rack = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -891,8 +891,8 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v8(r):
     o.controller_epoch = r.int32()
     o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
-    o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v8, 1)
-    o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v8, 1)
+    o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v8, 19)
+    o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v8, 7)
 
     def known(r, tag, size):
         if tag == 0:

@@ -109,7 +109,7 @@ def _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0(r):
     o.current_leader_epoch = r.int32()
     o.voter_id = r.int32()
     o.voter_directory_id = r.uuid()
-    o.listeners = r.compact_array(_d_UpdateRaftVoterRequest_Listener_v0, 1)
+    o.listeners = r.compact_array(_d_UpdateRaftVoterRequest_Listener_v0, 5)
     o.k_raft_version_feature = _d_UpdateRaftVoterRequest_KRaftVersionFeature_v0(r)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o

@@ -99,7 +99,7 @@ def _e_VoteRequest_PartitionData_v0(w, o):
 def _d_VoteRequest_TopicData_v0(r):
     o = _new(VoteRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_VoteRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_VoteRequest_PartitionData_v0, 25)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -119,7 +119,7 @@ def _d_VoteRequest_VoteRequest_v0(r):
     o = _new(VoteRequest)
     o.cluster_id = r.compact_nullable_string()
     o.voter_id = -1
-    o.topics = r.compact_array(_d_VoteRequest_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_VoteRequest_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -163,7 +163,7 @@ def _e_VoteRequest_PartitionData_v1(w, o):
 def _d_VoteRequest_TopicData_v1(r):
     o = _new(VoteRequest.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_VoteRequest_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_VoteRequest_PartitionData_v1, 57)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -183,7 +183,7 @@ def _d_VoteRequest_VoteRequest_v1(r):
     o = _new(VoteRequest)
     o.cluster_id = r.compact_nullable_string()
     o.voter_id = r.int32()
-    o.topics = r.compact_array(_d_VoteRequest_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_VoteRequest_TopicData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -295,7 +295,7 @@ def _e_VoteResponse_PartitionData_v0(w, o):
 def _d_VoteResponse_TopicData_v0(r):
     o = _new(VoteResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_VoteResponse_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_VoteResponse_PartitionData_v0, 16)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -328,7 +328,7 @@ def _e_VoteResponse_NodeEndpoint_v0(w, o):
 def _d_VoteResponse_VoteResponse_v0(r):
     o = _new(VoteResponse)
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_VoteResponse_TopicData_v0, 1)
+    o.topics = r.compact_array(_d_VoteResponse_TopicData_v0, 3)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -350,7 +350,7 @@ _e_VoteResponse_PartitionData_v1 = _e_VoteResponse_PartitionData_v0
 def _d_VoteResponse_TopicData_v1(r):
     o = _new(VoteResponse.TopicData)
     o.topic_name = r.compact_string()
-    o.partitions = r.compact_array(_d_VoteResponse_PartitionData_v1, 1)
+    o.partitions = r.compact_array(_d_VoteResponse_PartitionData_v1, 16)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -386,12 +386,12 @@ def _e_VoteResponse_NodeEndpoint_v1(w, o):
 def _d_VoteResponse_VoteResponse_v1(r):
     o = _new(VoteResponse)
     o.error_code = r.int16()
-    o.topics = r.compact_array(_d_VoteResponse_TopicData_v1, 1)
+    o.topics = r.compact_array(_d_VoteResponse_TopicData_v1, 3)
     o.node_endpoints = []
 
     def known(r, tag, size):
         if tag == 0:
-            o.node_endpoints = r.compact_array(_d_VoteResponse_NodeEndpoint_v1, 1)
+            o.node_endpoints = r.compact_array(_d_VoteResponse_NodeEndpoint_v1, 8)
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)

@@ -109,7 +109,7 @@ def _d_VotersRecord_Voter_v0(r):
     o = _new(VotersRecord.Voter)
     o.voter_id = r.int32()
     o.voter_directory_id = r.uuid()
-    o.endpoints = r.compact_array(_d_VotersRecord_Endpoint_v0, 1)
+    o.endpoints = r.compact_array(_d_VotersRecord_Endpoint_v0, 5)
     o.k_raft_version_feature = _d_VotersRecord_KRaftVersionFeature_v0(r)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -131,7 +131,7 @@ def _e_VotersRecord_Voter_v0(w, o):
 def _d_VotersRecord_VotersRecord_v0(r):
     o = _new(VotersRecord)
     o.version = r.int16()
-    o.voters = r.compact_array(_d_VotersRecord_Voter_v0, 1)
+    o.voters = r.compact_array(_d_VotersRecord_Voter_v0, 27)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -106,7 +106,7 @@ def _d_WriteShareGroupStateRequest_PartitionData_v0(r):
     o.state_epoch = r.int32()
     o.leader_epoch = r.int32()
     o.start_offset = r.int64()
-    o.state_batches = r.compact_array(_d_WriteShareGroupStateRequest_StateBatch_v0, 1)
+    o.state_batches = r.compact_array(_d_WriteShareGroupStateRequest_StateBatch_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -128,7 +128,7 @@ def _e_WriteShareGroupStateRequest_PartitionData_v0(w, o):
 def _d_WriteShareGroupStateRequest_WriteStateData_v0(r):
     o = _new(WriteShareGroupStateRequest.WriteStateData)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_WriteShareGroupStateRequest_PartitionData_v0, 1)
+    o.partitions = r.compact_array(_d_WriteShareGroupStateRequest_PartitionData_v0, 22)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -147,7 +147,7 @@ def _e_WriteShareGroupStateRequest_WriteStateData_v0(w, o):
 def _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0(r):
     o = _new(WriteShareGroupStateRequest)
     o.group_id = r.compact_string()
-    o.topics = r.compact_array(_d_WriteShareGroupStateRequest_WriteStateData_v0, 1)
+    o.topics = r.compact_array(_d_WriteShareGroupStateRequest_WriteStateData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -234,7 +234,7 @@ def _e_WriteShareGroupStateResponse_PartitionResult_v0(w, o):
 def _d_WriteShareGroupStateResponse_WriteStateResult_v0(r):
     o = _new(WriteShareGroupStateResponse.WriteStateResult)
     o.topic_id = r.uuid()
-    o.partitions = r.compact_array(_d_WriteShareGroupStateResponse_PartitionResult_v0, 1)
+    o.partitions = r.compact_array(_d_WriteShareGroupStateResponse_PartitionResult_v0, 8)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -252,7 +252,7 @@ def _e_WriteShareGroupStateResponse_WriteStateResult_v0(w, o):
 
 def _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0(r):
     o = _new(WriteShareGroupStateResponse)
-    o.results = r.compact_array(_d_WriteShareGroupStateResponse_WriteStateResult_v0, 1)
+    o.results = r.compact_array(_d_WriteShareGroupStateResponse_WriteStateResult_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -87,7 +87,7 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v0(r):
     o.producer_id = r.int64()
     o.producer_epoch = r.int16()
     o.transaction_result = r.bool()
-    o.topics = r.array(_d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0, 1)
+    o.topics = r.array(_d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0, 6)
     o.coordinator_epoch = r.int32()
     o._unknown_tagged_fields = None
     return o
@@ -107,7 +107,7 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_v0(w, o):
 
 def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v0(r):
     o = _new(WriteTxnMarkersRequest)
-    o.markers = r.array(_d_WriteTxnMarkersRequest_WritableTxnMarker_v0, 1)
+    o.markers = r.array(_d_WriteTxnMarkersRequest_WritableTxnMarker_v0, 19)
     o._unknown_tagged_fields = None
     return o
 
@@ -144,7 +144,7 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v1(r):
     o.producer_id = r.int64()
     o.producer_epoch = r.int16()
     o.transaction_result = r.bool()
-    o.topics = r.compact_array(_d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1, 1)
+    o.topics = r.compact_array(_d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1, 3)
     o.coordinator_epoch = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -166,7 +166,7 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_v1(w, o):
 
 def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1(r):
     o = _new(WriteTxnMarkersRequest)
-    o.markers = r.compact_array(_d_WriteTxnMarkersRequest_WritableTxnMarker_v1, 1)
+    o.markers = r.compact_array(_d_WriteTxnMarkersRequest_WritableTxnMarker_v1, 17)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -256,7 +256,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w, o):
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(r):
     o = _new(WriteTxnMarkersResponse.WritableTxnMarkerTopicResult)
     o.name = r.string()
-    o.partitions = r.array(_d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0, 1)
+    o.partitions = r.array(_d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -273,7 +273,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(w, o):
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(r):
     o = _new(WriteTxnMarkersResponse.WritableTxnMarkerResult)
     o.producer_id = r.int64()
-    o.topics = r.array(_d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0, 1)
+    o.topics = r.array(_d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
@@ -289,7 +289,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0(w, o):
 
 def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0(r):
     o = _new(WriteTxnMarkersResponse)
-    o.markers = r.array(_d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0, 1)
+    o.markers = r.array(_d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v0, 12)
     o._unknown_tagged_fields = None
     return o
 
@@ -320,7 +320,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, o):
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(r):
     o = _new(WriteTxnMarkersResponse.WritableTxnMarkerTopicResult)
     o.name = r.compact_string()
-    o.partitions = r.compact_array(_d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1, 1)
+    o.partitions = r.compact_array(_d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -339,7 +339,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, o):
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(r):
     o = _new(WriteTxnMarkersResponse.WritableTxnMarkerResult)
     o.producer_id = r.int64()
-    o.topics = r.compact_array(_d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1, 1)
+    o.topics = r.compact_array(_d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -357,7 +357,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, o):
 
 def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1(r):
     o = _new(WriteTxnMarkersResponse)
-    o.markers = r.compact_array(_d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1, 1)
+    o.markers = r.compact_array(_d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -89,7 +89,7 @@ def _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(w, o):
 def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(r):
     o = _new(ConsumerGroupMemberMetadataValue.ClassicMemberMetadata)
     o.session_timeout_ms = r.int32()
-    o.supported_protocols = r.compact_array(_d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0, 1)
+    o.supported_protocols = r.compact_array(_d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -66,7 +66,7 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(w, o):
 
 def _d_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0(r):
     o = _new(ConsumerGroupTargetAssignmentMemberValue)
-    o.topic_partitions = r.compact_array(_d_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0, 1)
+    o.topic_partitions = r.compact_array(_d_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -97,7 +97,7 @@ def _d_GroupMetadataValue_GroupMetadataValue_v0(r):
     o.protocol = r.nullable_string()
     o.leader = r.nullable_string()
     o.current_state_timestamp = -1
-    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v0, 1)
+    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v0, 18)
     o._unknown_tagged_fields = None
     return o
 
@@ -145,7 +145,7 @@ def _d_GroupMetadataValue_GroupMetadataValue_v1(r):
     o.protocol = r.nullable_string()
     o.leader = r.nullable_string()
     o.current_state_timestamp = -1
-    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v1, 1)
+    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v1, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -171,7 +171,7 @@ def _d_GroupMetadataValue_GroupMetadataValue_v2(r):
     o.protocol = r.nullable_string()
     o.leader = r.nullable_string()
     o.current_state_timestamp = r.int64()
-    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v2, 1)
+    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v2, 22)
     o._unknown_tagged_fields = None
     return o
 
@@ -221,7 +221,7 @@ def _d_GroupMetadataValue_GroupMetadataValue_v3(r):
     o.protocol = r.nullable_string()
     o.leader = r.nullable_string()
     o.current_state_timestamp = r.int64()
-    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v3, 1)
+    o.members = r.array(_d_GroupMetadataValue_MemberMetadata_v3, 24)
     o._unknown_tagged_fields = None
     return o
 
@@ -273,7 +273,7 @@ def _d_GroupMetadataValue_GroupMetadataValue_v4(r):
     o.protocol = r.compact_nullable_string()
     o.leader = r.compact_nullable_string()
     o.current_state_timestamp = r.int64()
-    o.members = r.compact_array(_d_GroupMetadataValue_MemberMetadata_v4, 1)
+    o.members = r.compact_array(_d_GroupMetadataValue_MemberMetadata_v4, 15)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

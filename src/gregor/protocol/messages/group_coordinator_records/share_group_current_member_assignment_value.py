@@ -75,7 +75,7 @@ def _d_ShareGroupCurrentMemberAssignmentValue_ShareGroupCurrentMemberAssignmentV
     o.member_epoch = r.int32()
     o.previous_member_epoch = r.int32()
     o.state = r.int8()
-    o.assigned_partitions = r.compact_array(_d_ShareGroupCurrentMemberAssignmentValue_TopicPartitions_v0, 1)
+    o.assigned_partitions = r.compact_array(_d_ShareGroupCurrentMemberAssignmentValue_TopicPartitions_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -83,7 +83,7 @@ def _d_ShareGroupPartitionMetadataValue_TopicMetadata_v0(r):
     o.topic_id = r.uuid()
     o.topic_name = r.compact_string()
     o.num_partitions = r.int32()
-    o.partition_metadata = r.compact_array(_d_ShareGroupPartitionMetadataValue_PartitionMetadata_v0, 1)
+    o.partition_metadata = r.compact_array(_d_ShareGroupPartitionMetadataValue_PartitionMetadata_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -103,7 +103,7 @@ def _e_ShareGroupPartitionMetadataValue_TopicMetadata_v0(w, o):
 
 def _d_ShareGroupPartitionMetadataValue_ShareGroupPartitionMetadataValue_v0(r):
     o = _new(ShareGroupPartitionMetadataValue)
-    o.topics = r.compact_array(_d_ShareGroupPartitionMetadataValue_TopicMetadata_v0, 1)
+    o.topics = r.compact_array(_d_ShareGroupPartitionMetadataValue_TopicMetadata_v0, 23)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

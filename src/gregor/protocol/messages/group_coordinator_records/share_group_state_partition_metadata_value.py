@@ -97,8 +97,8 @@ def _e_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(w, o):
 
 def _d_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0(r):
     o = _new(ShareGroupStatePartitionMetadataValue)
-    o.initialized_topics = r.compact_array(_d_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0, 1)
-    o.deleting_topics = r.compact_array(_d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0, 1)
+    o.initialized_topics = r.compact_array(_d_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0, 19)
+    o.deleting_topics = r.compact_array(_d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

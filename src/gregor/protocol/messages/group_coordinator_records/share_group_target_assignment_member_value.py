@@ -66,7 +66,7 @@ def _e_ShareGroupTargetAssignmentMemberValue_TopicPartition_v0(w, o):
 
 def _d_ShareGroupTargetAssignmentMemberValue_ShareGroupTargetAssignmentMemberValue_v0(r):
     o = _new(ShareGroupTargetAssignmentMemberValue)
-    o.topic_partitions = r.compact_array(_d_ShareGroupTargetAssignmentMemberValue_TopicPartition_v0, 1)
+    o.topic_partitions = r.compact_array(_d_ShareGroupTargetAssignmentMemberValue_TopicPartition_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -68,7 +68,7 @@ def _e_ClientQuotaRecord_EntityData_v0(w, o):
 
 def _d_ClientQuotaRecord_ClientQuotaRecord_v0(r):
     o = _new(ClientQuotaRecord)
-    o.entity = r.compact_array(_d_ClientQuotaRecord_EntityData_v0, 1)
+    o.entity = r.compact_array(_d_ClientQuotaRecord_EntityData_v0, 3)
     o.key = r.compact_string()
     o.value = r.float64()
     o.remove = r.bool()

@@ -110,8 +110,8 @@ def _d_RegisterControllerRecord_RegisterControllerRecord_v0(r):
     o.controller_id = r.int32()
     o.incarnation_id = r.uuid()
     o.zk_migration_ready = r.bool()
-    o.end_points = r.compact_array(_d_RegisterControllerRecord_ControllerEndpoint_v0, 1)
-    o.features = r.compact_array(_d_RegisterControllerRecord_ControllerFeature_v0, 1)
+    o.end_points = r.compact_array(_d_RegisterControllerRecord_ControllerEndpoint_v0, 7)
+    o.features = r.compact_array(_d_RegisterControllerRecord_ControllerFeature_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

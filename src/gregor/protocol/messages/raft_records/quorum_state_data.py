@@ -76,7 +76,7 @@ def _d_QuorumStateData_QuorumStateData_v0(r):
     o.voted_id = r.int32()
     o.voted_directory_id = ZERO_UUID
     o.applied_offset = r.int64()
-    o.current_voters = r.compact_nullable_array(_d_QuorumStateData_Voter_v0, 1)
+    o.current_voters = r.compact_nullable_array(_d_QuorumStateData_Voter_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 

@@ -3,7 +3,10 @@
 Housekeeping runs on the event loop every second (or every log.retention.check.interval.ms when
 that is shorter): flushes due by flush.ms, retention every log.retention.check.interval.ms,
 recovery-point and log-start checkpoints every log.flush.offset.checkpoint.interval.ms, high
-watermarks every replica.high.watermark.checkpoint.interval.ms. With log.cleaner.enable, each of
+watermarks every replica.high.watermark.checkpoint.interval.ms. The checkpoints' offsets are
+taken on the loop and the files written and fsynced on a thread of their own: an fsync waits for
+the file system's journal (up to tens of milliseconds while the logs are being written), which
+the requests on the loop would otherwise wait out too. With log.cleaner.enable, each of
 log.cleaner.threads cleaners compacts one log at a time: the key map and the rewrite run on a
 worker thread, choosing the log and swapping its cleaned segments in on the loop.
 """
@@ -16,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
+from gregor.storage.checkpoint import Checkpoint, write_checkpoints
 from gregor.storage.cleaning import CleanerConfig, CleaningAborted
 from gregor.storage.log_manager import LogManager
 
@@ -39,6 +43,7 @@ class LogMaintenance:
         self._housekeeping: asyncio.Task[None] | None = None
         self._cleaners: list[asyncio.Task[None]] = []
         self._cleaner_pool: ThreadPoolExecutor | None = None
+        self._checkpoint_writer = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-writer")
 
     def start(self, logs: LogManager) -> None:
         self._housekeeping = asyncio.ensure_future(self._housekeeping_loop(logs))
@@ -54,6 +59,7 @@ class LogMaintenance:
             cleaner.cancel()
         if self._cleaner_pool is not None:
             self._cleaner_pool.shutdown(wait=True, cancel_futures=True)
+        self._checkpoint_writer.shutdown(wait=True)  # before the shutdown checkpoint rewrites the files
 
     async def _housekeeping_loop(self, logs: LogManager) -> None:
         config = self._config
@@ -69,12 +75,15 @@ class LogMaintenance:
                 if current - last_retention >= retention_every:
                     last_retention = current
                     logs.cleanup(current)
+                files: list[Checkpoint] = []
                 if current - last_checkpoint >= checkpoint_every:
                     last_checkpoint = last_high_watermarks = current
-                    logs.checkpoint()
+                    files = logs.checkpoints()
                 elif current - last_high_watermarks >= high_watermarks_every:
                     last_high_watermarks = current
-                    logs.checkpoint_high_watermarks()
+                    files = logs.high_watermark_checkpoints()
+                if files:
+                    await asyncio.get_running_loop().run_in_executor(self._checkpoint_writer, write_checkpoints, files)
             except OSError:
                 log.exception("housekeeping failed; will retry")
 

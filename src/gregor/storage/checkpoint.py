@@ -15,6 +15,14 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 VERSION = 0
 
 
+Checkpoint = tuple[str, dict[tuple[str, int], int]]  # a file's path and its offsets
+
+
+def write_checkpoints(files: list[Checkpoint]) -> None:
+    for path, offsets in files:
+        write_checkpoint(path, offsets)
+
+
 def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
     lines = [str(VERSION), str(len(offsets))]
     lines.extend(f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items()))

@@ -22,8 +22,8 @@ import uuid
 from typing import Collection, Mapping
 
 from gregor.storage.checkpoint import (
-    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, read_checkpoint,
-    write_checkpoint,
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, Checkpoint, read_checkpoint,
+    write_checkpoints,
 )
 from gregor.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig, CleanerStats, CleaningTask, LogCleaner
 from gregor.storage.log import Log, parse_partition_dir
@@ -97,12 +97,13 @@ class LogManager:
         before it was written, where the log end is the high watermark)."""
         return self._high_watermarks.get((topic, partition), 0)
 
-    def checkpoint_high_watermarks(self) -> None:
-        """Write `replication-offset-checkpoint` in every log dir
-        (`replica.high.watermark.checkpoint.interval.ms`)."""
-        for directory in self.log_dirs:
-            write_checkpoint(os.path.join(directory, REPLICATION_OFFSET_CHECKPOINT),
-                             {key: self.logs[key].high_watermark for key in self._keys_in(directory)})
+    def high_watermark_checkpoints(self) -> list[Checkpoint]:
+        """`replication-offset-checkpoint` of every log dir, as it would be written now
+        (`replica.high.watermark.checkpoint.interval.ms`); `write_checkpoints` may write it on
+        another thread, since writing and fsyncing the files can stall for milliseconds."""
+        return [(os.path.join(directory, REPLICATION_OFFSET_CHECKPOINT),
+                 {key: self.logs[key].high_watermark for key in self._keys_in(directory)})
+                for directory in self.log_dirs]
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
@@ -153,20 +154,28 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write the offset checkpoint files of every log dir."""
+        write_checkpoints(self.checkpoints())
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """What `checkpoint` writes, taken now (see `high_watermark_checkpoints`)."""
+        files: list[Checkpoint] = []
         for directory in self.log_dirs:
             keys = self._keys_in(directory)
-            write_checkpoint(os.path.join(directory, RECOVERY_POINT_CHECKPOINT),
-                             {key: self.logs[key].recovery_point for key in keys})
-            write_checkpoint(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT),
-                             {key: self.logs[key].log_start_offset for key in keys})
-            self._write_cleaner_checkpoint(directory)
-        self.checkpoint_high_watermarks()
+            files.append((os.path.join(directory, RECOVERY_POINT_CHECKPOINT),
+                          {key: self.logs[key].recovery_point for key in keys}))
+            files.append((os.path.join(directory, LOG_START_OFFSET_CHECKPOINT),
+                          {key: self.logs[key].log_start_offset for key in keys}))
+            files.append(self._cleaner_checkpoint(directory))
+        return files + self.high_watermark_checkpoints()
 
     def _write_cleaner_checkpoint(self, directory: str) -> None:
+        write_checkpoints([self._cleaner_checkpoint(directory)])
+
+    def _cleaner_checkpoint(self, directory: str) -> Checkpoint:
         """`cleaner-offset-checkpoint`: where the dirty section of each compacted log starts."""
-        write_checkpoint(os.path.join(directory, CLEANER_OFFSET_CHECKPOINT),
-                         {key: self.logs[key].cleaner_offset for key in self._keys_in(directory)
-                          if self.logs[key].config.compacts})
+        return (os.path.join(directory, CLEANER_OFFSET_CHECKPOINT),
+                {key: self.logs[key].cleaner_offset for key in self._keys_in(directory)
+                 if self.logs[key].config.compacts})
 
     # -- compaction
 

@@ -7,9 +7,9 @@ controller unfences it once that offset reaches its registration, and `unfenced`
 (the registration was lost) registers again. At shutdown, heartbeats ask to shut down until the
 controller has moved the broker's leaderships away and says it may stop, or the time is up.
 A registration refused because the node id's previous process still has a live session
-(DUPLICATE_BROKER_REGISTRATION, after a quick restart) is retried until that session expires, as
-Kafka does; only INCONSISTENT_CLUSTER_ID (the broker's data belongs to another cluster) ends the
-lifecycle, raised to whoever awaits `registered`.
+(DUPLICATE_BROKER_REGISTRATION, after a quick restart of a broker whose controller stayed up) is
+retried until that session expires, as Kafka does; only INCONSISTENT_CLUSTER_ID (the broker's
+data belongs to another cluster) ends the lifecycle, raised to whoever awaits `registered`.
 """
 
 from __future__ import annotations

@@ -42,14 +42,23 @@ class BrokerHeartbeats:
     def __init__(self, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> None:
         self.session_timeout_ms = session_timeout_ms
         self._last_contact: dict[int, int] = {}
+        self._heard: set[int] = set()  # brokers that registered or heartbeat to this controller
 
     def registered(self, broker_id: int, now_ms: int) -> None:
         """A (re-)registration starts a new session."""
         self._last_contact[broker_id] = now_ms
+        self._heard.add(broker_id)
 
     def session_active(self, broker_id: int, now_ms: int) -> bool:
         last = self._last_contact.get(broker_id)
         return last is not None and now_ms - last <= self.session_timeout_ms
+
+    def heard_within_session(self, broker_id: int, now_ms: int) -> bool:
+        """The broker's session is active and it was this controller that heard from it: not
+        only the session a new controller grants every registered broker at takeover, which
+        keeps them from being fenced before they can heartbeat but says nothing of whether the
+        process behind the registration is alive (after a combined node's restart it is not)."""
+        return broker_id in self._heard and self.session_active(broker_id, now_ms)
 
     def heartbeat(self, image: MetadataImage, broker_id: int, broker_epoch: int, metadata_offset: int,
                   want_fence: bool, want_shut_down: bool, unclean_allowed: UncleanPolicy,
@@ -60,6 +69,7 @@ class BrokerHeartbeats:
         if broker.epoch != broker_epoch:
             return HeartbeatReply(ErrorCode.STALE_BROKER_EPOCH)
         self._last_contact[broker_id] = now_ms
+        self._heard.add(broker_id)
         caught_up = metadata_offset >= broker_epoch
         if want_shut_down:
             return self._controlled_shutdown(image, broker_id, caught_up, unclean_allowed)

@@ -50,6 +50,17 @@ def test_the_next_expiry_is_the_first_moment_expired_names_a_broker():
                                                                       1100).records)) is None
 
 
+def test_only_a_session_this_controller_heard_makes_a_second_registration_a_duplicate():
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster()
+    heartbeats.expired(image, 0)  # taking over: every registered broker gets a session
+    assert heartbeats.session_active(1, 10) and not heartbeats.heard_within_session(1, 10)
+    beat(heartbeats, image, 1, 20)
+    assert heartbeats.heard_within_session(1, 30) and not heartbeats.heard_within_session(1, 1021)
+    heartbeats.registered(2, 40)
+    assert heartbeats.heard_within_session(2, 50)
+
+
 def test_unknown_brokers_and_stale_epochs_are_refused():
     heartbeats = BrokerHeartbeats()
     image = cluster()

@@ -2,7 +2,9 @@
 
 The active controller checks the cluster id, refuses a second live registration of the same
 node id from another incarnation (DUPLICATE_BROKER_REGISTRATION, as Kafka does while the first
-one's session lasts), and commits a RegisterBrokerRecord, fenced: the broker epoch in the answer
+one's session lasts: a session this controller heard, not only the one it granted every
+registered broker when it took over, or a restarted combined node would wait out a session
+timeout for its own earlier registration), and commits a RegisterBrokerRecord, fenced: the broker epoch in the answer
 is the record's offset, and the broker is unfenced once its heartbeats show it replayed that far.
 v3–v4 (previous_broker_epoch, for KIP-966's eligible leader replicas) are not advertised.
 """
@@ -29,7 +31,7 @@ async def handle(context: QuorumContext, request: BrokerRegistrationRequest) -> 
     def register() -> ControllerResult[BrokerRegistrationReply]:
         existing = server.image.brokers.get(broker_id)
         if existing is not None and existing.incarnation_id != request.incarnation_id \
-                and not existing.fenced and server.heartbeats.session_active(broker_id, context.now_ms):
+                and not existing.fenced and server.heartbeats.heard_within_session(broker_id, context.now_ms):
             return ControllerResult(BrokerRegistrationReply(
                 ErrorCode.DUPLICATE_BROKER_REGISTRATION,
                 f"broker {broker_id} is registered by another live process (incarnation {existing.incarnation_id})"))

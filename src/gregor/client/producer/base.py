@@ -27,7 +27,7 @@ from gregor.client.producer.batch import BATCH_HEADER_SIZE, encode_headers
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory
 from gregor.client.producer.sender import Sender, SenderSettings
-from gregor.client.serialization import BytesSerializer, resolve_serializer
+from gregor.client.serialization import BytesSerializer, SerializationTypeError, resolve_serializer
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.compression import Compression
 
@@ -196,11 +196,17 @@ class ProducerBase(abc.ABC):
         if self._raw_keys and (key is None or type(key) is bytes):
             key_bytes = key
         else:
-            key_bytes = self._key_serializer.serialize(topic, key, header_items)
+            try:
+                key_bytes = self._key_serializer.serialize(topic, key, header_items)
+            except SerializationTypeError as error:
+                raise SerializationTypeError(f"key: {error}") from None
         if self._raw_values and (value is None or type(value) is bytes):
             value_bytes = value
         else:
-            value_bytes = self._value_serializer.serialize(topic, value, header_items)
+            try:
+                value_bytes = self._value_serializer.serialize(topic, value, header_items)
+            except SerializationTypeError as error:
+                raise SerializationTypeError(f"value: {error}") from None
         sticky = None
         if partition is not None:
             chosen = partition

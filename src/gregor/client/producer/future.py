@@ -44,7 +44,7 @@ class BatchResult:
         self.error: KafkaException | None = None
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._waiters: list[tuple[RecordFuture, Callback]] | None = []
+        self._waiters: list[tuple[RecordFuture | None, Callable[..., Any]]] | None = []
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -62,8 +62,20 @@ class BatchResult:
             self.error = error
             waiters, self._waiters = self._waiters, None
         for future, callback in waiters or ():
-            future._run(callback)
+            if future is None:
+                callback()
+            else:
+                future._run(callback)
         self._done.set()
+
+    def add_done_callback(self, callback: Callable[[], Any]) -> bool:
+        """Call `callback()` when the batch completes (with its records' callbacks); False if it
+        already has. For waiters without a thread to block, such as the asyncio producer's flush."""
+        with self._lock:
+            if self._waiters is None:
+                return False
+            self._waiters.append((None, callback))
+            return True
 
     def add_waiter(self, future: RecordFuture, callback: Callback) -> bool:
         """Register `callback` for `future`; False if the batch is already complete."""

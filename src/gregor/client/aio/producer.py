@@ -1,0 +1,220 @@
+"""The asyncio producer: `await producer.send(...)` on the caller's event loop, no thread.
+
+It is the sync producer's machinery (`ProducerBase`: serializers, partitioner, accumulator;
+the `Sender` task; the `NetworkClient`) driven from the caller's loop instead of a network
+thread: `send` encodes the record into its partition's open batch at once, the sender task
+ships batches, and the record's future resolves when the broker answers. So retries,
+idempotence, ordering with `max.in.flight.requests.per.connection` <= 5, metadata refresh on a
+leader change and `delivery.timeout.ms` are exactly the sync producer's.
+
+Cancellation: cancelling a `send` (or the task awaiting it) cancels only the wait. A record
+that was queued stays queued and is delivered like any other (as with aiokafka, there is no
+taking it back out of a batch); a cancelled wait for metadata or buffer space queues nothing.
+Requests are written whole by the sender and connection, never by the cancelled task, so no
+request is left half-written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Mapping
+
+from gregor.client.aio.binding import LoopBinding, check_optional_int, check_timeout
+from gregor.client.aio.memory import AsyncBufferMemory, NoRoom
+from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
+from gregor.client.network import PartitionMetadata
+from gregor.client.producer.base import HeadersArg, PreparedRecord, ProducerBase, ProducerRecord, Route, header_items
+from gregor.client.producer.future import BatchResult, Callback, RecordFuture, RecordMetadata
+
+log = logging.getLogger(__name__)
+
+
+class Producer(ProducerBase):
+    """Publishes records to topics from asyncio code (see the module doc).
+
+    Configuration as the sync `gregor.client.Producer` (Kafka's keys, or keywords with
+    underscores). Use it as `async with Producer(...) as producer:`, or call `start()` (optional:
+    the first call starts it) and `close()`.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(config, kwargs, memory=AsyncBufferMemory)
+        self._binding = LoopBinding("producer")
+        self._sender_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start the sender and metadata tasks on the running loop (the first call does it too)."""
+        self._check_open()
+        self._start()
+
+    def _start(self) -> None:
+        if self._binding.bind():
+            self._network.start()
+            self._sender_task = asyncio.get_running_loop().create_task(
+                self._sender.run(), name=f"{self.client_id}-sender")
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- sending --
+
+    async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                   timestamp: int | None = None, headers: HeadersArg = None) -> RecordMetadata:
+        """Send a record and return its metadata (topic, partition, offset, timestamp) once the
+        broker acknowledged it; raises its KafkaException if it failed. For many records in
+        flight at once, `enqueue` them (or gather sends) rather than awaiting one by one."""
+        future = await self.enqueue(topic, value, key, partition, timestamp, headers)
+        return await future
+
+    async def enqueue(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                      timestamp: int | None = None, headers: HeadersArg = None) -> asyncio.Future[RecordMetadata]:
+        """Queue a record and return a future of its metadata (aiokafka's `send`). Waits only for
+        the topic's metadata or buffer space, up to `max.block.ms`; raises at once (queueing
+        nothing) for a closed producer, a wrong argument type, a serializer error, a partition the
+        topic does not have or a record over `max.request.size`."""
+        self._check_open()
+        self._start()
+        _check_send_args(topic, partition, timestamp)
+        items = header_items(headers) if headers else ()
+        callback: Callback | None = None
+        if self._intercepting:
+            record, callback = self._intercept(ProducerRecord(topic, value, key, partition, timestamp, items), None)
+            topic, value, key, partition, timestamp, items = record
+        route = self._known_route(topic, partition) or await self._wait_for_route(topic, partition)
+        self._check_open()
+        prepared = self._prepare(route, topic, value, key, partition, timestamp, items)
+        return _as_asyncio(await self._append_waiting(prepared, callback))
+
+    async def _append_waiting(self, prepared: PreparedRecord, callback: Callback | None) -> RecordFuture:
+        deadline: float | None = None
+        while True:
+            try:
+                return self._append(prepared, callback, deadline)
+            except NoRoom as no_room:
+                if deadline is None:
+                    deadline = time.monotonic() + self._max_block_s
+                assert isinstance(self._memory, AsyncBufferMemory)
+                await self._memory.wait_for(no_room.size, deadline)
+                self._check_open()
+
+    def _wake_sender(self) -> None:
+        self._sender.wakeup()
+
+    async def _wait_for_route(self, topic: str, partition: int | None) -> Route:
+        deadline = time.monotonic() + self._max_block_s
+        last_error = "no answer yet"
+        cause: KafkaException | None = None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT, f"topic {topic!r} not present in metadata after "
+                                        f"{self._max_block_s * 1000:.0f} ms (max.block.ms): {last_error}") from cause
+            try:
+                metadata, code = await self._fetch_metadata(topic, remaining * 1000)
+            except KafkaException as error:
+                if not error.retriable:
+                    raise
+                last_error, cause = str(error), error
+                metadata, code = None, None
+            answer = self._metadata_answer(topic, partition, metadata, code)
+            if isinstance(answer, Route):
+                return answer
+            if answer is not None:
+                last_error, cause = answer.name, answer
+            await asyncio.sleep(min(self._network.settings.retry_backoff_ms / 1000,
+                                    max(deadline - time.monotonic(), 0)))
+
+    # -- the rest of the API --
+
+    async def partitions_for(self, topic: str) -> list[PartitionMetadata]:
+        """The topic's partitions (waiting up to max.block.ms for its metadata)."""
+        self._check_open()
+        self._start()
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be str, not {type(topic).__name__}")
+        route = self._known_route(topic, None) or await self._wait_for_route(topic, None)
+        metadata = route.metadata
+        return [metadata.partitions[index] for index in sorted(metadata.partitions)]
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now, ignoring linger.ms, and wait until each record queued before
+        this call is acknowledged or failed; KafkaTimeoutError if `timeout` seconds pass first.
+        Cancelling it cancels only the wait."""
+        timeout = check_timeout(timeout)
+        self._check_open()
+        self._start()
+        batches = self._accumulator.begin_flush()
+        try:
+            self._sender.wakeup()
+            waits = [_completion(batch.result) for batch in batches]
+            if waits:
+                try:
+                    async with asyncio.timeout(timeout):
+                        await asyncio.gather(*waits)
+                except TimeoutError:
+                    raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT,
+                                            f"flush did not complete within {timeout} s") from None
+        finally:
+            self._accumulator.end_flush()
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (for up to `timeout` seconds, default forever), fail the rest with
+        _DESTROY, and close the connections. Idempotent; sends after it raise _STATE."""
+        timeout = check_timeout(timeout)
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._sender_task is not None:
+                self._sender.stop(timeout == 0)
+                try:
+                    async with asyncio.timeout(timeout):
+                        await asyncio.shield(self._sender_task)
+                except TimeoutError:
+                    self._sender.stop(True)
+                    await self._sender_task
+                await self._network.close()
+        finally:
+            assert isinstance(self._memory, AsyncBufferMemory)
+            self._memory.release(0)  # wakes appends waiting for room; they see the producer closed
+            self._close_plugins()
+
+
+def _check_send_args(topic: object, partition: object, timestamp: object) -> None:
+    if not isinstance(topic, str):
+        raise TypeError(f"topic must be str, not {type(topic).__name__}")
+    check_optional_int(partition, "partition")
+    check_optional_int(timestamp, "timestamp")
+
+
+def _as_asyncio(record: RecordFuture) -> asyncio.Future[RecordMetadata]:
+    """An asyncio future resolved by the record's batch (on this loop: the sender runs here)."""
+    future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+
+    def resolve(metadata: RecordMetadata | None, error: KafkaException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            assert metadata is not None
+            future.set_result(metadata)
+    record.add_callback(resolve)
+    return future
+
+
+def _completion(result: BatchResult) -> asyncio.Future[None]:
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done() -> None:
+        if not future.done():
+            future.set_result(None)
+    if not result.add_done_callback(done):
+        done()
+    return future

@@ -43,6 +43,7 @@ class Producer(ProducerBase):
         super().__init__(config, kwargs, memory=AsyncBufferMemory)
         self._binding = LoopBinding("producer")
         self._sender_task: asyncio.Task[None] | None = None
+        self._route_waits: dict[tuple[str, int | None], asyncio.Task[Route]] = {}
 
     async def start(self) -> None:
         """Start the sender and metadata tasks on the running loop (the first call does it too)."""
@@ -86,7 +87,7 @@ class Producer(ProducerBase):
         if self._intercepting:
             record, callback = self._intercept(ProducerRecord(topic, value, key, partition, timestamp, items), None)
             topic, value, key, partition, timestamp, items = record
-        route = self._known_route(topic, partition) or await self._wait_for_route(topic, partition)
+        route = self._known_route(topic, partition) or await self._shared_wait_for_route(topic, partition)
         self._check_open()
         prepared = self._prepare(route, topic, value, key, partition, timestamp, items)
         return _as_asyncio(await self._append_waiting(prepared, callback))
@@ -105,6 +106,22 @@ class Producer(ProducerBase):
 
     def _wake_sender(self) -> None:
         self._sender.wakeup()
+
+    async def _shared_wait_for_route(self, topic: str, partition: int | None) -> Route:
+        """Sends that wait for the same topic share one wait, and resume in the order they came:
+        records sent by tasks started one after another keep that order, as those of one task do."""
+        key = (topic, partition)
+        wait = self._route_waits.get(key)
+        if wait is None:
+            wait = self._route_waits[key] = asyncio.get_running_loop().create_task(
+                self._wait_for_route(topic, partition), name=f"{self.client_id}-metadata-{topic}")
+
+            def forget(done: asyncio.Task[Route]) -> None:
+                self._route_waits.pop(key, None)
+                if not done.cancelled():
+                    done.exception()  # seen: the waiters raise it, and there may be none left
+            wait.add_done_callback(forget)
+        return await asyncio.shield(wait)
 
     async def _wait_for_route(self, topic: str, partition: int | None) -> Route:
         deadline = time.monotonic() + self._max_block_s
@@ -138,7 +155,7 @@ class Producer(ProducerBase):
         self._start()
         if not isinstance(topic, str):
             raise TypeError(f"topic must be str, not {type(topic).__name__}")
-        route = self._known_route(topic, None) or await self._wait_for_route(topic, None)
+        route = self._known_route(topic, None) or await self._shared_wait_for_route(topic, None)
         metadata = route.metadata
         return [metadata.partitions[index] for index in sorted(metadata.partitions)]
 
@@ -179,6 +196,8 @@ class Producer(ProducerBase):
                 except TimeoutError:
                     self._sender.stop(True)
                     await self._sender_task
+                for wait in list(self._route_waits.values()):
+                    wait.cancel()
                 await self._network.close()
         finally:
             assert isinstance(self._memory, AsyncBufferMemory)

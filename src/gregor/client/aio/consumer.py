@@ -88,7 +88,7 @@ class Consumer(ConsumerBase):
 
     # -- subscriptions --
 
-    def subscribe(self, topics: Iterable[str] | str | re.Pattern, listener: Any = None) -> None:
+    def subscribe(self, topics: Iterable[str] | str | re.Pattern[str], listener: Any = None) -> None:
         """Join the group for `topics` (names) or a pattern (a compiled regex, or a string
         starting with '^'); partitions come from the group's assignor at the next poll.
         `listener`: a ConsumerRebalanceListener whose methods may be coroutines."""
@@ -124,7 +124,8 @@ class Consumer(ConsumerBase):
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
             raise TypeError(f"timeout_ms must be a number, not {type(timeout_ms).__name__}")
         limit = self._limit(max_records)
-        records = await self._collect(max(timeout_ms, 0) / 1000, lambda _: self._fetcher.collect(limit))
+        records: dict[TopicPartition, list[ConsumerRecord]] = await self._collect(
+            max(timeout_ms, 0) / 1000, lambda _: self._fetcher.collect(limit))
         if not records:
             return {}
         if self._interceptors:
@@ -171,7 +172,7 @@ class Consumer(ConsumerBase):
 
     def _limit(self, max_records: int | None) -> int:
         if max_records is None:
-            return self._max_poll_records
+            return int(self._max_poll_records)
         if isinstance(max_records, bool) or not isinstance(max_records, int):
             raise TypeError(f"max_records must be an int or None, not {type(max_records).__name__}")
         if max_records < 1:
@@ -192,8 +193,8 @@ class Consumer(ConsumerBase):
             if self._closed:
                 raise KafkaException(ClientErrorCode._STATE, "the consumer is closed")
             if self._pending_error is not None:
-                error, self._pending_error = self._pending_error, None
-                raise error
+                pending, self._pending_error = self._pending_error, None
+                raise pending
             if self._subscriptions.group_managed:
                 await self._poll_group(deadline)
             if self._auto_commit_due(self._rebalance is not None):
@@ -349,9 +350,9 @@ class Consumer(ConsumerBase):
         if offsets:
             self._spawn(self._commit(offsets, time.monotonic() + self._default_timeout), "auto-commit")
 
-    async def _commit_quietly(self, partitions: Iterable[TopicPartition]) -> None:
+    async def _commit_quietly(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Auto commit before giving partitions up; failures are logged (the next owner re-reads)."""
-        wanted = set(partitions)
+        wanted = {TopicPartition(*partition) for partition in partitions}
         offsets = {partition: value for partition, value in self._offsets_to_commit(None).items() if partition in wanted}
         if not offsets:
             return
@@ -388,7 +389,7 @@ class Consumer(ConsumerBase):
         return await self._listed({p: OffsetSpec.latest() for p in partitions_arg(partitions)}, timeout)
 
     async def _listed(self, specs: dict[TopicPartition, OffsetSpec], timeout: float | None, *,
-                      with_timestamps: bool = False) -> dict:
+                      with_timestamps: bool = False) -> dict[TopicPartition, Any]:
         self._ready()
         found = await self._list_offsets(specs, time.monotonic() + self._timeout(timeout))
         return self._listed_result(found, with_timestamps)

@@ -26,7 +26,9 @@ from gregor.client.aio.memory import AsyncBufferMemory, NoRoom
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import PartitionMetadata
 from gregor.client.producer.base import HeadersArg, PreparedRecord, ProducerBase, ProducerRecord, Route, header_items
-from gregor.client.producer.future import BatchResult, Callback, RecordFuture, RecordMetadata
+from gregor.client.producer.future import (
+    BatchMetadata, BatchResult, Callback, RecordFuture, RecordMetadata, batch_metadata,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class Producer(ProducerBase):
         self._binding = LoopBinding("producer")
         self._sender_task: asyncio.Task[None] | None = None
         self._route_waits: dict[tuple[str, int | None], asyncio.Task[Route]] = {}
+        self._sender_woken = False
 
     async def start(self) -> None:
         """Start the sender and metadata tasks on the running loop (the first call does it too)."""
@@ -90,7 +93,41 @@ class Producer(ProducerBase):
         route = self._known_route(topic, partition) or await self._shared_wait_for_route(topic, partition)
         self._check_open()
         prepared = self._prepare(route, topic, value, key, partition, timestamp, items)
-        return _as_asyncio(await self._append_waiting(prepared, callback))
+        future = _as_asyncio(await self._append_waiting(prepared, callback))
+        if self._sender_woken:
+            # a batch filled: let the sender ship it now rather than after the caller's loop of sends
+            self._sender_woken = False
+            await asyncio.sleep(0)
+        return future
+
+    async def send_columns(self, topic: str, values: Any, keys: Any = None, *, partition: int | None = None,
+                           partitions: Any = None, timestamps: Any = None, headers: Any = None,
+                           ) -> list[BatchMetadata]:
+        """The sync producer's `send_columns` (many records from lists or pyarrow columns, encoded
+        in one vectorized pass): returns each batch's metadata once all are acknowledged."""
+        self._check_open()
+        self._start()
+        _check_send_args(topic, partition, None)
+        from gregor.client.producer.columns import record_columns
+        columns = record_columns(values, keys, timestamps=timestamps, headers=headers, partitions=partitions)
+        route = self._known_route(topic, partition) or await self._shared_wait_for_route(topic, partition)
+        self._check_open()
+        results: list[tuple[BatchResult, int]] = []
+        deadline: float | None = None
+        for topic_partition, encoded in self._columnar_plan(topic, route, columns, partition):
+            while True:
+                try:
+                    batch = self._accumulator.append_encoded(topic_partition, encoded, deadline)
+                    break
+                except NoRoom as no_room:
+                    deadline = deadline or time.monotonic() + self._max_block_s
+                    assert isinstance(self._memory, AsyncBufferMemory)
+                    await self._memory.wait_for(no_room.size, deadline)
+                    self._check_open()
+            results.append((batch.result, encoded.count))
+            self._wake_sender()
+        await asyncio.gather(*(_completion(result) for result, _ in results))
+        return [batch_metadata(result, count) for result, count in results]
 
     async def _append_waiting(self, prepared: PreparedRecord, callback: Callback | None) -> RecordFuture:
         deadline: float | None = None
@@ -106,6 +143,7 @@ class Producer(ProducerBase):
 
     def _wake_sender(self) -> None:
         self._sender.wakeup()
+        self._sender_woken = True
 
     async def _shared_wait_for_route(self, topic: str, partition: int | None) -> Route:
         """Sends that wait for the same topic share one wait, and resume in the order they came:

@@ -23,7 +23,7 @@ from gregor.client.partitioner import (
     DefaultPartitioner, StickyPartition, choose_partition, partition_for_key, resolve_partitioner,
 )
 from gregor.client.producer.accumulator import RecordAccumulator
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, encode_headers
+from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, encode_headers
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory
 from gregor.client.producer.sender import Sender, SenderSettings
@@ -248,6 +248,49 @@ class ProducerBase(abc.ABC):
         if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
             self._wake_sender()
         return future
+
+    # -- columnar produce --
+
+    def _columnar_plan(self, topic: str, route: Route, columns: Any,
+                       partition: int | None) -> list[tuple[TopicPartition, EncodedBatch]]:
+        """Place the rows (`partition`, else their partition column, else murmur2 of their key, else
+        the partitioner per batch) and encode them into batches of about `batch.size` bytes."""
+        from gregor.client.producer import columns as encoding  # pyarrow is needed only here
+
+        if self._intercepting:
+            raise KafkaException(ClientErrorCode._STATE, "columnar sends bypass interceptor.classes; "
+                                                         "use send with interceptors")
+        count = len(columns)
+        if not count:
+            return []
+        largest = encoding.pc.max(columns.upper_bound_sizes()).as_py() + 5
+        if largest + BATCH_HEADER_SIZE > self._record_limit:
+            limit, key_name = min((self._max_request_size, "max.request.size"), (self._buffer_memory, "buffer.memory"))
+            raise KafkaException(ErrorCode.MESSAGE_TOO_LARGE, f"a record is up to {largest + BATCH_HEADER_SIZE} "
+                                                              f"bytes when serialized, more than {key_name} ({limit})")
+        groups = encoding.partition_groups(columns, partition, route.num_partitions,
+                                           self._keys_place_records)
+        plan: list[tuple[TopicPartition, EncodedBatch]] = []
+        batch_size = self._accumulator.batch_size
+        for chosen, rows in groups:
+            encoded = encoding.encode_batches(rows, encoding.batch_bounds(rows, batch_size))
+            for batch in encoded:
+                target = chosen if chosen >= 0 else self._partition_for_batch(topic, route, len(batch.records))
+                plan.append((route.partitions[target], batch))
+        return plan
+
+    def _partition_for_batch(self, topic: str, route: Route, size: int) -> int:
+        """A batch of keyless rows: the sticky partition, which moves on after each batch."""
+        sticky = route.sticky
+        if sticky is None:
+            try:
+                return choose_partition(self._partitioner, topic, None, None, None, route.num_partitions,
+                                        route.available)
+            except ValueError as error:
+                raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION, str(error)) from None
+        chosen = sticky.partition(route.num_partitions, route.available)
+        sticky.record_appended(size, route.num_partitions, route.available, enable_switch=True)
+        return chosen
 
     @abc.abstractmethod
     def _wake_sender(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, NamedTuple
 
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
@@ -28,6 +29,17 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     serialized_key_size: int
     serialized_value_size: int
+
+
+class BatchMetadata(NamedTuple):
+    """Where one batch of a columnar send landed: `record_count` records from `base_offset` on
+    (-1 with acks=0); `timestamp` is the broker's log append time, or -1 for create time."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    record_count: int
+    timestamp: int
 
 
 class BatchResult:
@@ -84,6 +96,45 @@ class BatchResult:
                 return False
             self._waiters.append((future, callback))
             return True
+
+
+def batch_metadata(result: BatchResult, count: int) -> BatchMetadata:
+    """The metadata of a completed batch; raises its error if it failed."""
+    if result.error is not None:
+        raise result.error
+    return BatchMetadata(result.topic, result.partition, result.base_offset, count, result.log_append_time)
+
+
+class ColumnsFuture:
+    """The pending result of one columnar send: one entry per batch it was cut into."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self, batches: list[tuple[BatchResult, int]]) -> None:
+        self._batches = batches
+
+    @property
+    def batches(self) -> list[tuple[BatchResult, int]]:
+        return list(self._batches)
+
+    def done(self) -> bool:
+        return all(result.done() for result, _ in self._batches)
+
+    def get(self, timeout: float | None = None) -> list[BatchMetadata]:
+        """Each batch's metadata once all are acknowledged; raises the first failure, or
+        KafkaTimeoutError (_TIMED_OUT) if `timeout` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for result, _ in self._batches:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if not result.wait(remaining):
+                raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT,
+                                        f"no acknowledgement from {result.topic}-{result.partition} within {timeout} s")
+        return [batch_metadata(result, count) for result, count in self._batches]
+
+    result = get
+
+    def __repr__(self) -> str:
+        return f"<ColumnsFuture {len(self._batches)} batches{' done' if self.done() else ''}>"
 
 
 class RecordFuture:

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import NetworkThread, PartitionMetadata
 from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, header_items
-from gregor.client.producer.future import Callback, RecordFuture
+from gregor.client.producer.future import Callback, ColumnsFuture, RecordFuture
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,29 @@ class Producer(ProducerBase):
             deadline = time.monotonic() + self._max_block_s
             route = self._wait_for_route(topic, partition, deadline)
         return self._append(self._prepare(route, topic, value, key, partition, timestamp, items), callback, deadline)
+
+    def send_columns(self, topic: str, values: Any, keys: Any = None, *, partition: int | None = None,
+                     partitions: Any = None, timestamps: Any = None, headers: Any = None) -> ColumnsFuture:
+        """Queue many records at once from columns and return one future for all of them.
+
+        `values` (and `keys`) are lists of bytes/None or pyarrow binary/string arrays, or `values`
+        is a pyarrow Table/RecordBatch with a `value` column and optional `key`, `timestamp`,
+        `headers` and `partition` columns. The rows are placed as `send` places records (the
+        `partition` argument, else the row's partition, else murmur2 of its key, else the sticky
+        partitioner per batch) and encoded into record batches of about `batch.size` bytes in one
+        vectorized pass (pyarrow), bypassing the serializers and interceptors. Needs pyarrow.
+        """
+        self._check_open()
+        from gregor.client.producer.columns import record_columns
+        columns = record_columns(values, keys, timestamps=timestamps, headers=headers, partitions=partitions)
+        deadline = time.monotonic() + self._max_block_s
+        route = self._known_route(topic, partition) or self._wait_for_route(topic, partition, deadline)
+        results = []
+        for topic_partition, encoded in self._columnar_plan(topic, route, columns, partition):
+            batch = self._accumulator.append_encoded(topic_partition, encoded, deadline)
+            results.append((batch.result, encoded.count))
+            self._wake_sender()
+        return ColumnsFuture(results)
 
     def _wake_sender(self) -> None:
         self._sender.wakeup_threadsafe()

@@ -47,6 +47,7 @@ class Producer(ProducerBase):
         self._sender_task: asyncio.Task[None] | None = None
         self._route_waits: dict[tuple[str, int | None], asyncio.Task[Route]] = {}
         self._sender_woken = False
+        self._waiting: dict[BatchResult, list[tuple[asyncio.Future[RecordMetadata], RecordFuture]]] = {}
 
     async def start(self) -> None:
         """Start the sender and metadata tasks on the running loop (the first call does it too)."""
@@ -93,7 +94,7 @@ class Producer(ProducerBase):
         route = self._known_route(topic, partition) or await self._shared_wait_for_route(topic, partition)
         self._check_open()
         prepared = self._prepare(route, topic, value, key, partition, timestamp, items)
-        future = _as_asyncio(await self._append_waiting(prepared, callback))
+        future = self._as_asyncio(await self._append_waiting(prepared, callback))
         if self._sender_woken:
             # a batch filled: let the sender ship it now rather than after the caller's loop of sends
             self._sender_woken = False
@@ -140,6 +141,25 @@ class Producer(ProducerBase):
                 assert isinstance(self._memory, AsyncBufferMemory)
                 await self._memory.wait_for(no_room.size, deadline)
                 self._check_open()
+
+    def _as_asyncio(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
+        """An asyncio future of the record, resolved with the rest of its batch by one callback
+        (on this loop: the sender runs here)."""
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        result = record.batch_result
+        waiting = self._waiting.get(result)
+        if waiting is None:
+            waiting = self._waiting[result] = []
+            if not result.add_done_callback(lambda: self._resolve(result)):
+                self._waiting.pop(result)
+                _settle(future, record)
+                return future
+        waiting.append((future, record))
+        return future
+
+    def _resolve(self, result: BatchResult) -> None:
+        for future, record in self._waiting.pop(result, ()):
+            _settle(future, record)
 
     def _wake_sender(self) -> None:
         self._sender.wakeup()
@@ -244,26 +264,21 @@ class Producer(ProducerBase):
 
 
 def _check_send_args(topic: object, partition: object, timestamp: object) -> None:
-    if not isinstance(topic, str):
+    if type(topic) is not str and not isinstance(topic, str):
         raise TypeError(f"topic must be str, not {type(topic).__name__}")
-    check_optional_int(partition, "partition")
-    check_optional_int(timestamp, "timestamp")
+    if partition is not None:
+        check_optional_int(partition, "partition")
+    if timestamp is not None:
+        check_optional_int(timestamp, "timestamp")
 
 
-def _as_asyncio(record: RecordFuture) -> asyncio.Future[RecordMetadata]:
-    """An asyncio future resolved by the record's batch (on this loop: the sender runs here)."""
-    future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-
-    def resolve(metadata: RecordMetadata | None, error: KafkaException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            assert metadata is not None
-            future.set_result(metadata)
-    record.add_callback(resolve)
-    return future
+def _settle(future: asyncio.Future[RecordMetadata], record: RecordFuture) -> None:
+    if future.done():
+        return
+    try:
+        future.set_result(record.outcome())
+    except KafkaException as error:
+        future.set_exception(error)
 
 
 def _completion(result: BatchResult) -> asyncio.Future[None]:

@@ -153,6 +153,17 @@ class RecordFuture:
     def done(self) -> bool:
         return self._batch.done()
 
+    @property
+    def batch_result(self) -> BatchResult:
+        """The completion this record shares with the rest of its batch."""
+        return self._batch
+
+    def outcome(self) -> RecordMetadata:
+        """The metadata of a completed record, or its error raised (no waiting: check `done()`)."""
+        if self._batch.error is not None:
+            raise self._batch.error
+        return self._metadata()
+
     def get(self, timeout: float | None = None) -> RecordMetadata:
         """The record's metadata once acknowledged; raises its KafkaException if it failed, or
         KafkaTimeoutError (_TIMED_OUT) if `timeout` seconds pass first."""

@@ -2,8 +2,10 @@
 cluster, as the sync client and third-party clients in test_client_failover: the leader is
 killed (-9) between two rounds of sends of one async producer (idempotent, up to 5 requests in
 flight), which must find the new leader, and the next leader while the async consumer reads in a
-group; every acknowledged record is read back, in order. The clients live on one event loop in
-a thread of the test, so the producer keeps its (stale) metadata across the kill."""
+group; every acknowledged record is read back, in order. Then the leader is killed while the
+producer has records in flight: every one is acknowledged, and read back once each, in order
+(retries through the new leader, deduplicated by idempotence). The clients live on one event
+loop in a thread of the test, so the producer keeps its (stale) metadata across the kills."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ import time
 import pytest
 
 from gregor.aio import Consumer, Producer
-from tests.cluster.test_client_failover import cluster, scenario  # noqa: F401 - `cluster` is a fixture
+from tests.cluster.test_client_failover import cluster, kill_leader, scenario  # noqa: F401 - `cluster` is a fixture
 
 pytestmark = pytest.mark.slow
+
+THIRD = range(300, 600)
 
 
 def test_gregor_aio_client(cluster):  # noqa: F811 - the imported fixture
@@ -55,9 +59,39 @@ def test_gregor_aio_client(cluster):  # noqa: F811 - the imported fixture
                     await asyncio.get_running_loop().run_in_executor(None, midway)
         return values
 
+    async def send_while_killing(values: range) -> list[int]:
+        futures = []
+        for value in values:
+            futures.append(await producer.enqueue("ga", str(value).encode()))
+            if value == values[len(values) // 3]:
+                await asyncio.wait_for(asyncio.gather(*futures), 30)
+                killer = asyncio.get_running_loop().run_in_executor(None, kill_leader, cluster, "ga")
+            await asyncio.sleep(0.002)  # records keep going out while the leader dies
+        killed = await killer
+        offsets = [metadata.offset for metadata in await asyncio.wait_for(asyncio.gather(*futures), 90)]
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+        return [killed, offsets[0]]
+
+    async def read_from(offset: int, count: int) -> list[int]:
+        async with Consumer(bootstrap_servers=cluster.bootstrap, metadata_max_age_ms=1000) as consumer:
+            consumer.assign([("ga", 0)])
+            consumer.seek(("ga", 0), offset)
+            values: list[int] = []
+            deadline = time.monotonic() + 60
+            while len(values) < count and time.monotonic() < deadline:
+                batches = await consumer.getmany(timeout_ms=500)
+                values.extend(int(record.value) for records in batches.values() for record in records)
+            await asyncio.sleep(0.5)
+            batches = await consumer.getmany(timeout_ms=200)
+            values.extend(int(record.value) for records in batches.values() for record in records)
+            return values
+
     try:
         scenario(cluster, "ga", lambda values: run(send_all(values)),
                  lambda count, midway: run(read_all(count, midway)))
+        killed, first_offset = run(send_while_killing(THIRD))
+        assert run(read_from(first_offset, len(THIRD))) == list(THIRD)
+        cluster.brokers[killed].restart()
     finally:
         run(producer.close(5))
         loop.call_soon_threadsafe(loop.stop)

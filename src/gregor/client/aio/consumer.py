@@ -28,16 +28,11 @@ from gregor.client.admin import OffsetAndMetadata, OffsetSpec
 from gregor.client.aio.binding import LoopBinding, check_timeout
 from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
-from gregor.client.consumer.consumer import ConsumerRebalanceListener
 from gregor.client.consumer.records import ConsumerRecord, ConsumerRecords, RecordChunk
 from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.client.network import PartitionMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
-
-RebalanceListener = ConsumerRebalanceListener
-"""A listener's methods may be plain functions or coroutines (as aiokafka's are); coroutines are awaited."""
-
 
 class Consumer(ConsumerBase):
     """Reads records from topics in asyncio code (see the module doc).

@@ -109,8 +109,7 @@ class Producer(ProducerBase):
         self._check_open()
         self._start()
         _check_send_args(topic, partition, None)
-        from gregor.client.producer.columns import record_columns
-        columns = record_columns(values, keys, timestamps=timestamps, headers=headers, partitions=partitions)
+        columns = self._record_columns(values, keys, timestamps, headers, partitions)
         route = self._known_route(topic, partition) or await self._shared_wait_for_route(topic, partition)
         self._check_open()
         results: list[tuple[BatchResult, int]] = []

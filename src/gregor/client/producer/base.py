@@ -251,11 +251,22 @@ class ProducerBase(abc.ABC):
 
     # -- columnar produce --
 
+    @staticmethod
+    def _record_columns(values: Any, keys: Any, timestamps: Any, headers: Any, partitions: Any) -> Any:
+        """The rows of a columnar send as Arrow columns (pyarrow is needed for columnar sends only)."""
+        try:
+            from gregor.client.producer.columns import record_columns
+        except ModuleNotFoundError as error:
+            if error.name != "pyarrow":
+                raise
+            raise ModuleNotFoundError("send_columns needs pyarrow (pip install pyarrow)", name="pyarrow") from None
+        return record_columns(values, keys, timestamps=timestamps, headers=headers, partitions=partitions)
+
     def _columnar_plan(self, topic: str, route: Route, columns: Any,
                        partition: int | None) -> list[tuple[TopicPartition, EncodedBatch]]:
         """Place the rows (`partition`, else their partition column, else murmur2 of their key, else
         the partitioner per batch) and encode them into batches of about `batch.size` bytes."""
-        from gregor.client.producer import columns as encoding  # pyarrow is needed only here
+        from gregor.client.producer import columns as encoding  # loaded by _record_columns already
 
         if self._intercepting:
             raise KafkaException(ClientErrorCode._STATE, "columnar sends bypass interceptor.classes; "

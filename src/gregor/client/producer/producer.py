@@ -76,8 +76,7 @@ class Producer(ProducerBase):
         vectorized pass (pyarrow), bypassing the serializers and interceptors. Needs pyarrow.
         """
         self._check_open()
-        from gregor.client.producer.columns import record_columns
-        columns = record_columns(values, keys, timestamps=timestamps, headers=headers, partitions=partitions)
+        columns = self._record_columns(values, keys, timestamps, headers, partitions)
         deadline = time.monotonic() + self._max_block_s
         route = self._known_route(topic, partition) or self._wait_for_route(topic, partition, deadline)
         results = []

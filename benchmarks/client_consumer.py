@@ -8,7 +8,7 @@ The script starts its own `gregor server` (fresh data directory), loads `--recor
 the beginning with each consumer in turn (assigned partition, no group, default fetch sizes;
 librdkafka with fetch.queue.backoff.ms=20, as benchmarks/throughput.py explains): Gregor's sync
 `poll` ("gregor"), the asyncio consumer's `getmany` ("gregor-aio") and `async for`
-("aio-iter", one record per step), and librdkafka. It prints records/s and MB/s per client and
+("aio-iter"), and librdkafka. It prints records/s and MB/s per client and
 the ratio to librdkafka.
 """
 

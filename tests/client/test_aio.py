@@ -52,29 +52,40 @@ def test_async_producer_send_returns_metadata_and_librdkafka_reads_the_records(p
 
 
 def test_async_consumer_reads_what_librdkafka_wrote_by_batch_and_by_iteration(peer, topic_factory):
+    """getmany, then `async for` left after 10 records (a poll's worth was fetched): the position
+    stops at what the loop saw, and getmany and a new loop go on from there, losing nothing."""
     topic = topic_factory()
     produce_with_librdkafka(peer.bootstrap, topic, [b"%d" % index for index in range(60)])
 
-    async def main() -> tuple[list[int], list[int]]:
+    async def main() -> tuple[list[int], list[int], list[int], list[int]]:
         async with Consumer(bootstrap_servers=peer.bootstrap, auto_offset_reset="earliest") as consumer:
             consumer.assign([(topic, 0)])
             batched: list[int] = []
             deadline = time.monotonic() + 20
-            while len(batched) < 30 and time.monotonic() < deadline:
-                found = await consumer.getmany(timeout_ms=500, max_records=30 - len(batched))
+            while len(batched) < 20 and time.monotonic() < deadline:
+                found = await consumer.getmany(timeout_ms=500, max_records=20 - len(batched))
                 batched.extend(record.offset for records in found.values() for record in records)
             iterated: list[int] = []
             async with asyncio.timeout(20):
                 async for record in consumer:
                     assert record.value == b"%d" % record.offset and record.topic_partition == (topic, 0)
                     iterated.append(record.offset)
-                    if len(iterated) == 30:
+                    if len(iterated) == 10:
                         break
-            assert await consumer.position((topic, 0)) == 60
-            return batched, iterated
+            assert await consumer.position((topic, 0)) == 30
+            again = await consumer.getmany(timeout_ms=5000, max_records=10)
+            polled = [record.offset for records in again.values() for record in records]
+            rest: list[int] = []
+            async with asyncio.timeout(20):
+                async for record in consumer:
+                    rest.append(record.offset)
+                    if record.offset == 59:
+                        break
+            return batched, iterated, polled, rest
 
-    batched, iterated = asyncio.run(main())
-    assert batched == list(range(30)) and iterated == list(range(30, 60))
+    batched, iterated, polled, rest = asyncio.run(main())
+    assert batched + iterated + polled + rest == list(range(60))
+    assert (len(batched), len(iterated), len(polled)) == (20, 10, 10)
 
 
 def test_keyed_records_land_on_the_partitions_librdkafka_picks(peer, topic_factory):

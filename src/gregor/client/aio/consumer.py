@@ -18,6 +18,7 @@ written whole, so no connection is left with half a request.
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import logging
 import re
@@ -49,6 +50,7 @@ class Consumer(ConsumerBase):
         self._data = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._fetcher.on_data = self._data.set
+        self._pending: collections.deque[ConsumerRecord] = collections.deque()
 
     async def start(self) -> None:
         """Start the fetcher, heartbeat and metadata tasks on the running loop (the first call does it)."""
@@ -88,6 +90,7 @@ class Consumer(ConsumerBase):
         starting with '^'); partitions come from the group's assignor at the next poll.
         `listener`: a ConsumerRebalanceListener whose methods may be coroutines."""
         self._ready()
+        self._rewind_pending()
         if self._subscribe(topics):
             self._spawn(self._network.refresh_metadata(None), "pattern-metadata")
         else:
@@ -99,6 +102,7 @@ class Consumer(ConsumerBase):
         group.id is set, else auto.offset.reset)."""
         self._ready()
         wanted = partitions_arg(partitions)
+        self._rewind_pending()
         self._subscriptions.assign_from_user(wanted)
         self._spawn(self._want_topics({partition.topic for partition in wanted}), "metadata")
         self._fetcher.wakeup()
@@ -106,6 +110,7 @@ class Consumer(ConsumerBase):
     async def unsubscribe(self) -> None:
         """Give up every partition (leaving the group, with the listener told)."""
         self._ready()
+        self._rewind_pending()
         await self._leave_group("the consumer unsubscribed")
         self._subscriptions.unsubscribe()
         self._fetcher.clear_buffer()
@@ -151,19 +156,61 @@ class Consumer(ConsumerBase):
 
     async def _iterate(self) -> AsyncIterator[ConsumerRecord]:
         """One record at a time, waiting as long as it takes; ends when the consumer is closed.
-        Each record's position moves only as it is handed over, so a commit inside the loop
-        commits exactly what the loop saw."""
+
+        Records are fetched a poll's worth at a time and kept in `_pending` until handed over;
+        the consumer counts a pending record as not yet consumed: `position` and `commit()` stop
+        before it, and any other poll first moves positions back to it (`_rewind_pending`). So a
+        commit inside the loop commits exactly what the loop saw, and breaking out of the loop
+        (or cancelling it) loses nothing: the next iteration or poll starts at the first record
+        not handed over."""
         while not self._closed:
-            try:
-                records = await self._collect(None, lambda _: self._fetcher.collect(1))
-            except KafkaException as error:
-                if self._closed and error.code == ClientErrorCode._STATE:
-                    return
-                raise
-            handed = self._interceptors.on_consume(ConsumerRecords(records)) if self._interceptors \
-                else ConsumerRecords(records)
-            for record in handed:
-                yield record
+            if not self._pending:
+                try:
+                    records = await self._collect(None, self._fetcher.collect)
+                except KafkaException as error:
+                    if self._closed and error.code == ClientErrorCode._STATE:
+                        return
+                    raise
+                self._pending.extend(self._interceptors.on_consume(ConsumerRecords(records)) if self._interceptors
+                                     else ConsumerRecords(records))
+                continue
+            yield self._pending.popleft()
+
+    def _rewind_pending(self) -> None:
+        """Move positions back to the first record of each partition not handed over yet."""
+        first: dict[TopicPartition, ConsumerRecord] = {}
+        for record in self._pending:
+            first.setdefault(TopicPartition(record.topic, record.partition), record)
+        self._pending.clear()
+        for partition, record in first.items():
+            state = self._subscriptions.assignment.get(partition)
+            if state is not None and state.position is not None and state.position > record.offset:
+                self._subscriptions.seek(partition, record.offset, record.leader_epoch)
+        if first:
+            self._fetcher.wakeup()
+
+    def _drop_pending(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Forget the pending records of `partitions`: their positions were moved."""
+        gone = {TopicPartition(*partition) for partition in partitions}
+        self._pending = collections.deque(record for record in self._pending
+                                          if TopicPartition(record.topic, record.partition) not in gone)
+
+    def _own(self, changes: RebalanceChanges) -> None:
+        super()._own(changes)
+        if self._pending:
+            self._pending = collections.deque(record for record in self._pending
+                                              if TopicPartition(record.topic, record.partition) in self._owned)
+
+    def _offsets_to_commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None
+                           ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """As the base's, with pending records of an iteration counted as not consumed."""
+        result = super()._offsets_to_commit(offsets)
+        if offsets is None:
+            for record in reversed(self._pending):
+                partition = TopicPartition(record.topic, record.partition)
+                if partition in result:
+                    result[partition] = OffsetAndMetadata(record.offset, "", record.leader_epoch)
+        return result
 
     def _limit(self, max_records: int | None) -> int:
         if max_records is None:
@@ -181,6 +228,7 @@ class Consumer(ConsumerBase):
         awaited between collecting records and returning them."""
         self._ready()
         self._check_subscribed()
+        self._rewind_pending()
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._membership is not None:
             self._membership.last_poll = time.monotonic()
@@ -290,6 +338,9 @@ class Consumer(ConsumerBase):
         """The offset of the next record a poll returns for `partition` (looked up if needed)."""
         self._ready()
         state = self._subscriptions.state(partition)
+        for record in self._pending:
+            if (record.topic, record.partition) == tuple(partition):
+                return record.offset
         if state.position is None:
             await self._update_positions(time.monotonic() + self._timeout(timeout))
         position = self._subscriptions.state(partition).position
@@ -300,6 +351,7 @@ class Consumer(ConsumerBase):
         """Polls go on from `offset` for `partition`."""
         self._ready()
         offset, epoch = self._seek_target(offset)
+        self._drop_pending([partition])
         self._subscriptions.seek(partition, offset, epoch)
         self._fetcher.wakeup()
 
@@ -312,6 +364,7 @@ class Consumer(ConsumerBase):
     def _seek_to(self, strategy: str, partitions: Iterable[tuple[str, int]] | None) -> None:
         self._ready()
         targets = list(self._subscriptions.assignment) if partitions is None else partitions_arg(partitions)
+        self._drop_pending(targets)
         self._subscriptions.request_reset(targets, strategy)
 
     def pause(self, partitions: Iterable[tuple[str, int]]) -> None:
@@ -323,6 +376,7 @@ class Consumer(ConsumerBase):
 
     def _set_paused(self, partitions: Iterable[tuple[str, int]], paused: bool) -> None:
         self._ready()
+        self._rewind_pending()
         for partition in partitions_arg(partitions):
             self._subscriptions.state(partition).paused = paused
         self._fetcher.wakeup()

@@ -275,3 +275,18 @@ def test_a_client_belongs_to_one_event_loop(broker):
         loop.run_until_complete(producer.close())
     finally:
         loop.close()
+
+
+def test_a_full_buffer_makes_sends_wait_for_room_not_fail(broker):
+    """buffer.memory of two batches: sends wait on the loop (no thread blocks it) while the sender,
+    on the same loop, frees room; every record is acknowledged in order."""
+    topic = f"room-{uuid.uuid4().hex[:6]}"
+
+    async def main() -> list[int]:
+        async with Producer(bootstrap_servers=broker.bootstrap, batch_size=4096, buffer_memory=8192,
+                            linger_ms=1) as producer:
+            futures = [await producer.enqueue(topic, b"x" * 100, partition=0) for _ in range(1000)]
+            return [metadata.offset for metadata in await asyncio.wait_for(asyncio.gather(*futures), 30)]
+
+    offsets = asyncio.run(main())
+    assert offsets == list(range(offsets[0], offsets[0] + 1000))

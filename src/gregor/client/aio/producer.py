@@ -91,10 +91,16 @@ class Producer(ProducerBase):
         if self._intercepting:
             record, callback = self._intercept(ProducerRecord(topic, value, key, partition, timestamp, items), None)
             topic, value, key, partition, timestamp, items = record
-        route = self._known_route(topic, partition) or await self._shared_wait_for_route(topic, partition)
-        self._check_open()
+        route = self._known_route(topic, partition)
+        if route is None:
+            route = await self._shared_wait_for_route(topic, partition)
+            self._check_open()
         prepared = self._prepare(route, topic, value, key, partition, timestamp, items)
-        future = self._as_asyncio(await self._append_waiting(prepared, callback))
+        try:
+            queued = self._append(prepared, callback, None)
+        except NoRoom as no_room:
+            queued = await self._append_waiting(prepared, callback, no_room.size)
+        future = self._as_asyncio(queued)
         if self._sender_woken:
             # a batch filled: let the sender ship it now rather than after the caller's loop of sends
             self._sender_woken = False
@@ -129,22 +135,23 @@ class Producer(ProducerBase):
         await asyncio.gather(*(_completion(result) for result, _ in results))
         return [batch_metadata(result, count) for result, count in results]
 
-    async def _append_waiting(self, prepared: PreparedRecord, callback: Callback | None) -> RecordFuture:
-        deadline: float | None = None
+    async def _append_waiting(self, prepared: PreparedRecord, callback: Callback | None, size: int) -> RecordFuture:
+        """Append once `size` bytes of buffer.memory are free, waiting up to max.block.ms."""
+        deadline = time.monotonic() + self._max_block_s
         while True:
+            assert isinstance(self._memory, AsyncBufferMemory)
+            await self._memory.wait_for(size, deadline)
+            self._check_open()
             try:
                 return self._append(prepared, callback, deadline)
             except NoRoom as no_room:
-                if deadline is None:
-                    deadline = time.monotonic() + self._max_block_s
-                assert isinstance(self._memory, AsyncBufferMemory)
-                await self._memory.wait_for(no_room.size, deadline)
-                self._check_open()
+                size = no_room.size
 
     def _as_asyncio(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
         """An asyncio future of the record, resolved with the rest of its batch by one callback
         (on this loop: the sender runs here)."""
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        assert self._binding.loop is not None
+        future: asyncio.Future[RecordMetadata] = self._binding.loop.create_future()
         result = record.batch_result
         waiting = self._waiting.get(result)
         if waiting is None:

@@ -12,15 +12,9 @@ import asyncio
 import time
 
 from gregor.client.errors import ClientErrorCode, KafkaTimeoutError
-from gregor.client.producer.memory import BufferMemory
+from gregor.client.producer.memory import BufferMemory, NoRoom
 
-
-class NoRoom(Exception):
-    """`size` bytes are not free now; await `AsyncBufferMemory.wait_for` and retry."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
+__all__ = ["AsyncBufferMemory", "NoRoom"]
 
 
 class AsyncBufferMemory(BufferMemory):

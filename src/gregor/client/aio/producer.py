@@ -95,11 +95,10 @@ class Producer(ProducerBase):
         if route is None:
             route = await self._shared_wait_for_route(topic, partition)
             self._check_open()
-        prepared = self._prepare(route, topic, value, key, partition, timestamp, items)
         try:
-            queued = self._append(prepared, callback, None)
+            queued = self._queue(route, topic, value, key, partition, timestamp, items, callback, None)
         except NoRoom as no_room:
-            queued = await self._append_waiting(prepared, callback, no_room.size)
+            queued = await self._append_waiting(no_room.record, callback, no_room.size)
         future = self._as_asyncio(queued)
         if self._sender_woken:
             # a batch filled: let the sender ship it now rather than after the caller's loop of sends

@@ -25,7 +25,7 @@ from gregor.client.partitioner import (
 from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, encode_headers
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
-from gregor.client.producer.memory import BufferMemory
+from gregor.client.producer.memory import BufferMemory, NoRoom
 from gregor.client.producer.sender import Sender, SenderSettings
 from gregor.client.serialization import BytesSerializer, SerializationTypeError, resolve_serializer
 from gregor.protocol.error_codes import ErrorCode
@@ -190,9 +190,12 @@ class ProducerBase(abc.ABC):
                                              timeout_ms=timeout_ms)
         return cluster.topics.get(topic), cluster.topic_errors.get(topic)
 
-    def _prepare(self, route: Route, topic: str, value: Any, key: Any, partition: int | None,
-                 timestamp: int | None, header_items: Sequence[tuple[str, bytes | None]]) -> PreparedRecord:
-        """Serialize, choose the partition, check the size: everything before the accumulator."""
+    def _queue(self, route: Route, topic: str, value: Any, key: Any, partition: int | None,
+               timestamp: int | None, header_items: Sequence[tuple[str, bytes | None]],
+               callback: Callback | None, deadline: float | None) -> RecordFuture:
+        """Serialize, choose the partition, check the size and append: the whole of a send once
+        its topic's route is known, in one frame (the per-record hot path). A buffer.memory that
+        cannot wait raises NoRoom carrying the prepared record, to be appended with `_append`."""
         if self._raw_keys and (key is None or type(key) is bytes):
             key_bytes = key
         else:
@@ -232,11 +235,22 @@ class ProducerBase(abc.ABC):
                                  f"more than {key_name} ({limit})")
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        return PreparedRecord(route.partitions[chosen], timestamp, key_bytes, value_bytes, encoded_headers,
-                              record_size, sticky, route)
+        try:
+            future, batch_full, new_batch = self._accumulator.append(
+                route.partitions[chosen], timestamp, key_bytes, value_bytes, encoded_headers, callback, deadline)
+        except NoRoom as no_room:
+            no_room.record = PreparedRecord(route.partitions[chosen], timestamp, key_bytes, value_bytes,
+                                            encoded_headers, record_size, sticky, route)
+            raise
+        if sticky is not None:
+            sticky.record_appended(record_size, route.num_partitions, route.available,
+                                   enable_switch=batch_full or new_batch)
+        if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
+            self._wake_sender()
+        return future
 
     def _append(self, record: PreparedRecord, callback: Callback | None, deadline: float | None) -> RecordFuture:
-        """Queue a prepared record; BufferMemory decides whether finding room may wait."""
+        """Append a record `_queue` prepared (after its NoRoom); raises NoRoom again if still no room."""
         future, batch_full, new_batch = self._accumulator.append(
             record.topic_partition, record.timestamp, record.key, record.value, record.encoded_headers,
             callback, deadline)
@@ -245,7 +259,7 @@ class ProducerBase(abc.ABC):
             route = record.route
             sticky.record_appended(record.size, route.num_partitions, route.available,
                                    enable_switch=batch_full or new_batch)
-        if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
+        if batch_full or new_batch:
             self._wake_sender()
         return future
 

@@ -51,18 +51,22 @@ class Producer(ProducerBase):
         partition the topic does not have, a record over `max.request.size`, or when the
         topic's metadata or buffer space does not come within `max.block.ms`.
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()
         items = header_items(headers) if headers else ()
         if self._intercepting:
             record, callback = self._intercept(ProducerRecord(topic, value, key, partition, timestamp, items),
                                                callback)
             topic, value, key, partition, timestamp, items = record
         deadline = None  # max.block.ms from now, taken only when send has to wait
-        route = self._known_route(topic, partition)
-        if route is None:
-            deadline = time.monotonic() + self._max_block_s
-            route = self._wait_for_route(topic, partition, deadline)
-        return self._append(self._prepare(route, topic, value, key, partition, timestamp, items), callback, deadline)
+        route = self._routes.get(topic)
+        if route is None or route.metadata is not self._cluster.topics.get(topic) or \
+                (partition is not None and not 0 <= partition < route.num_partitions):
+            route = self._known_route(topic, partition)
+            if route is None:
+                deadline = time.monotonic() + self._max_block_s
+                route = self._wait_for_route(topic, partition, deadline)
+        return self._queue(route, topic, value, key, partition, timestamp, items, callback, deadline)
 
     def send_columns(self, topic: str, values: Any, keys: Any = None, *, partition: int | None = None,
                      partitions: Any = None, timestamps: Any = None, headers: Any = None) -> ColumnsFuture:

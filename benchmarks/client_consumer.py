@@ -6,13 +6,16 @@
 The script starts its own `gregor server` (fresh data directory), loads `--records` records of
 `--size` bytes into a one-partition topic with librdkafka's producer, then reads them all from
 the beginning with each consumer in turn (assigned partition, no group, default fetch sizes;
-librdkafka with fetch.queue.backoff.ms=20, as benchmarks/throughput.py explains). It prints
-records/s and MB/s per client and the ratio Gregor / librdkafka.
+librdkafka with fetch.queue.backoff.ms=20, as benchmarks/throughput.py explains): Gregor's sync
+`poll` ("gregor"), the asyncio consumer's `getmany` ("gregor-aio") and `async for`
+("aio-iter"), and librdkafka. It prints records/s and MB/s per client and
+the ratio to librdkafka.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import time
@@ -26,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from throughput import Figures, create_topic, produce, progress, start_gregor  # noqa: E402
 
+from gregor.aio import Consumer as AioConsumer  # noqa: E402
 from gregor.client.consumer import Consumer  # noqa: E402
 
 
@@ -43,6 +47,43 @@ def gregor_consumer(bootstrap: str, topic: str, records: int, size: int) -> Figu
     elapsed = time.perf_counter() - started
     consumer.close()
     return Figures(seen, elapsed, seen * size)
+
+
+def gregor_aio_consumer(bootstrap: str, topic: str, records: int, size: int) -> Figures:
+    async def run() -> float:
+        async with AioConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([(topic, 0)])
+            seen = 0
+            started = time.perf_counter()
+            while seen < records:
+                batches = await consumer.getmany(timeout_ms=1000)
+                for batch in batches.values():
+                    for _ in batch:
+                        seen += 1
+                    if seen % 100_000 < len(batch):
+                        progress("gregor-aio", seen, records, started)
+            return time.perf_counter() - started
+
+    elapsed = asyncio.run(run())
+    return Figures(records, elapsed, records * size)
+
+
+def aio_iteration_consumer(bootstrap: str, topic: str, records: int, size: int) -> Figures:
+    async def run() -> float:
+        async with AioConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([(topic, 0)])
+            seen = 0
+            started = time.perf_counter()
+            async for _ in consumer:
+                seen += 1
+                if seen % 100_000 == 0:
+                    progress("aio-iter", seen, records, started)
+                if seen == records:
+                    break
+            return time.perf_counter() - started
+
+    elapsed = asyncio.run(run())
+    return Figures(records, elapsed, records * size)
 
 
 def librdkafka_consumer(bootstrap: str, topic: str, records: int, size: int) -> Figures:
@@ -73,19 +114,19 @@ def main() -> None:
         create_topic(broker.bootstrap, topic, 1)
         produce(broker.bootstrap, topic, args.records, args.size, {"acks": "1"})
         figures = {}
-        for name, run in (("gregor", gregor_consumer), ("librdkafka", librdkafka_consumer)):
+        for name, run in (("gregor", gregor_consumer), ("gregor-aio", gregor_aio_consumer),
+                          ("aio-iter", aio_iteration_consumer), ("librdkafka", librdkafka_consumer)):
             figures[name] = run(broker.bootstrap, topic, args.records, args.size)
             print(f"\n{name:>10}: {figures[name].records_per_second:12,.0f} records/s "
                   f"{figures[name].megabytes_per_second:8.1f} MB/s", file=sys.stderr)
     finally:
         broker.stop()
-    ours, theirs = figures["gregor"], figures["librdkafka"]
+    theirs = figures["librdkafka"]
     print(f"\nconsumer, {args.records:,} records of {args.size} B, one partition, from the beginning")
-    print(f"{'gregor rec/s':>13} | {'gregor MB/s':>11} | {'librdkafka rec/s':>16} | {'librdkafka MB/s':>15} | ratio")
-    print(f"{ours.records_per_second:>13,.0f} | {ours.megabytes_per_second:>11.1f} | "
-          f"{theirs.records_per_second:>16,.0f} | {theirs.megabytes_per_second:>15.1f} | "
-          f"{ours.records_per_second / theirs.records_per_second:.2f}")
-
+    print(f"{'client':>10} | {'records/s':>10} | {'MB/s':>6} | ratio")
+    for name, ours in figures.items():
+        ratio = f"{ours.records_per_second / theirs.records_per_second:.2f}" if name != "librdkafka" else ""
+        print(f"{name:>10} | {ours.records_per_second:>10,.0f} | {ours.megabytes_per_second:>6.1f} | {ratio}")
 
 if __name__ == "__main__":
     main()

@@ -377,7 +377,7 @@ class AdminClient:
                       timeout: float | None = None) -> dict[str, CreatedTopic | KafkaException]:
         """Create topics (or with `validate_only` only check that they could be created)."""
         topics = list(new_topics)
-        _refuse_duplicates(topic.name for topic in topics)
+        refuse_duplicates(topic.name for topic in topics)
         return self._call(lambda deadline: self._operations.create_topics(topics, validate_only, deadline), timeout)
 
     def delete_topics(self, topics: Iterable[str], timeout: float | None = None) -> dict[str, KafkaException | None]:
@@ -1061,7 +1061,7 @@ class AdminOperations:
 
 # ---- helpers ----
 
-def _refuse_duplicates(names: Iterable[str]) -> None:
+def refuse_duplicates(names: Iterable[str]) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from gregor.client import KafkaException, Producer, RecordMetadata
+from gregor.client import Producer
+from gregor.client.producer import BatchMetadata, ColumnsFuture
 from gregor.spark.options import SinkOptions
 
 log = logging.getLogger(__name__)
@@ -58,11 +60,12 @@ class WriteReport(WriterCommitMessage):
     records: int = 0
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def add(self, metadata: RecordMetadata) -> None:
-        name = f"{metadata.topic}-{metadata.partition}"
-        first, last = self.offsets.get(name, (metadata.offset, metadata.offset))
-        self.offsets[name] = (min(first, metadata.offset), max(last, metadata.offset))
-        self.records += 1
+    def add_batch(self, landed: BatchMetadata) -> None:
+        name = f"{landed.topic}-{landed.partition}"
+        low, high = landed.base_offset, landed.base_offset + landed.record_count - 1
+        first, last = self.offsets.get(name, (low, high))
+        self.offsets[name] = (min(first, low), max(last, high))
+        self.records += landed.record_count
 
 
 def describe_reports(messages: Sequence[WriterCommitMessage | None]) -> str:
@@ -79,54 +82,59 @@ def describe_reports(messages: Sequence[WriterCommitMessage | None]) -> str:
             f"({failed} failed) at {where}")
 
 
-def _binary(batch: pa.RecordBatch, name: str) -> list[Any] | None:
-    """A key or value column as bytes (strings are UTF-8 encoded); None when absent."""
-    if name not in batch.schema.names:
-        return None
-    column = batch.column(name)
-    return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
+_SENT_COLUMNS = ("value", "key", "partition", "headers")
 
 
-def _rows(batch: pa.RecordBatch, topic_option: str | None) -> Iterator[tuple[str, Any, Any, int | None, list]]:
-    """(topic, value, key, partition, headers) per row; the topic option wins over the column."""
-    count = batch.num_rows
+def _by_topic(batch: pa.RecordBatch, topic_option: str | None) -> Iterator[tuple[str, pa.Table]]:
+    """The rows for each topic (the topic option wins over the column) as the columns
+    `send_columns` reads (value, key, partition, headers; others, as Spark's Kafka sink, ignored)."""
     names = batch.schema.names
-    values = _binary(batch, "value")
-    keys = _binary(batch, "key") or [None] * count
-    topics = [topic_option] * count if topic_option is not None else batch.column("topic").to_pylist()
-    partitions = batch.column("partition").to_pylist() if "partition" in names else [None] * count
-    headers = batch.column("headers").to_pylist() if "headers" in names else [None] * count
-    for topic, value, key, partition, header in zip(topics, values, keys, partitions, headers):
-        if topic is None:
-            raise ValueError("a row has a null topic; set the topic option to give a default topic")
-        pairs = [(item["key"], item["value"]) for item in header] if header else []
-        if any(name is None for name, _ in pairs):
-            raise ValueError(f"a row for topic {topic} has a header with a null key")
-        yield topic, value, key, partition, pairs
+    table = pa.Table.from_batches([batch]).select([name for name in _SENT_COLUMNS if name in names])
+    if topic_option is not None:
+        yield topic_option, table
+        return
+    topics = batch.column("topic")
+    if topics.null_count:
+        raise ValueError("a row has a null topic; set the topic option to give a default topic")
+    distinct = pc.unique(topics).to_pylist()
+    if len(distinct) == 1:
+        yield distinct[0], table
+        return
+    for topic in distinct:
+        yield topic, table.filter(pc.equal(topics, topic))
+
+
+def _check_headers(table: pa.Table, topic: str) -> None:
+    if "headers" not in table.schema.names:
+        return
+    names = pc.struct_field(pc.list_flatten(table.column("headers")), [0])
+    if names.null_count:
+        raise ValueError(f"a row for topic {topic} has a header with a null key")
 
 
 def write_batches(batches: Iterator[pa.RecordBatch], options: SinkOptions) -> WriteReport:
-    """Send every row and wait until the broker acknowledged each; raise the first failure (Spark
-    then retries the task, which is where at-least-once may duplicate)."""
+    """Send every row, a whole Arrow batch at a time (columnar produce: encoded into record batches
+    without a Python object per row, except for keys placed by murmur2 and headers), and wait until
+    the broker acknowledged each; raise the first failure (Spark then retries the task, which is
+    where at-least-once may duplicate)."""
     report = WriteReport(TaskIdentity.current())
-    failures: list[KafkaException] = []
-
-    def delivered(metadata: RecordMetadata, exception: KafkaException | None) -> None:
-        if exception is not None:
-            failures.append(exception)
-        else:
-            report.add(metadata)
-
+    futures: list[ColumnsFuture] = []
     with Producer(options.client_config) as producer:
         for batch in batches:
-            for topic, value, key, partition, headers in _rows(batch, options.topic):
-                producer.send(topic, value, key=key, partition=partition, headers=headers, callback=delivered)
-            if failures:
+            for topic, table in _by_topic(batch, options.topic):
+                _check_headers(table, topic)
+                futures.append(producer.send_columns(topic, table))
+            if any(future.done() and _failed(future) for future in futures):
                 break
         producer.flush()
-    if failures:
-        raise failures[0]
+    for future in futures:
+        for landed in future.get(0):
+            report.add_batch(landed)
     return report
+
+
+def _failed(future: ColumnsFuture) -> bool:
+    return any(result.error is not None for result, _ in future.batches)
 
 
 class BatchWriter(DataSourceArrowWriter):

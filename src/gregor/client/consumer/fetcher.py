@@ -240,6 +240,7 @@ class Fetcher:
         self._in_flight: set[int] = set()
         self._wakeup: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
+        self.on_data: Callable[[], None] | None = None  # called on the loop when fetched data arrives
 
     # -- network thread --
 
@@ -340,6 +341,8 @@ class Fetcher:
                 self._completed.append(item)
                 self._buffered.add(item.topic_partition)
             self.data_ready.notify_all()
+        if self.on_data is not None:
+            self.on_data()
 
     def _note_offsets(self, partition: TopicPartition, data: Any) -> None:
         state = self.subscriptions.assignment.get(partition)

@@ -1,6 +1,6 @@
 """Gregor's producer: `Producer`, the futures it returns and the records interceptors see."""
 
-from gregor.client.producer.future import RecordFuture, RecordMetadata
+from gregor.client.producer.future import BatchMetadata, ColumnsFuture, RecordFuture, RecordMetadata
 from gregor.client.producer.producer import Producer, ProducerRecord
 
-__all__ = ["Producer", "ProducerRecord", "RecordFuture", "RecordMetadata"]
+__all__ = ["BatchMetadata", "ColumnsFuture", "Producer", "ProducerRecord", "RecordFuture", "RecordMetadata"]

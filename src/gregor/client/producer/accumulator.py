@@ -20,7 +20,7 @@ from collections import deque
 from typing import Callable, Iterable, Mapping
 
 from gregor.client.network import ClusterMetadata, TopicPartition
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, ProducerBatch, estimated_record_size
+from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, ProducerBatch, estimated_record_size
 from gregor.client.producer.future import Callback, RecordFuture
 from gregor.client.producer.memory import BufferMemory
 
@@ -107,6 +107,24 @@ class RecordAccumulator:
         if callback is not None:
             last.waiters.append((future, callback))
         return future, last.full, False
+
+    def append_encoded(self, topic_partition: TopicPartition, encoded: EncodedBatch,
+                       deadline: float | None) -> ProducerBatch:
+        """Queue a batch encoded elsewhere (columnar produce) behind the partition's open batch,
+        which it closes, so records keep the order they were sent in."""
+        size = BATCH_HEADER_SIZE + len(encoded.records)
+        self.memory.reserve(size, time.monotonic() + self.max_block_s if deadline is None else deadline)
+        with self._lock:
+            batch = ProducerBatch.of_encoded(topic_partition.topic, topic_partition.partition, encoded,
+                                             self._clock(), next(self._ordinals))
+            queue = self._queues.get(topic_partition)
+            if queue is None:
+                queue = self._queues[topic_partition] = deque()
+            if queue:
+                queue[-1].full = True
+            queue.append(batch)
+            self._incomplete.add(batch)
+        return batch
 
     def begin_flush(self) -> list[ProducerBatch]:
         """Make every batch sendable now; returns those to wait for."""

@@ -9,7 +9,7 @@ have small deltas and sizes, and this is the per-record hot path of the producer
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from gregor.client.errors import KafkaException
 from gregor.client.producer.future import BatchResult, Callback, RecordFuture
@@ -58,6 +58,15 @@ def estimated_record_size(key: bytes | None, value: bytes | None, encoded_header
     """An upper bound of a record's encoded size within a batch (Java's estimateSizeInBytesUpperBound)."""
     return 21 + (len(key) if key is not None else 0) + (len(value) if value is not None else 0) \
         + len(encoded_headers)
+
+
+class EncodedBatch(NamedTuple):
+    """Records encoded outside the accumulator (columnar produce), ready to become one batch."""
+
+    records: bytes
+    count: int
+    base_timestamp: int
+    max_timestamp: int
 
 
 class ProducerBatch:
@@ -127,6 +136,19 @@ class ProducerBatch:
         if new_size >= self.capacity:
             self.full = True
         return RecordFuture(self.result, count, timestamp, key_size, value_size)
+
+    @classmethod
+    def of_encoded(cls, topic: str, partition: int, encoded: EncodedBatch, created: float,
+                   ordinal: int) -> ProducerBatch:
+        """A full batch holding records encoded elsewhere; its one result is shared by all of them."""
+        size = BATCH_HEADER_SIZE + len(encoded.records)
+        batch = cls(topic, partition, size, created, size, ordinal)
+        batch.records = bytearray(encoded.records)
+        batch.count = encoded.count
+        batch.base_timestamp = encoded.base_timestamp
+        batch.max_timestamp = encoded.max_timestamp
+        batch.full = True
+        return batch
 
     @property
     def size(self) -> int:

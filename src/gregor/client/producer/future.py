@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, NamedTuple
 
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
@@ -30,6 +31,17 @@ class RecordMetadata(NamedTuple):
     serialized_value_size: int
 
 
+class BatchMetadata(NamedTuple):
+    """Where one batch of a columnar send landed: `record_count` records from `base_offset` on
+    (-1 with acks=0); `timestamp` is the broker's log append time, or -1 for create time."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    record_count: int
+    timestamp: int
+
+
 class BatchResult:
     """The outcome of one produce batch, shared by its records' futures."""
 
@@ -44,7 +56,7 @@ class BatchResult:
         self.error: KafkaException | None = None
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._waiters: list[tuple[RecordFuture, Callback]] | None = []
+        self._waiters: list[tuple[RecordFuture | None, Callable[..., Any]]] | None = []
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -62,8 +74,20 @@ class BatchResult:
             self.error = error
             waiters, self._waiters = self._waiters, None
         for future, callback in waiters or ():
-            future._run(callback)
+            if future is None:
+                callback()
+            else:
+                future._run(callback)
         self._done.set()
+
+    def add_done_callback(self, callback: Callable[[], Any]) -> bool:
+        """Call `callback()` when the batch completes (with its records' callbacks); False if it
+        already has. For waiters without a thread to block, such as the asyncio producer's flush."""
+        with self._lock:
+            if self._waiters is None:
+                return False
+            self._waiters.append((None, callback))
+            return True
 
     def add_waiter(self, future: RecordFuture, callback: Callback) -> bool:
         """Register `callback` for `future`; False if the batch is already complete."""
@@ -72,6 +96,45 @@ class BatchResult:
                 return False
             self._waiters.append((future, callback))
             return True
+
+
+def batch_metadata(result: BatchResult, count: int) -> BatchMetadata:
+    """The metadata of a completed batch; raises its error if it failed."""
+    if result.error is not None:
+        raise result.error
+    return BatchMetadata(result.topic, result.partition, result.base_offset, count, result.log_append_time)
+
+
+class ColumnsFuture:
+    """The pending result of one columnar send: one entry per batch it was cut into."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self, batches: list[tuple[BatchResult, int]]) -> None:
+        self._batches = batches
+
+    @property
+    def batches(self) -> list[tuple[BatchResult, int]]:
+        return list(self._batches)
+
+    def done(self) -> bool:
+        return all(result.done() for result, _ in self._batches)
+
+    def get(self, timeout: float | None = None) -> list[BatchMetadata]:
+        """Each batch's metadata once all are acknowledged; raises the first failure, or
+        KafkaTimeoutError (_TIMED_OUT) if `timeout` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for result, _ in self._batches:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if not result.wait(remaining):
+                raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT,
+                                        f"no acknowledgement from {result.topic}-{result.partition} within {timeout} s")
+        return [batch_metadata(result, count) for result, count in self._batches]
+
+    result = get
+
+    def __repr__(self) -> str:
+        return f"<ColumnsFuture {len(self._batches)} batches{' done' if self.done() else ''}>"
 
 
 class RecordFuture:
@@ -89,6 +152,17 @@ class RecordFuture:
 
     def done(self) -> bool:
         return self._batch.done()
+
+    @property
+    def batch_result(self) -> BatchResult:
+        """The completion this record shares with the rest of its batch."""
+        return self._batch
+
+    def outcome(self) -> RecordMetadata:
+        """The metadata of a completed record, or its error raised (no waiting: check `done()`)."""
+        if self._batch.error is not None:
+            raise self._batch.error
+        return self._metadata()
 
     def get(self, timeout: float | None = None) -> RecordMetadata:
         """The record's metadata once acknowledged; raises its KafkaException if it failed, or

@@ -9,8 +9,19 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from gregor.client.errors import ClientErrorCode, KafkaTimeoutError
+
+
+class NoRoom(Exception):
+    """Raised by a BufferMemory that does not wait (the asyncio producer's): `size` bytes are not
+    free now. The producer attaches the record it was appending (`record`) and awaits room."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+        self.record: Any = None
 
 
 class BufferMemory:

@@ -2,120 +2,37 @@
 
 `send` runs on the caller's thread: interceptors, metadata (waiting up to `max.block.ms` for a
 topic it has not seen), serializers, the partitioner, then an append to the record accumulator,
-which encodes the record into its partition's open batch. A `Sender` on the producer's network
-thread ships the batches. Many threads may share one producer.
+which encodes the record into its partition's open batch (those steps live in `base`, shared
+with the asyncio producer). A `Sender` on the producer's network thread ships the batches.
+Many threads may share one producer.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import random
 import time
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping
 
-from gregor.client.config import ConfigError, Role, parse_config
-from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError, error_for
-from gregor.client.interceptors import ProducerInterceptors, resolve_producer_interceptors
-from gregor.client.network import (
-    NetworkClient, NetworkSettings, NetworkThread, PartitionMetadata, TopicMetadata, TopicPartition,
-)
-from gregor.client.partitioner import (
-    DefaultPartitioner, StickyPartition, choose_partition, partition_for_key, resolve_partitioner,
-)
-from gregor.client.producer.accumulator import RecordAccumulator
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, encode_headers
-from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
-from gregor.client.producer.memory import BufferMemory
-from gregor.client.producer.sender import Sender, SenderSettings
-from gregor.client.serialization import BytesSerializer, resolve_serializer
-from gregor.protocol.error_codes import ErrorCode
-from gregor.records.compression import Compression
+from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
+from gregor.client.network import NetworkThread, PartitionMetadata
+from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, header_items
+from gregor.client.producer.future import Callback, ColumnsFuture, RecordFuture
 
 log = logging.getLogger(__name__)
 
-_CLIENT_NUMBERS = itertools.count(1)
 _GRACE_SECONDS = 5.0
-_NO_HEADERS = b"\x00"
-_COMPRESSION = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
-                "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
-_LEVEL_KEYS = {"gzip": "compression.gzip.level", "lz4": "compression.lz4.level", "zstd": "compression.zstd.level"}
 
-HeadersArg = Mapping[str, "bytes | str | None"] | Iterable[tuple[str, "bytes | str | None"]] | None
+__all__ = ["Producer", "ProducerRecord"]
 
 
-class ProducerRecord(NamedTuple):
-    """A record on its way out, as interceptors see it (before serialization)."""
-
-    topic: str
-    value: Any = None
-    key: Any = None
-    partition: int | None = None
-    timestamp: int | None = None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-class _Route:
-    """What `send` needs of a topic, rebuilt when its metadata changes."""
-
-    __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky")
-
-    def __init__(self, metadata: TopicMetadata, sticky: StickyPartition | None) -> None:
-        self.metadata = metadata
-        self.num_partitions = len(metadata.partitions)
-        self.available = sorted(index for index, item in metadata.partitions.items() if item.leader >= 0)
-        self.partitions = [TopicPartition(metadata.name, index) for index in range(max(metadata.partitions) + 1)]
-        self.sticky = sticky
-
-
-class Producer:
+class Producer(ProducerBase):
     """Publishes records to topics (see the module doc); thread-safe."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         """Kafka's producer keys in `config` and/or as keyword arguments with underscores
         (`bootstrap_servers=`, `linger_ms=`); an unknown key raises ConfigError naming it."""
-        parsed = parse_config(Role.PRODUCER, config, **kwargs)
-        if parsed["transactional.id"] is not None:
-            raise ConfigError("transactional.id: transactions are not supported by Gregor's producer yet; "
-                              "leave it unset for the idempotent producer")
-        self.client_id = parsed["client.id"] or f"producer-{next(_CLIENT_NUMBERS)}"
-        self._max_block_s = parsed["max.block.ms"] / 1000
-        self._max_request_size = parsed["max.request.size"]
-        self._buffer_memory = parsed["buffer.memory"]
-        self._record_limit = min(self._max_request_size, self._buffer_memory)
-        self._key_serializer = resolve_serializer(parsed["key.serializer"], "key.serializer")
-        self._value_serializer = resolve_serializer(parsed["value.serializer"], "value.serializer")
-        self._raw_keys = type(self._key_serializer) is BytesSerializer
-        self._raw_values = type(self._value_serializer) is BytesSerializer
-        self._partitioner = resolve_partitioner(
-            parsed["partitioner.class"], batch_size=parsed["batch.size"],
-            ignore_keys=parsed["partitioner.ignore.keys"],
-            adaptive=parsed["partitioner.adaptive.partitioning.enable"], rng=random.Random())
-        self._default_partitioner = self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
-        self._keys_place_records = self._default_partitioner is not None and not self._default_partitioner.ignore_keys
-        self._interceptors: ProducerInterceptors = resolve_producer_interceptors(parsed["interceptor.classes"])
-        self._intercepting = bool(self._interceptors)
-        compression_name = parsed["compression.type"]
-        level_key = _LEVEL_KEYS.get(compression_name)
-        level = parsed[level_key] if level_key else None
-        adaptive = self._default_partitioner is not None and self._default_partitioner.adaptive
-        self._accumulator = RecordAccumulator(
-            batch_size=parsed["batch.size"], linger_s=parsed["linger.ms"] / 1000,
-            delivery_timeout_s=parsed["delivery.timeout.ms"] / 1000, max_block_s=self._max_block_s,
-            memory=BufferMemory(self._buffer_memory),
-            load_stats=self._default_partitioner.update_load_stats if adaptive else None,
-            availability_timeout_s=parsed["partitioner.availability.timeout.ms"] / 1000)
+        super().__init__(config, kwargs)
         self._thread = NetworkThread(name=f"gregor-{self.client_id}")
-        self._network = NetworkClient(NetworkSettings.from_config({**parsed, "client.id": self.client_id}))
-        self._cluster = self._network.cluster
-        self._sender = Sender(self._network, self._accumulator, SenderSettings(
-            acks=parsed["acks"], retries=parsed["retries"], request_timeout_ms=parsed["request.timeout.ms"],
-            max_in_flight=parsed["max.in.flight.requests.per.connection"],
-            max_request_size=self._max_request_size, compression=_COMPRESSION[compression_name],
-            compression_level=None if level is None or level < 0 else level,
-            idempotent=parsed["enable.idempotence"], transaction_timeout_ms=parsed["transaction.timeout.ms"]))
-        self._routes: dict[str, _Route] = {}
-        self._closed = False
         self._thread.run(self._start(), _GRACE_SECONDS)
         self._sender_task = self._thread.spawn(self._sender.run(), name=f"{self.client_id}-sender")
 
@@ -135,86 +52,48 @@ class Producer:
         topic's metadata or buffer space does not come within `max.block.ms`.
         """
         if self._closed:
-            raise KafkaException(ClientErrorCode._STATE, "cannot send after the producer has been closed")
-        header_items = _header_items(headers) if headers else ()
+            self._check_open()
+        items = header_items(headers) if headers else ()
         if self._intercepting:
-            record = self._interceptors.on_send(ProducerRecord(topic, value, key, partition, timestamp, header_items))
-            topic, value, key, partition, timestamp, header_items = record
-            header_items = _header_items(header_items)
-            callback = self._with_acknowledgement(callback)
+            record, callback = self._intercept(ProducerRecord(topic, value, key, partition, timestamp, items),
+                                               callback)
+            topic, value, key, partition, timestamp, items = record
         deadline = None  # max.block.ms from now, taken only when send has to wait
         route = self._routes.get(topic)
         if route is None or route.metadata is not self._cluster.topics.get(topic) or \
                 (partition is not None and not 0 <= partition < route.num_partitions):
-            deadline = time.monotonic() + self._max_block_s
-            route = self._route(topic, partition, deadline)
-        if self._raw_keys and (key is None or type(key) is bytes):
-            key_bytes = key
-        else:
-            key_bytes = self._key_serializer.serialize(topic, key, header_items)
-        if self._raw_values and (value is None or type(value) is bytes):
-            value_bytes = value
-        else:
-            value_bytes = self._value_serializer.serialize(topic, value, header_items)
-        sticky = None
-        if partition is not None:
-            chosen = partition
-        elif key_bytes is not None and self._keys_place_records:
-            chosen = partition_for_key(key_bytes, route.num_partitions)
-        elif route.sticky is not None:
-            sticky = route.sticky
-            chosen = sticky.partition(route.num_partitions, route.available)
-        else:
-            try:
-                chosen = choose_partition(self._partitioner, topic, None, key_bytes, value_bytes,
-                                          route.num_partitions, route.available)
-            except ValueError as error:
-                raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION, str(error)) from None
-        encoded_headers = encode_headers(header_items) if header_items else _NO_HEADERS
-        record_size = 21 + len(encoded_headers) + (len(key_bytes) if key_bytes is not None else 0) \
-            + (len(value_bytes) if value_bytes is not None else 0)  # estimated_record_size, inlined
-        if record_size + BATCH_HEADER_SIZE > self._record_limit:
-            limit, key_name = min((self._max_request_size, "max.request.size"),
-                                  (self._buffer_memory, "buffer.memory"))
-            raise KafkaException(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"the record is {record_size + BATCH_HEADER_SIZE} bytes when serialized, "
-                                 f"more than {key_name} ({limit})")
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
-        future, batch_full, new_batch = self._accumulator.append(
-            route.partitions[chosen], timestamp, key_bytes, value_bytes, encoded_headers, callback, deadline)
-        if sticky is not None:
-            sticky.record_appended(record_size, route.num_partitions, route.available,
-                                   enable_switch=batch_full or new_batch)
-        if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
-            self._sender.wakeup_threadsafe()
-        return future
+            route = self._known_route(topic, partition)
+            if route is None:
+                deadline = time.monotonic() + self._max_block_s
+                route = self._wait_for_route(topic, partition, deadline)
+        return self._queue(route, topic, value, key, partition, timestamp, items, callback, deadline)
 
-    def _with_acknowledgement(self, callback: Callback | None) -> Callback:
-        interceptors = self._interceptors
+    def send_columns(self, topic: str, values: Any, keys: Any = None, *, partition: int | None = None,
+                     partitions: Any = None, timestamps: Any = None, headers: Any = None) -> ColumnsFuture:
+        """Queue many records at once from columns and return one future for all of them.
 
-        def acknowledge(metadata: RecordMetadata | None, error: KafkaException | None) -> None:
-            interceptors.on_acknowledgement(metadata, error)
-            if callback is not None:
-                callback(metadata, error)
-        return acknowledge
+        `values` (and `keys`) are lists of bytes/None or pyarrow binary/string arrays, or `values`
+        is a pyarrow Table/RecordBatch with a `value` column and optional `key`, `timestamp`,
+        `headers` and `partition` columns. The rows are placed as `send` places records (the
+        `partition` argument, else the row's partition, else murmur2 of its key, else the sticky
+        partitioner per batch) and encoded into record batches of about `batch.size` bytes in one
+        vectorized pass (pyarrow), bypassing the serializers and interceptors. Needs pyarrow.
+        """
+        self._check_open()
+        columns = self._record_columns(values, keys, timestamps, headers, partitions)
+        deadline = time.monotonic() + self._max_block_s
+        route = self._known_route(topic, partition) or self._wait_for_route(topic, partition, deadline)
+        results = []
+        for topic_partition, encoded in self._columnar_plan(topic, route, columns, partition):
+            batch = self._accumulator.append_encoded(topic_partition, encoded, deadline)
+            results.append((batch.result, encoded.count))
+            self._wake_sender()
+        return ColumnsFuture(results)
 
-    def _route(self, topic: str, partition: int | None, deadline: float) -> _Route:
-        """The topic's partitions as `send` needs them, waiting for its metadata if need be."""
-        route = self._routes.get(topic)
-        metadata = self._network.cluster.topics.get(topic)
-        if route is not None and route.metadata is metadata and (partition is None or partition < route.num_partitions):
-            return route
-        if metadata is None or not metadata.partitions or (partition is not None
-                                                          and partition not in metadata.partitions):
-            metadata = self._wait_for_metadata(topic, partition, deadline)
-        sticky = self._default_partitioner.sticky_for(topic) if self._default_partitioner is not None else None
-        route = self._routes[topic] = _Route(metadata, sticky)
-        return route
+    def _wake_sender(self) -> None:
+        self._sender.wakeup_threadsafe()
 
-    def _wait_for_metadata(self, topic: str, partition: int | None, deadline: float) -> TopicMetadata:
-        if not topic:
-            raise KafkaException(ErrorCode.INVALID_TOPIC_EXCEPTION, "the topic name is empty")
+    def _wait_for_route(self, topic: str, partition: int | None, deadline: float) -> Route:
         last_error = "no answer yet"
         cause: KafkaException | None = None  # the last answer, chained to the timeout for callers to inspect
         while True:
@@ -230,31 +109,20 @@ class Producer:
                     raise
                 last_error, cause = str(error), error
                 metadata, code = None, None
-            if metadata is not None and metadata.partitions:
-                if partition is None or partition in metadata.partitions:
-                    return metadata
-                raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION,
-                                     f"partition {partition} of topic {topic!r} does not exist (it has "
-                                     f"partitions 0 to {len(metadata.partitions) - 1})")
-            if code is not None:
-                error = error_for(code, f"topic {topic!r}")
-                if not error.retriable:
-                    raise error
-                last_error, cause = error.name, error
+            answer = self._metadata_answer(topic, partition, metadata, code)
+            if isinstance(answer, Route):
+                return answer
+            if answer is not None:
+                last_error, cause = answer.name, answer
             time.sleep(min(self._network.settings.retry_backoff_ms / 1000, max(deadline - time.monotonic(), 0)))
-
-    async def _fetch_metadata(self, topic: str, timeout_ms: float) -> tuple[TopicMetadata | None, int | None]:
-        cluster = self._network.cluster
-        cluster.wanted_topics.add(topic)
-        await self._network.refresh_metadata(sorted(cluster.wanted_topics), allow_auto_topic_creation=True,
-                                             timeout_ms=timeout_ms)
-        return cluster.topics.get(topic), cluster.topic_errors.get(topic)
 
     # -- the rest of the API --
 
     def partitions_for(self, topic: str) -> list[PartitionMetadata]:
         """The topic's partitions (waiting up to max.block.ms for its metadata)."""
-        metadata = self._route(topic, None, time.monotonic() + self._max_block_s).metadata
+        route = self._known_route(topic, None) or self._wait_for_route(topic, None,
+                                                                        time.monotonic() + self._max_block_s)
+        metadata = route.metadata
         return [metadata.partitions[index] for index in sorted(metadata.partitions)]
 
     def flush(self, timeout: float | None = None) -> None:
@@ -288,31 +156,10 @@ class Producer:
             self._thread.run(self._network.close(), _GRACE_SECONDS)
         finally:
             self._thread.close(_GRACE_SECONDS)
-            self._interceptors.close()
-            self._partitioner.close()
+            self._close_plugins()
 
     def __enter__(self) -> Producer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return f"<Producer {self.client_id}{' closed' if self._closed else ''}>"
-
-
-def _header_items(headers: HeadersArg | Sequence[tuple[str, Any]]) -> tuple[tuple[str, bytes | None], ...]:
-    """Headers as (name, bytes or None) pairs; str values are UTF-8 encoded."""
-    if not headers:
-        return ()
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    out = []
-    for name, value in items:
-        if not isinstance(name, str):
-            raise TypeError(f"a header name must be str, not {type(name).__name__}")
-        if isinstance(value, str):
-            value = value.encode("utf-8")
-        elif value is not None and not isinstance(value, bytes):
-            value = bytes(value)
-        out.append((name, value))
-    return tuple(out)

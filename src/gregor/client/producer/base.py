@@ -1,0 +1,346 @@
+"""What the synchronous and the asyncio producer share: configuration, routing, serialization,
+partitioning and the append to the record accumulator, with no waiting in it.
+
+A send has two steps that may have to wait: for a topic's metadata (up to `max.block.ms`) and
+for `buffer.memory`. The subclasses wait in their own way (the sync `Producer` blocks its
+caller; `gregor.aio.Producer` awaits); everything between the waits lives here, so both
+encode, place and queue a record identically (murmur2 keys, sticky partitions, size limits).
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import random
+import time
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+from gregor.client.config import ConfigError, Role, parse_config
+from gregor.client.errors import ClientErrorCode, KafkaException, error_for
+from gregor.client.interceptors import ProducerInterceptors, resolve_producer_interceptors
+from gregor.client.network import NetworkClient, NetworkSettings, TopicMetadata, TopicPartition
+from gregor.client.partitioner import (
+    DefaultPartitioner, StickyPartition, choose_partition, partition_for_key, resolve_partitioner,
+)
+from gregor.client.producer.accumulator import RecordAccumulator
+from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, encode_headers
+from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
+from gregor.client.producer.memory import BufferMemory, NoRoom
+from gregor.client.producer.sender import Sender, SenderSettings
+from gregor.client.serialization import BytesSerializer, SerializationTypeError, resolve_serializer
+from gregor.protocol.error_codes import ErrorCode
+from gregor.records.compression import Compression
+
+_CLIENT_NUMBERS = itertools.count(1)
+_NO_HEADERS = b"\x00"
+_COMPRESSION = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
+                "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
+_LEVEL_KEYS = {"gzip": "compression.gzip.level", "lz4": "compression.lz4.level", "zstd": "compression.zstd.level"}
+
+HeadersArg = Mapping[str, "bytes | str | None"] | Iterable[tuple[str, "bytes | str | None"]] | None
+
+
+class ProducerRecord(NamedTuple):
+    """A record on its way out, as interceptors see it (before serialization)."""
+
+    topic: str
+    value: Any = None
+    key: Any = None
+    partition: int | None = None
+    timestamp: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+class Route:
+    """What a send needs of a topic, rebuilt when its metadata changes."""
+
+    __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky")
+
+    def __init__(self, metadata: TopicMetadata, sticky: StickyPartition | None) -> None:
+        self.metadata = metadata
+        self.num_partitions = len(metadata.partitions)
+        self.available = sorted(index for index, item in metadata.partitions.items() if item.leader >= 0)
+        self.partitions = [TopicPartition(metadata.name, index) for index in range(max(metadata.partitions) + 1)]
+        self.sticky = sticky
+
+
+class PreparedRecord(NamedTuple):
+    """A serialized record with its partition chosen, ready for the accumulator."""
+
+    topic_partition: TopicPartition
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    encoded_headers: bytes
+    size: int
+    sticky: StickyPartition | None
+    route: Route
+
+
+class ProducerBase(abc.ABC):
+    """The sans-IO part of a producer; subclasses own the network loop and the waiting."""
+
+    role_name = "producer"
+
+    def __init__(self, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any],
+                 memory: type[BufferMemory] = BufferMemory) -> None:
+        parsed = parse_config(Role.PRODUCER, config, **kwargs)
+        if parsed["transactional.id"] is not None:
+            raise ConfigError("transactional.id: transactions are not supported by Gregor's producer yet; "
+                              "leave it unset for the idempotent producer")
+        self.client_id = parsed["client.id"] or f"producer-{next(_CLIENT_NUMBERS)}"
+        self._max_block_s = parsed["max.block.ms"] / 1000
+        self._max_request_size = parsed["max.request.size"]
+        self._buffer_memory = parsed["buffer.memory"]
+        self._record_limit = min(self._max_request_size, self._buffer_memory)
+        self._key_serializer = resolve_serializer(parsed["key.serializer"], "key.serializer")
+        self._value_serializer = resolve_serializer(parsed["value.serializer"], "value.serializer")
+        self._raw_keys = type(self._key_serializer) is BytesSerializer
+        self._raw_values = type(self._value_serializer) is BytesSerializer
+        self._partitioner = resolve_partitioner(
+            parsed["partitioner.class"], batch_size=parsed["batch.size"],
+            ignore_keys=parsed["partitioner.ignore.keys"],
+            adaptive=parsed["partitioner.adaptive.partitioning.enable"], rng=random.Random())
+        self._default_partitioner = self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
+        self._keys_place_records = self._default_partitioner is not None and not self._default_partitioner.ignore_keys
+        self._interceptors: ProducerInterceptors = resolve_producer_interceptors(parsed["interceptor.classes"])
+        self._intercepting = bool(self._interceptors)
+        compression_name = parsed["compression.type"]
+        level_key = _LEVEL_KEYS.get(compression_name)
+        level = parsed[level_key] if level_key else None
+        adaptive = self._default_partitioner is not None and self._default_partitioner.adaptive
+        self._memory = memory(self._buffer_memory)
+        self._accumulator = RecordAccumulator(
+            batch_size=parsed["batch.size"], linger_s=parsed["linger.ms"] / 1000,
+            delivery_timeout_s=parsed["delivery.timeout.ms"] / 1000, max_block_s=self._max_block_s,
+            memory=self._memory,
+            load_stats=self._default_partitioner.update_load_stats if adaptive else None,
+            availability_timeout_s=parsed["partitioner.availability.timeout.ms"] / 1000)
+        self._network = NetworkClient(NetworkSettings.from_config({**parsed, "client.id": self.client_id}))
+        self._cluster = self._network.cluster
+        self._sender = Sender(self._network, self._accumulator, SenderSettings(
+            acks=parsed["acks"], retries=parsed["retries"], request_timeout_ms=parsed["request.timeout.ms"],
+            max_in_flight=parsed["max.in.flight.requests.per.connection"],
+            max_request_size=self._max_request_size, compression=_COMPRESSION[compression_name],
+            compression_level=None if level is None or level < 0 else level,
+            idempotent=parsed["enable.idempotence"], transaction_timeout_ms=parsed["transaction.timeout.ms"]))
+        self._routes: dict[str, Route] = {}
+        self._closed = False
+
+    # -- the steps of a send --
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaException(ClientErrorCode._STATE, "cannot send after the producer has been closed")
+
+    def _intercept(self, record: ProducerRecord, callback: Callback | None) -> tuple[ProducerRecord, Callback]:
+        """The record as `interceptor.classes` rewrote it, and a callback that tells them the outcome."""
+        record = self._interceptors.on_send(record)
+        record = record._replace(headers=header_items(record.headers))
+        interceptors = self._interceptors
+
+        def acknowledge(metadata: RecordMetadata | None, error: KafkaException | None) -> None:
+            interceptors.on_acknowledgement(metadata, error)
+            if callback is not None:
+                callback(metadata, error)
+        return record, acknowledge
+
+    def _known_route(self, topic: str, partition: int | None) -> Route | None:
+        """The topic's route when the current metadata serves this send, else None (wait for it)."""
+        route = self._routes.get(topic)
+        if route is None or route.metadata is not self._cluster.topics.get(topic) or \
+                (partition is not None and not 0 <= partition < route.num_partitions):
+            metadata = self._cluster.topics.get(topic)
+            if metadata is None or not metadata.partitions or (partition is not None
+                                                              and partition not in metadata.partitions):
+                return None
+            return self._new_route(metadata)
+        return route
+
+    def _new_route(self, metadata: TopicMetadata) -> Route:
+        topic = metadata.name
+        sticky = self._default_partitioner.sticky_for(topic) if self._default_partitioner is not None else None
+        route = self._routes[topic] = Route(metadata, sticky)
+        return route
+
+    def _metadata_answer(self, topic: str, partition: int | None, metadata: TopicMetadata | None,
+                         code: int | None) -> Route | KafkaException | None:
+        """What a metadata answer means for a send: its route, a retriable error to wait out
+        (None: no answer about the topic yet); a final error raises."""
+        if metadata is not None and metadata.partitions:
+            if partition is None or partition in metadata.partitions:
+                return self._new_route(metadata)
+            raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION,
+                                 f"partition {partition} of topic {topic!r} does not exist (it has "
+                                 f"partitions 0 to {len(metadata.partitions) - 1})")
+        if code is not None:
+            error = error_for(code, f"topic {topic!r}")
+            if not error.retriable:
+                raise error
+            return error
+        return None
+
+    async def _fetch_metadata(self, topic: str, timeout_ms: float) -> tuple[TopicMetadata | None, int | None]:
+        """Refresh the wanted topics' metadata (creating `topic` where the broker auto-creates)."""
+        if not topic:
+            raise KafkaException(ErrorCode.INVALID_TOPIC_EXCEPTION, "the topic name is empty")
+        cluster = self._network.cluster
+        cluster.wanted_topics.add(topic)
+        await self._network.refresh_metadata(sorted(cluster.wanted_topics), allow_auto_topic_creation=True,
+                                             timeout_ms=timeout_ms)
+        return cluster.topics.get(topic), cluster.topic_errors.get(topic)
+
+    def _queue(self, route: Route, topic: str, value: Any, key: Any, partition: int | None,
+               timestamp: int | None, header_items: Sequence[tuple[str, bytes | None]],
+               callback: Callback | None, deadline: float | None) -> RecordFuture:
+        """Serialize, choose the partition, check the size and append: the whole of a send once
+        its topic's route is known, in one frame (the per-record hot path). A buffer.memory that
+        cannot wait raises NoRoom carrying the prepared record, to be appended with `_append`."""
+        if self._raw_keys and (key is None or type(key) is bytes):
+            key_bytes = key
+        else:
+            try:
+                key_bytes = self._key_serializer.serialize(topic, key, header_items)
+            except SerializationTypeError as error:
+                raise SerializationTypeError(f"key: {error}") from None
+        if self._raw_values and (value is None or type(value) is bytes):
+            value_bytes = value
+        else:
+            try:
+                value_bytes = self._value_serializer.serialize(topic, value, header_items)
+            except SerializationTypeError as error:
+                raise SerializationTypeError(f"value: {error}") from None
+        sticky = None
+        if partition is not None:
+            chosen = partition
+        elif key_bytes is not None and self._keys_place_records:
+            chosen = partition_for_key(key_bytes, route.num_partitions)
+        elif route.sticky is not None:
+            sticky = route.sticky
+            chosen = sticky.partition(route.num_partitions, route.available)
+        else:
+            try:
+                chosen = choose_partition(self._partitioner, topic, None, key_bytes, value_bytes,
+                                          route.num_partitions, route.available)
+            except ValueError as error:
+                raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION, str(error)) from None
+        encoded_headers = encode_headers(header_items) if header_items else _NO_HEADERS
+        record_size = 21 + len(encoded_headers) + (len(key_bytes) if key_bytes is not None else 0) \
+            + (len(value_bytes) if value_bytes is not None else 0)  # estimated_record_size, inlined
+        if record_size + BATCH_HEADER_SIZE > self._record_limit:
+            limit, key_name = min((self._max_request_size, "max.request.size"),
+                                  (self._buffer_memory, "buffer.memory"))
+            raise KafkaException(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"the record is {record_size + BATCH_HEADER_SIZE} bytes when serialized, "
+                                 f"more than {key_name} ({limit})")
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        try:
+            future, batch_full, new_batch = self._accumulator.append(
+                route.partitions[chosen], timestamp, key_bytes, value_bytes, encoded_headers, callback, deadline)
+        except NoRoom as no_room:
+            no_room.record = PreparedRecord(route.partitions[chosen], timestamp, key_bytes, value_bytes,
+                                            encoded_headers, record_size, sticky, route)
+            raise
+        if sticky is not None:
+            sticky.record_appended(record_size, route.num_partitions, route.available,
+                                   enable_switch=batch_full or new_batch)
+        if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
+            self._wake_sender()
+        return future
+
+    def _append(self, record: PreparedRecord, callback: Callback | None, deadline: float | None) -> RecordFuture:
+        """Append a record `_queue` prepared (after its NoRoom); raises NoRoom again if still no room."""
+        future, batch_full, new_batch = self._accumulator.append(
+            record.topic_partition, record.timestamp, record.key, record.value, record.encoded_headers,
+            callback, deadline)
+        sticky = record.sticky
+        if sticky is not None:
+            route = record.route
+            sticky.record_appended(record.size, route.num_partitions, route.available,
+                                   enable_switch=batch_full or new_batch)
+        if batch_full or new_batch:
+            self._wake_sender()
+        return future
+
+    # -- columnar produce --
+
+    @staticmethod
+    def _record_columns(values: Any, keys: Any, timestamps: Any, headers: Any, partitions: Any) -> Any:
+        """The rows of a columnar send as Arrow columns (pyarrow is needed for columnar sends only)."""
+        try:
+            from gregor.client.producer.columns import record_columns
+        except ModuleNotFoundError as error:
+            if error.name != "pyarrow":
+                raise
+            raise ModuleNotFoundError("send_columns needs pyarrow (pip install pyarrow)", name="pyarrow") from None
+        return record_columns(values, keys, timestamps=timestamps, headers=headers, partitions=partitions)
+
+    def _columnar_plan(self, topic: str, route: Route, columns: Any,
+                       partition: int | None) -> list[tuple[TopicPartition, EncodedBatch]]:
+        """Place the rows (`partition`, else their partition column, else murmur2 of their key, else
+        the partitioner per batch) and encode them into batches of about `batch.size` bytes."""
+        from gregor.client.producer import columns as encoding  # loaded by _record_columns already
+
+        if self._intercepting:
+            raise KafkaException(ClientErrorCode._STATE, "columnar sends bypass interceptor.classes; "
+                                                         "use send with interceptors")
+        count = len(columns)
+        if not count:
+            return []
+        largest = encoding.pc.max(columns.upper_bound_sizes()).as_py() + 5
+        if largest + BATCH_HEADER_SIZE > self._record_limit:
+            limit, key_name = min((self._max_request_size, "max.request.size"), (self._buffer_memory, "buffer.memory"))
+            raise KafkaException(ErrorCode.MESSAGE_TOO_LARGE, f"a record is up to {largest + BATCH_HEADER_SIZE} "
+                                                              f"bytes when serialized, more than {key_name} ({limit})")
+        groups = encoding.partition_groups(columns, partition, route.num_partitions,
+                                           self._keys_place_records)
+        plan: list[tuple[TopicPartition, EncodedBatch]] = []
+        batch_size = self._accumulator.batch_size
+        for chosen, rows in groups:
+            encoded = encoding.encode_batches(rows, encoding.batch_bounds(rows, batch_size))
+            for batch in encoded:
+                target = chosen if chosen >= 0 else self._partition_for_batch(topic, route, len(batch.records))
+                plan.append((route.partitions[target], batch))
+        return plan
+
+    def _partition_for_batch(self, topic: str, route: Route, size: int) -> int:
+        """A batch of keyless rows: the sticky partition, which moves on after each batch."""
+        sticky = route.sticky
+        if sticky is None:
+            try:
+                return choose_partition(self._partitioner, topic, None, None, None, route.num_partitions,
+                                        route.available)
+            except ValueError as error:
+                raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION, str(error)) from None
+        chosen = sticky.partition(route.num_partitions, route.available)
+        sticky.record_appended(size, route.num_partitions, route.available, enable_switch=True)
+        return chosen
+
+    @abc.abstractmethod
+    def _wake_sender(self) -> None:
+        """Wake the sender task from the thread that appended."""
+
+    def _close_plugins(self) -> None:
+        self._interceptors.close()
+        self._partitioner.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.client_id}{' closed' if self._closed else ''}>"
+
+
+def header_items(headers: HeadersArg | Sequence[tuple[str, Any]]) -> tuple[tuple[str, bytes | None], ...]:
+    """Headers as (name, bytes or None) pairs; str values are UTF-8 encoded."""
+    if not headers:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for name, value in items:
+        if not isinstance(name, str):
+            raise TypeError(f"a header name must be str, not {type(name).__name__}")
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        elif value is not None and not isinstance(value, bytes):
+            value = bytes(value)
+        out.append((name, value))
+    return tuple(out)

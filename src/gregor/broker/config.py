@@ -158,6 +158,13 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("metrics.host", "string", None,
              "Interface of the Prometheus endpoint (unset: the first client listener's host; empty: every "
              "interface)."),
+        _key("console.port", "int", "-1",
+             "Port of the web console served by the broker (needs the console extra); -1 turns it off, 0 picks "
+             "a free port."),
+        _key("console.host", "string", None,
+             "Interface of the web console (unset: the first client listener's host; empty: every interface)."),
+        _key("console.read.only", "boolean", "false",
+             "The broker's web console hides and refuses every action that changes the cluster."),
     )
 }
 
@@ -322,6 +329,16 @@ class BrokerConfig:
                 raise ConfigError(f"{name}: must be at least 1, got {self.get(name)}")
         if self.get("log.message.timestamp.type") not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type: must be CreateTime or LogAppendTime")
+        self._validate_console()
+
+    def _validate_console(self) -> None:
+        """A console that cannot be served is refused, never silently left out."""
+        port = self.get("console.port")
+        if not -1 <= port <= 65535:
+            raise ConfigError(f"console.port: must be -1 (off) or 0..65535, got {port}")
+        if port >= 0 and "broker" not in self.process_roles:
+            raise ConfigError("console.port: a controller-only node has no client listener to serve the web "
+                              "console for; set it on a broker")
 
     def _validate_security(self) -> None:
         """Every listener must map to a security protocol, and to one Gregor implements: a listener
@@ -416,7 +433,16 @@ class BrokerConfig:
         """Where the Prometheus endpoint listens: `metrics.host`, else the host of the first client
         listener, so that a broker on localhost does not expose its metrics on every interface
         (an empty host means every interface, as in `listeners`)."""
-        host = self.get("metrics.host")
+        return self._host_or_first_listener("metrics.host")
+
+    @property
+    def console_host(self) -> str:
+        """Where the web console listens: `console.host`, else the host of the first client listener
+        (the console has no login of its own, so it is no more reachable than the broker)."""
+        return self._host_or_first_listener("console.host")
+
+    def _host_or_first_listener(self, key: str) -> str:
+        host = self.get(key)
         if host is not None:
             return host
         listeners = self.client_listeners()

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from gregor.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides
 from gregor.broker.unknown_config import describe_unknown_key, unknown_keys
+from gregor.cli.common import ToolError
+from gregor.cli.console_serving import missing_extra, missing_extra_message
 from gregor.cli.server_check import check_config
 from gregor.cli.server_logging import configure_logging
 from gregor.storage.dir_lock import DirectoryLockedError
@@ -18,6 +20,7 @@ from gregor.storage.dir_lock import DirectoryLockedError
 if TYPE_CHECKING:
     from gregor.broker.controller_server import ControllerServer
     from gregor.broker.server import Broker
+    from gregor.cli.embedded_console import EmbeddedConsole
     from gregor.metrics.exposition import MetricsServer
 
 EPILOG = """examples:
@@ -26,6 +29,7 @@ EPILOG = """examples:
   gregor server --config config/server.properties --check-config
   gregor server --override listeners=PLAINTEXT://127.0.0.1:19092 --override log.dirs=/tmp/g1
   gregor server --log-file /var/log/gregor/server.log --log-format json --override metrics.port=9404
+  gregor server --override console.port=8080 --override console.read.only=true   # needs the console extra
   gregor server --override process.roles=controller --override node.id=1 \
       --override listeners=CONTROLLER://127.0.0.1:19093 --override cluster.id=MkU3OEVBNTcwNTJENDM2Qk \
       --override controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093
@@ -70,9 +74,27 @@ def _node(config: BrokerConfig) -> tuple[Broker | ControllerServer, MetricsServe
     return broker, MetricsServer(metrics.registry)
 
 
+def _check_console_extra(config: BrokerConfig) -> None:
+    """A console the broker is told to serve but cannot is refused (ConfigError), not skipped."""
+    if config.get("console.port") < 0:
+        return
+    missing = missing_extra()
+    if missing is not None:
+        raise ConfigError(f"console.port: {missing_extra_message(missing)}")
+
+
+def _console(config: BrokerConfig) -> EmbeddedConsole | None:
+    """The web console `console.port` asks for, its port already bound (a busy one is a ToolError)."""
+    if config.get("console.port") < 0:
+        return None
+    from gregor.cli.embedded_console import EmbeddedConsole
+    return EmbeddedConsole(config)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, parse_overrides(args.override))
+        _check_console_extra(config)
     except (ConfigError, OSError) as error:
         print(f"gregor server: {error}", file=sys.stderr)
         return 1 if args.check_config else 2
@@ -85,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for name in unknown_keys(config.originals):
         logging.getLogger("gregor.config").warning(describe_unknown_key(name))
+    try:
+        console = _console(config)
+    except ToolError as error:
+        print(f"gregor server: console.port: {error}", file=sys.stderr)
+        return 1
 
     async def serve() -> None:
         broker, exporter = _node(config)
@@ -93,11 +120,17 @@ def run(args: argparse.Namespace) -> int:
             port = await exporter.listen(config.metrics_host, config.get("metrics.port"))
             logging.getLogger("gregor.metrics").info("Prometheus metrics at http://%s:%d/metrics",
                                                      config.metrics_host or "0.0.0.0", port)
+        if console is not None:
+            from gregor.broker.server import Broker
+            assert isinstance(broker, Broker), "console.port is refused on controller-only nodes"
+            logging.getLogger("gregor.console").info(await console.start(broker))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
+        if console is not None:
+            await console.stop()
         if exporter is not None:
             await exporter.close()
         await broker.stop()
@@ -113,4 +146,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"gregor server: {error}", file=sys.stderr)
         return 1
+    finally:
+        if console is not None:
+            console.close()
     return 0

@@ -43,7 +43,7 @@ def test_a_port_in_use_is_one_line(capsys):
 
 
 def test_a_console_on_a_loopback_address_answers_only_to_loopback_names():
-    from gregor.cli.web_console import _allowed_hosts
+    from gregor.cli.console_serving import allowed_hosts as _allowed_hosts
 
     assert _allowed_hosts("127.0.0.1") == ("127.0.0.1", "localhost", "[::1]")
     assert _allowed_hosts("::1") == ("127.0.0.1", "localhost", "[::1]")

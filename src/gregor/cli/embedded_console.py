@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import uvicorn
 
@@ -15,10 +15,7 @@ from gregor.broker.config import BrokerConfig
 from gregor.cli.console_serving import console_settings, listen, url_of
 from gregor.console.app import create_app
 
-if TYPE_CHECKING:
-    from gregor.broker.server import Broker
-
-SHUTDOWN_GRACE_S = 5.0
+SHUTDOWN_GRACE_S = 5
 """How long the console's open requests may run on at shutdown before their connections close."""
 
 
@@ -42,18 +39,17 @@ class EmbeddedConsole:
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, broker: Broker) -> str:
-        """Serve the console for the cluster at the broker's first client listener; returns the
-        log line that names its address."""
+    async def start(self, client_port: int) -> str:
+        """Serve the console for the cluster at the broker's first client listener, bound on
+        `client_port`; returns the log line that names the console's address."""
         assert self._listener is not None, "an embedded console starts once"
-        endpoint = self._config.client_listeners()[0]
-        bootstrap = bootstrap_of(endpoint.host, broker.bound_ports[endpoint.listener])
+        bootstrap = bootstrap_of(self._config.client_listeners()[0].host, client_port)
         read_only = self._config.get("console.read.only")
         settings = console_settings(bootstrap, self._host, read_only)
         # The console's clients are blocking: made on the loop, they would wait on this very broker.
         app = await asyncio.to_thread(create_app, settings)
         config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S))
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
         self._server = BrokerOwnedServer(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[self._listener]), name="web-console")
         return (f"Web console at {url_of(self._listener)} for the cluster at {bootstrap}"

@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         if console is not None:
             from gregor.broker.server import Broker
             assert isinstance(broker, Broker), "console.port is refused on controller-only nodes"
-            logging.getLogger("gregor.console").info(await console.start(broker))
+            first = config.client_listeners()[0].listener
+            logging.getLogger("gregor.console").info(await console.start(broker.bound_ports[first]))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

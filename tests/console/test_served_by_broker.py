@@ -21,7 +21,7 @@ def server(tmp_path, *overrides: str, prelude: str = "") -> Result:
     args = ["server", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
             "--override", f"log.dirs={tmp_path / 'data'}", *[f"--override={item}" for item in overrides]]
     code = f"import sys\n{prelude}\nfrom gregor.cli.main import main\nsys.exit(main({args!r}))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
                           env=tool_environment())
     return Result(done.returncode, done.stdout, done.stderr)
 

@@ -12,7 +12,6 @@ best. The figure includes task scheduling and the executors' consumer start-up, 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -21,36 +20,19 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
 
+from spark_common import local_spark, parse_args  # noqa: E402
 from throughput import create_topic, produce, start_gregor  # noqa: E402
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=2)
-    parser.add_argument("--runs", type=int, default=3)
-    return parser.parse_args()
-
-
 def main() -> None:
-    args = parse_args()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    import gregor.spark
+    args = parse_args(__doc__.splitlines()[0])
 
     broker = start_gregor()
     try:
         topic = f"spark-read-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap, topic, args.partitions)
         produce(broker.bootstrap, topic, args.records, args.size, {"linger.ms": "20"})
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                 .getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        gregor.spark.register(spark)
+        spark = local_spark()
         frame = (spark.read.format("gregor").option("kafka.bootstrap.servers", broker.bootstrap)
                  .option("subscribe", topic).load())
         assert frame.count() == args.records, "the warm-up read did not return every record"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gregor.client.errors import ClientErrorCode, KafkaTimeoutError
 from gregor.client.producer.memory import BufferMemory, NoRoom
 
 __all__ = ["AsyncBufferMemory", "NoRoom"]
@@ -39,10 +38,7 @@ class AsyncBufferMemory(BufferMemory):
         while self._available < size:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise KafkaTimeoutError(
-                    ClientErrorCode._QUEUE_FULL,
-                    f"buffer.memory ({self.total_bytes} bytes) is full and {size} bytes did not free up "
-                    f"within max.block.ms; the broker is slower than the sends or unreachable")
+                raise self.full(size)
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:

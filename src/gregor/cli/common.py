@@ -54,8 +54,9 @@ class ToolParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line naming the problem and where to look, with
     the closest known names for a mistyped tool, choice or flag ("did you mean")."""
 
-    def parse_known_args(self, args: Sequence[str] | None = None,
-                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+    def parse_known_args(  # type: ignore[override]  # typeshed's overloads, narrowed to what tools pass
+            self, args: Sequence[str] | None = None,
+            namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         """Unknown arguments are an error of the parser that met them (a tool's, not `gregor`'s),
         so that the suggestions come from that tool's flags."""
         parsed, extras = super().parse_known_args(args, namespace)

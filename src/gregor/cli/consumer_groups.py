@@ -268,9 +268,9 @@ def _requested_partitions(admin: AdminClient, topics: list[str]) -> list[TopicPa
     """`--topic t` (every partition of t) or `--topic t:0,2`, checked against the cluster."""
     wanted: dict[str, list[int] | None] = {}
     for item in topics:
-        name, _, parts = item.partition(":")
+        name, _, listed = item.partition(":")
         try:
-            wanted[name] = [int(part) for part in parts.split(",")] if parts else None
+            wanted[name] = [int(part) for part in listed.split(",")] if listed else None
         except ValueError:
             raise UsageError(f"--topic {item!r}: expected TOPIC or TOPIC:PARTITION,PARTITION") from None
     descriptions = admin.describe_topics(list(wanted))

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if failures:
         raise ToolError("cannot describe log dirs of " + "; ".join(failures))
     print(f"Received log directory information from brokers {','.join(map(str, wanted))}")
-    print(json.dumps(as_json(described, topics), separators=(",", ":")))
+    print(json.dumps(as_json({broker: dirs for broker, dirs in described.items()
+                              if not isinstance(dirs, KafkaException)}, topics), separators=(",", ":")))
     return 0
 
 

@@ -34,7 +34,7 @@ from gregor.client.errors import (
     ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError, error_for,
 )
 from gregor.client.network import (
-    COORDINATOR_MOVED_ERRORS, Coordinators, NetworkClient, NetworkSettings, NetworkThread,
+    COORDINATOR_MOVED_ERRORS, ByPartition, Coordinators, NetworkClient, NetworkSettings, NetworkThread,
     Node, PartitionMetadata, TopicPartition,
 )
 from gregor.protocol.error_codes import ErrorCode
@@ -460,7 +460,7 @@ class AdminClient:
             lambda deadline: self._operations.list_group_offsets(group_id, wanted, require_stable, deadline), timeout)
 
     def alter_consumer_group_offsets(self, group_id: str,
-                                     offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
+                                     offsets: ByPartition[int | OffsetAndMetadata],
                                      timeout: float | None = None,
                                      ) -> dict[TopicPartition, KafkaException | None]:
         """Commit offsets for a group that has no active members (OffsetCommit, generation -1)."""
@@ -475,13 +475,13 @@ class AdminClient:
 
     # records and offsets of partitions
 
-    def delete_records(self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None,
+    def delete_records(self, before_offsets: ByPartition[int], timeout: float | None = None,
                        ) -> dict[TopicPartition, DeletedRecords | KafkaException]:
         """Delete the records before each offset (-1: up to the high watermark)."""
         wanted = {TopicPartition(*tp): offset for tp, offset in before_offsets.items()}
         return self._call(lambda deadline: self._operations.delete_records(wanted, deadline), timeout)
 
-    def list_offsets(self, specs: Mapping[tuple[str, int], OffsetSpec],
+    def list_offsets(self, specs: ByPartition[OffsetSpec],
                      isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                      timeout: float | None = None) -> dict[TopicPartition, ListedOffset | KafkaException]:
         wanted = {TopicPartition(*tp): spec for tp, spec in specs.items()}
@@ -498,7 +498,7 @@ class AdminClient:
         kind = ElectionType(election_type)
         return self._call(lambda deadline: self._operations.elect_leaders(kind, wanted, deadline), timeout)
 
-    def alter_partition_reassignments(self, reassignments: Mapping[tuple[str, int], Sequence[int] | None],
+    def alter_partition_reassignments(self, reassignments: ByPartition[Sequence[int] | None],
                                       timeout: float | None = None) -> dict[TopicPartition, KafkaException | None]:
         """Move each partition to the given replicas (None cancels its running reassignment);
         success means accepted: the new replicas catch up in the background."""

@@ -11,7 +11,7 @@ Each broker has its own registry, so several brokers can live in one process (te
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping, Protocol
+from typing import Iterable, Iterator, Mapping, Protocol, Sized
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -29,16 +29,44 @@ def request_name(api_key: int) -> str:
     return request_class.__name__.removesuffix("Request") if request_class else str(api_key)
 
 
+class LogView(Protocol):
+    """What the state collector reads of a partition's log."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def segments(self) -> Sized: ...
+
+    def size_in_bytes(self) -> int: ...
+
+
 class PartitionView(Protocol):
     """What the state collector reads of one local partition."""
 
-    topic: str
-    index: int
-    high_watermark: int
-    is_leader: bool
-    isr: object
-    replicas: object
-    log: object
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def isr(self) -> Sized: ...
+
+    @property
+    def replicas(self) -> Sized: ...
+
+    @property
+    def log(self) -> LogView: ...
 
 
 class BrokerState(Protocol):

@@ -69,8 +69,10 @@ class ByTimestamp:
         if self.timestamps is not None:
             _check_covers(self.option, self.timestamps, partitions)
             wanted = dict(self.timestamps)
-        else:
+        elif self.timestamp is not None:
             wanted = {tp: self.timestamp for tp in partitions}
+        else:
+            raise ValueError("a timestamp bound names a timestamp or one per partition")
         found = catalog.offsets_for_times(wanted)
         missing = [tp for tp in partitions if found.get(tp) is None]
         if missing and self.on_missing == "error":
@@ -78,4 +80,4 @@ class ByTimestamp:
                                            f"{describe({tp: wanted[tp] for tp in missing})}; set "
                                            f"startingOffsetsByTimestampStrategy to latest to start at the end")
         latest = catalog.latest(missing)
-        return {tp: latest[tp] if found.get(tp) is None else found[tp] for tp in partitions}
+        return {tp: latest[tp] if (offset := found.get(tp)) is None else offset for tp in partitions}

@@ -74,8 +74,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         earliest = self.catalog.earliest(latest)
         from_offsets = {tp: max(begun.get(tp, earliest[tp]), earliest[tp]) for tp in latest}
         waiting = available(from_offsets, latest)
-        holding = self._delay is not None and self._target is None and not isinstance(limit, ReadAllAvailable)
-        if holding and not self._delay.admit(waiting):
+        delay = self._delay if self._target is None and not isinstance(limit, ReadAllAvailable) else None
+        if delay is not None and not delay.admit(waiting):
             return start
         end = cap(from_offsets, latest, limit.max_rows) if isinstance(limit, ReadMaxRows) else latest
         return to_json_dict(end)

@@ -23,7 +23,7 @@ from gregor.client.aio.binding import LoopBinding, check_timeout
 from gregor.client.config import Role, parse_config
 from gregor.client.consumer.base import partitions_arg
 from gregor.client.errors import ClientErrorCode, KafkaException
-from gregor.client.network import NetworkClient, NetworkSettings, TopicPartition
+from gregor.client.network import ByPartition, NetworkClient, NetworkSettings, TopicPartition
 
 _CLIENT_NUMBERS = itertools.count(1)
 T = TypeVar("T")
@@ -170,7 +170,7 @@ class AdminClient:
             lambda deadline: self._operations.list_group_offsets(group_id, wanted, require_stable, deadline), timeout)
 
     async def alter_consumer_group_offsets(self, group_id: str,
-                                           offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
+                                           offsets: ByPartition[int | OffsetAndMetadata],
                                            timeout: float | None = None,
                                            ) -> dict[TopicPartition, KafkaException | None]:
         """Commit offsets for a group that has no active members (OffsetCommit, generation -1)."""
@@ -190,13 +190,13 @@ class AdminClient:
 
     # records and offsets of partitions
 
-    async def delete_records(self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None,
+    async def delete_records(self, before_offsets: ByPartition[int], timeout: float | None = None,
                              ) -> dict[TopicPartition, DeletedRecords | KafkaException]:
         """Delete the records before each offset (-1: up to the high watermark)."""
         wanted = {TopicPartition(*tp): offset for tp, offset in _mapping(before_offsets, "before_offsets").items()}
         return await self._call(lambda deadline: self._operations.delete_records(wanted, deadline), timeout)
 
-    async def list_offsets(self, specs: Mapping[tuple[str, int], OffsetSpec],
+    async def list_offsets(self, specs: ByPartition[OffsetSpec],
                            isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                            timeout: float | None = None) -> dict[TopicPartition, ListedOffset | KafkaException]:
         wanted = {TopicPartition(*tp): spec for tp, spec in _mapping(specs, "specs").items()}
@@ -212,7 +212,7 @@ class AdminClient:
         kind = ElectionType(election_type)
         return await self._call(lambda deadline: self._operations.elect_leaders(kind, wanted, deadline), timeout)
 
-    async def alter_partition_reassignments(self, reassignments: Mapping[tuple[str, int], Sequence[int] | None],
+    async def alter_partition_reassignments(self, reassignments: ByPartition[Sequence[int] | None],
                                             timeout: float | None = None,
                                             ) -> dict[TopicPartition, KafkaException | None]:
         """Move each partition to the given replicas (None cancels its running reassignment)."""

@@ -31,7 +31,7 @@ from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
 from gregor.client.consumer.records import ConsumerRecord, ConsumerRecords, RecordChunk
 from gregor.client.errors import ClientErrorCode, KafkaException
-from gregor.client.network import PartitionMetadata, TopicPartition
+from gregor.client.network import ByPartition, PartitionMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ class Consumer(ConsumerBase):
             self._pending = collections.deque(record for record in self._pending
                                               if TopicPartition(record.topic, record.partition) in self._owned)
 
-    def _offsets_to_commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None
+    def _offsets_to_commit(self, offsets: ByPartition[int | OffsetAndMetadata] | None
                            ) -> dict[TopicPartition, OffsetAndMetadata]:
         """As the base's, with pending records of an iteration counted as not consumed."""
         result = super()._offsets_to_commit(offsets)
@@ -383,7 +383,7 @@ class Consumer(ConsumerBase):
 
     # -- offsets --
 
-    async def commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None = None,
+    async def commit(self, offsets: ByPartition[int | OffsetAndMetadata] | None = None,
                      timeout: float | None = None) -> None:
         """Commit `offsets` (the next offsets to read), or every consumed position, and return
         once the coordinator accepted them."""
@@ -421,7 +421,7 @@ class Consumer(ConsumerBase):
         return {partition: found[partition] if partition in found and found[partition].offset >= 0 else None
                 for partition in wanted}
 
-    async def offsets_for_times(self, timestamps: Mapping[tuple[str, int], int], timeout: float | None = None
+    async def offsets_for_times(self, timestamps: ByPartition[int], timeout: float | None = None
                                 ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The earliest offset whose timestamp is at least the given one (None past the end)."""
         if not isinstance(timestamps, Mapping):

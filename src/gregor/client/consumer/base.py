@@ -30,7 +30,7 @@ from gregor.client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, Fet
 from gregor.client.consumer.subscription import SubscriptionState, SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.client.interceptors import ConsumerInterceptors, resolve_consumer_interceptors
-from gregor.client.network import NetworkClient, NetworkSettings, TopicPartition
+from gregor.client.network import ByPartition, NetworkClient, NetworkSettings, TopicPartition
 from gregor.client.serialization import resolve_deserializer
 
 log = logging.getLogger(__name__)
@@ -299,7 +299,7 @@ class ConsumerBase:
             result[partition] = value
         return result
 
-    def _offsets_to_commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None
+    def _offsets_to_commit(self, offsets: ByPartition[int | OffsetAndMetadata] | None
                            ) -> dict[TopicPartition, OffsetAndMetadata]:
         if self._group_id is None:
             raise KafkaException(ClientErrorCode._INVALID_ARG, "committing offsets needs group.id")

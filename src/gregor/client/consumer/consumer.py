@@ -23,7 +23,7 @@ from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
 from gregor.client.consumer.records import ConsumerRecords, RecordChunk
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
-from gregor.client.network import NetworkThread, PartitionMetadata, TopicPartition
+from gregor.client.network import ByPartition, NetworkThread, PartitionMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -371,7 +371,7 @@ class Consumer(ConsumerBase):
 
     # -- offsets --
 
-    def commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None = None, *,
+    def commit(self, offsets: ByPartition[int | OffsetAndMetadata] | None = None, *,
                asynchronous: bool = False, callback: CommitCallback | None = None,
                timeout: float | None = None) -> None:
         """Commit `offsets` (the next offsets to read), or every consumed position. Synchronous
@@ -391,7 +391,7 @@ class Consumer(ConsumerBase):
         finally:
             self._release()
 
-    def commit_async(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None = None,
+    def commit_async(self, offsets: ByPartition[int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Java's commitAsync: `commit(offsets, asynchronous=True, callback=callback)`."""
         self.commit(offsets, asynchronous=True, callback=callback)
@@ -459,7 +459,7 @@ class Consumer(ConsumerBase):
         finally:
             self._release()
 
-    def offsets_for_times(self, timestamps: Mapping[tuple[str, int], int], timeout: float | None = None
+    def offsets_for_times(self, timestamps: ByPartition[int], timeout: float | None = None
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The earliest offset whose timestamp is at least the given one (None past the end)."""
         return self._listed({TopicPartition(*partition): OffsetSpec.for_timestamp(timestamp)

@@ -19,7 +19,7 @@ synchronous user-facing methods reach them through `NetworkThread.run/submit/spa
 from gregor.client.network.backoff import ExponentialBackoff
 from gregor.client.network.client import NetworkClient
 from gregor.client.network.cluster import (
-    STALE_METADATA_ERRORS, ClusterMetadata, Node, PartitionMetadata, TopicMetadata, TopicPartition,
+    STALE_METADATA_ERRORS, ByPartition, ClusterMetadata, Node, PartitionMetadata, TopicMetadata, TopicPartition,
 )
 from gregor.client.network.connection import BrokerConnection
 from gregor.client.network.coordinators import COORDINATOR_MOVED_ERRORS, Coordinators, CoordinatorType
@@ -29,6 +29,7 @@ from gregor.client.network.versions import CLIENT_API_VERSIONS, BrokerApiVersion
 from gregor.client.network.wire import WireSession
 
 __all__ = [
+    "ByPartition",
     "BrokerApiVersions", "BrokerConnection", "CLIENT_API_VERSIONS", "COORDINATOR_MOVED_ERRORS",
     "ClusterMetadata", "CoordinatorType", "Coordinators", "ExponentialBackoff",
     "NetworkClient", "NetworkSettings", "NetworkThread", "Node", "PartitionMetadata",

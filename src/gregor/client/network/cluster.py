@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, NamedTuple
+from typing import Any, Collection, Iterable, Mapping, NamedTuple, TypeAlias, TypeVar, Union
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.primitives import ZERO_UUID
@@ -43,6 +43,12 @@ class TopicPartition(NamedTuple):
 
     topic: str
     partition: int
+
+
+_V = TypeVar("_V")
+ByPartition: TypeAlias = Union[Mapping[TopicPartition, _V], Mapping[tuple[str, int], _V]]
+"""A value per partition, keyed by TopicPartition or by plain (topic, partition) tuples: a
+Mapping's key type is invariant, so a signature naming only tuples refuses TopicPartition keys."""
 
 
 @dataclass(frozen=True)

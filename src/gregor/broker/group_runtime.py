@@ -120,11 +120,11 @@ class GroupRuntime:
             log.warning("appending %d group record(s) to %s-%d failed: %s", len(effect.records),
                         OFFSETS_TOPIC, effect.partition, error)
             return self._append_done(append_id, ErrorCode(error.code))
-        self._partitions.on_leader_append(partition)
         if append_id is None:
+            self._partitions.on_leader_append(partition)
             return []
         replicated: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
-        self._partitions.apply(partition, partition.await_replication(
+        self._partitions.on_leader_append(partition, partition.await_replication(
             info, replicated, self._clock(), self._config.get("offsets.commit.timeout.ms")))
         if replicated.done():
             return self._append_done(append_id, replicated.result())

@@ -166,11 +166,16 @@ class HostedPartitions:
     def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
         self.replicas.apply(partition, effects)
 
-    def on_leader_append(self, partition: Partition) -> None:
-        """Records were appended as leader: wake the followers waiting in a fetch for them, and
-        take the partition's new deadline (its followers are measured against the new log end)."""
+    def on_leader_append(self, partition: Partition, effects: Iterable[Effect] | None = None) -> None:
+        """Records were appended as leader, with `effects` when the appender waits for them (an
+        acks=all produce): wake the followers waiting in a fetch for them, and carry out the
+        effects and take the partition's new deadline (its followers are measured against the
+        new log end) in one step."""
         if partition.remote:
             self.replica_fetches.check((partition.topic, partition.index))
+        if effects is not None:
+            self.replicas.apply(partition, effects)
+        elif partition.remote:
             self.replicas.reschedule(partition)
 
     def log_dirs(self) -> Sequence[str]:

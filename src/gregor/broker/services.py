@@ -61,8 +61,9 @@ class PartitionHost(Protocol):
     def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
         """Carry out what a partition asked for (fetches, ISR proposals, produce answers)."""
 
-    def on_leader_append(self, partition: Partition) -> None:
-        """Records were appended as leader: wake what waits for them."""
+    def on_leader_append(self, partition: Partition, effects: Iterable[Effect] | None = None) -> None:
+        """Records were appended as leader (`effects`: what the partition asked for while the
+        appender waits on them, such as `await_replication`'s): wake what waits for the records."""
 
     def log_dirs(self) -> Sequence[str]:
         """The configured log dirs, in order."""

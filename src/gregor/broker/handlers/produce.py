@@ -28,6 +28,7 @@ from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
 from gregor.records.convert import detect_magic, upconvert_to_v2
+from gregor.storage.log import AppendInfo
 
 API_KEY = 0
 MIN_VERSION, MAX_VERSION = 0, 11
@@ -108,19 +109,21 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
         code, message = error_code_of(error)
         return _failed(index, code, message)
     context.metrics.produced(topic, len(records), info.record_count)
-    partitions.on_leader_append(partition)
-    answer = _PartitionResponse(
-        index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
-        log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset,
-    )
-    if acks == -1:
-        replicated = asyncio.get_running_loop().create_future()
-        partitions.apply(partition, partition.await_replication(info, replicated, context.now_ms, timeout_ms))
-        if replicated.done() and replicated.result() != ErrorCode.NONE:
-            return _failed(index, replicated.result())
-        if not replicated.done():
-            waiting.append((answer, replicated))
-    return answer
+    if acks != -1:
+        partitions.on_leader_append(partition)
+        return _appended(index, info)
+    replicated = asyncio.get_running_loop().create_future()
+    partitions.on_leader_append(partition, partition.await_replication(info, replicated, context.now_ms, timeout_ms))
+    if not replicated.done():
+        answer = _appended(index, info)
+        waiting.append((answer, replicated))
+        return answer
+    return _appended(index, info) if replicated.result() == ErrorCode.NONE else _failed(index, replicated.result())
+
+
+def _appended(index: int, info: AppendInfo) -> _PartitionResponse:
+    return _PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+                              log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
 
 
 def _failed(index: int, code: ErrorCode, message: str | None = None) -> _PartitionResponse:

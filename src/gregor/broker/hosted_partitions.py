@@ -95,8 +95,7 @@ class HostedPartitions:
         for name, index in list(logs.logs):
             if self._metadata.image.partition(name, index) is None:
                 log.info("deleting %s-%d: not in the metadata", name, index)
-                self.partitions.pop((name, index), None)
-                logs.delete_log(name, index)
+                self._stop_hosting((name, index), now_ms)
 
     def sync_partition(self, name: str, index: int, now_ms: int) -> None:
         """Bring one partition of the image in line: host it as leader or follower, or stop
@@ -105,11 +104,8 @@ class HostedPartitions:
         topic = self._metadata.image.topics[name]
         registration = topic.partitions[index]
         if self._metadata.node_id not in registration.replicas:
-            if logs.get_log(name, index) is not None:  # reassigned away: delete it, as Kafka's StopReplica
-                if (gone := self.partitions.pop((name, index), None)) is not None:
-                    self.replicas.apply(gone, gone.stop(now_ms))
-                    self._wake_fetches((name, index))
-                logs.delete_log(name, index)
+            if logs.get_log(name, index) is not None:  # reassigned away
+                self._stop_hosting((name, index), now_ms)
             return
         partition = self.partitions.get((name, index))
         if partition is None:
@@ -130,10 +126,17 @@ class HostedPartitions:
     def remove_topic(self, name: str, now_ms: int) -> None:
         """A deleted topic: its partitions stop and their logs go."""
         for key in [k for k in self.partitions if k[0] == name]:
-            gone = self.partitions.pop(key)
+            self._stop_hosting(key, now_ms)
+
+    def _stop_hosting(self, key: Key, now_ms: int) -> None:
+        """A partition this broker hosts no more (deleted, reassigned away, or not in the metadata
+        at all), as Kafka's StopReplica: it stops, the fetches waiting on it are answered, its log
+        is deleted."""
+        gone = self.partitions.pop(key, None)
+        if gone is not None:
             self.replicas.apply(gone, gone.stop(now_ms))
-            self._loaded_logs().delete_log(*key)
             self._wake_fetches(key)
+        self._loaded_logs().delete_log(*key)
 
     def update_log_configs(self, changed: Collection[tuple[int, str]]) -> None:
         """Configs changed (resource type, name): a broker's reach every topic's logs."""

@@ -13,7 +13,7 @@ from gregor.client import KafkaException, TopicPartition
 from gregor.client.admin import OffsetSpec
 from gregor.console import forms
 from gregor.console.forms import FormError
-from gregor.console.rendering import Context, Renderer, group_url
+from gregor.console.rendering import Context, Renderer, changes_cluster, group_url
 from gregor.console.reset import NEEDS_VALUE, SCENARIOS, plan_reset
 
 INACTIVE_STATES = ("Empty", "Dead")
@@ -35,13 +35,10 @@ class GroupPages:
                                         lambda: {"group": self.services.inspector.group(group_id)},
                                         status_code, error=error, group_id=group_id)
 
-    async def reset(self, request: Request) -> Response:
+    @changes_cluster("groups")
+    async def reset(self, request: Request, form: dict[str, str]) -> Response:
         """A reset shows its plan first (as --dry-run); the plan shown is what a confirmation commits."""
-        refused = self.renderer.refuse_read_only(request, "groups")
-        if refused:
-            return refused
         group_id = request.query_params.get("id", "")
-        form = forms.parse_form(await request.body())
         if form.get("confirm") == "yes":
             return await self._execute_reset(request, group_id, form)
         scenario = form.get("scenario", "")

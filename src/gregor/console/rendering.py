@@ -3,10 +3,11 @@ when the cluster cannot answer (not found, unreachable and retried, Kafka's erro
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Protocol
 from urllib.parse import quote, urlencode
 
 import jinja2
@@ -16,7 +17,7 @@ from starlette.responses import HTMLResponse, Response
 
 from gregor.client import KafkaException
 from gregor.client.errors import ClientErrorCode
-from gregor.console import content
+from gregor.console import content, forms
 from gregor.console.health import PartitionState
 from gregor.console.reset import SCENARIOS
 from gregor.console.services import ConsoleServices, ConsoleSettings
@@ -34,6 +35,27 @@ NOTICES = {
     "reset": "Offsets reset.",
 }
 Context = dict[str, Any]
+
+
+class _Pages(Protocol):
+    renderer: Renderer
+
+
+FormHandler = Callable[[Any, Request, dict[str, str]], Awaitable[Response]]
+
+
+def changes_cluster(nav: str) -> Callable[[FormHandler], Callable[[Any, Request], Awaitable[Response]]]:
+    """For a page method that changes the cluster: refused in read-only mode, else called with
+    the posted form."""
+    def wrap(handler: FormHandler) -> Callable[[Any, Request], Awaitable[Response]]:
+        @functools.wraps(handler)
+        async def guarded(pages: _Pages, request: Request) -> Response:
+            refused = pages.renderer.refuse_read_only(request, nav)
+            if refused:
+                return refused
+            return await handler(pages, request, forms.parse_form(await request.body()))
+        return guarded
+    return wrap
 
 
 def topic_url(name: str, *parts: str) -> str:

@@ -13,7 +13,7 @@ from gregor.client import KafkaException
 from gregor.client.admin import NewTopic
 from gregor.console import content, forms
 from gregor.console.forms import FormError
-from gregor.console.rendering import UNREACHABLE, Context, Renderer, topic_url
+from gregor.console.rendering import UNREACHABLE, Context, Renderer, changes_cluster, topic_url
 
 
 class TopicPages:
@@ -31,11 +31,8 @@ class TopicPages:
         return await self.renderer.load(request, "topics.html", "topics", loader, status_code, error=error,
                                         form=form or {}, deleted=request.query_params.get("topic"))
 
-    async def create_topic(self, request: Request) -> Response:
-        refused = self.renderer.refuse_read_only(request, "topics")
-        if refused:
-            return refused
-        form = forms.parse_form(await request.body())
+    @changes_cluster("topics")
+    async def create_topic(self, request: Request, form: dict[str, str]) -> Response:
         name = form.get("name", "").strip()
         try:
             partitions = forms.optional_int(form.get("partitions"), "partitions", 1)
@@ -61,12 +58,9 @@ class TopicPages:
                                                  "rate": self.services.sampler.topic_rate(name)},
                                         status_code, error=error)
 
-    async def add_partitions(self, request: Request) -> Response:
-        refused = self.renderer.refuse_read_only(request, "topics")
-        if refused:
-            return refused
+    @changes_cluster("topics")
+    async def add_partitions(self, request: Request, form: dict[str, str]) -> Response:
         name = request.path_params["name"]
-        form = forms.parse_form(await request.body())
         try:
             total = forms.required_int(form.get("total"), "new total of partitions", 1)
         except FormError as error:
@@ -79,12 +73,9 @@ class TopicPages:
             return await self.topic(request, f"Kafka refused to add partitions: {result}", 400)
         return RedirectResponse(topic_url(name) + "?done=partitions", 303)
 
-    async def delete_topic(self, request: Request) -> Response:
-        refused = self.renderer.refuse_read_only(request, "topics")
-        if refused:
-            return refused
+    @changes_cluster("topics")
+    async def delete_topic(self, request: Request, form: dict[str, str]) -> Response:
         name = request.path_params["name"]
-        form = forms.parse_form(await request.body())
         if form.get("confirm", "") != name:
             return await self.topic(request, "Not deleted: type the topic's name exactly to confirm.", 400)
         try:
@@ -140,12 +131,9 @@ class TopicPages:
         return Response(data or b"", media_type="application/octet-stream",
                         headers={"content-disposition": f'attachment; filename="{filename}"'})
 
-    async def produce(self, request: Request) -> Response:
-        refused = self.renderer.refuse_read_only(request, "topics")
-        if refused:
-            return refused
+    @changes_cluster("topics")
+    async def produce(self, request: Request, form: dict[str, str]) -> Response:
         name = request.path_params["name"]
-        form = forms.parse_form(await request.body())
         try:
             partition = forms.optional_int(form.get("partition"), "partition", 0)
             record_headers = forms.headers(form.get("headers", ""))

@@ -14,18 +14,10 @@ import pytest
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.messages import ProduceRequest
 from gregor.protocol.primitives import MAX_ARRAY_ELEMENTS, Reader
+from gregor.protocol.primitives import uvarint_bytes as uvarint
 
 TAIL = b"\x00" * 64
 PEAK_LIMIT = 64 * 1024
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def int8(r: Reader) -> int:

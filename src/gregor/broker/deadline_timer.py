@@ -25,11 +25,6 @@ class DeadlineTimer:
         self._handle: asyncio.TimerHandle | None = None
         self._deadline: int | None = None
 
-    @property
-    def deadline(self) -> int | None:
-        """The deadline armed now (None: none)."""
-        return self._deadline
-
     def arm(self, deadline_ms: int | None) -> None:
         """Fire at `deadline_ms` (this timer's clock; one already past fires on the next loop
         iteration) unless armed for that moment or earlier already.

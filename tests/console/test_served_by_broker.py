@@ -7,6 +7,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -31,8 +32,7 @@ def test_the_broker_serves_the_console_for_its_cluster(tmp_path):
     process = BrokerProcess(str(tmp_path / "data"), {"console.port": "0", "console.read.only": "true"})
     process.start()
     try:
-        logged = re.search(r"INFO gregor.console Web console at (http://127\.0\.0\.1:(\d+)/) for the cluster at "
-                           r"(\S+) \(read-only\)", process.output())
+        logged = _console_line(process)
         assert logged is not None, process.output()
         assert logged[2] != "0" and logged[3] == process.bootstrap
         with urllib.request.urlopen(logged[1], timeout=20) as answer:
@@ -42,6 +42,18 @@ def test_the_broker_serves_the_console_for_its_cluster(tmp_path):
     assert status == 200
     assert f"<td>{process.bootstrap}</td>" in page and 'data-broker="1"' in page  # the broker, by address and id
     assert process.proc.returncode == 0 and "Traceback" not in process.output()
+
+
+def _console_line(process: BrokerProcess, timeout: float = 30) -> re.Match[str] | None:
+    """The broker's line naming its console, once logged: the console starts after the broker
+    answers (its clients are made on a worker thread), so the line can come after `start` returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        logged = re.search(r"INFO gregor.console Web console at (http://127\.0\.0\.1:(\d+)/) for the cluster at "
+                           r"(\S+) \(read-only\)", process.output())
+        if logged is not None or time.monotonic() > deadline or process.proc.poll() is not None:
+            return logged
+        time.sleep(0.05)
 
 
 def test_a_console_without_its_extra_is_refused_in_one_line(tmp_path):

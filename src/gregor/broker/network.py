@@ -62,15 +62,22 @@ class FileRegion:
         return self._size
 
 
+#: The principal of an unauthenticated connection (a PLAINTEXT or SSL listener without client auth).
+ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
+
+
 class ConnectionInfo:
     """What handlers may know about the peer of a request."""
 
-    __slots__ = ("peer", "listener", "connection_id")
+    __slots__ = ("peer", "listener", "connection_id", "principal")
 
-    def __init__(self, peer: str, listener: str, connection_id: int) -> None:
+    def __init__(self, peer: str, listener: str, connection_id: int,
+                 principal: str = ANONYMOUS_PRINCIPAL) -> None:
         self.peer = peer
         self.listener = listener
         self.connection_id = connection_id
+        #: Kafka's principal string ("User:alice"); authentication sets it, authorization reads it.
+        self.principal = principal
 
 
 class Dispatcher(Protocol):

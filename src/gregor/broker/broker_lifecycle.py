@@ -21,6 +21,7 @@ import uuid
 from typing import Callable
 
 from gregor.broker.controller_channel import ControllerChannel
+from gregor.metadata.features import SUPPORTED_FEATURES
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
@@ -30,7 +31,7 @@ log = logging.getLogger("gregor.broker")
 
 REGISTRATION_VERSION = 2
 HEARTBEAT_VERSION = 0
-FATAL = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID})
+FATAL = frozenset({ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION})  # a feature level it cannot honour
 REREGISTER = frozenset({ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED})
 FENCED_HEARTBEAT_S = 0.05
 UNANSWERED_SHUTDOWN_HEARTBEATS = 2  # no controller answers (all stopped): stop without its consent
@@ -110,8 +111,9 @@ class BrokerLifecycle:
         request = BrokerRegistrationRequest(
             broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
             listeners=self.listeners, rack=self.rack or None,
-            features=[BrokerRegistrationRequest.Feature(name="metadata.version", min_supported_version=1,
-                                                        max_supported_version=30)])
+            features=[BrokerRegistrationRequest.Feature(name=f.name, min_supported_version=f.min_level,
+                                                        max_supported_version=f.max_level)
+                      for f in SUPPORTED_FEATURES])
         while True:
             try:
                 response = await self.channel.send(request, REGISTRATION_VERSION, self.heartbeat_interval_s * 5)

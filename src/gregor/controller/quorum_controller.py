@@ -24,8 +24,9 @@ from gregor.controller.operations import (
 )
 from gregor.controller.placement import place_replicas
 from gregor.controller.topic_names import CLUSTER_METADATA_TOPIC, colliding_topic, topic_name_error
+from gregor.metadata import features
 from gregor.metadata.delta import MetadataDelta
-from gregor.metadata.image import METADATA_VERSION_FEATURE, TOPIC_RESOURCE, MetadataImage
+from gregor.metadata.image import TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import (
     ConfigEntry, describe_topic_config, validate_broker_log_config, validate_topic_configs,
 )
@@ -35,8 +36,7 @@ from gregor.protocol.messages import (
     RemoveTopicRecord, TopicRecord, UnfenceBrokerRecord,
 )
 
-METADATA_VERSION = 21  # 3.9-IV0
-MIN_METADATA_VERSION = 1  # 3.0-IV1
+METADATA_VERSION = features.bootstrap_levels()[features.METADATA_VERSION]
 PRODUCER_ID_BLOCK_SIZE = 1000
 LONG_MAX = 9223372036854775807
 UNASSIGNED_DIRECTORY = uuid.UUID(int=0)
@@ -98,16 +98,20 @@ class QuorumController:
     # -- cluster and brokers
 
     def bootstrap(self) -> ControllerResult[None]:
-        """The records a new cluster starts with (metadata.version); none once it is set."""
+        """The records a new cluster starts with (its finalized feature levels, metadata.version
+        among them); none once metadata.version is set."""
         if self.image.metadata_version:
             return ControllerResult(None)
-        return ControllerResult(None, (FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
-                                                          feature_level=self.config.metadata_version),))
+        levels = features.bootstrap_levels(self.config.metadata_version)
+        return ControllerResult(None, tuple(FeatureLevelRecord(name=name, feature_level=level)
+                                            for name, level in levels.items()))
 
     def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None = None,
                         incarnation_id: uuid.UUID | None = None,
                         log_dirs: Sequence[uuid.UUID] = (), unfence: bool = True,
-                        next_offset: int | None = None) -> ControllerResult[BrokerRegistrationReply]:
+                        next_offset: int | None = None,
+                        supported_features: Mapping[str, tuple[int, int]] | None = None,
+                        ) -> ControllerResult[BrokerRegistrationReply]:
         """Register (or re-register after a restart) a broker, unfenced at once when `unfence`.
 
         Kafka registers a broker fenced and unfences it once it has caught up with the metadata
@@ -115,10 +119,19 @@ class QuorumController:
         its controller has caught up by construction, so both records go in one commit. The
         broker epoch is the offset the registration is written at (`next_offset`, the log end,
         when the caller knows it), and grows with every registration.
+        A broker that cannot honour a finalized feature level is refused (UNSUPPORTED_VERSION, as
+        Kafka's controller answers); `supported_features` defaults to this build's ranges.
         """
         if not self.image.metadata_version:
             return ControllerResult(BrokerRegistrationReply(
                 ErrorCode.BROKER_ID_NOT_REGISTERED, "the cluster has no metadata.version yet: bootstrap it first"))
+        ranges = supported_features if supported_features is not None else \
+            {f.name: (f.min_level, f.max_level) for f in features.SUPPORTED_FEATURES}
+        problems = features.unsupported_levels(self.image.features, ranges)
+        if problems:
+            return ControllerResult(BrokerRegistrationReply(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"broker {broker_id} cannot honour the cluster's finalized features: {', '.join(problems)}"))
         previous = self.image.brokers.get(broker_id)
         offset = self.image.highest_offset + 1 if next_offset is None else next_offset
         epoch = max(offset, previous.epoch + 1 if previous else 0)
@@ -127,9 +140,9 @@ class QuorumController:
             end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener, host=e.host, port=e.port,
                                                             security_protocol=e.security_protocol)
                         for e in endpoints],
-            features=[RegisterBrokerRecord.BrokerFeature(name=METADATA_VERSION_FEATURE,
-                                                         min_supported_version=MIN_METADATA_VERSION,
-                                                         max_supported_version=self.config.metadata_version)],
+            features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=low,
+                                                         max_supported_version=high)
+                      for name, (low, high) in sorted(ranges.items())],
             rack=rack, fenced=True, log_dirs=list(log_dirs))
         records = (register, UnfenceBrokerRecord(id=broker_id, epoch=epoch)) if unfence else (register,)
         return ControllerResult(BrokerRegistrationReply(broker_epoch=epoch), records)

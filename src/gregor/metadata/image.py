@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from gregor.metadata.features import METADATA_VERSION as METADATA_VERSION_FEATURE
+
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
-METADATA_VERSION_FEATURE = "metadata.version"
 NO_LEADER = -1
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})  # empty, so a mapping of any key and value type

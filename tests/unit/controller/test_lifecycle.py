@@ -39,6 +39,17 @@ def test_registration_before_bootstrap_is_refused():
     assert controller.register_broker(1, endpoints(1)).response.error == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
+def test_a_broker_that_cannot_honour_a_finalized_feature_is_refused(node):
+    refused = node.controller.register_broker(2, endpoints(2), supported_features={"metadata.version": (1, 20)})
+    assert refused.response.error == ErrorCode.UNSUPPORTED_VERSION and not refused.records
+    assert "metadata.version=21 (supported 1-20)" in refused.response.message
+    missing = node.controller.register_broker(2, endpoints(2), supported_features={})
+    assert missing.response.error == ErrorCode.UNSUPPORTED_VERSION
+    accepted = node.commit(node.controller.register_broker(
+        2, endpoints(2), supported_features={"metadata.version": (1, 21), "group.version": (0, 1)}), NOW)
+    assert accepted.error == ErrorCode.NONE
+
+
 def test_reregistration_gets_a_higher_epoch(node):
     first = node.image.brokers[1].epoch
     reply = node.commit(node.controller.register_broker(1, endpoints(1)), NOW)

@@ -27,6 +27,7 @@ async def handle(context: QuorumContext, request: BrokerRegistrationRequest) -> 
         return BrokerRegistrationResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
     endpoints = [Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)
                  for listener in request.listeners]
+    supported = {f.name: (f.min_supported_version, f.max_supported_version) for f in request.features}
 
     def register() -> ControllerResult[BrokerRegistrationReply]:
         existing = server.image.brokers.get(broker_id)
@@ -37,7 +38,8 @@ async def handle(context: QuorumContext, request: BrokerRegistrationRequest) -> 
                 f"broker {broker_id} is registered by another live process (incarnation {existing.incarnation_id})"))
         return server.controller.register_broker(broker_id, endpoints, request.rack or None, request.incarnation_id,
                                                  list(request.log_dirs or ()), unfence=False,
-                                                 next_offset=server.next_offset)
+                                                 next_offset=server.next_offset,
+                                                 supported_features=supported)
 
     try:
         reply = await server.submit(register)

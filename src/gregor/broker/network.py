@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import socket
 import struct
 from collections import deque
@@ -41,6 +42,7 @@ _INITIAL_BUFFER = 64 * 1024
 _MAX_IDLE_BUFFER = 1024 * 1024
 _MAX_QUEUED_REQUESTS = 64
 _MAX_PIPELINED = 64
+_COPY_CHUNK = 1024 * 1024  # file bytes copied per write where sendfile cannot take them
 
 Response = "bytes | Sequence[bytes] | None"
 
@@ -146,6 +148,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._sending: asyncio.Task | None = None  # file regions going out; later answers wait
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
+        self._writable: asyncio.Future | None = None  # set while the transport's buffer is over its high mark
         self._stopping = False
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
@@ -167,7 +170,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._admit is not None and not self._admit(self):
             self._close()
 
+    def pause_writing(self) -> None:
+        self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        self._writable = None
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self.resume_writing()
         self._transport = None
         self._queue.clear()
         for answer in self._answers:
@@ -318,7 +330,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.last_active = loop.time()
                 if isinstance(part, FileRegion):
                     for piece in part.slices:
-                        sent = await loop.sendfile(self._transport, piece.file, piece.position, piece.length)
+                        if isinstance(loop, asyncio.BaseEventLoop):
+                            sent = await loop.sendfile(self._transport, piece.file, piece.position, piece.length)
+                        else:
+                            sent = await self._send_slice(piece.file.fileno(), piece.position, piece.length)
                         if sent != piece.length:
                             raise OSError(f"file ended {piece.length - sent} bytes short of the fetched region")
                 else:
@@ -333,6 +348,33 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._sending = None
         self._flush()
         self._drain()
+
+    async def _send_slice(self, fd: int, position: int, length: int) -> int:
+        """sendfile for a loop without a native one (uvloop): straight to the socket while the
+        transport has nothing buffered (so nothing can overtake it), the rest copied through the
+        transport in chunks, waiting whenever its buffer is over its high mark."""
+        transport = self._transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        start = position
+        end = position + length
+        if sock is not None and transport is not None and transport.get_write_buffer_size() == 0:
+            while position < end:
+                try:
+                    sent = os.sendfile(sock.fileno(), fd, position, end - position)
+                except (BlockingIOError, InterruptedError):
+                    break
+                if sent == 0:
+                    return position - start
+                position += sent
+        while position < end and self._transport is not None:
+            data = os.pread(fd, min(_COPY_CHUNK, end - position), position)
+            if not data:
+                break
+            self._transport.write(data)
+            position += len(data)
+            if self._writable is not None:
+                await self._writable
+        return position - start
 
     @property
     def queued(self) -> int:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from gregor.broker.config import BrokerConfig, ConfigError, load_config, parse_overrides
 from gregor.broker.unknown_config import describe_unknown_key, unknown_keys
+from gregor.cli import event_loop
 from gregor.cli.common import ToolError
 from gregor.cli.console_serving import missing_extra, missing_extra_message
 from gregor.cli.server_check import check_config
@@ -137,7 +138,13 @@ def run(args: argparse.Namespace) -> int:
         await broker.stop()
 
     try:
-        asyncio.run(serve())
+        loop_name = event_loop.chosen_loop()
+    except event_loop.EventLoopError as error:
+        print(f"gregor server: {error}", file=sys.stderr)
+        return 2
+    try:
+        logging.getLogger("gregor.server").debug("event loop: %s", loop_name)
+        event_loop.run(serve(), loop_name)
     except ConfigError as error:
         print(f"gregor server: {error}", file=sys.stderr)
         return 2

@@ -23,8 +23,10 @@ one machine, so their clocks are the same.
 Printed per row: records sent at the rate, records the consumer received within `--drain-seconds`
 after the sending ended (all of them, unless the broker fell behind), the producer's delivery
 errors (records still unacknowledged at the end count as errors), and p50 / p99 / p99.9 of the end-to-end
-latency in milliseconds. The producer is librdkafka (confluent-kafka) with its defaults besides
-`linger.ms=0` and `acks=all` (not idempotent, as kafka-python's and aiokafka's defaults).
+latency in milliseconds, and the CPU time the broker's processes used during the row (the
+controller and the three brokers for Gregor). The producer is librdkafka (confluent-kafka) with its
+defaults besides `linger.ms=0` and `acks=all` (not idempotent, as kafka-python's and aiokafka's
+defaults). `--event-loops asyncio uvloop` runs Gregor once per event loop, each on a new cluster.
 """
 
 from __future__ import annotations
@@ -61,6 +63,17 @@ class Row:
     p50: float
     p99: float
     p999: float
+    cpu_s: float
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(ordered: list[float], fraction: float) -> float:
@@ -127,7 +140,8 @@ def produce_at(bootstrap: str, topic: str, rate: int, seconds: float, size: int,
 
 
 def run_rate(name: str, bootstrap: str, configuration: Configuration, rate: int, args: argparse.Namespace,
-             processes: Processes, root: str) -> Row:
+             processes: Processes, root: str, pids: list[int]) -> Row:
+    """One row; `pids`: the broker's processes, whose CPU time during the row is reported."""
     from confluent_kafka.admin import AdminClient
     topic = f"latency-{configuration.name}-{rate}-{uuid.uuid4().hex[:6]}"
     create_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, 1, configuration)
@@ -141,34 +155,37 @@ def run_rate(name: str, bootstrap: str, configuration: Configuration, rate: int,
         if consumer.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"the consumer of {topic} did not start; see {root}")
         time.sleep(0.05)
+    cpu_before = cpu_seconds(pids)
     sent, errors = produce_at(bootstrap, topic, rate, args.seconds, args.size, args.drain_seconds)
     consumer.wait(args.seconds + args.drain_seconds + 30)
+    cpu_used = cpu_seconds(pids) - cpu_before
     with open(out) as handle:
         figures = json.load(handle)
     row = Row(name, configuration.name, rate, sent, figures["received"], errors, figures["p50"], figures["p99"],
-              figures["p999"])
+              figures["p999"], cpu_used)
     print(f"{row.broker:6} {row.configuration:4} {rate:>6}/s: received {row.received}/{row.sent}, errors {errors}, "
-          f"p50 {row.p50:.1f} ms, p99 {row.p99:.1f} ms, p99.9 {row.p999:.1f} ms", file=sys.stderr)
+          f"p50 {row.p50:.1f} ms, p99 {row.p99:.1f} ms, p99.9 {row.p999:.1f} ms, broker CPU {cpu_used:.1f} s",
+          file=sys.stderr)
     return row
 
 
-def warm_up(bootstrap: str, args: argparse.Namespace, processes: Processes, root: str) -> None:
+def warm_up(bootstrap: str, args: argparse.Namespace, processes: Processes, root: str, pids: list[int]) -> None:
     """One short unreported run first: the consumer's coordinator lookup makes the broker create
     __consumer_offsets (50 partitions), which must not fall into the first measured row."""
     warm = argparse.Namespace(**{**vars(args), "seconds": 2.0})
-    run_rate("warmup", bootstrap, RF1, min(args.rates), warm, processes, root)
+    run_rate("warmup", bootstrap, RF1, min(args.rates), warm, processes, root, pids)
 
 
 def report(rows: list[Row], args: argparse.Namespace) -> None:
     print(f"\nEnd-to-end latency, one producer (librdkafka, linger.ms=0, acks=all) at a fixed rate for "
           f"{args.seconds:g} s, records of {args.size} B, one partition, consumer in another process:\n")
-    print("| broker | topic | rate (msg/s) | received | p50 (ms) | p99 (ms) | p99.9 (ms) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| broker | topic | rate (msg/s) | received | p50 (ms) | p99 (ms) | p99.9 (ms) | broker CPU (s) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
         described = "RF=3, min.insync=2" if row.configuration == "rf3" else "RF=1"
         received = f"{row.received:,}/{row.sent:,}" + (f" ({row.errors} errors)" if row.errors else "")
         print(f"| {row.broker} | {described} | {row.rate:,} | {received} | {row.p50:.1f} | {row.p99:.1f} | "
-              f"{row.p999:.1f} |")
+              f"{row.p999:.1f} | {row.cpu_s:.1f} |")
 
 
 def parse_args() -> argparse.Namespace:
@@ -181,6 +198,9 @@ def parse_args() -> argparse.Namespace:
                              "broker that falls behind shows as records not received")
     parser.add_argument("--peer", choices=["tansu", "none"], default="tansu" if tansu_binary() else "none")
     parser.add_argument("--configurations", nargs="+", choices=["rf3", "rf1"], default=["rf3", "rf1"])
+    parser.add_argument("--event-loops", nargs="+", choices=["default", "uvloop", "asyncio"], default=["default"],
+                        help="run Gregor once per event loop (GREGOR_EVENT_LOOP), each on a fresh cluster "
+                             "(default: the nodes' default, uvloop where installed)")
     return parser.parse_args()
 
 
@@ -194,19 +214,24 @@ def main() -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="gregor-latency-") as root:
         try:
-            cluster = GregorCluster(processes, os.path.join(root, "gregor"))
-            cluster.start()
             chosen = [c for c in (RF3, RF1) if c.name in args.configurations]
-            warm_up(cluster.bootstrap, args, processes, root)
-            for configuration in chosen:
-                for rate in args.rates:
-                    rows.append(run_rate("gregor", cluster.bootstrap, configuration, rate, args, processes, root))
+            for loop in args.event_loops:
+                name = "gregor" if loop == "default" else f"gregor ({loop})"
+                cluster = GregorCluster(processes, os.path.join(root, f"gregor-{loop}"),
+                                        event_loop=None if loop == "default" else loop)
+                cluster.start()
+                warm_up(cluster.bootstrap, args, processes, root, cluster.pids)
+                for configuration in chosen:
+                    for rate in args.rates:
+                        rows.append(run_rate(name, cluster.bootstrap, configuration, rate, args, processes, root,
+                                             cluster.pids))
+                processes.stop_all()
             if args.peer == "tansu":
                 tansu = Tansu(processes, root, tansu_binary())
                 tansu.start()
-                warm_up(tansu.bootstrap, args, processes, root)
+                warm_up(tansu.bootstrap, args, processes, root, tansu.pids)
                 for rate in args.rates:
-                    rows.append(run_rate("tansu", tansu.bootstrap, RF1, rate, args, processes, root))
+                    rows.append(run_rate("tansu", tansu.bootstrap, RF1, rate, args, processes, root, tansu.pids))
         finally:
             processes.stop_all()
     report(rows, args)

@@ -126,15 +126,17 @@ class Processes:
     def __init__(self) -> None:
         self._started: list[tuple[int, str, subprocess.Popen, object]] = []
 
-    def start(self, name: str, args: list[str], log_path: str, tier: int = 0) -> subprocess.Popen:
+    def start(self, name: str, args: list[str], log_path: str, tier: int = 0,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
         """`tier`: higher tiers stop first, each fully before the next (brokers before their controller,
-        which their controlled shutdown needs)."""
+        which their controlled shutdown needs); `env`: variables added to this process's environment."""
         log = open(log_path, "ab")  # noqa: SIM115 - closed by stop_all, after the process exits
         # A session of its own: a Ctrl-C at the terminal reaches this script only, which then
         # stops the brokers in order instead of having them all die at once mid-run.
         process = None
         try:
-            process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       env={**os.environ, **env} if env else None)
         finally:  # on the list even when a signal lands just after the start
             if process is not None:
                 self._started.append((tier, name, process, log))
@@ -176,8 +178,11 @@ class GregorCluster:
     exact_watermarks = True
 
     def __init__(self, processes: Processes, root: str, brokers: int = 3,
-                 broker_config: dict[str, str] | None = None) -> None:
+                 broker_config: dict[str, str] | None = None, event_loop: str | None = None) -> None:
+        """`event_loop`: GREGOR_EVENT_LOOP for the nodes (None: their default, uvloop where installed)."""
         self.processes = processes
+        self.env = {"GREGOR_EVENT_LOOP": event_loop} if event_loop else None
+        self.pids: list[int] = []
         self.broker_config = dict(broker_config or {})
         self.root = root
         self.controller_port = free_port()
@@ -219,8 +224,10 @@ class GregorCluster:
         os.makedirs(directory)
         log_path = os.path.join(directory, "server.log")
         self.log_paths.append(log_path)
-        return self.processes.start(f"gregor {name}", gregor_command(
-            {**overrides, "log.dirs": os.path.join(directory, "data")}), log_path, tier)
+        process = self.processes.start(f"gregor {name}", gregor_command(
+            {**overrides, "log.dirs": os.path.join(directory, "data")}), log_path, tier, self.env)
+        self.pids.append(process.pid)
+        return process
 
 
 def live_brokers(admin: AdminClient) -> dict:
@@ -242,6 +249,7 @@ class Tansu:
         self.binary = binary
         self.port = free_port()
         self.log_paths = [os.path.join(root, "tansu.log")]
+        self.pids: list[int] = []
 
     @property
     def bootstrap(self) -> str:
@@ -252,6 +260,7 @@ class Tansu:
         process = self.processes.start("tansu", [
             self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
             "--storage-engine", "memory://tansu/"], self.log_paths[0])
+        self.pids.append(process.pid)
         wait_for_port(self.port, process, "tansu")
         print(f"tansu: up ({self.bootstrap})", file=sys.stderr)
 

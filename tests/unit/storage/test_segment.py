@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
+
+import pytest
 
 from gregor.records.batch import parse_header, set_base_offset
 from gregor.storage.segment import LogSegment
@@ -108,3 +111,37 @@ def test_load_trusts_sane_indexes_and_rejects_ones_past_the_log(tmp_path):
     assert not truncated.load()
     assert truncated.recover() == 0
     assert truncated.offset_index.positions[-1] < truncated.size
+
+
+def _walked(segment: LogSegment, offset: int):
+    """find() as the sparse index and a header walk alone answer it (the reference)."""
+    _, position = segment.offset_index.lookup(offset)
+    return next(((p, h.base_offset) for p, h in segment.batches(position) if h.last_offset >= offset), None)
+
+
+@pytest.mark.parametrize("index_interval", [700, 1 << 16])
+@pytest.mark.parametrize("seed", range(3))
+def test_find_near_the_log_end_agrees_with_the_index_walk_through_appends_truncation_and_reload(
+        tmp_path, index_interval, seed):
+    """Reads near the end take the positions of the batches appended since the last index entry;
+    they must answer exactly what the index and a walk answer, whatever happened to the segment."""
+    rng = random.Random(seed)
+    segment = LogSegment(str(tmp_path), 0, index_interval, 1 << 20, NOW)
+
+    def check() -> None:
+        for offset in range(0, segment.next_offset + 2):
+            found = segment.find(offset)
+            assert (None if found is None else (found[0], found[1].base_offset)) == _walked(segment, offset), offset
+
+    for step in range(12):
+        fill(segment, rng.randint(1, 15), records_per_batch=rng.randint(1, 4), value_size=rng.randint(10, 200))
+        check()
+        if step % 3 == 1:
+            segment.truncate_to(rng.randrange(segment.next_offset))
+            check()
+        if step % 4 == 2:
+            segment.close()
+            segment = LogSegment(str(tmp_path), 0, index_interval, 1 << 20, NOW)
+            assert segment.load() or segment.recover() == 0
+            check()
+    assert segment._tail_offsets, "the last appends are remembered"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from gregor.broker.network import ConnectionLimits
+from gregor.metadata.authorizer import STANDARD_AUTHORIZER
 
 LONG_MAX = 9223372036854775807
 
@@ -165,6 +166,13 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Interface of the web console (unset: the first client listener's host; empty: every interface)."),
         _key("console.read.only", "boolean", "false",
              "The broker's web console hides and refuses every action that changes the cluster."),
+        _key("authorizer.class.name", "string", "",
+             "The ACL authorizer (org.apache.kafka.metadata.authorizer.StandardAuthorizer); empty: no authorization."),
+        _key("super.users", "string", "", "Principals every ACL check allows, separated by ';' (User:admin;User:ops)."),
+        _key("allow.everyone.if.no.acl.found", "boolean", "false",
+             "A resource no ACL applies to is open to everyone (otherwise only to super users)."),
+        _key("quota.window.num", "int", "11", "Samples kept for client quota rates."),
+        _key("quota.window.size.seconds", "int", "1", "Time span of each client quota sample."),
     )
 }
 
@@ -287,6 +295,13 @@ class BrokerConfig:
 
     def _validate(self) -> None:
         self._validate_security()
+        authorizer = self.get("authorizer.class.name")
+        if authorizer and authorizer != STANDARD_AUTHORIZER:
+            raise ConfigError(f"authorizer.class.name: Gregor does not know {authorizer}; use "
+                              f"{STANDARD_AUTHORIZER} or leave it empty for no authorization")
+        for name in ("quota.window.num", "quota.window.size.seconds"):
+            if self.get(name) < 1:
+                raise ConfigError(f"{name}: must be at least 1, got {self.get(name)}")
         roles = self.process_roles
         if not roles or not roles <= {"broker", "controller"}:
             raise ConfigError(f"process.roles: must be broker, controller or both, got {','.join(sorted(roles))}")
@@ -466,6 +481,10 @@ class BrokerConfig:
             overrides[address.strip().strip("[]")] = int(count)
         return ConnectionLimits(self.get("max.connections"), self.get("max.connections.per.ip"), overrides,
                                 self.get("connections.max.idle.ms"))
+
+    @property
+    def super_users(self) -> frozenset[str]:
+        return frozenset(user.strip() for user in self.get("super.users").split(";") if user.strip())
 
     def security_protocol(self, listener: str) -> str:
         """The security protocol of a listener per `listener.security.protocol.map`; a listener

@@ -14,6 +14,8 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from gregor.metadata.acls import acl_from_codes
+from gregor.metadata.client_quotas import quota_entity
 from gregor.metadata.image import (
     TOPIC_RESOURCE, BrokerEndpoint, BrokerRegistration, MetadataImage, PartitionRegistration,
     TopicImage,
@@ -35,8 +37,7 @@ UNASSIGNED_DIRECTORY = uuid.UUID(int=0)
 # log written by a newer Gregor or by Kafka still loads.
 IGNORED_RECORDS = (
     NoOpRecord, ZkMigrationStateRecord, RegisterControllerRecord, BeginTransactionRecord,
-    EndTransactionRecord, AbortTransactionRecord, AccessControlEntryRecord,
-    RemoveAccessControlEntryRecord, ClientQuotaRecord, UserScramCredentialRecord,
+    EndTransactionRecord, AbortTransactionRecord, UserScramCredentialRecord,
     RemoveUserScramCredentialRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
 )
 
@@ -61,6 +62,8 @@ class MetadataDelta:
         self._ids = {name: topic_id for topic_id, name in self._names.items()}
         self._partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
         self._configs: dict[tuple[int, str], dict[str, str]] = {}
+        self._acls: dict[uuid.UUID, Any] | None = None  # copied from the image at the first ACL record
+        self._quotas: dict[Any, dict[str, float]] = {}  # entities touched, with their whole new values
         self._next_producer_id = image.next_producer_id
         self._highest_offset = image.highest_offset
         self._epoch = image.epoch
@@ -214,6 +217,30 @@ class MetadataDelta:
             values[record.name] = record.value
         self._changed_configs.add(key)
 
+    def _acl_map(self) -> dict[uuid.UUID, Any]:
+        if self._acls is None:
+            self._acls = dict(self.image.acls)
+        return self._acls
+
+    def _replay_access_control_entry(self, record: AccessControlEntryRecord) -> None:
+        self._acl_map()[record.id] = acl_from_codes(
+            record.resource_type, record.resource_name, record.pattern_type, record.principal, record.host,
+            record.operation, record.permission_type)
+
+    def _replay_remove_access_control_entry(self, record: RemoveAccessControlEntryRecord) -> None:
+        if self._acl_map().pop(record.id, None) is None:
+            raise MetadataReplayError(f"cannot remove unknown ACL id {record.id}")
+
+    def _replay_client_quota(self, record: ClientQuotaRecord) -> None:
+        entity = quota_entity((component.entity_type, component.entity_name) for component in record.entity)
+        values = self._quotas.get(entity)
+        if values is None:
+            values = self._quotas[entity] = dict(self.image.client_quotas.get(entity, {}))
+        if record.remove:
+            values.pop(record.key, None)
+        else:
+            values[record.key] = record.value
+
     def _replay_producer_ids(self, record: ProducerIdsRecord) -> None:
         if record.next_producer_id < self._next_producer_id:
             raise MetadataReplayError(
@@ -277,8 +304,18 @@ class MetadataDelta:
                 else:
                     merged.pop(key, None)
             configs = MappingProxyType(merged)
+        acls = image.acls if self._acls is None else MappingProxyType(self._acls)
+        quotas = image.client_quotas
+        if self._quotas:
+            merged_quotas = dict(image.client_quotas)
+            for entity, quota_values in self._quotas.items():
+                if quota_values:
+                    merged_quotas[entity] = MappingProxyType(dict(quota_values))
+                else:
+                    merged_quotas.pop(entity, None)
+            quotas = MappingProxyType(merged_quotas)
         return MetadataImage(
-            cluster_id=image.cluster_id, features=MappingProxyType(dict(self._features)),
+            cluster_id=image.cluster_id, acls=acls, client_quotas=quotas, features=MappingProxyType(dict(self._features)),
             brokers=MappingProxyType(dict(self._brokers)), topics=topics, topics_by_id=topics_by_id,
             configs=configs, next_producer_id=self._next_producer_id,
             highest_offset=self._highest_offset, epoch=self._epoch)
@@ -328,4 +365,7 @@ _HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     RemoveTopicRecord: MetadataDelta._replay_remove_topic,
     ConfigRecord: MetadataDelta._replay_config,
     ProducerIdsRecord: MetadataDelta._replay_producer_ids,
+    AccessControlEntryRecord: MetadataDelta._replay_access_control_entry,
+    RemoveAccessControlEntryRecord: MetadataDelta._replay_remove_access_control_entry,
+    ClientQuotaRecord: MetadataDelta._replay_client_quota,
 }

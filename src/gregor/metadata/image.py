@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from gregor.metadata.acls import StandardAcl
+from gregor.metadata.client_quotas import QuotaEntity
 from gregor.metadata.features import METADATA_VERSION as METADATA_VERSION_FEATURE
 
 TOPIC_RESOURCE = 2
@@ -87,6 +89,7 @@ class MetadataImage:
     `cluster_id` is not in the log (Kafka keeps it in meta.properties); it is carried over from
     the image a delta starts from. `configs` is keyed by (resource type, resource name): topic
     configs by topic name, broker configs by broker id as a string ("" = cluster-wide default).
+    `acls` are the access control entries by id; `client_quotas` the quota values by entity.
     """
 
     cluster_id: str | None = None
@@ -95,6 +98,8 @@ class MetadataImage:
     topics: Mapping[str, TopicImage] = field(default_factory=lambda: _EMPTY)
     topics_by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=lambda: _EMPTY)
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: _EMPTY)
+    acls: Mapping[uuid.UUID, StandardAcl] = field(default_factory=lambda: _EMPTY)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=lambda: _EMPTY)
     next_producer_id: int = 0
     highest_offset: int = -1
     epoch: int = -1

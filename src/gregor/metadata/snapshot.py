@@ -3,7 +3,7 @@
 
 Replaying `image_records(image)` onto an empty image gives back `image` (the round trip is
 tested). The order is the one replay needs: features, brokers, then each topic before its
-partitions, configs, the producer-id high mark.
+partitions, configs, ACLs, client quotas, the producer-id high mark.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from gregor.metadata.image import MetadataImage
 from gregor.protocol.messages import (
-    ConfigRecord, FeatureLevelRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, TopicRecord,
+    AccessControlEntryRecord, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, TopicRecord,
 )
 
 
@@ -39,6 +39,15 @@ def image_records(image: MetadataImage) -> list[Any]:
     for (resource_type, resource_name), values in sorted(image.configs.items()):
         records.extend(ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=key, value=value)
                        for key, value in sorted(values.items()))
+    for acl_id, acl in sorted(image.acls.items()):
+        records.append(AccessControlEntryRecord(
+            id=acl_id, resource_type=acl.resource_type, resource_name=acl.resource_name,
+            pattern_type=acl.pattern_type, principal=acl.principal, host=acl.host, operation=acl.operation,
+            permission_type=acl.permission))
+    for entity, quota_values in sorted(image.client_quotas.items(), key=lambda item: repr(item[0])):
+        components = [ClientQuotaRecord.EntityData(entity_type=kind, entity_name=name) for kind, name in entity]
+        records.extend(ClientQuotaRecord(entity=components, key=key, value=value, remove=False)
+                       for key, value in sorted(quota_values.items()))
     if image.next_producer_id:
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id))
     return records

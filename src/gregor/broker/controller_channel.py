@@ -21,6 +21,7 @@ import itertools
 import logging
 from typing import Any, Callable, Mapping, Protocol, TypeVar
 
+from gregor.broker.authorization import IN_PROCESS_BROKER
 from gregor.broker.network import CloseConnection, ConnectionInfo, Dispatcher, Pipelined
 from gregor.broker.peer_channel import RequestConnection, decode_response
 from gregor.protocol.error_codes import ErrorCode
@@ -69,7 +70,7 @@ class LocalConnection:
 
     def __init__(self, dispatcher: Dispatcher, node_id: int) -> None:
         self._dispatcher = dispatcher
-        self._info = ConnectionInfo(f"in-process broker {node_id}", "CONTROLLER", 0)
+        self._info = ConnectionInfo(f"in-process broker {node_id}", "CONTROLLER", 0, IN_PROCESS_BROKER)
 
     async def call(self, correlation_id: int, client_id: str, request: Any, version: int) -> Any:
         frame = encode_request(correlation_id, client_id, request, version)

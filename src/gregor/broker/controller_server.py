@@ -27,6 +27,7 @@ from functools import partial
 from typing import Callable, Sequence, TypeVar
 
 from gregor.broker.config import BrokerConfig
+from gregor.broker.authorization import configured_authorizer
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.handlers import QuorumContext, quorum_handlers
 from gregor.broker.deadline_timer import DeadlineTimer
@@ -98,6 +99,7 @@ class ControllerServer:
         self.controller = QuorumController(controller_config(config), random.Random())
         self.heartbeats = BrokerHeartbeats(config.get("broker.session.timeout.ms"))
         self._server: KafkaServer | None = None
+        self.authorizer = configured_authorizer(config, self)
         self.dispatcher = Dispatcher(quorum_handlers(), partial(QuorumContext, self), clock)
         self._operations = asyncio.Lock()
         self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []

@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
 
 from gregor.broker.clock import Clock
 from gregor.broker.handlers import Handler, RequestContext
-from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined
+from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined, Throttled
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
 from gregor.protocol.messages import REQUESTS, RequestHeader
@@ -65,6 +65,12 @@ class Dispatcher(Generic[C]):
         context = self._new_context(header, info, self._handlers, self._clock())
         started = time.perf_counter()
         result = handler.handle(context, request)
+        if isinstance(result, Throttled):  # a client over its quota: the connection mutes itself
+            return Throttled(self._finish(header, result.answer, version, started), result.delay_ms)
+        return self._finish(header, result, version, started)
+
+    def _finish(self, header: RequestHeader, result: object, version: int, started: float) -> object:
+        api_key = header.request_api_key
         if isinstance(result, Pipelined):
             return Pipelined(self._finish_pipelined(header, result.awaitable, version, started))
         if inspect.isawaitable(result):
@@ -76,6 +82,9 @@ class Dispatcher(Generic[C]):
                             started: float) -> list[bytes] | None:
         response = await pending
         self._answered(header.request_api_key, started)
+        if isinstance(response, Throttled):
+            inner = response.answer
+            return Throttled(None if inner is None else self._encode(header, inner, version), response.delay_ms)
         return None if response is None else self._encode(header, response, version)
 
     def _finish_pipelined(self, header: RequestHeader, pending: Awaitable[object], version: int,

@@ -102,6 +102,18 @@ class Pipelined:
         self.awaitable = awaitable
 
 
+class Throttled:
+    """An answer (any of the dispatcher's kinds) from a client over its quota: it is sent as usual,
+    and the connection dispatches no further request of the client for `delay_ms` (Kafka mutes
+    the channel for the throttle time, KIP-219)."""
+
+    __slots__ = ("answer", "delay_ms")
+
+    def __init__(self, answer: object, delay_ms: int) -> None:
+        self.answer = answer
+        self.delay_ms = delay_ms
+
+
 class CloseConnection(Exception):
     """Raised by a dispatcher when the only correct answer is to close the connection."""
 
@@ -150,6 +162,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._writable: asyncio.Future | None = None  # set while the transport's buffer is over its high mark
         self._stopping = False
+        self._muted: asyncio.TimerHandle | None = None  # a quota's throttle: no request dispatched
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
         self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
@@ -188,6 +201,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._blocking = None
         if self._sending is not None:
             self._sending.cancel()
+        if self._muted is not None:
+            self._muted.cancel()
+            self._muted = None
         if self._on_close is not None:
             self._on_close(self)
 
@@ -241,10 +257,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Dispatch queued requests in order until one must be answered before the next runs."""
         ready: list[bytes | bytearray | memoryview] = []  # answers given at once, written together
         while (self._queue and self._transport is not None and self._blocking is None
-               and len(self._answers) < _MAX_PIPELINED):
+               and self._muted is None and len(self._answers) < _MAX_PIPELINED):
             frame = self._queue.popleft()
             try:
-                result = self._dispatcher.dispatch(frame, self.info)
+                result = self._unthrottled(self._dispatcher.dispatch(frame, self.info))
             except CloseConnection as reason:
                 log.info("closing connection from %s: %s", self.info.peer, reason)
                 self._write(ready)
@@ -265,6 +281,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
             self._reading_paused = False
             self._transport.resume_reading()
+
+    def _unthrottled(self, result: object) -> object:
+        """The answer inside a `Throttled` one, muting the connection for its delay."""
+        if not isinstance(result, Throttled):
+            return result
+        if result.delay_ms > 0 and self._transport is not None:
+            if self._muted is not None:
+                self._muted.cancel()
+            self._muted = asyncio.get_running_loop().call_later(result.delay_ms / 1000, self._unmute)
+        return result.answer
+
+    def _unmute(self) -> None:
+        self._muted = None
+        self._drain()
 
     def _expect(self, answer: asyncio.Future) -> None:
         self._answers.append(answer)
@@ -297,7 +327,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.error("request from %s failed; closing its connection", self.info.peer, exc_info=error)
                 self._close()
                 return
-            self._out(answer.result(), ready)
+            self._out(self._unthrottled(answer.result()), ready)
         self._write(ready)
 
     def _write(self, parts: list[bytes | bytearray | memoryview]) -> None:

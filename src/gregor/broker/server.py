@@ -38,7 +38,9 @@ from __future__ import annotations
 import logging
 from functools import partial
 
+from gregor.broker.authorization import configured_authorizer
 from gregor.broker.broker_lifecycle import BrokerLifecycle
+from gregor.broker.client_quotas import ClientQuotas
 from gregor.broker.broker_metadata import BrokerMetadata
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
@@ -83,6 +85,9 @@ class Broker:
         self.groups = GroupRuntime(config, self.metadata, self.partitions, self.controller, clock)
         self.publisher = BrokerMetadataPublisher(self.metadata, self.partitions, self.groups, clock)
         self.maintenance = LogMaintenance(config, clock)
+        self.authorizer = configured_authorizer(config, self.metadata)
+        self.quotas = ClientQuotas(self.metadata, config.get("quota.window.num"),
+                                   config.get("quota.window.size.seconds") * 1000)
         self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups)
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
@@ -109,7 +114,8 @@ class Broker:
 
     async def _start(self) -> None:
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
-                                  groups=self.groups, metrics=self.events)
+                                  groups=self.groups, metrics=self.events, authorizer=self.authorizer,
+                                  quotas=self.quotas)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done),

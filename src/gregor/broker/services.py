@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
+from gregor.broker.authorization import BrokerAuthorizer
 from gregor.broker.config import BrokerConfig
 from gregor.broker.fetch_purgatory import FetchPurgatory
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
@@ -131,6 +132,10 @@ class QuorumService(Protocol):
 
     @property
     def controller(self) -> QuorumController: ...
+
+    @property
+    def authorizer(self) -> BrokerAuthorizer:
+        """Who may use the controller listener (CLUSTER_ACTION on the cluster)."""
 
     @property
     def heartbeats(self) -> BrokerHeartbeats: ...

@@ -16,6 +16,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from gregor.controller import acl_control, client_quota_control
+from gregor.controller.acl_control import AclCreationResult, AclDeletionResult
+from gregor.controller.client_quota_control import QuotaAlteration, QuotaAlterationResult
 from gregor.controller.config_control import ConfigurationControl
 from gregor.controller.operations import (
     AlterConfigsResource, AlterConfigsResult, BrokerRegistrationReply, ControllerResult, CreatableTopic,
@@ -25,6 +28,7 @@ from gregor.controller.operations import (
 from gregor.controller.placement import place_replicas
 from gregor.controller.topic_names import CLUSTER_METADATA_TOPIC, colliding_topic, topic_name_error
 from gregor.metadata import features
+from gregor.metadata.acls import AclFilter, StandardAcl
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import (
@@ -393,6 +397,18 @@ class QuorumController:
                         validate_only: bool) -> ControllerResult[list[AlterConfigsResult]]:
         records = () if validate_only else tuple(r for outcome in outcomes for r in outcome.records)
         return ControllerResult([outcome.response for outcome in outcomes], records)
+
+    # -- ACLs and client quotas
+
+    def create_acls(self, acls: Sequence[StandardAcl]) -> ControllerResult[list[AclCreationResult]]:
+        return acl_control.create_acls(self.image, acls, self.rng)
+
+    def delete_acls(self, filters: Sequence[AclFilter]) -> ControllerResult[list[AclDeletionResult]]:
+        return acl_control.delete_acls(self.image, filters)
+
+    def alter_client_quotas(self, alterations: Sequence[QuotaAlteration],
+                            validate_only: bool = False) -> ControllerResult[list[QuotaAlterationResult]]:
+        return client_quota_control.alter_client_quotas(self.image, alterations, validate_only)
 
     # -- producer ids
 

@@ -9,12 +9,15 @@ with the quorum. ApiVersions, served on both, reads only what every context has.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
+from gregor.broker.authorization import OPEN, BrokerAuthorizer
+from gregor.broker.client_quotas import UNLIMITED_QUOTAS, ClientQuotas
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import CloseConnection, ConnectionInfo
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost, QuorumService
+from gregor.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from gregor.protocol.messages import Message, RequestHeader
 
 
@@ -45,12 +48,14 @@ class BrokerServices:
     controller: ControllerGateway
     groups: GroupRuntime
     metrics: BrokerEvents
+    authorizer: BrokerAuthorizer = OPEN
+    quotas: ClientQuotas = UNLIMITED_QUOTAS
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
-    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics")
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "authorizer", "quotas")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -60,6 +65,17 @@ class BrokerContext(RequestContext):
         self.controller = services.controller
         self.groups = services.groups
         self.metrics = services.metrics
+        self.authorizer = services.authorizer
+        self.quotas = services.quotas
+
+    def allowed(self, operation: AclOperation, resource_type: ResourceType = ResourceType.CLUSTER,
+                name: str = CLUSTER_NAME) -> bool:
+        """May this request's principal perform `operation` on the resource (the cluster by default)?"""
+        return self.authorizer.allowed(self.connection, operation, resource_type, name)
+
+    def allowed_names(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> set[str]:
+        """The resources among `names` this request's principal may perform `operation` on."""
+        return self.authorizer.allowed_names(self.connection, operation, resource_type, names)
 
 
 class QuorumContext(RequestContext):
@@ -108,8 +124,9 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
     the embedded single node is in the same process."""
     if not CLIENT_HANDLERS:
         from gregor.broker.handlers import (
-            alter_configs, alter_partition_reassignments, api_versions, create_partitions, create_topics,
-            delete_groups, delete_records, delete_topics, describe_cluster, describe_configs, describe_groups,
+            alter_client_quotas, alter_configs, alter_partition_reassignments, api_versions, create_acls,
+            create_partitions, create_topics, delete_acls, delete_groups, delete_records, delete_topics,
+            describe_acls, describe_client_quotas, describe_cluster, describe_configs, describe_groups,
             describe_log_dirs, describe_quorum, elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id,
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
@@ -121,11 +138,13 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *init_producer_id.HANDLERS, *find_coordinator.HANDLERS, *join_group.HANDLERS, *sync_group.HANDLERS,
             *heartbeat.HANDLERS, *leave_group.HANDLERS, *offset_commit.HANDLERS, *offset_fetch.HANDLERS,
             *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
-            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS]
+            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS, *describe_acls.HANDLERS,
+            *describe_client_quotas.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,
-            *list_partition_reassignments.HANDLERS]
+            *list_partition_reassignments.HANDLERS, *create_acls.HANDLERS, *delete_acls.HANDLERS,
+            *alter_client_quotas.HANDLERS]
         CLIENT_HANDLERS.update({handler.api_key: handler for handler in own})
         CLIENT_HANDLERS.update({handler.api_key: forwarding(handler) for handler in forwarded})
     return CLIENT_HANDLERS
@@ -137,9 +156,9 @@ def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
     leader-election and reassignment requests brokers forward, and ApiVersions."""
     if not QUORUM_HANDLERS:
         from gregor.broker.handlers import (
-            allocate_producer_ids, alter_configs, alter_partition, alter_partition_reassignments, api_versions,
-            begin_quorum_epoch, broker_heartbeat, broker_registration, create_partitions, create_topics,
-            delete_topics, describe_quorum, elect_leaders, end_quorum_epoch, fetch_snapshot,
+            allocate_producer_ids, alter_client_quotas, alter_configs, alter_partition, alter_partition_reassignments,
+            api_versions, begin_quorum_epoch, broker_heartbeat, broker_registration, create_acls, create_partitions,
+            create_topics, delete_acls, delete_topics, describe_quorum, elect_leaders, end_quorum_epoch, fetch_snapshot,
             list_partition_reassignments, quorum_fetch, vote,
         )
         handlers: list[Handler[QuorumContext]] = [
@@ -148,6 +167,22 @@ def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
             *broker_registration.HANDLERS, *broker_heartbeat.HANDLERS, *alter_partition.HANDLERS,
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *allocate_producer_ids.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,
-            *list_partition_reassignments.HANDLERS]
-        QUORUM_HANDLERS.update({handler.api_key: handler for handler in handlers})
+            *list_partition_reassignments.HANDLERS, *create_acls.HANDLERS, *delete_acls.HANDLERS,
+            *alter_client_quotas.HANDLERS]
+        QUORUM_HANDLERS.update({handler.api_key: handler if handler.api_key == api_versions.API_KEY
+                                else _requiring_cluster_action(handler) for handler in handlers})
     return QUORUM_HANDLERS
+
+
+def _requiring_cluster_action(handler: Handler[QuorumContext]) -> Handler[QuorumContext]:
+    """A controller-listener API, for brokers and controllers only: with an authorizer, the
+    principal must hold CLUSTER_ACTION on the cluster (or be a super user), as Kafka's ControllerApis
+    require. Kafka answers the API's error response; Gregor closes the connection (logged)."""
+    def handle(context: QuorumContext, request: Any) -> object:
+        if not context.quorum.authorizer.allowed(context.connection, AclOperation.CLUSTER_ACTION,
+                                                 ResourceType.CLUSTER):
+            raise CloseConnection(f"{context.connection.principal} may not use the controller listener "
+                                  f"(CLUSTER_ACTION on the cluster is required)")
+        return handler.handle(context, request)
+    return Handler(handler.api_key, handler.min_version, handler.max_version, handle,
+                   handler.unsupported_version_response)

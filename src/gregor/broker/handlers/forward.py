@@ -4,7 +4,8 @@ Topic and config changes, leader elections, partition reassignments and Describe
 controller's to answer. A broker-only node sends them on, at the version the client used, to
 whichever voter leads the quorum (retrying NOT_CONTROLLER answers and lost connections) and
 relays the answer. Kafka wraps the request in an Envelope so that the controller sees the
-client's principal; Gregor has no authorization yet, so the request travels as it came. When no
+client's principal; Gregor authorizes the request on the broker first (`forward_authorization`)
+and forwards what passed, as it came. When no
 controller answers within the request's own timeout, every item gets REQUEST_TIMED_OUT, which
 clients retry.
 """
@@ -14,8 +15,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gregor.broker.handlers import (
-    BrokerContext, Handler, QuorumContext, alter_partition_reassignments, elect_leaders, list_partition_reassignments,
+    BrokerContext, Handler, QuorumContext, alter_client_quotas, alter_partition_reassignments, create_acls, delete_acls,
+    elect_leaders, list_partition_reassignments,
 )
+from gregor.broker.handlers.forward_authorization import screen
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import (
     AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
@@ -74,15 +77,24 @@ ERROR_ANSWERS: dict[int, Callable[[Any, int, str], Any]] = {
     elect_leaders.API_KEY: elect_leaders.error_response,
     alter_partition_reassignments.API_KEY: alter_partition_reassignments.error_response,
     list_partition_reassignments.API_KEY: list_partition_reassignments.error_response,
+    create_acls.API_KEY: create_acls.error_response,
+    delete_acls.API_KEY: delete_acls.error_response,
+    alter_client_quotas.API_KEY: alter_client_quotas.error_response,
 }
 
 
 async def _forward(context: BrokerContext, request: Any) -> Message:
+    error_answer = ERROR_ANSWERS[request.API_KEY]
+    screened = screen(context, request, error_answer)
+    if screened.request is None:
+        return screened.merged(screened.refused.pop(0))
+    request = screened.request
     timeout_ms = getattr(request, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
     try:
-        return await context.controller.send_to_controller(request, context.version, timeout_ms / 1000)
+        answer = await context.controller.send_to_controller(request, context.version, timeout_ms / 1000)
     except KafkaError as error:
-        return ERROR_ANSWERS[request.API_KEY](request, error.code, str(error))
+        answer = error_answer(request, error.code, str(error))
+    return screened.merged(answer)
 
 
 def forwarding(handler: Handler[QuorumContext]) -> Handler[BrokerContext]:

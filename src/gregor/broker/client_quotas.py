@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Mapping, Protocol
 
+from gregor.broker.network import Throttled
 from gregor.metadata.client_quotas import CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, USER, QuotaEntity
 from gregor.metadata.image import MetadataImage
 
@@ -96,10 +97,9 @@ class QuotaManager:
         if quotas is not self._quotas_seen:
             self._resolved.clear()
             self._quotas_seen = quotas
-        found = self._resolved.get((user, client_id), False)
-        if found is False:
-            found = self._resolved[(user, client_id)] = self._resolve(quotas, user, client_id)
-        return found
+        if (user, client_id) not in self._resolved:
+            self._resolved[(user, client_id)] = self._resolve(quotas, user, client_id)
+        return self._resolved[(user, client_id)]
 
     def _resolve(self, quotas: Mapping[QuotaEntity, Mapping[str, float]], user: str,
                  client_id: str) -> tuple[float, SensorKey] | None:
@@ -153,6 +153,11 @@ def user_of(principal: str) -> str:
     return principal.split(":", 1)[1] if ":" in principal else principal
 
 
+def throttled(answer: object, throttle_ms: int) -> object:
+    """The handler's answer, marked for the connection to mute itself when the client is throttled."""
+    return Throttled(answer, throttle_ms) if throttle_ms > 0 else answer
+
+
 class ClientQuotas:
     """The broker's produce and fetch byte-rate quotas."""
 
@@ -161,6 +166,10 @@ class ClientQuotas:
         source: ImageSource = images if images is not None else _NoQuotas()
         self.produce = QuotaManager(PRODUCER_BYTE_RATE, source, samples, window_ms)
         self.fetch = QuotaManager(CONSUMER_BYTE_RATE, source, samples, window_ms)
+
+    def record_produce(self, principal: str, client_id: str | None, nbytes: int, now_ms: int) -> int:
+        """Count a produce request's record bytes; the client's throttle time in ms."""
+        return self.produce.record(user_of(principal), client_id or "", nbytes, now_ms)
 
 
 class _NoQuotas:

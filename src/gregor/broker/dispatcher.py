@@ -79,7 +79,7 @@ class Dispatcher(Generic[C]):
         return None if result is None else self._encode(header, result, version)
 
     async def _finish_later(self, header: RequestHeader, pending: Awaitable[object], version: int,
-                            started: float) -> list[bytes] | None:
+                            started: float) -> list[bytes] | Throttled | None:
         response = await pending
         self._answered(header.request_api_key, started)
         if isinstance(response, Throttled):
@@ -88,12 +88,12 @@ class Dispatcher(Generic[C]):
         return None if response is None else self._encode(header, response, version)
 
     def _finish_pipelined(self, header: RequestHeader, pending: Awaitable[object], version: int,
-                          started: float) -> Awaitable[list[bytes] | None]:
+                          started: float) -> Awaitable[list[bytes] | Throttled | None]:
         """The encoded answer of a pipelined request; a future answer is chained by a callback,
         without the task a coroutine would need (one per acks=all produce)."""
         if not isinstance(pending, asyncio.Future):
             return self._finish_later(header, pending, version, started)
-        encoded: asyncio.Future[list[bytes] | None] = pending.get_loop().create_future()
+        encoded: asyncio.Future[list[bytes] | Throttled | None] = pending.get_loop().create_future()
 
         def done(answer: asyncio.Future[object]) -> None:
             if encoded.done():

@@ -1,9 +1,12 @@
-"""DeleteRecords (key 21), v0–v2: advance a partition's log start offset (-1: to the high watermark)."""
+"""DeleteRecords (key 21), v0–v2: advance a partition's log start offset (-1: to the high watermark).
+
+Each topic needs DELETE (TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
 
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 
@@ -13,12 +16,15 @@ _Partition = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 def handle(context: BrokerContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     topics = []
+    deletable = context.allowed_names(AclOperation.DELETE, ResourceType.TOPIC, {t.name for t in request.topics})
     for topic in request.topics:
         partitions = []
         for requested in topic.partitions:
             result = _Partition(partition_index=requested.partition_index, low_watermark=-1)
             partition = context.partitions.partition(topic.name, requested.partition_index)
-            if partition is None:
+            if topic.name not in deletable:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 try:

@@ -1,9 +1,11 @@
-"""DescribeCluster (key 60), v0–v1: brokers, controller and cluster id for admin clients."""
+"""DescribeCluster (key 60), v0–v1: brokers, controller and cluster id for admin clients (CLUSTER
+DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import CloseConnection
+from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 
@@ -12,6 +14,9 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def handle(context: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    if not context.allowed(AclOperation.DESCRIBE):
+        return DescribeClusterResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                       error_message="Cluster authorization failed.", endpoint_type=1)
     metadata = context.metadata
     cluster_id = metadata.image.cluster_id
     if cluster_id is None:  # a broker serves requests only once it has its cluster's image

@@ -6,6 +6,7 @@ from gregor.broker.config import BROKER_CONFIG_KEYS
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.metadata.topic_configs import ConfigSource, ConfigType
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 
@@ -25,7 +26,11 @@ def handle(context: BrokerContext, request: DescribeConfigsRequest) -> DescribeC
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         result = _Result(error_code=ErrorCode.NONE, resource_type=resource.resource_type,
                          resource_name=resource.resource_name, configs=[])
-        if resource.resource_type == TOPIC_RESOURCE:
+        refused = _refused(context, resource.resource_type, resource.resource_name)
+        if refused is not None:
+            result.error_code, result.error_message = refused, "Authorization failed."
+            entries = []
+        elif resource.resource_type == TOPIC_RESOURCE:
             if resource.resource_name in context.metadata.image.topics:
                 entries = _topic_entries(context, request, resource.resource_name)
             else:
@@ -47,6 +52,16 @@ def handle(context: BrokerContext, request: DescribeConfigsRequest) -> DescribeC
         result.configs = [e for e in entries if wanted is None or e.name in wanted]
         results.append(result)
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _refused(context: BrokerContext, resource_type: int, name: str) -> ErrorCode | None:
+    """DESCRIBE_CONFIGS on the topic, or on the cluster for broker resources (Kafka's checks)."""
+    if resource_type == TOPIC_RESOURCE:
+        allowed = context.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+        return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type == BROKER_RESOURCE:
+        return None if context.allowed(AclOperation.DESCRIBE_CONFIGS) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
 
 
 def _entry(context: BrokerContext, request: DescribeConfigsRequest, name: str, value: str | None,

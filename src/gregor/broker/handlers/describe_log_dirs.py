@@ -6,8 +6,9 @@ A null topic list means every partition; named partitions this broker does not h
 out, as in Kafka. The offset lag is Kafka's for a current replica: how far the log end is behind
 the local high watermark (never negative, so 0: a follower does not know its leader's log end).
 Gaps: is_future_key is always false (no AlterReplicaLogDirs, so no replica is ever moving
-between dirs); no authorization (Kafka requires DESCRIBE on the cluster); every dir is reported
+between dirs); every dir is reported
 online (a dir that fails is not taken offline, so KAFKA_STORAGE_ERROR is never answered).
+Needs DESCRIBE on the cluster: without it the answer is empty (v3+: CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shutil
 from collections import defaultdict
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 
@@ -26,6 +28,8 @@ _Partition = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
 def handle(context: BrokerContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not context.allowed(AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     host = context.partitions
     wanted = None if request.topics is None else \
         {(topic.topic, index) for topic in request.topics for index in topic.partitions}

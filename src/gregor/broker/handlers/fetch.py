@@ -16,6 +16,7 @@ default replica selector). Follower fetches (replica id >= 0) are the leader's s
 replication, in `replica_fetch`. A partition answered with an error carries an empty record set,
 never a null one, as Kafka sends it: librdkafka rejects a null set as a malformed response and
 so never sees the error (it kept fetching from a deposed leader instead of refreshing metadata).
+A consumer needs READ on each topic (TOPIC_AUTHORIZATION_FAILED otherwise, for its partitions).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.records.convert import downconvert
@@ -52,6 +54,9 @@ class _FetchPlan:
         self.keys: list[tuple[str, int]] = []
         self.bytes_by_topic: dict[str, int] = {}
         self._read: list[tuple[Partition, FetchRequest.FetchPartition]] = []
+        self.readable = context.allowed_names(AclOperation.READ, ResourceType.TOPIC, {
+            name for topic in request.topics
+            if (name := context.metadata.topic_name(topic.topic_id) if self.by_id else topic.topic)})
 
     def read(self) -> tuple[list[_Topic], int, bool]:
         host = self.context.partitions
@@ -75,6 +80,10 @@ class _FetchPlan:
                                       last_stable_offset=-1, log_start_offset=-1,
                                       aborted_transactions=[] if version >= 4 else None, records=b"")
                 partitions.append(response)
+                if name and name not in self.readable:
+                    response.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    any_error = True
+                    continue
                 if not name or (partition := host.partition(name, fetch_partition.partition)) is None:
                     response.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if self.by_id and name is None
                                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

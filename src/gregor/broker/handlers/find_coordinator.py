@@ -4,18 +4,22 @@ Group keys map to the leader of their `__consumer_offsets` partition; the topic 
 the first lookup, as Kafka does. v4+ batch keys. Transactional ids (key type 1) are answered
 with this broker, whose InitProducerId then refuses them until transactions exist, so clients
 fail fast with a clear error instead of retrying the lookup. v6 (share groups) is not offered.
+A key needs DESCRIBE on its group (GROUP_AUTHORIZATION_FAILED) or transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from gregor.broker.group_runtime import OFFSETS_TOPIC
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
 _Coordinator = FindCoordinatorResponse.Coordinator
+_RESOURCES = {GROUP: ResourceType.GROUP, TRANSACTION: ResourceType.TRANSACTIONAL_ID}
 
 
 def _locate(context: BrokerContext, key: str, key_type: int, offsets_topic_error: str | None) -> _Coordinator:
@@ -23,6 +27,10 @@ def _locate(context: BrokerContext, key: str, key_type: int, offsets_topic_error
     answer = _Coordinator(key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.NONE, error_message=None)
     if key_type not in (GROUP, TRANSACTION):
         answer.error_code, answer.error_message = ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+        return answer
+    if not context.allowed(AclOperation.DESCRIBE, _RESOURCES[key_type], key):
+        answer.error_code = (ErrorCode.GROUP_AUTHORIZATION_FAILED if key_type == GROUP
+                             else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return answer
     if key_type == GROUP:
         if not key:

@@ -128,15 +128,15 @@ def screen(context: BrokerContext, request: Any,
     any_kept = False
     for attribute, check in items.request_lists:
         values = getattr(request, attribute) or []
-        allowed = []
+        allowed: list[Any] = []
         for item in values:
-            code = check(context, item)
-            if code is None:
+            refusal = check(context, item)
+            if refusal is None:
                 allowed.append(item)
                 continue
-            refused = refused_by_code.get(code)
+            refused = refused_by_code.get(refusal)
             if refused is None:
-                refused = refused_by_code[code] = copy.copy(request)
+                refused = refused_by_code[refusal] = copy.copy(request)
                 for name, _ in items.request_lists:
                     setattr(refused, name, [])
             getattr(refused, attribute).append(item)

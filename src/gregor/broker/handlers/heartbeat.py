@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import HeartbeatRequest, HeartbeatResponse
 
 API_KEY = 12
 
 
 def handle(context: BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     runtime = context.groups
     error = runtime.coordinator.heartbeat(
         group_id=request.group_id, member_id=request.member_id,

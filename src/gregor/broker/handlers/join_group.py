@@ -1,13 +1,16 @@
 """JoinGroup (key 11), v0–v9, answered when the group's rebalance completes.
 
 v4+ first hand a new member its id (MEMBER_ID_REQUIRED); v5+ carry group.instance.id (static
-membership); v9 may tell a static leader to skip the assignment.
+membership); v9 may tell a static leader to skip the assignment. Needs READ on the group
+(GROUP_AUTHORIZATION_FAILED otherwise), as SyncGroup, Heartbeat and LeaveGroup do.
 """
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.results import JoinResult
+from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import JoinGroupRequest, JoinGroupResponse
 
 API_KEY = 11
@@ -15,6 +18,9 @@ API_KEY = 11
 
 def handle(context: BrokerContext, request: JoinGroupRequest):
     version = context.version
+    if not context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+                                 protocol_name=None if version >= 7 else "", member_id=request.member_id)
     rebalance_timeout_ms = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
 
     def call(token: object) -> list:

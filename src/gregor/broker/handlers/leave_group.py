@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 
 API_KEY = 13
@@ -10,6 +12,8 @@ API_KEY = 13
 
 def handle(context: BrokerContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     version = context.version
+    if not context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if version >= 3:
         members = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in request.members]
     else:

@@ -5,13 +5,15 @@ Special timestamps as in Kafka: -1 latest (the high watermark), -2 earliest (log
 -3 the offset of the largest timestamp (v7+), -4 earliest local (v8+; all data is local, so it is
 the log start offset), -5 latest tiered (v9+, KIP-1005; nothing is tiered, so offset and epoch
 are -1, as Kafka answers without remote storage). v10's timeout is for remote lookups (KIP-1075)
-and has nothing to wait for. v0 answers with the old-style offsets array.
+and has nothing to wait for. v0 answers with the old-style offsets array. Each topic needs DESCRIBE
+(TOPIC_AUTHORIZATION_FAILED otherwise).
 """
 
 from __future__ import annotations
 
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from gregor.replication.partition import LATEST_TIERED_TIMESTAMP
@@ -26,8 +28,11 @@ _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 def handle(context: BrokerContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     topics = []
+    described = context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, {t.name for t in request.topics})
     for topic in request.topics:
-        partitions = [_lookup(context, topic.name, p) for p in topic.partitions]
+        partitions = [_lookup(context, topic.name, p) if topic.name in described else _Partition(
+            partition_index=p.partition_index, timestamp=-1, offset=-1,
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
         topics.append(_Topic(name=topic.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 

@@ -9,6 +9,10 @@ fields for it, but a topic named by id or without a name there makes the whole r
 INVALID_REQUEST, answered per topic with an empty name, as Kafka's KafkaApis and
 MetadataRequest.getErrorResponse answer it (found by fuzzing: the answer's null name could not be
 encoded at those versions).
+
+Authorization (Kafka's KafkaApis): a topic the principal may not DESCRIBE is left out of an
+all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named (whether it exists or not);
+auto-creation needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.services import MetadataView
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import MetadataRequest, MetadataResponse
 
@@ -43,7 +48,9 @@ def handle(context: BrokerContext, request: MetadataRequest):
             _Topic(error_code=ErrorCode.INVALID_REQUEST, name=topic.name or "", topic_id=topic.topic_id, partitions=[])
             for topic in requested_topics])
     if requested_topics is None or (version == 0 and not requested_topics):
-        wanted = [(name, None) for name in sorted(metadata.image.topics)]
+        names = sorted(metadata.image.topics)
+        described = context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        wanted = [(name, None) for name in names if name in described]
     else:
         wanted = []
         for requested in requested_topics:
@@ -51,23 +58,35 @@ def handle(context: BrokerContext, request: MetadataRequest):
                 wanted.append((metadata.topic_name(requested.topic_id), requested.topic_id))
             else:
                 wanted.append((requested.name, None))
+        described = context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                          {name for name, _ in wanted if name is not None})
+        refused = {name for name, _ in wanted if name is not None and name not in described}
         allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
-        missing = [name for name, _ in wanted if name is not None and name not in metadata.image.topics]
+        missing = [name for name, _ in wanted
+                   if name is not None and name not in metadata.image.topics and name not in refused]
         if missing and allow_auto_create and metadata.config.get("auto.create.topics.enable"):
-            return _after_creating(context, wanted, missing)
+            if not context.allowed(AclOperation.CREATE):
+                creatable = context.allowed_names(AclOperation.CREATE, ResourceType.TOPIC, missing)
+                refused |= set(missing) - creatable
+                missing = [name for name in missing if name in creatable]
+            if missing:
+                return _after_creating(context, wanted, missing, frozenset(refused))
+        return _answer(context, wanted, frozenset(), frozenset(refused))
     return _answer(context, wanted, frozenset())
 
 
 async def _after_creating(context: BrokerContext, wanted: list[tuple[str | None, uuid.UUID | None]],
-                          missing: list[str]) -> MetadataResponse:
+                          missing: list[str], refused: frozenset[str]) -> MetadataResponse:
     await context.controller.auto_create_topics(missing)
-    return _answer(context, wanted, frozenset(missing))
+    return _answer(context, wanted, frozenset(missing), refused)
 
 
 def _answer(context: BrokerContext, wanted: list[tuple[str | None, uuid.UUID | None]],
-            being_created: frozenset[str]) -> MetadataResponse:
+            being_created: frozenset[str], refused: frozenset[str] = frozenset()) -> MetadataResponse:
     metadata = context.metadata
-    topics = [_describe_topic(metadata, name, topic_id, name in being_created) for name, topic_id in wanted]
+    topics = [_Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID, partitions=[],
+                     topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED) if name in refused
+              else _describe_topic(metadata, name, topic_id, name in being_created) for name, topic_id in wanted]
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=_brokers(metadata, context.connection.listener),

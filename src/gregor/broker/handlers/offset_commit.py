@@ -2,13 +2,15 @@
 
 Partitions of topics this cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as Kafka
 answers; the rest go to the coordinator together. v9's member epoch is the generation of a
-classic group.
+classic group. The group needs READ (GROUP_AUTHORIZATION_FAILED on every partition otherwise)
+and each topic READ (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.results import OffsetCommitResult
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 
@@ -22,11 +24,17 @@ def handle(context: BrokerContext, request: OffsetCommitRequest):
     order: list[tuple[str, int]] = []
     unknown: dict[tuple[str, int], ErrorCode] = {}
     offsets = {}
+    group_allowed = context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id)
+    readable = context.allowed_names(AclOperation.READ, ResourceType.TOPIC, {t.name for t in request.topics})
     for topic in request.topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
             order.append(key)
-            if context.metadata.image.partition(topic.name, partition.partition_index) is None:
+            if not group_allowed:
+                unknown[key] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            elif topic.name not in readable:
+                unknown[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif context.metadata.image.partition(topic.name, partition.partition_index) is None:
                 unknown[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[key] = (partition.committed_offset,

@@ -2,12 +2,15 @@
 
 v2+ may ask for all partitions (null topics) and carry a top-level error; v0–v1 put a group
 error on every requested partition instead. v7+ can require stable offsets. v9 (member epochs of
-the new consumer protocol) is not offered.
+the new consumer protocol) is not offered. A group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED);
+requested topics without DESCRIBE get TOPIC_AUTHORIZATION_FAILED, and are left out of an
+all-partitions answer.
 """
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 
@@ -18,16 +21,28 @@ Row = tuple[int, int, int, str, ErrorCode]
 def _answer(context: BrokerContext, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, dict[str, list[Row]]]:
     """The group's top-level error and, per topic, (partition, offset, leader epoch, metadata, error)."""
     wanted = None if topics is None else [(t.name, index) for t in topics for index in t.partition_indexes]
+    rows: dict[str, list[Row]] = {}
+    if not context.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        if context.version >= 2 or wanted is None:
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, rows
+        for name, index in wanted:
+            rows.setdefault(name, []).append((index, -1, -1, "", ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        return ErrorCode.NONE, rows
     result = context.groups.coordinator.fetch_offsets(group_id=group_id, partitions=wanted,
                                                             require_stable=require_stable, now_ms=context.now_ms)
-    rows: dict[str, list[Row]] = {}
     if result.error:
         if context.version >= 2 or wanted is None:
             return result.error, rows
         for name, index in wanted:
             rows.setdefault(name, []).append((index, -1, -1, "", result.error))
         return ErrorCode.NONE, rows
+    names = {name for name, _ in wanted} if wanted is not None else {name for name, _ in result.partitions}
+    described = context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for name, index in wanted if wanted is not None else sorted(result.partitions):
+        if name not in described:
+            if wanted is not None:
+                rows.setdefault(name, []).append((index, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         found = result.partitions.get((name, index))
         rows.setdefault(name, []).append((index, -1, -1, "", ErrorCode.NONE) if found is None else
                                          (index, found.offset, found.leader_epoch, found.metadata, found.error))

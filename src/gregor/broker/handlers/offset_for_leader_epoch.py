@@ -16,6 +16,7 @@ Gaps: none in the versions; Gregor has no ACLs, so TOPIC_AUTHORIZATION_FAILED is
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
@@ -27,8 +28,14 @@ _Partition = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
 def handle(context: BrokerContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    topics = [_Topic(topic=topic.topic, partitions=[_end_offset(context, topic.topic, p) for p in topic.partitions])
-              for topic in request.topics]
+    if context.version >= 3 and request.replica_id >= 0:  # a follower's: broker traffic (CLUSTER_ACTION)
+        described = ({t.topic for t in request.topics} if context.allowed(AclOperation.CLUSTER_ACTION) else set())
+    else:
+        described = context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, {t.topic for t in request.topics})
+    topics = [_Topic(topic=topic.topic, partitions=[
+        _end_offset(context, topic.topic, p) if topic.topic in described
+        else _Partition(partition=p.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for p in topic.partitions]) for topic in request.topics]
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
 
 

@@ -14,6 +14,12 @@ REQUEST_TIMED_OUT after the request's timeout, or NOT_ENOUGH_REPLICAS_AFTER_APPE
 shrank below min.insync.replicas meanwhile). With one replica the high watermark moves with the
 append, so the answer is immediate. A delayed produce is `Pipelined`: its records are appended,
 so the connection's next requests are dispatched while it waits (answers still in order).
+
+Authorization (Kafka's KafkaApis): a transactional producer needs WRITE on its transactional id
+(else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), and each topic WRITE (else
+TOPIC_AUTHORIZATION_FAILED, whether the topic exists or not). The record bytes count against the
+client's `producer_byte_rate`: a client over it is answered with `throttle_time_ms` and its
+connection muted for that long, acks=0 included (no answer, the mute alone).
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from __future__ import annotations
 import asyncio
 import functools
 
+from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import Pipelined
 from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
 from gregor.records.convert import detect_magic, upconvert_to_v2
@@ -41,9 +49,22 @@ def handle(context: BrokerContext, request: ProduceRequest):
     acks = request.acks
     topics = []
     waiting: list[tuple[_PartitionResponse, asyncio.Future]] = []
+    transactional_id = request.transactional_id if context.version >= 3 else None
+    if transactional_id is not None and not context.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                            transactional_id):
+        refused: ErrorCode | None = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        writable: set[str] = set()
+    else:
+        refused = None
+        writable = context.allowed_names(AclOperation.WRITE, ResourceType.TOPIC, {t.name for t in request.topic_data})
+    nbytes = 0
     for topic_data in request.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
+            nbytes += len(partition_data.records or b"")
+            if topic_data.name not in writable:
+                partitions.append(_failed(partition_data.index, refused or ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if acks not in (0, 1, -1):
                 code = ErrorCode.INVALID_REQUIRED_ACKS
                 partitions.append(_PartitionResponse(index=partition_data.index, error_code=code,
@@ -51,12 +72,14 @@ def handle(context: BrokerContext, request: ProduceRequest):
                 continue
             partitions.append(_append(context, topic_data.name, partition_data, acks, request.timeout_ms, waiting))
         topics.append(_TopicResponse(name=topic_data.name, partition_responses=partitions))
+    throttle_ms = context.quotas.record_produce(context.connection.principal, context.header.client_id, nbytes,
+                                                context.now_ms) if context.quotas.enabled else 0
     if acks == 0:
-        return None
-    response = ProduceResponse(responses=topics, throttle_time_ms=0)
+        return throttled(None, throttle_ms)
+    response = ProduceResponse(responses=topics, throttle_time_ms=throttle_ms)
     if waiting:
-        return Pipelined(_when_replicated(response, waiting))
-    return response
+        return throttled(Pipelined(_when_replicated(response, waiting)), throttle_ms)
+    return throttled(response, throttle_ms)
 
 
 def _when_replicated(response: ProduceResponse,

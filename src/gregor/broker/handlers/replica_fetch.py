@@ -15,10 +15,11 @@ new leader in the metadata.
 Only brokers may fetch as followers (a follower's fetch moves the high watermark and the ISR;
 CVE-2018-1288). Kafka requires the ClusterAction permission on the cluster and answers every
 partition of a follower fetch without it with TOPIC_AUTHORIZATION_FAILED (`KafkaApis
-.handleFetchRequest`, Apache Kafka 2.x to 4.x). Until Gregor has ACLs, a broker is recognised by the
-listener: a follower fetch that arrives on any listener other than `inter.broker.listener.name`
-gets that same answer. With a single listener (the default) brokers and clients share it, as they
-share Kafka's when no authorizer is configured.
+.handleFetchRequest`, Apache Kafka 2.x to 4.x); so does Gregor when an authorizer is configured
+(a principal in `super.users` or holding CLUSTER_ACTION, `authorization.py`). Besides, a follower
+fetch that arrives on any listener other than `inter.broker.listener.name` gets that same answer.
+Without an authorizer and with a single listener (the default) brokers and clients share it, as
+they share Kafka's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import asyncio
 from typing import Any, Coroutine
 
 from gregor.broker.handlers import BrokerContext
+from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.replication.follower_fetch import FollowerFetch, serve_follower_fetch
@@ -48,7 +50,8 @@ def _serve(context: BrokerContext, request: FetchRequest, replica_id: int) -> Fo
 
 def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
                          replica_id: int) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
-    if context.connection.listener != context.metadata.config.inter_broker_listener:
+    if (context.connection.listener != context.metadata.config.inter_broker_listener
+            or not context.allowed(AclOperation.CLUSTER_ACTION)):
         return _not_authorized(request, context.version >= 13)
     served = _serve(context, request, replica_id)
     if not served.must_wait(request):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.results import SyncResult
+from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import SyncGroupRequest, SyncGroupResponse
 
 API_KEY = 14
@@ -11,6 +13,8 @@ API_KEY = 14
 
 def handle(context: BrokerContext, request: SyncGroupRequest):
     version = context.version
+    if not context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
 
     def call(token: object) -> list:
         return context.groups.coordinator.sync_group(

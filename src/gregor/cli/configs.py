@@ -1,9 +1,11 @@
-"""`gregor configs`: describe and change topic and broker configs, as kafka-configs.sh."""
+"""`gregor configs`: describe and change topic and broker configs and client quotas, as
+kafka-configs.sh (quotas: `quota_configs`)."""
 
 from __future__ import annotations
 
 import argparse
 
+from gregor.cli import quota_configs
 from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, explain, guarded, one_action, open_admin,
     read_properties_file,
@@ -14,6 +16,7 @@ from gregor.client.admin import (
 )
 
 ENTITY_TYPES = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}
+QUOTA_ENTITY_TYPES = ("users", "clients")
 DYNAMIC_SOURCES = {
     ResourceType.TOPIC: {ConfigSource.DYNAMIC_TOPIC_CONFIG},
     ResourceType.BROKER: {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG},
@@ -28,19 +31,31 @@ EPILOG = """examples:
   gregor configs --bootstrap-server localhost:9092 --describe --broker 1
   gregor configs --bootstrap-server localhost:9092 --alter --entity-type brokers --entity-default \\
       --add-config log.retention.ms=3600000
+  gregor configs --bootstrap-server localhost:9092 --alter --entity-type users --entity-name alice \
+      --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+  gregor configs --bootstrap-server localhost:9092 --alter --user alice --client reports \
+      --add-config producer_byte_rate=65536
+  gregor configs --bootstrap-server localhost:9092 --describe --entity-type clients --entity-default
 """
 
 
 def register(tools: argparse._SubParsersAction) -> None:
-    parser = add_tool(tools, "configs", "describe and change topic and broker configs",
-                      "Describe and change the dynamic configs of topics and brokers (kafka-configs.sh).", EPILOG)
+    parser = add_tool(tools, "configs", "describe and change topic and broker configs and client quotas",
+                      "Describe and change the dynamic configs of topics and brokers and the quotas of users "
+                      "and client ids (kafka-configs.sh).", EPILOG)
     add_connection_options(parser)
     actions = parser.add_argument_group("actions (exactly one)")
     actions.add_argument("--describe", action="store_true", help="show configs")
     actions.add_argument("--alter", action="store_true", help="set or delete configs")
-    parser.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), help="topics or brokers")
-    parser.add_argument("--entity-name", metavar="NAME", help="the topic name or broker id")
-    parser.add_argument("--entity-default", action="store_true", help="with brokers: the cluster-wide default")
+    parser.add_argument("--entity-type", choices=sorted([*ENTITY_TYPES, *QUOTA_ENTITY_TYPES]),
+                        help="topics, brokers, users or clients")
+    parser.add_argument("--entity-name", metavar="NAME", help="the topic name, broker id, user or client id")
+    parser.add_argument("--entity-default", action="store_true",
+                        help="with brokers: the cluster-wide default; with users or clients: the default quota")
+    parser.add_argument("--user", metavar="NAME", help="a user's quotas (with --client: on that client id)")
+    parser.add_argument("--user-defaults", action="store_true", help="the default user quotas")
+    parser.add_argument("--client", metavar="ID", help="a client id's quotas")
+    parser.add_argument("--client-defaults", action="store_true", help="the default client-id quotas")
     parser.add_argument("--topic", metavar="TOPIC", help="shorthand for --entity-type topics --entity-name TOPIC")
     parser.add_argument("--broker", metavar="ID", help="shorthand for --entity-type brokers --entity-name ID")
     parser.add_argument("--broker-defaults", action="store_true",
@@ -55,6 +70,9 @@ def register(tools: argparse._SubParsersAction) -> None:
 @guarded("configs")
 def run(args: argparse.Namespace) -> int:
     action = one_action(args, ("--describe", "--alter"))
+    quota_entity = quota_configs.quota_entity(args)
+    if quota_entity is not None:
+        return _quotas(args, action, quota_entity)
     kind, name = _entity(args)
     if action == "--describe" and (args.add_config or args.add_config_file or args.delete_config):
         raise UsageError("--add-config, --add-config-file and --delete-config work with --alter only")
@@ -68,6 +86,21 @@ def run(args: argparse.Namespace) -> int:
         if action == "--describe":
             return describe(admin, args, kind, name)
         return alter(admin, args, kind, name)
+    finally:
+        admin.close()
+
+
+def _quotas(args: argparse.Namespace, action: str, entity: dict[str, str | None]) -> int:
+    if args.topic is not None or args.broker is not None or args.broker_defaults or args.all:
+        raise UsageError("a quota entity (users, clients) cannot be combined with --topic, --broker or --all")
+    admin = open_admin(args)
+    try:
+        if action == "--describe":
+            if args.add_config or args.add_config_file or args.delete_config:
+                raise UsageError("--add-config, --add-config-file and --delete-config work with --alter only")
+            return quota_configs.describe(admin, entity)
+        deletions = [key.strip() for key in (args.delete_config or "").split(",") if key.strip()]
+        return quota_configs.alter(admin, args, entity, split_config_list(args.add_config or ""), deletions)
     finally:
         admin.close()
 

@@ -7,7 +7,7 @@ import sys
 
 from gregor import __version__
 from gregor.cli import (
-    cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, get_offsets,
+    acls, cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, get_offsets,
     leader_election, log_dirs, perf, reassign_partitions, server, topics, web_console,
 )
 from gregor.cli.common import ToolParser
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     console_consumer.register(tools)
     consumer_groups.register(tools)
     configs.register(tools)
+    acls.register(tools)
     dump_log.register(tools)
     get_offsets.register(tools)
     delete_records.register(tools)

@@ -29,6 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence, TypeVar
 
+from gregor.client import admin_security
+from gregor.client.acls import AclBinding, AclBindingFilter, QuotaAlteration, QuotaEntity
 from gregor.client.config import Role, parse_config
 from gregor.client.errors import (
     ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError, error_for,
@@ -431,6 +433,37 @@ class AdminClient:
     def describe_metadata_quorum(self, timeout: float | None = None) -> QuorumInfo:
         """The KRaft metadata quorum (DescribeQuorum), as `kafka-metadata-quorum.sh describe` shows it."""
         return self._call(self._operations.describe_metadata_quorum, timeout)
+
+    # ACLs and client quotas
+
+    def create_acls(self, acls: Iterable[AclBinding],
+                    timeout: float | None = None) -> dict[AclBinding, KafkaException | None]:
+        bindings = list(dict.fromkeys(acls))
+        return self._call(lambda deadline: admin_security.create_acls(self._operations, bindings, deadline), timeout)
+
+    def describe_acls(self, acl_filter: AclBindingFilter, timeout: float | None = None) -> list[AclBinding]:
+        return self._call(lambda deadline: admin_security.describe_acls(self._operations, acl_filter, deadline),
+                          timeout)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None,
+                    ) -> dict[AclBindingFilter, list[AclBinding] | KafkaException]:
+        """The ACLs each filter removed (an ACL matched by several is reported by the first)."""
+        wanted = list(dict.fromkeys(filters))
+        return self._call(lambda deadline: admin_security.delete_acls(self._operations, wanted, deadline), timeout)
+
+    def alter_client_quotas(self, alterations: Iterable[QuotaAlteration], validate_only: bool = False,
+                            timeout: float | None = None) -> list[KafkaException | None]:
+        """Each alteration's outcome, in order (None: done)."""
+        changes = list(alterations)
+        return self._call(lambda deadline: admin_security.alter_client_quotas(self._operations, changes,
+                                                                              validate_only, deadline), timeout)
+
+    def describe_client_quotas(self, components: Iterable[tuple[str, int, str | None]] = (), strict: bool = False,
+                               timeout: float | None = None) -> list[tuple[QuotaEntity, dict[str, float]]]:
+        """Quota values by entity; `components` filter as (entity type, match type, name)."""
+        wanted = list(components)
+        return self._call(lambda deadline: admin_security.describe_client_quotas(self._operations, wanted, strict,
+                                                                                 deadline), timeout)
 
     # consumer groups and their offsets
 

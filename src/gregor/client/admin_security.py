@@ -38,7 +38,7 @@ async def create_acls(ops: AdminOperations, acls: Sequence[AclBinding],
             resource_type=acl.resource_type, resource_name=acl.name, resource_pattern_type=acl.pattern_type,
             principal=acl.principal, host=acl.host, operation=acl.operation, permission_type=acl.permission_type)
             for acl in acls])
-        response = await ops._send(request, await ops._controller(deadline), deadline, versions=(1, 3))
+        response = await ops._send(request, await ops._controller(deadline), deadline)
         return {acl: None if result.error_code == ErrorCode.NONE else error_for(result.error_code,
                                                                                 result.error_message)
                 for acl, result in zip(acls, response.results)}
@@ -52,7 +52,7 @@ async def describe_acls(ops: AdminOperations, acl_filter: AclBindingFilter, dead
             resource_type_filter=acl_filter.resource_type, resource_name_filter=acl_filter.name,
             pattern_type_filter=acl_filter.pattern_type, principal_filter=acl_filter.principal,
             host_filter=acl_filter.host, operation=acl_filter.operation, permission_type=acl_filter.permission_type)
-        response = await ops._send(request, None, deadline, versions=(1, 3))
+        response = await ops._send(request, None, deadline)
         if response.error_code != ErrorCode.NONE:
             raise error_for(response.error_code, response.error_message)
         return [_binding(resource.resource_type, resource.resource_name, resource.pattern_type, acl.principal,
@@ -69,7 +69,7 @@ async def delete_acls(ops: AdminOperations, filters: Sequence[AclBindingFilter],
             resource_type_filter=f.resource_type, resource_name_filter=f.name, pattern_type_filter=f.pattern_type,
             principal_filter=f.principal, host_filter=f.host, operation=f.operation, permission_type=f.permission_type)
             for f in filters])
-        response = await ops._send(request, await ops._controller(deadline), deadline, versions=(1, 3))
+        response = await ops._send(request, await ops._controller(deadline), deadline)
         outcome: dict[AclBindingFilter, list[AclBinding] | KafkaException] = {}
         for acl_filter, result in zip(filters, response.filter_results):
             if result.error_code != ErrorCode.NONE:

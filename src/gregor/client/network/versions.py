@@ -39,6 +39,11 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.CREATE_ACLS: (1, 3),  # v1+: ACLs with a pattern type
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
 }
 
 

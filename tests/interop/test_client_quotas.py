@@ -1,6 +1,6 @@
 """Client quotas end to end: a quota set with `gregor configs` (kafka-configs.sh's flags) holds a
 librdkafka producer to its byte rate, with the throttle time reported to it, while another client
-id is not throttled at all.
+id is not throttled at all; a default client-id consumer quota holds a consumer to its rate.
 
 Wall-clock time is asserted only as a lower bound (the producer cannot have pushed its bytes
 faster than the quota allows plus 20 %), which a loaded machine cannot break; the quota's
@@ -39,6 +39,7 @@ def _produce(bootstrap: str, client_id: str) -> tuple[float, list[int]]:
     return elapsed, [t for t in throttles if t > 0]
 
 
+@pytest.mark.slow
 def test_a_producer_over_its_byte_rate_is_throttled_and_others_are_not(broker_factory):
     broker = broker_factory({"quota.window.num": "2", "quota.window.size.seconds": "1"})
     subprocess.run([sys.executable, "-m", "gregor.cli.main", "topics", "--bootstrap-server", broker.bootstrap,
@@ -64,3 +65,33 @@ def test_a_producer_over_its_byte_rate_is_throttled_and_others_are_not(broker_fa
 
     _, free_throttles = _produce(broker.bootstrap, "free")
     assert free_throttles == []
+
+    configured = subprocess.run(
+        [sys.executable, "-m", "gregor.cli.main", "configs", "--bootstrap-server", broker.bootstrap, "--alter",
+         "--entity-type", "clients", "--entity-default", "--add-config", f"consumer_byte_rate={QUOTA * 2}"],
+        capture_output=True, text=True, timeout=60)
+    assert configured.returncode == 0, configured.stderr
+    elapsed, throttles = _consume(broker.bootstrap, RECORDS)
+    read = RECORDS * len(VALUE)
+    assert elapsed >= (read - 2 * QUOTA) / (2 * QUOTA * 1.2), f"{read} bytes read in {elapsed:.2f} s"
+    assert throttles, "the consumer saw no throttle_time_ms"
+
+
+def _consume(bootstrap: str, records: int) -> tuple[float, list[int]]:
+    """Seconds to read `records` records from the start, and the throttle times seen."""
+    from confluent_kafka import Consumer
+    throttles: list[int] = []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "quota-readers", "client.id": "reader",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "throttle_cb": lambda event: throttles.append(int(event.throttle_time * 1000))})
+    consumer.subscribe(["quota-t"])
+    started, read = time.monotonic(), 0
+    try:
+        while read < records and time.monotonic() - started < 60:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                read += 1
+    finally:
+        consumer.close()
+    assert read == records
+    return time.monotonic() - started, [t for t in throttles if t > 0]

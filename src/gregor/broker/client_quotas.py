@@ -132,6 +132,14 @@ class QuotaManager:
         self.throttled_ms[sensor] = self.throttled_ms.get(sensor, 0) + throttle
         return throttle
 
+    def max_in_window(self, user: str, client_id: str) -> int | None:
+        """The most one answer may carry: what the quota allows over its shortest window (Kafka's
+        getMaxValueInQuotaWindow), so that a fetch can fit the quota; None without a quota."""
+        found = self.quota(user, client_id)
+        if found is None:
+            return None
+        return max(int(found[0] * max(self._samples - 1, 1) * self._window_ms / 1000), 1)
+
     def unrecord(self, user: str, client_id: str, nbytes: int, now_ms: int) -> None:
         """Take back bytes that were not sent after all (a throttled fetch answers empty)."""
         found = self.quota(user, client_id)
@@ -170,6 +178,19 @@ class ClientQuotas:
     def record_produce(self, principal: str, client_id: str | None, nbytes: int, now_ms: int) -> int:
         """Count a produce request's record bytes; the client's throttle time in ms."""
         return self.produce.record(user_of(principal), client_id or "", nbytes, now_ms)
+
+    def fetch_max_bytes(self, principal: str, client_id: str | None) -> int | None:
+        """The bytes a fetch answer may carry under the client's consumer_byte_rate; None: no quota."""
+        return self.fetch.max_in_window(user_of(principal), client_id or "")
+
+    def record_fetch(self, principal: str, client_id: str | None, nbytes: int, now_ms: int) -> int:
+        """Count a fetch answer's record bytes; the client's throttle time in ms. A throttled
+        answer is not sent (Kafka answers it empty), so its bytes are taken back at once."""
+        user, client = user_of(principal), client_id or ""
+        throttle = self.fetch.record(user, client, nbytes, now_ms)
+        if throttle:
+            self.fetch.unrecord(user, client, nbytes, now_ms)
+        return throttle
 
 
 class _NoQuotas:

@@ -17,12 +17,16 @@ replication, in `replica_fetch`. A partition answered with an error carries an e
 never a null one, as Kafka sends it: librdkafka rejects a null set as a malformed response and
 so never sees the error (it kept fetching from a deposed leader instead of refreshing metadata).
 A consumer needs READ on each topic (TOPIC_AUTHORIZATION_FAILED otherwise, for its partitions).
+The records of an answer count against the client's `consumer_byte_rate`: a client over it gets
+an empty answer with `throttle_time_ms` (the records stay for its next fetch) and its connection
+muted for that long, as Kafka's throttled fetch response.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
@@ -63,6 +67,10 @@ class _FetchPlan:
         request = self.request
         version = self.context.version
         remaining = request.max_bytes if version >= 3 else 0x7FFFFFFF
+        if self.context.quotas.enabled:
+            quota_bytes = self.context.quotas.fetch_max_bytes(self.context.connection.principal,
+                                                              self.context.header.client_id)
+            remaining = remaining if quota_bytes is None else min(remaining, quota_bytes)
         total = 0
         any_error = False
         topics = []
@@ -145,16 +153,24 @@ def handle(context: BrokerContext, request: FetchRequest):
     return _when_due(plan, purgatory.park(plan.keys, purgatory.now_ms() + request.max_wait_ms, plan.enough_bytes()))
 
 
-async def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> FetchResponse:
+async def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> object:
     """The answer, read once the fetch is due. It parked in the same step as the read that found
     too little, so no move of a high watermark falls in between."""
     await due
+    plan.context.now_ms = plan.context.partitions.consumer_fetches.now_ms()
     topics, _, _ = plan.read()
     return _response(plan, topics)
 
 
-def _response(plan: _FetchPlan, topics: list[_Topic]) -> FetchResponse:
-    plan.context.metrics.fetched(plan.bytes_by_topic)
+def _response(plan: _FetchPlan, topics: list[_Topic]) -> object:
+    context = plan.context
+    if context.quotas.enabled:
+        throttle_ms = context.quotas.record_fetch(context.connection.principal, context.header.client_id,
+                                                  sum(plan.bytes_by_topic.values()), context.now_ms)
+        if throttle_ms:
+            return throttled(FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=0,
+                                           responses=[]), throttle_ms)
+    context.metrics.fetched(plan.bytes_by_topic)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
 
 

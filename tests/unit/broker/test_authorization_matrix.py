@@ -20,6 +20,7 @@ from gregor.broker.handlers import BrokerContext, BrokerServices, client_handler
 from gregor.broker.network import ConnectionInfo, Pipelined, Throttled
 from gregor.broker.peer_channel import decode_response
 from gregor.broker.server import Broker
+from gregor.metadata.authorizer import STANDARD_AUTHORIZER
 from gregor.protocol.error_codes import ErrorCode as E
 from gregor.protocol.headers import encode_request
 from gregor.protocol.messages import (
@@ -192,11 +193,13 @@ AUTHORIZATION_ERRORS = {E.TOPIC_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAIL
                         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
 
 
+def _config(tmp_path, **keys: str) -> BrokerConfig:
+    return BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
+                         "offsets.topic.num.partitions": "1", **keys})
+
+
 async def _matrix(tmp_path) -> tuple[list[str], dict[str, Any]]:
-    config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
-                           "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                           "super.users": ADMIN, "offsets.topic.num.partitions": "1"})
-    broker = Broker(config)
+    broker = Broker(_config(tmp_path, **{"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": ADMIN}))
     await broker.start()
     try:
         node = Node(broker)
@@ -229,3 +232,28 @@ def test_each_api_refuses_a_principal_without_the_acl_and_serves_one_with_it(tmp
     # what alice was allowed happened: Metadata auto-created a topic, DeleteTopics deleted one
     assert {t.name for t in listing[ADMIN].topics} >= {TOPIC, "t-new"}
     assert "t-doomed" not in {t.name for t in listing[ADMIN].topics}
+
+
+async def _without_authorizer(tmp_path) -> list[str]:
+    broker = Broker(_config(tmp_path))
+    await broker.start()
+    try:
+        node = Node(broker)
+        await node.call(BOB, CreateTopicsRequest(timeout_ms=5000, topics=[
+            CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=1, replication_factor=1)]), 5)
+        refused = []
+        for name, request, version, error_of, _ in CASES:
+            code = error_of(await node.call(BOB, request(), version))
+            if name in ("CreateAcls", "DeleteAcls", "DescribeAcls"):
+                if code != E.SECURITY_DISABLED:
+                    refused.append(f"{name}: {E(code).name}, not SECURITY_DISABLED")
+            elif code in AUTHORIZATION_ERRORS:
+                refused.append(f"{name}: {E(code).name}")
+        return refused
+    finally:
+        await broker.stop()
+
+
+def test_without_an_authorizer_nothing_is_refused_and_the_acl_apis_say_security_is_disabled(tmp_path):
+    refused = asyncio.run(_without_authorizer(tmp_path))
+    assert not refused, "\n".join(refused)

@@ -54,6 +54,10 @@ def test_a_producer_over_its_byte_rate_is_throttled_and_others_are_not(broker_fa
         [sys.executable, "-m", "gregor.cli.main", "configs", "--bootstrap-server", broker.bootstrap, "--describe",
          "--client", "throttled"], capture_output=True, text=True, timeout=60)
     assert f"Quota configs for client-id 'throttled' are producer_byte_rate={float(QUOTA)}" in described.stdout
+    every_client = subprocess.run(
+        [sys.executable, "-m", "gregor.cli.main", "configs", "--bootstrap-server", broker.bootstrap, "--describe",
+         "--entity-type", "clients"], capture_output=True, text=True, timeout=60)
+    assert every_client.stdout == described.stdout
 
     elapsed, throttles = _produce(broker.bootstrap, "throttled")
     sent = RECORDS * len(VALUE)

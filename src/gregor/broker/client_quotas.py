@@ -27,6 +27,8 @@ from gregor.broker.network import Throttled
 from gregor.metadata.client_quotas import CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, USER, QuotaEntity
 from gregor.metadata.image import MetadataImage
 
+_MAX_RESOLVED = 100_000  # clients whose quota lookup is remembered
+
 #: (user, client-id) of the clients one measured rate covers; "" where the quota is not per that part.
 SensorKey = tuple[str, str]
 
@@ -98,6 +100,8 @@ class QuotaManager:
             self._resolved.clear()
             self._quotas_seen = quotas
         if (user, client_id) not in self._resolved:
+            if len(self._resolved) >= _MAX_RESOLVED:  # many short-lived client ids: start over
+                self._resolved.clear()
             self._resolved[(user, client_id)] = self._resolve(quotas, user, client_id)
         return self._resolved[(user, client_id)]
 

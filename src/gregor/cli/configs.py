@@ -70,7 +70,7 @@ def register(tools: argparse._SubParsersAction) -> None:
 @guarded("configs")
 def run(args: argparse.Namespace) -> int:
     action = one_action(args, ("--describe", "--alter"))
-    quota_entity = quota_configs.quota_entity(args)
+    quota_entity = quota_configs.quota_components(args)
     if quota_entity is not None:
         return _quotas(args, action, quota_entity)
     kind, name = _entity(args)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         admin.close()
 
 
-def _quotas(args: argparse.Namespace, action: str, entity: dict[str, str | None]) -> int:
+def _quotas(args: argparse.Namespace, action: str, entity: list[quota_configs.Component]) -> int:
     if args.topic is not None or args.broker is not None or args.broker_defaults or args.all:
         raise UsageError("a quota entity (users, clients) cannot be combined with --topic, --broker or --all")
     admin = open_admin(args)

@@ -2,8 +2,9 @@
 
 An entity is a user, a client id, or both: `--entity-type users|clients` with `--entity-name` or
 `--entity-default`, or the shorthands `--user NAME`, `--user-defaults`, `--client NAME`,
-`--client-defaults` (combine --user and --client for a user's quota on one client id). Quota
-values are Kafka's keys (producer_byte_rate, consumer_byte_rate, request_percentage,
+`--client-defaults` (combine --user and --client for a user's quota on one client id).
+`--describe --entity-type users` without a name lists every named user's quotas. Quota values
+are Kafka's keys (producer_byte_rate, consumer_byte_rate, request_percentage,
 controller_mutation_rate).
 """
 
@@ -16,25 +17,35 @@ from gregor.client import AdminClient
 from gregor.client.acls import QuotaAlteration
 
 USER, CLIENT_ID = "user", "client-id"
-MATCH_EXACT, MATCH_DEFAULT = 0, 1
+MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 KINDS = {"users": USER, "clients": CLIENT_ID}
 
+#: (entity type, match type, name): DescribeClientQuotas' filter components
+Component = tuple[str, int, "str | None"]
 
-def quota_entity(args: argparse.Namespace) -> dict[str, str | None] | None:
-    """The quota entity the flags name; None when they name a topic or broker instead."""
-    entity: dict[str, str | None] = {}
+
+def quota_components(args: argparse.Namespace) -> list[Component] | None:
+    """The quota entity the flags name, as filter components; None when they name a topic or
+    broker instead. A type without a name or default matches every named entity of the type."""
+    components: dict[str, Component] = {}
     if args.entity_type in KINDS:
-        if args.entity_default == (args.entity_name is not None):
-            raise UsageError(f"--entity-type {args.entity_type} needs --entity-name NAME or --entity-default")
-        entity[KINDS[args.entity_type]] = None if args.entity_default else args.entity_name
+        kind = KINDS[args.entity_type]
+        if args.entity_default and args.entity_name is not None:
+            raise UsageError("give --entity-name or --entity-default, not both")
+        if args.entity_default:
+            components[kind] = (kind, MATCH_DEFAULT, None)
+        elif args.entity_name is not None:
+            components[kind] = (kind, MATCH_EXACT, args.entity_name)
+        else:
+            components[kind] = (kind, MATCH_SPECIFIED, None)
     for kind, name, default in ((USER, args.user, args.user_defaults), (CLIENT_ID, args.client, args.client_defaults)):
         if name is None and not default:
             continue
-        if kind in entity or (name is not None and default):
-            raise UsageError(f"name the {kind} once: one of --entity-name, --{kind.split('-')[0]}, "
-                             f"--{kind.split('-')[0]}-defaults")
-        entity[kind] = name
-    return entity or None
+        flag = "user" if kind == USER else "client"
+        if kind in components or (name is not None and default):
+            raise UsageError(f"name the {kind} once: one of --entity-name, --{flag}, --{flag}-defaults")
+        components[kind] = (kind, MATCH_DEFAULT, None) if default else (kind, MATCH_EXACT, name)
+    return list(components.values()) or None
 
 
 def _label(entity: dict[str, str | None]) -> str:
@@ -43,16 +54,18 @@ def _label(entity: dict[str, str | None]) -> str:
     return ", ".join(parts)
 
 
-def describe(admin: AdminClient, entity: dict[str, str | None]) -> int:
-    components = [(kind, MATCH_DEFAULT if name is None else MATCH_EXACT, name) for kind, name in entity.items()]
+def describe(admin: AdminClient, components: list[Component]) -> int:
     for found, values in admin.describe_client_quotas(components, strict=True):
         shown = ", ".join(f"{key}={value}" for key, value in sorted(values.items()))
         print(f"Quota configs for {_label(dict(found))} are {shown}")
     return 0
 
 
-def alter(admin: AdminClient, args: argparse.Namespace, entity: dict[str, str | None],
+def alter(admin: AdminClient, args: argparse.Namespace, components: list[Component],
           additions: list[tuple[str, str]], deletions: list[str]) -> int:
+    if any(match == MATCH_SPECIFIED for _, match, _ in components):
+        raise UsageError("--alter needs an entity: --entity-name NAME or --entity-default")
+    entity = {kind: name for kind, _, name in components}
     values: dict[str, float | None] = {}
     for key, text in [*read_properties_file(args.add_config_file).items(), *additions]:
         try:

@@ -74,6 +74,12 @@ def test_acls_decide_for_real_clients_allow_prefixed_deny_over_allow(broker_fact
     assert "operation=ALL, permissionType=ALLOW" in removed.stdout and "DENY" not in removed.stdout
     assert _produce(broker.bootstrap, "denied") is None
 
+    # a consumer group ANONYMOUS may not READ: librdkafka reports GROUP_AUTHORIZATION_FAILED
+    for future in admin.create_acls([AclBinding(ResourceType.GROUP, "blocked", literal, ANONYMOUS, "*",
+                                                AclOperation.READ, deny)]).values():
+        future.result(30)
+    assert _consume_error(broker.bootstrap, "blocked", "open") == "GROUP_AUTHORIZATION_FAILED"
+
     # a plain client cannot fetch as a follower (CVE-2018-1288) once the cluster's CLUSTER_ACTION is
     # given to the brokers only (while the cluster has no ACL, allow.everyone.if.no.acl.found opens it)
     assert _follower_fetch_error(broker.port, "open") != 29
@@ -86,6 +92,24 @@ def test_acls_decide_for_real_clients_allow_prefixed_deny_over_allow(broker_fact
     assert "ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)" in added.stdout
     assert "(principal=User:broker, host=*, operation=CLUSTER_ACTION, permissionType=ALLOW)" in added.stdout
     assert _follower_fetch_error(broker.port, "open") == 29  # TOPIC_AUTHORIZATION_FAILED
+
+
+def _consume_error(bootstrap: str, group: str, topic: str) -> str | None:
+    """The first error librdkafka's consumer reports, None when it reads a record."""
+    import time
+
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None:
+                return message.error().name() if message.error() else None
+        return "nothing within 20 s"
+    finally:
+        consumer.close()
 
 
 def _follower_fetch_error(port: int, topic: str) -> int:

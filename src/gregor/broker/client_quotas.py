@@ -14,8 +14,12 @@ short burst is averaged as Kafka averages it. A client over its quota is throttl
 `throttle_time_ms` and the connection takes no further request of the client for that long
 (`network.Throttled`, KIP-219's muted channel).
 
+`request_percentage` is the share of the broker's event loop a client's requests may take (100:
+all of it), measured as the time their handlers run (`request_quota`); Kafka measures the time of
+its request handler threads, of which it has several.
+
 The user of a quota is the principal's name (`ANONYMOUS` until authentication sets another);
-`request_percentage` and the other keys are stored but not enforced.
+`controller_mutation_rate` and `connection_creation_rate` are stored but not enforced.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from collections import deque
 from typing import Mapping, Protocol
 
 from gregor.broker.network import Throttled
-from gregor.metadata.client_quotas import CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, USER, QuotaEntity
+from gregor.metadata.client_quotas import (
+    CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, USER, QuotaEntity,
+)
 from gregor.metadata.image import MetadataImage
 
 _MAX_RESOLVED = 100_000  # clients whose quota lookup is remembered
@@ -118,7 +124,7 @@ class QuotaManager:
                 return value, (user if USER in kinds else "", client_id if CLIENT_ID in kinds else "")
         return None
 
-    def record(self, user: str, client_id: str, nbytes: int, now_ms: int) -> int:
+    def record(self, user: str, client_id: str, nbytes: float, now_ms: int) -> int:
         """Count `nbytes` against the client's quota; the throttle time in ms (0: within it)."""
         found = self.quota(user, client_id)
         if found is None:
@@ -178,10 +184,16 @@ class ClientQuotas:
         source: ImageSource = images if images is not None else _NoQuotas()
         self.produce = QuotaManager(PRODUCER_BYTE_RATE, source, samples, window_ms)
         self.fetch = QuotaManager(CONSUMER_BYTE_RATE, source, samples, window_ms)
+        self.request = QuotaManager(REQUEST_PERCENTAGE, source, samples, window_ms)
 
     def record_produce(self, principal: str, client_id: str | None, nbytes: int, now_ms: int) -> int:
         """Count a produce request's record bytes; the client's throttle time in ms."""
         return self.produce.record(user_of(principal), client_id or "", nbytes, now_ms)
+
+    def record_request_time(self, principal: str, client_id: str | None, seconds: float, now_ms: int) -> int:
+        """Count the time a handler spent on a request (as a percentage of one second, so that the
+        rate is the share of the event loop the client takes); the throttle time in ms."""
+        return self.request.record(user_of(principal), client_id or "", seconds * 100, now_ms)
 
     def fetch_max_bytes(self, principal: str, client_id: str | None) -> int | None:
         """The bytes a fetch answer may carry under the client's consumer_byte_rate; None: no quota."""

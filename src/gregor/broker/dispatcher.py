@@ -26,6 +26,9 @@ log = logging.getLogger("gregor.dispatcher")
 
 C = TypeVar("C", bound=RequestContext)
 ContextFactory = Callable[[RequestHeader, ConnectionInfo, Mapping[int, Handler[Any]], int], C]
+#: Called with each request's context, request, answer and the seconds its handler ran; returns the
+#: answer to send (the client listener's request-time quota, `request_quota`).
+AfterHandler = Callable[[C, Any, object, float], object]
 
 
 class Dispatcher(Generic[C]):
@@ -33,12 +36,14 @@ class Dispatcher(Generic[C]):
     (a broker listener's with the broker's services, a controller listener's with the quorum)."""
 
     def __init__(self, handlers: Mapping[int, Handler[C]], new_context: ContextFactory[C], clock: Clock,
-                 on_request: Callable[[int, float], None] | None = None) -> None:
+                 on_request: Callable[[int, float], None] | None = None,
+                 after_handler: AfterHandler[C] | None = None) -> None:
         """`clock`: the time each request is handled at (its context's `now_ms`)."""
         self._handlers = handlers
         self._new_context = new_context
         self._clock = clock
         self._on_request = on_request
+        self._after_handler = after_handler
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
         view = memoryview(frame)
@@ -65,6 +70,8 @@ class Dispatcher(Generic[C]):
         context = self._new_context(header, info, self._handlers, self._clock())
         started = time.perf_counter()
         result = handler.handle(context, request)
+        if self._after_handler is not None:
+            result = self._after_handler(context, request, result, time.perf_counter() - started)
         if isinstance(result, Throttled):  # a client over its quota: the connection mutes itself
             return Throttled(self._finish(header, result.answer, version, started), result.delay_ms)
         return self._finish(header, result, version, started)

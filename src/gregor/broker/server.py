@@ -58,6 +58,7 @@ from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.metadata_publisher import BrokerMetadataPublisher
 from gregor.broker.network import KafkaServer
+from gregor.broker.request_quota import apply_request_quota
 from gregor.broker.scrape_state import BrokerScrapeState
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
@@ -118,7 +119,7 @@ class Broker:
                                   quotas=self.quotas)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
-                       on_request=self.events.request_done),
+                       on_request=self.events.request_done, after_handler=apply_request_quota),
             self.config.get("socket.request.max.bytes"), self.config.connection_limits())
         for endpoint in self.config.client_listeners():
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)

@@ -76,3 +76,33 @@ def test_a_fetch_not_sent_is_taken_back():
     assert quotas.fetch.record("u", "c", 5_000, 0) > 0
     quotas.fetch.unrecord("u", "c", 5_000, 0)
     assert quotas.fetch.record("u", "c", 500, 0) == 0
+
+
+def _context(quotas: ClientQuotas, client_id: str, version: int = 9):
+    from gregor.broker.handlers import BrokerContext, BrokerServices
+    from gregor.broker.network import ConnectionInfo
+    from gregor.protocol.messages import RequestHeader
+    services = BrokerServices(partitions=None, metadata=None, controller=None, groups=None,  # type: ignore[arg-type]
+                              metrics=None, quotas=quotas)  # type: ignore[arg-type]
+    header = RequestHeader(request_api_key=3, request_api_version=version, correlation_id=1, client_id=client_id)
+    return BrokerContext(services, header, ConnectionInfo("127.0.0.1:1", "PLAINTEXT", 1), {}, 0)
+
+
+def test_request_time_over_request_percentage_throttles_and_sets_the_answers_throttle_time():
+    from gregor.broker.network import Throttled
+    from gregor.broker.request_quota import apply_request_quota
+    from gregor.protocol.messages import FetchRequest, MetadataRequest, MetadataResponse
+    quotas = ClientQuotas(Images({(("client-id", "busy"),): {"request_percentage": 10.0}}), 2, 1000)
+    answer = MetadataResponse()
+    # half a second of handler time in a one-second window: 50 % of the loop against 10 %
+    throttled = apply_request_quota(_context(quotas, "busy"), MetadataRequest(), answer, 0.5)
+    assert isinstance(throttled, Throttled) and throttled.answer is answer
+    assert throttled.delay_ms == answer.throttle_time_ms == 2000  # (50 - 10) / 10 s, at most the window
+    # a byte-rate throttle already there: the larger of the two
+    produce_throttle = Throttled(answer, 5000)
+    assert apply_request_quota(_context(quotas, "busy"), MetadataRequest(), produce_throttle, 0.5).delay_ms == 5000
+    # other clients, and a follower's fetch, are not throttled
+    other = MetadataResponse()
+    assert apply_request_quota(_context(quotas, "idle"), MetadataRequest(), other, 0.5) is other
+    follower = FetchRequest(replica_id=2)
+    assert apply_request_quota(_context(quotas, "busy"), follower, other, 5.0) is other

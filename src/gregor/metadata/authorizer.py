@@ -9,7 +9,8 @@ entry applies to at all (whatever the principal) is allowed only with
 `allow.everyone.if.no.acl.found`.
 
 The index is rebuilt only when the image's ACL mapping changes (a delta makes a new one only
-when an ACL record was replayed), so a decision costs dictionary lookups, not a scan.
+when an ACL record was replayed), and decisions are remembered until it does: a request's checks
+cost a dictionary lookup each, not a scan of the prefixed ACLs.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Requestor:
 
     principal: str
     host: str
+
+
+_MAX_DECISIONS = 100_000  # decisions remembered between ACL changes
 
 
 class _AclIndex:
@@ -70,19 +74,32 @@ class StandardAuthorizer:
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._source: Mapping[uuid.UUID, StandardAcl] | None = None
         self._index = _AclIndex(())
+        self._decisions: dict[tuple[Requestor, AclOperation, ResourceType, str], bool] = {}
 
     def _indexed(self, acls: Mapping[uuid.UUID, StandardAcl]) -> _AclIndex:
         if acls is not self._source:
             self._index = _AclIndex(acls.values())
+            self._decisions.clear()
             self._source = acls
         return self._index
 
     def authorize(self, acls: Mapping[uuid.UUID, StandardAcl], who: Requestor, operation: AclOperation,
                   resource_type: ResourceType, name: str) -> bool:
         """May `who` perform `operation` on the resource?"""
+        index = self._indexed(acls)
+        key = (who, operation, resource_type, name)
+        decision = self._decisions.get(key)
+        if decision is None:
+            if len(self._decisions) >= _MAX_DECISIONS:
+                self._decisions.clear()
+            decision = self._decisions[key] = self._decide(index, who, operation, resource_type, name)
+        return decision
+
+    def _decide(self, index: _AclIndex, who: Requestor, operation: AclOperation, resource_type: ResourceType,
+                name: str) -> bool:
         if who.principal in self.super_users:
             return True
-        applying = self._indexed(acls).applying_to(resource_type, name)
+        applying = index.applying_to(resource_type, name)
         if not applying:
             return self.allow_everyone_if_no_acl_found
         allowed = False

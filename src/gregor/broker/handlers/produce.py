@@ -49,21 +49,14 @@ def handle(context: BrokerContext, request: ProduceRequest):
     acks = request.acks
     topics = []
     waiting: list[tuple[_PartitionResponse, asyncio.Future]] = []
-    transactional_id = request.transactional_id if context.version >= 3 else None
-    if transactional_id is not None and not context.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                                                            transactional_id):
-        refused: ErrorCode | None = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        writable: set[str] = set()
-    else:
-        refused = None
-        writable = context.allowed_names(AclOperation.WRITE, ResourceType.TOPIC, {t.name for t in request.topic_data})
+    writable, refusal = _writable_topics(context, request)
     nbytes = 0
     for topic_data in request.topic_data:
         partitions = []
         for partition_data in topic_data.partition_data:
             nbytes += len(partition_data.records or b"")
             if topic_data.name not in writable:
-                partitions.append(_failed(partition_data.index, refused or ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                partitions.append(_failed(partition_data.index, refusal))
                 continue
             if acks not in (0, 1, -1):
                 code = ErrorCode.INVALID_REQUIRED_ACKS
@@ -80,6 +73,16 @@ def handle(context: BrokerContext, request: ProduceRequest):
     if waiting:
         return throttled(Pipelined(_when_replicated(response, waiting)), throttle_ms)
     return throttled(response, throttle_ms)
+
+
+def _writable_topics(context: BrokerContext, request: ProduceRequest) -> tuple[set[str], ErrorCode]:
+    """The topics this producer may write to, and the error for the others."""
+    transactional_id = request.transactional_id if context.version >= 3 else None
+    if transactional_id is not None and not context.allowed(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                            transactional_id):
+        return set(), ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return (context.allowed_names(AclOperation.WRITE, ResourceType.TOPIC, {t.name for t in request.topic_data}),
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _when_replicated(response: ProduceResponse,

@@ -36,7 +36,7 @@ from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from tests.unit.storage.helpers import batch
 
-ADMIN, ALICE, BOB = "User:admin", "User:alice", "User:bob"
+ADMIN, ALICE, BOB, CAROL = "User:admin", "User:alice", "User:bob", "User:carol"
 TOPIC, GROUP, TXN = "t", "g", "tx"
 ALL, ALLOW, LITERAL = 2, 3, 3
 TOPIC_RT, GROUP_RT, CLUSTER_RT, TXN_RT = 2, 3, 4, 5
@@ -218,6 +218,14 @@ async def _matrix(tmp_path) -> tuple[list[str], dict[str, Any]]:
             if bob != refusal or alice in AUTHORIZATION_ERRORS:
                 mismatches.append(f"{name}: bob got {E(bob).name} (expected {E(refusal).name}), alice {E(alice).name}")
         listing = {who: await node.call(who, MetadataRequest(topics=None), 9) for who in (BOB, ALICE, ADMIN)}
+        # a forwarded request with items allowed and refused: the allowed go to the controller
+        await node.call(ADMIN, CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+            resource_type=TOPIC_RT, resource_name="carol-", resource_pattern_type=4, principal=CAROL, host="*",
+            operation=5, permission_type=ALLOW)]), 2)
+        mixed = await node.call(CAROL, CreateTopicsRequest(timeout_ms=5000, topics=[
+            CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
+            for name in ("x-refused", "carol-a", "carol-b")]), 5)
+        listing["carol"] = mixed
         return mismatches, listing
     finally:
         await broker.stop()
@@ -232,6 +240,9 @@ def test_each_api_refuses_a_principal_without_the_acl_and_serves_one_with_it(tmp
     # what alice was allowed happened: Metadata auto-created a topic, DeleteTopics deleted one
     assert {t.name for t in listing[ADMIN].topics} >= {TOPIC, "t-new"}
     assert "t-doomed" not in {t.name for t in listing[ADMIN].topics}
+    # carol may create topics prefixed carol- only: one CreateTopics, two created, one refused
+    assert sorted((t.name, t.error_code) for t in listing["carol"].topics) == [
+        ("carol-a", 0), ("carol-b", 0), ("x-refused", E.TOPIC_AUTHORIZATION_FAILED)]
 
 
 async def _without_authorizer(tmp_path) -> list[str]:

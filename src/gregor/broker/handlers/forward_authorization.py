@@ -96,16 +96,17 @@ NEEDS_AUTHORIZER = frozenset({CreateAclsRequest.API_KEY, DeleteAclsRequest.API_K
 
 @dataclass
 class Screened:
-    """What is left to forward (None: nothing) and the answers of what was refused (None: none)."""
+    """What is left to forward (None: nothing) and the answers of what was refused, whose items
+    (in `response_list`) join the controller's answer."""
 
     request: Any | None
     refused: list[Any]
-    response_list: str | None = None
+    response_list: str = ""
 
     def merged(self, answer: Any) -> Any:
-        """The controller's answer with the refused items' answers added."""
+        """`answer` with the refused items' answers added."""
         for part in self.refused:
-            getattr(answer, self.response_list or "").extend(getattr(part, self.response_list or ""))
+            getattr(answer, self.response_list).extend(getattr(part, self.response_list))
         return answer
 
 

@@ -39,3 +39,29 @@ def test_wrong_options(capsys, args, message):
     result = in_process(capsys, *args)
     assert result.returncode == 2
     assert message in one_error_line(result)
+
+
+def _bindings(*flags: str) -> set[tuple[str, str, str, str, str, str]]:
+    from gregor.cli import acls
+    from gregor.cli.main import build_parser
+    args = build_parser().parse_args(["acls", *NOWHERE, "--add", *flags])
+    return {(b.resource_type.name, b.name, b.principal, b.host, b.operation.name, b.permission_type.name)
+            for b in acls.acl_bindings(args, acls.AclPatternType.LITERAL)}
+
+
+def test_the_producer_and_consumer_conveniences_expand_as_kafka_acls_does():
+    assert _bindings("--allow-principal", "User:p", "--producer", "--topic", "t", "--idempotent") == {
+        ("TOPIC", "t", "User:p", "*", op, "ALLOW") for op in ("WRITE", "DESCRIBE", "CREATE")} | {
+        ("CLUSTER", "kafka-cluster", "User:p", "*", "IDEMPOTENT_WRITE", "ALLOW")}
+    assert _bindings("--allow-principal", "User:c", "--consumer", "--topic", "t", "--group", "g") == {
+        ("TOPIC", "t", "User:c", "*", "READ", "ALLOW"), ("TOPIC", "t", "User:c", "*", "DESCRIBE", "ALLOW"),
+        ("GROUP", "g", "User:c", "*", "READ", "ALLOW")}
+
+
+def test_principals_hosts_and_operations_multiply():
+    assert _bindings("--allow-principal", "User:a", "--deny-principal", "User:b", "--deny-host", "10.0.0.1",
+                     "--operation", "Read", "--operation", "describe_configs", "--topic", "t") == {
+        ("TOPIC", "t", "User:a", "*", "READ", "ALLOW"), ("TOPIC", "t", "User:a", "*", "DESCRIBE_CONFIGS", "ALLOW"),
+        ("TOPIC", "t", "User:b", "10.0.0.1", "READ", "DENY"),
+        ("TOPIC", "t", "User:b", "10.0.0.1", "DESCRIBE_CONFIGS", "DENY")}
+    assert {op for *_, op, _ in _bindings("--allow-principal", "User:a", "--cluster")} == {"ALL"}

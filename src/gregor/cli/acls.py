@@ -133,7 +133,7 @@ def _entries(args: argparse.Namespace) -> list[tuple[str, str, AclPermissionType
             + [(p, h, AclPermissionType.DENY) for p in args.deny_principal for h in deny_hosts])
 
 
-def _bindings(args: argparse.Namespace, pattern: AclPatternType) -> list[AclBinding]:
+def acl_bindings(args: argparse.Namespace, pattern: AclPatternType) -> list[AclBinding]:
     resources = _patterns(args, pattern)
     if not resources:
         raise UsageError("name a resource: --topic, --group, --cluster, --transactional-id or --delegation-token")
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _add(admin: AdminClient, args: argparse.Namespace, pattern: AclPatternType) -> int:
-    bindings = _bindings(args, pattern)
+    bindings = acl_bindings(args, pattern)
     _print_grouped("Adding ACLs for resource", bindings)
     for binding, error in admin.create_acls(bindings).items():
         if error is not None:
@@ -198,7 +198,7 @@ def _add(admin: AdminClient, args: argparse.Namespace, pattern: AclPatternType) 
 def _remove(admin: AdminClient, args: argparse.Namespace, pattern: AclPatternType) -> int:
     if args.allow_principal or args.deny_principal:
         filters = [AclBindingFilter(b.resource_type, b.name, b.pattern_type, b.principal, b.host, b.operation,
-                                    b.permission_type) for b in _bindings(args, pattern)]
+                                    b.permission_type) for b in acl_bindings(args, pattern)]
     else:
         resources = _patterns(args, pattern)
         if not resources:

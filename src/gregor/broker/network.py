@@ -14,6 +14,10 @@ one before: one replication round trip per request, which caps a connection at a
 small acks=all requests a second in Python (librdkafka at linger.ms=0 sends one request per
 record). The records are appended in the same order either way; only the waiting overlaps.
 
+An answer to a client over its quota comes wrapped in `Throttled`: it is sent as usual, and the
+connection dispatches none of the client's next requests until the throttle time has passed
+(Kafka's muted channel, KIP-219).
+
 Input limits (Kafka's keys, `ConnectionLimits`): a frame announcing more than
 `socket.request.max.bytes` closes the connection before anything is allocated for it, and the
 receive buffer of an announced frame grows with the bytes that arrive, never to the announced size

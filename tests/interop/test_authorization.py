@@ -61,6 +61,9 @@ def test_acls_decide_for_real_clients_allow_prefixed_deny_over_allow(broker_fact
 
     listed = set(admin.list_topics(timeout=10).topics)
     assert {"open", "pre-a", "denied"} <= listed and "secret" not in listed  # Metadata hides what ANONYMOUS may not describe
+    kcat = subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "secret", "-X", "message.timeout.ms=5000"],
+                          input=b"v\n", capture_output=True, timeout=60)
+    assert b"Delivery failed for message: Broker: Topic authorization failed" in kcat.stderr, kcat.stderr
 
     applying = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, "denied", ResourcePatternType.MATCH, None,
                                                     None, AclOperation.ANY, AclPermissionType.ANY)).result(30)

@@ -149,6 +149,23 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("group.min.session.timeout.ms", "int", "6000", "Smallest session timeout a member may ask for."),
         _key("group.max.session.timeout.ms", "int", "1800000", "Largest session timeout a member may ask for."),
         _key("group.max.size", "int", "2147483647", "Most members a consumer group may have."),
+        _key("group.share.record.lock.duration.ms", "int", "30000",
+             "How long a share group's consumer holds an acquired record before it returns to the group."),
+        _key("group.share.delivery.count.limit", "int", "5",
+             "Deliveries of a record to a share group after which it is archived instead of released."),
+        _key("group.share.partition.max.record.locks", "int", "2000",
+             "Most records of one share-partition in flight at a time."),
+        _key("group.share.session.timeout.ms", "int", "45000", "A share group member's session timeout."),
+        _key("group.share.heartbeat.interval.ms", "int", "5000", "How often share group members heartbeat."),
+        _key("group.share.max.size", "int", "200", "Most members a share group may have."),
+        _key("share.auto.offset.reset", "string", "latest",
+             "Where a share group starts on a partition it has no state for: latest or earliest "
+             "(Kafka sets it per group; Gregor takes it for every share group)."),
+        _key("share.coordinator.state.topic.num.partitions", "int", "50", "Partitions of __share_group_state."),
+        _key("share.coordinator.state.topic.replication.factor", "int", "1",
+             "Replication factor of __share_group_state."),
+        _key("share.coordinator.state.topic.segment.bytes", "int", "104857600",
+             "Segment size of __share_group_state."),
         _key("transaction.state.log.num.partitions", "int", "50", "Partitions of __transaction_state."),
         _key("transaction.state.log.replication.factor", "int", "1",
              "Replication factor of __transaction_state."),
@@ -342,9 +359,24 @@ class BrokerConfig:
                      "socket.request.max.bytes", "log.segment.bytes", "offsets.topic.num.partitions"):
             if self.get(name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {self.get(name)}")
+        self._validate_share_groups()
         if self.get("log.message.timestamp.type") not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type: must be CreateTime or LogAppendTime")
         self._validate_console()
+
+    def _validate_share_groups(self) -> None:
+        bounds = {"group.share.record.lock.duration.ms": (1000, 3600000), "group.share.delivery.count.limit": (2, 10),
+                  "group.share.partition.max.record.locks": (100, 10000), "group.share.session.timeout.ms": (1000, None),
+                  "group.share.heartbeat.interval.ms": (100, None), "group.share.max.size": (1, 1000),
+                  "share.coordinator.state.topic.num.partitions": (1, None),
+                  "share.coordinator.state.topic.replication.factor": (1, None)}
+        for name, (low, high) in bounds.items():
+            value = self.get(name)
+            if value < low or (high is not None and value > high):
+                raise ConfigError(f"{name}: must be between {low} and {high}, got {value}" if high is not None
+                                  else f"{name}: must be at least {low}, got {value}")
+        if self.get("share.auto.offset.reset") not in ("latest", "earliest"):
+            raise ConfigError(f"share.auto.offset.reset: must be latest or earliest, got {self.get('share.auto.offset.reset')}")
 
     def _validate_console(self) -> None:
         """A console that cannot be served is refused, never silently left out."""

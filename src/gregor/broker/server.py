@@ -51,6 +51,7 @@ from gregor.broker.controller_server import ControllerServer
 from gregor.broker.dispatcher import Dispatcher
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
+from gregor.broker.share_runtime import ShareRuntime
 from gregor.broker.handlers import BrokerContext, BrokerServices, client_handlers
 from gregor.broker.hosted_partitions import HostedPartitions
 from gregor.broker.log_maintenance import LogMaintenance, cleaner_config
@@ -84,6 +85,7 @@ class Broker:
         self.controller = ControllerClient(self.metadata)
         self.partitions = HostedPartitions(config, self.metadata, self.controller, self.events, clock)
         self.groups = GroupRuntime(config, self.metadata, self.partitions, self.controller, clock)
+        self.shares = ShareRuntime(config, self.metadata, self.partitions, self.controller, clock)
         self.publisher = BrokerMetadataPublisher(self.metadata, self.partitions, self.groups, clock)
         self.maintenance = LogMaintenance(config, clock)
         self.authorizer = configured_authorizer(config, self.metadata)
@@ -115,8 +117,8 @@ class Broker:
 
     async def _start(self) -> None:
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
-                                  groups=self.groups, metrics=self.events, authorizer=self.authorizer,
-                                  quotas=self.quotas)
+                                  groups=self.groups, metrics=self.events, shares=self.shares,
+                                  authorizer=self.authorizer, quotas=self.quotas)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota),
@@ -191,6 +193,7 @@ class Broker:
         if self._server is not None:
             await self._server.close(grace_s=SHUTDOWN_GRACE_S)
         self.groups.close()
+        self.shares.close()
         await self.partitions.close()
         if self.observer is not None:
             await self.observer.close()

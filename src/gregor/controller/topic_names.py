@@ -7,7 +7,7 @@ from typing import Iterable
 
 LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 # The client id of Kafka's own admin utilities: the only producer Kafka lets append to an internal topic.
 ADMIN_CLIENT_ID = "__admin_client"

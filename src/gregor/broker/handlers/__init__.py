@@ -17,6 +17,7 @@ from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import CloseConnection, ConnectionInfo
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost, QuorumService
+from gregor.broker.share_runtime import ShareRuntime
 from gregor.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from gregor.protocol.messages import Message, RequestHeader
 
@@ -48,6 +49,7 @@ class BrokerServices:
     controller: ControllerGateway
     groups: GroupRuntime
     metrics: BrokerEvents
+    shares: ShareRuntime
     authorizer: BrokerAuthorizer = OPEN
     quotas: ClientQuotas = UNLIMITED_QUOTAS
 
@@ -55,7 +57,7 @@ class BrokerServices:
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
-    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "authorizer", "quotas")
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "shares", "authorizer", "quotas")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -65,6 +67,7 @@ class BrokerContext(RequestContext):
         self.controller = services.controller
         self.groups = services.groups
         self.metrics = services.metrics
+        self.shares = services.shares
         self.authorizer = services.authorizer
         self.quotas = services.quotas
 
@@ -131,6 +134,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
         )
+        from gregor.broker.handlers import share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
             *api_versions.HANDLERS, *metadata.HANDLERS, *produce.HANDLERS, *fetch.HANDLERS, *list_offsets.HANDLERS,
@@ -139,7 +143,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *heartbeat.HANDLERS, *leave_group.HANDLERS, *offset_commit.HANDLERS, *offset_fetch.HANDLERS,
             *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
             *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS, *describe_acls.HANDLERS,
-            *describe_client_quotas.HANDLERS]
+            *describe_client_quotas.HANDLERS, *share_group_heartbeat.HANDLERS, *share_group_describe.HANDLERS,
+            *share_fetch.HANDLERS, *share_acknowledge.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

@@ -1,0 +1,155 @@
+"""ShareFetch (key 78), v1: a share group member's fetch, with acknowledgements piggybacked.
+
+The request works in the member's share session on this broker (`coordinator.share.share_session`:
+epoch 0 opens it with the partitions named, later epochs add and forget partitions, -1 closes it
+and returns the member's records here to the group). Acknowledgements are applied first, per
+partition and all-or-nothing (INVALID_RECORD_STATE in AcknowledgeErrorCode for a record the
+member does not hold); then records are acquired from the session's partitions, at most
+MaxRecords in all, starting each time from the partition after the one that started last. Each
+partition answers with the record batches that hold its acquired records and the acquired
+ranges with their delivery counts; a batch may also hold records acquired by others, which the
+client skips. With nothing acquired and nothing acknowledged the fetch parks in the consumer
+fetch purgatory up to MaxWaitMs, until its partitions can give records (the high watermark
+moved, records were released or timed out). Epoch 0 with acknowledgements, and -1 with
+forgotten partitions, are INVALID_REQUEST, as in Kafka. v0 (Kafka 4.0's early access) is not
+offered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from gregor.broker.handlers import BrokerContext, Handler
+from gregor.broker.errors import error_code_of
+from gregor.broker.handlers.share_acknowledgements import acknowledge, named_partitions
+from gregor.coordinator.share.share_session import CLOSE_EPOCH, OPEN_EPOCH, ShareSession
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import ShareFetchRequest, ShareFetchResponse
+
+API_KEY = 78
+_Topic = ShareFetchResponse.ShareFetchableTopicResponse
+_Partition = ShareFetchResponse.PartitionData
+_Acquired = ShareFetchResponse.AcquiredRecords
+_Leader = ShareFetchResponse.LeaderIdAndEpoch
+
+
+def _top_error(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
+    return ShareFetchResponse(throttle_time_ms=0, error_code=code, error_message=message,
+                              acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
+
+
+class _Answer:
+    """The response being built: one PartitionData per partition it reports on, in order."""
+
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
+        self.partitions: dict[tuple[object, int], _Partition] = {}
+        self.acknowledged = False
+
+    def partition(self, topic_id: object, index: int) -> _Partition:
+        key = (topic_id, index)
+        found = self.partitions.get(key)
+        if found is None:
+            found = self.partitions[key] = _Partition(partition_index=index, records=b"", acquired_records=[],
+                                                      current_leader=_Leader(leader_id=-1, leader_epoch=-1))
+        return found
+
+    def response(self) -> ShareFetchResponse:
+        by_topic: dict[object, list[_Partition]] = {}
+        for (topic_id, _), data in self.partitions.items():
+            by_topic.setdefault(topic_id, []).append(data)
+        return ShareFetchResponse(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+            acquisition_lock_timeout_ms=self.context.shares.partition_config.lock_duration_ms,
+            responses=[_Topic(topic_id=topic_id, partitions=parts) for topic_id, parts in by_topic.items()],
+            node_endpoints=[])
+
+
+def handle(context: BrokerContext, request: ShareFetchRequest):
+    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    if not group_id or not member_id:
+        return _top_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
+    named = named_partitions(context, request.topics)
+    if epoch == OPEN_EPOCH and any(n.acknowledgements for n in named):
+        return _top_error(ErrorCode.INVALID_REQUEST, "Acknowledgements cannot open a share session.")
+    if epoch == CLOSE_EPOCH and request.forgotten_topics_data:
+        return _top_error(ErrorCode.INVALID_REQUEST, "A share session being closed forgets nothing.")
+    forgotten = []
+    for topic in request.forgotten_topics_data:
+        name = context.metadata.topic_name(topic.topic_id)
+        if name is not None:
+            forgotten.extend((name, index) for index in topic.partitions)
+    shares = context.shares
+    added = [(n.topic, n.index) for n in named if n.topic is not None]
+    error, session = shares.sessions.update(group_id, member_id, epoch, added, forgotten)
+    if error or session is None:
+        return _top_error(error)
+    answer = _Answer(context)
+    for n in named:
+        if n.topic is None:
+            answer.partition(n.topic_id, n.index).error_code = ErrorCode.UNKNOWN_TOPIC_ID
+        if n.acknowledgements:
+            answer.partition(n.topic_id, n.index).acknowledge_error_code = acknowledge(context, group_id, member_id, n)
+            answer.acknowledged = True
+    if epoch == CLOSE_EPOCH:
+        shares.release_member(group_id, member_id)
+        return answer.response()
+    _acquire(context, request, session, answer)
+    shares.settle()
+    acquired = any(p.acquired_records for p in answer.partitions.values())
+    if acquired or answer.acknowledged or request.max_wait_ms <= 0 or request.max_records <= 0 or not session.partitions:
+        return answer.response()
+    keys = list(session.partitions)
+    purgatory = context.partitions.consumer_fetches
+    due = purgatory.park(keys, purgatory.now_ms() + request.max_wait_ms,
+                         lambda: any(shares.can_acquire(group_id, topic, index) for topic, index in keys))
+    return _when_due(context, request, session, answer, due)
+
+
+async def _when_due(context: BrokerContext, request: ShareFetchRequest, session: ShareSession, answer: _Answer,
+                    due: asyncio.Future[None]) -> ShareFetchResponse:
+    await due
+    if context.shares.sessions.get(session.group_id, session.member_id) is session:
+        _acquire(context, request, session, answer)
+        context.shares.settle()
+    return answer.response()
+
+
+def _acquire(context: BrokerContext, request: ShareFetchRequest, session: ShareSession, answer: _Answer) -> None:
+    shares = context.shares
+    remaining_records = request.max_records
+    remaining_bytes = request.max_bytes
+    order = list(session.partitions)
+    if order:
+        turn = session.next_epoch % len(order)
+        order = order[turn:] + order[:turn]
+    for topic, index in order:
+        if remaining_records <= 0 or remaining_bytes <= 0:
+            break
+        topic_id = shares.topic_id(topic)
+        if topic_id is None:
+            continue
+        error, partition = shares.leader(topic, index)
+        if partition is None:
+            answer.partition(topic_id, index).error_code = error
+            continue
+        try:
+            got = shares.acquire(session.group_id, session.member_id, topic, partition, remaining_records,
+                                 remaining_bytes)
+        except Exception as failure:  # noqa: BLE001 - a failed read is this partition's error
+            answer.partition(topic_id, index).error_code, _ = error_code_of(failure)
+            continue
+        if not got.ranges:
+            continue
+        data = answer.partition(topic_id, index)
+        data.records = got.records
+        data.acquired_records = [_Acquired(first_offset=r.first_offset, last_offset=r.last_offset,
+                                           delivery_count=r.delivery_count) for r in got.ranges]
+        data.current_leader = _Leader(leader_id=context.metadata.node_id, leader_epoch=partition.leader_epoch)
+        remaining_records -= sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
+        remaining_bytes -= len(got.records)
+
+
+
+
+HANDLERS = [Handler(API_KEY, 1, 1, handle)]

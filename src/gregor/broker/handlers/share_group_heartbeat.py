@@ -1,0 +1,65 @@
+"""ShareGroupHeartbeat (key 76), v1: a share group member joins (epoch 0), heartbeats, leaves (-1).
+
+Served by the group's coordinator (the leader of its `__consumer_offsets` partition, as for every
+group); the decisions are `coordinator.share.ShareGroupCoordinator`'s. The assignment comes
+back whenever the member's epoch moves or it sends its subscription, as topic ids and
+partitions. A group id taken by a classic group gets GROUP_ID_NOT_FOUND. v0 (Kafka 4.0's early
+access) is not offered, as Kafka 4.1 no longer does.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import BrokerContext, Handler
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+
+API_KEY = 76
+_Assignment = ShareGroupHeartbeatResponse.Assignment
+_TopicPartitions = ShareGroupHeartbeatResponse.TopicPartitions
+
+
+def handle(context: BrokerContext, request: ShareGroupHeartbeatRequest):
+    if "__share_group_state" not in context.metadata.image.topics:
+        return _after_creating_state_topic(context, request)
+    return _answer(context, request)
+
+
+async def _after_creating_state_topic(context: BrokerContext,
+                                      request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    await context.shares.store.ensure_topic()
+    return _answer(context, request)
+
+
+def _error(code: ErrorCode, message: str | None) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(throttle_time_ms=0, error_code=code, error_message=message,
+                                       member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None)
+
+
+def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    shares = context.shares
+    error = shares.coordinator_error(request.group_id) if request.group_id else None
+    if error is not None:
+        return _error(error, None)
+    if request.group_id in context.groups.coordinator.groups:
+        return _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group.")
+    if request.member_epoch != 0 and not request.member_id:
+        return _error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    result = shares.heartbeat(request.group_id, request.member_id, request.member_epoch, request.rack_id,
+                              request.subscribed_topic_names, context.header.client_id or "",
+                              context.connection.peer.rsplit(":", 1)[0])
+    if result.error:
+        return _error(result.error, result.message)
+    assignment = None
+    if result.assignment is not None:
+        topics = []
+        for topic, partitions in sorted(result.assignment.items()):
+            topic_id = shares.topic_id(topic)
+            if topic_id is not None:
+                topics.append(_TopicPartitions(topic_id=topic_id, partitions=sorted(partitions)))
+        assignment = _Assignment(topic_partitions=topics)
+    return ShareGroupHeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+                                       member_id=result.member_id, member_epoch=result.member_epoch,
+                                       heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
+
+
+HANDLERS = [Handler(API_KEY, 1, 1, handle)]

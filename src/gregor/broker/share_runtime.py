@@ -1,0 +1,222 @@
+"""The broker's side of share groups: membership, share sessions, share-partitions, their timers
+and persistence.
+
+The decisions are sans-IO (`gregor.coordinator.share`): `ShareGroupCoordinator` (membership and
+assignment, on the group's coordinator), `ShareSessions` and one `SharePartition` per group and
+topic-partition this broker leads (Kafka's SharePartitionManager role). This module reads the
+logs for them, persists every change of a share-partition through `ShareStateStore` before the
+request that made it is answered, wakes the share fetches parked in the consumer fetch purgatory
+when records become available again (released, timed out), and keeps two timers: member
+sessions and acquisition locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Iterable
+
+from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.config import BrokerConfig
+from gregor.broker.deadline_timer import DeadlineTimer
+from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
+from gregor.broker.share_state_store import ShareStateStore
+from gregor.coordinator.partitioning import partition_for
+from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConfig, ShareGroupCoordinator
+from gregor.coordinator.share.share_partition import (
+    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig,
+)
+from gregor.coordinator.share.share_session import ShareSessions
+from gregor.protocol.error_codes import ErrorCode
+from gregor.records.batch import iter_batches
+from gregor.replication.partition import READ_UNCOMMITTED, Partition
+
+log = logging.getLogger("gregor.share")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+ShareKey = tuple[str, str, int]  # group id, topic, partition
+
+
+@dataclass(frozen=True)
+class Acquired:
+    """What one partition gave a ShareFetch: the acquired ranges and the record batches holding them."""
+
+    ranges: list[AcquiredRange]
+    records: bytes
+
+
+class ShareRuntime:
+    def __init__(self, config: BrokerConfig, metadata: MetadataView, partitions: PartitionHost,
+                 controller: ControllerGateway, clock: Clock = wall_clock_ms) -> None:
+        self._config = config
+        self._metadata = metadata
+        self._partitions = partitions
+        self._clock = clock
+        self.groups = ShareGroupCoordinator(ShareGroupConfig(
+            session_timeout_ms=config.get("group.share.session.timeout.ms"),
+            heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
+            max_size=config.get("group.share.max.size")))
+        self.partition_config = SharePartitionConfig(
+            lock_duration_ms=config.get("group.share.record.lock.duration.ms"),
+            delivery_count_limit=config.get("group.share.delivery.count.limit"),
+            max_record_locks=config.get("group.share.partition.max.record.locks"))
+        self.sessions = ShareSessions()
+        self.store = ShareStateStore(config, metadata, partitions, controller, clock)
+        self._shares: dict[ShareKey, SharePartition] = {}
+        self._persisted: dict[ShareKey, int] = {}
+        self._member_timer = DeadlineTimer(clock, self._expire_members)
+        self._lock_timer = DeadlineTimer(clock, self._expire_locks)
+
+    # -- membership (on the group's coordinator)
+
+    def coordinator_error(self, group_id: str) -> ErrorCode | None:
+        """NOT_COORDINATOR unless this broker leads the `__consumer_offsets` partition of the
+        group, as for every group; GROUP_ID_NOT_FOUND for the id of a classic group."""
+        topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        registration = topic.partitions.get(partition_for(group_id, len(topic.partitions)))
+        if registration is None or registration.leader != self._metadata.node_id:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
+        now = self._clock()
+        group = self.groups.groups.get(group_id)
+        topics = set(subscribed or ()) | ({t for m in group.members.values() for t in m.subscribed} if group else set())
+        counts = {}
+        for name in topics:
+            topic = self._metadata.image.topics.get(name)
+            if topic is not None:
+                counts[name] = len(topic.partitions)
+        result = self.groups.heartbeat(group_id, member_id, member_epoch, rack_id, subscribed, client_id,
+                                       client_host, counts, now)
+        if member_epoch == -1:
+            self.release_member(group_id, member_id)
+        self._member_timer.arm(self.groups.next_deadline())
+        return result
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self._metadata.image.topics.get(name)
+        return None if topic is None else topic.topic_id
+
+    def _expire_members(self, now_ms: int) -> None:
+        for group_id, member_id in self.groups.expire(now_ms):
+            log.info("share group %s: member %s left (session timed out)", group_id, member_id)
+            self.release_member(group_id, member_id)
+        self._member_timer.arm(self.groups.next_deadline())
+
+    # -- share-partitions (on the leader of each topic-partition)
+
+    def leader(self, topic: str, index: int) -> tuple[ErrorCode, Partition | None]:
+        partition = self._partitions.partition(topic, index)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if not partition.is_leader:
+            self._forget_partition(topic, index)
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        return ErrorCode.NONE, partition
+
+    def share_partition(self, group_id: str, topic: str, partition: Partition) -> SharePartition:
+        """The group's share-partition of `topic`-`partition`: as persisted, else new at the
+        offset `share.auto.offset.reset` names (latest: the high watermark; earliest: the log start)."""
+        key = (group_id, topic, partition.index)
+        share = self._shares.get(key)
+        if share is None:
+            topic_id = self.topic_id(topic)
+            snapshot = self.store.read((group_id, topic_id, key[2])) if topic_id is not None else None
+            if snapshot is not None:
+                share = SharePartition.from_snapshot(self.partition_config, snapshot)
+            else:
+                earliest = self._config.get("share.auto.offset.reset") == "earliest"
+                share = SharePartition(self.partition_config,
+                                       partition.log_start_offset if earliest else partition.high_watermark)
+            share.advance_log_start(partition.log_start_offset)
+            self._shares[key] = share
+            self._persisted[key] = -1
+        return share
+
+    def acquire(self, group_id: str, member_id: str, topic: str, partition: Partition, max_records: int,
+                max_bytes: int) -> Acquired:
+        """Acquire up to `max_records` records for the member, read from at most `max_bytes`."""
+        share = self.share_partition(group_id, topic, partition)
+        share.advance_log_start(partition.log_start_offset)
+        start = share.acquirable_from()
+        if start is None or start >= partition.high_watermark or max_records <= 0:
+            return Acquired([], b"")
+        data = partition.read_records(start, max(max_bytes, 0), -1, READ_UNCOMMITTED, True).read_bytes()
+        batches = [(header, pos) for header, pos in iter_batches(data)]
+        ranges = share.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for h, _ in batches],
+                               max_records, self._clock())
+        if not ranges:
+            return Acquired([], b"")
+        first, last = ranges[0].first_offset, ranges[-1].last_offset
+        covering = [(h, pos) for h, pos in batches if h.last_offset >= first and h.base_offset <= last]
+        begin = covering[0][1]
+        end = covering[-1][1] + covering[-1][0].size
+        return Acquired(ranges, bytes(data[begin:end]))
+
+    def acknowledge(self, group_id: str, member_id: str, topic: str, partition: Partition,
+                    acknowledgements: list[Acknowledgement]) -> ErrorCode:
+        share = self.share_partition(group_id, topic, partition)
+        return share.acknowledge(member_id, acknowledgements, self._clock())
+
+    def can_acquire(self, group_id: str, topic: str, index: int) -> bool:
+        """Whether a share fetch parked on this partition would now get records."""
+        share = self._shares.get((group_id, topic, index))
+        partition = self._partitions.partition(topic, index)
+        if partition is None or not partition.is_leader:
+            return True  # answer the fetch: it learns the partition moved
+        if share is None:
+            return True
+        start = share.acquirable_from()
+        return start is not None and start < partition.high_watermark
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """The member's records on this broker go back to the group (it left, or closed its share
+        session here)."""
+        now = self._clock()
+        self.sessions.remove_member(group_id, member_id)
+        for (group, _, _), share in self._shares.items():
+            if group == group_id:
+                share.release_member(member_id, now)
+        self.settle()
+
+    def settle(self) -> None:
+        """After a change: persist the share-partitions that changed, wake the share fetches
+        that can now acquire records, and re-arm the lock timer."""
+        for key, share in self._shares.items():
+            if self._persisted.get(key) == share.version:
+                continue
+            previous = self._persisted.get(key)
+            self._persisted[key] = share.version
+            group_id, topic, index = key
+            topic_id = self.topic_id(topic)
+            if topic_id is not None:
+                self.store.write((group_id, topic_id, index), share.snapshot())
+            if previous is not None:
+                self._partitions.consumer_fetches.check((topic, index))
+        self._arm_locks()
+
+    def describe_offsets(self, group_id: str) -> Iterable[tuple[str, int, SharePartition]]:
+        return ((topic, index, share) for (group, topic, index), share in self._shares.items() if group == group_id)
+
+    def close(self) -> None:
+        self._member_timer.cancel()
+        self._lock_timer.cancel()
+
+    def _forget_partition(self, topic: str, index: int) -> None:
+        for key in [k for k in self._shares if k[1] == topic and k[2] == index]:
+            del self._shares[key]
+            self._persisted.pop(key, None)
+
+    def _arm_locks(self) -> None:
+        deadlines = [d for share in self._shares.values() if (d := share.next_deadline()) is not None]
+        self._lock_timer.arm(min(deadlines) if deadlines else None)
+
+    def _expire_locks(self, now_ms: int) -> None:
+        for share in self._shares.values():
+            share.expire_locks(now_ms)
+        self.settle()

@@ -269,7 +269,7 @@ class Emitter:
             if f.is_array:
                 total += 1 if compact else 4
             elif f.is_struct:
-                total += self.struct_min_size(self.struct_of(f), version, flexible)
+                total += 1 if version in f.nullable else self.struct_min_size(self.struct_of(f), version, flexible)
             else:
                 total += self.element_min_size(f.element, compact)
         return total
@@ -294,7 +294,9 @@ class Emitter:
             method = method.replace("compact_nullable_array", "compact_nullable_array")
             return f"r.{method}({reader}, {self.min_size(field_, version, flexible)})"
         if field_.is_struct:
-            return f"{self.decoder_name(self.struct_of(field_), version)}(r)"
+            decode = f"{self.decoder_name(self.struct_of(field_), version)}(r)"
+            # A nullable struct is preceded by an int8: -1 for null, 1 when present (Kafka's generator).
+            return f"(None if r.int8() < 0 else {decode})" if nullable else decode
         return self.primitive_read(element, compact, nullable)
 
     @staticmethod
@@ -381,7 +383,11 @@ class Emitter:
                 lines.append(f"{indent}        {self.primitive_write(f.element, '_x', compact, False)}")
             return lines
         if f.is_struct:
-            return [f"{indent}{self.encoder_name(self.struct_of(f), version)}(w, {value})"]
+            encode = f"{self.encoder_name(self.struct_of(f), version)}(w, _s)"
+            if not nullable:
+                return [f"{indent}{encode.replace('_s)', value + ')')}"]
+            return [f"{indent}_s = {value}", f"{indent}if _s is None:", f"{indent}    w.int8(-1)",
+                    f"{indent}else:", f"{indent}    w.int8(1)", f"{indent}    {encode}"]
         return [f"{indent}{self.primitive_write(f.element, value, compact, nullable)}"]
 
     @staticmethod

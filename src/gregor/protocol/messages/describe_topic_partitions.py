@@ -93,7 +93,7 @@ def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0(r):
     o = _new(DescribeTopicPartitionsRequest)
     o.topics = r.compact_array(_d_DescribeTopicPartitionsRequest_TopicRequest_v0, 2)
     o.response_partition_limit = r.int32()
-    o.cursor = _d_DescribeTopicPartitionsRequest_Cursor_v0(r)
+    o.cursor = (None if r.int8() < 0 else _d_DescribeTopicPartitionsRequest_Cursor_v0(r))
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -105,7 +105,12 @@ def _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0(w, o):
         for _x in _v:
             _e_DescribeTopicPartitionsRequest_TopicRequest_v0(w, _x)
     w.int32(o.response_partition_limit)
-    _e_DescribeTopicPartitionsRequest_Cursor_v0(w, o.cursor)
+    _s = o.cursor
+    if _s is None:
+        w.int8(-1)
+    else:
+        w.int8(1)
+        _e_DescribeTopicPartitionsRequest_Cursor_v0(w, _s)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -290,7 +295,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0(r):
     o = _new(DescribeTopicPartitionsResponse)
     o.throttle_time_ms = r.int32()
     o.topics = r.compact_array(_d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0, 26)
-    o.next_cursor = _d_DescribeTopicPartitionsResponse_Cursor_v0(r)
+    o.next_cursor = (None if r.int8() < 0 else _d_DescribeTopicPartitionsResponse_Cursor_v0(r))
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -302,7 +307,12 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w, _x)
-    _e_DescribeTopicPartitionsResponse_Cursor_v0(w, o.next_cursor)
+    _s = o.next_cursor
+    if _s is None:
+        w.int8(-1)
+    else:
+        w.int8(1)
+        _e_DescribeTopicPartitionsResponse_Cursor_v0(w, _s)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

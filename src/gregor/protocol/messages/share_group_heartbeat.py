@@ -178,7 +178,7 @@ def _d_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0(r):
     o.member_id = r.compact_nullable_string()
     o.member_epoch = r.int32()
     o.heartbeat_interval_ms = r.int32()
-    o.assignment = _d_ShareGroupHeartbeatResponse_Assignment_v0(r)
+    o.assignment = (None if r.int8() < 0 else _d_ShareGroupHeartbeatResponse_Assignment_v0(r))
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -190,7 +190,12 @@ def _e_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v0(w, o):
     w.compact_nullable_string(o.member_id)
     w.int32(o.member_epoch)
     w.int32(o.heartbeat_interval_ms)
-    _e_ShareGroupHeartbeatResponse_Assignment_v0(w, o.assignment)
+    _s = o.assignment
+    if _s is None:
+        w.int8(-1)
+    else:
+        w.int8(1)
+        _e_ShareGroupHeartbeatResponse_Assignment_v0(w, _s)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 
@@ -222,7 +227,7 @@ def _d_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v1(r):
     o.member_id = r.compact_nullable_string()
     o.member_epoch = r.int32()
     o.heartbeat_interval_ms = r.int32()
-    o.assignment = _d_ShareGroupHeartbeatResponse_Assignment_v1(r)
+    o.assignment = (None if r.int8() < 0 else _d_ShareGroupHeartbeatResponse_Assignment_v1(r))
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -234,7 +239,12 @@ def _e_ShareGroupHeartbeatResponse_ShareGroupHeartbeatResponse_v1(w, o):
     w.compact_nullable_string(o.member_id)
     w.int32(o.member_epoch)
     w.int32(o.heartbeat_interval_ms)
-    _e_ShareGroupHeartbeatResponse_Assignment_v1(w, o.assignment)
+    _s = o.assignment
+    if _s is None:
+        w.int8(-1)
+    else:
+        w.int8(1)
+        _e_ShareGroupHeartbeatResponse_Assignment_v1(w, _s)
     _t = list(o._unknown_tagged_fields or ())
     w.tagged_fields(_t)
 

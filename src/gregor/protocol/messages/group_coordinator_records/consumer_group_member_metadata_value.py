@@ -119,7 +119,7 @@ def _d_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(r):
 
     def known(r, tag, size):
         if tag == 0:
-            o.classic_member_metadata = _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(r)
+            o.classic_member_metadata = (None if r.int8() < 0 else _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(r))
             return True
         return False
     o._unknown_tagged_fields = r.tagged_fields(known)
@@ -142,7 +142,12 @@ def _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(w, o
     _t = list(o._unknown_tagged_fields or ())
     if o.classic_member_metadata != ConsumerGroupMemberMetadataValue.ClassicMemberMetadata():
         _w, w = w, Writer()
-        _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(w, o.classic_member_metadata)
+        _s = o.classic_member_metadata
+        if _s is None:
+            w.int8(-1)
+        else:
+            w.int8(1)
+            _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(w, _s)
         _t.append((0, w.getvalue()))
         w = _w
     w.tagged_fields(_t)

@@ -1,0 +1,289 @@
+"""Share groups (KIP-932) with confluent-kafka's ShareConsumer (librdkafka), the real peer.
+
+Every record goes to exactly one of the consumers sharing a partition; records released, or
+left unacknowledged by a consumer killed with -9, come back to another with their delivery count
+raised; rejected records never come back; a record released `group.share.delivery.count.limit`
+times is archived; the share state survives a broker restart. Acknowledging a record the member
+does not hold is refused per partition with INVALID_RECORD_STATE (over the wire, with Gregor's
+codec: librdkafka refuses to send such an acknowledgement itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import (
+    MetadataRequest, MetadataResponse, RequestHeader, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+)
+from tests.broker_process import BrokerProcess
+
+pytestmark = pytest.mark.interop
+
+LOCK_MS = 3000
+DELIVERY_LIMIT = 3
+SETTINGS = {"share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": str(LOCK_MS),
+            "group.share.delivery.count.limit": str(DELIVERY_LIMIT), "group.share.heartbeat.interval.ms": "500",
+            "group.share.session.timeout.ms": "6000", "share.coordinator.state.topic.num.partitions": "3",
+            "offsets.topic.num.partitions": "3"}
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory):
+    process = BrokerProcess(str(tmp_path_factory.mktemp("gregor-share") / "data"), SETTINGS)
+    process.start()
+    yield process
+    process.stop()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    for i in range(start, start + count):
+        producer.produce(topic, value=b"record-%d" % i, partition=i % partitions)
+    assert producer.flush(15) == 0
+
+
+def share_consumer(bootstrap: str, group: str, topic: str, **extra) -> ShareConsumer:
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **extra})
+    consumer.subscribe([topic])
+    return consumer
+
+
+def poll_until(consumer: ShareConsumer, done, timeout: float, on_message=None) -> list:
+    """Poll until `done(received)` holds; every message received, in order."""
+    received = []
+    deadline = time.monotonic() + timeout
+    while not done(received):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s; received {[(m.partition(), m.offset(), m.delivery_count()) for m in received]}")
+        for message in consumer.poll(0.2):
+            assert message.error() is None, message.error()
+            received.append(message)
+            if on_message is not None:
+                on_message(message)
+    return received
+
+
+def test_three_consumers_on_two_partitions_each_record_to_exactly_one(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "queue", 2)
+    consumers = [share_consumer(bootstrap, "workers", "queue", **{"max.poll.records": 3}) for _ in range(3)]
+    try:
+        for consumer in consumers:  # join before the records exist, so the records spread
+            consumer.poll(0.5)
+        time.sleep(1.5)
+        for consumer in consumers:
+            consumer.poll(0.1)
+        produce(bootstrap, "queue", 90, 2)
+        seen: dict[tuple[int, int], list[int]] = {}
+        deadline = time.monotonic() + 60
+        while sum(len(v) for v in seen.values()) < 90:
+            assert time.monotonic() < deadline, f"received {len(seen)} distinct records of 90"
+            for index, consumer in enumerate(consumers):
+                for message in consumer.poll(0.1):
+                    assert message.error() is None, message.error()
+                    seen.setdefault((message.partition(), message.offset()), []).append(index)
+        assert sorted(seen) == sorted((i % 2, i // 2) for i in range(90))
+        duplicates = {key: who for key, who in seen.items() if len(who) > 1}
+        assert not duplicates, f"records delivered more than once: {duplicates}"
+        per_consumer = [sum(1 for who in seen.values() if who == [i]) for i in range(3)]
+        assert all(count > 0 for count in per_consumer), per_consumer
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+def test_records_of_a_killed_consumer_go_to_another_with_their_delivery_count(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "orphans", 1)
+    produce(bootstrap, "orphans", 10, 1)
+    member = subprocess.Popen([sys.executable, "-m", "tests.interop.share_member", "--bootstrap", bootstrap,
+                               "--topic", "orphans", "--group", "orphans-group"],
+                              stdout=subprocess.PIPE, text=True,
+                              cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    held: list[int] = []
+    try:
+        reader = threading.Thread(target=lambda: held.extend(json.loads(line)["record"][1] for line in member.stdout),
+                                  daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 30
+        while not held:
+            assert time.monotonic() < deadline, "the member to be killed received nothing"
+            time.sleep(0.05)
+    finally:
+        member.kill()
+        member.wait()
+    killed_held = set(held)
+    survivor = share_consumer(bootstrap, "orphans-group", "orphans", **{"share.acknowledgement.mode": "explicit"})
+    try:
+        def accept(message):
+            survivor.acknowledge(message, AcknowledgeType.ACCEPT)
+
+        received = poll_until(survivor, lambda got: {m.offset() for m in got} >= set(range(10)), 40, accept)
+        survivor.commit_sync()
+    finally:
+        survivor.close()
+    counts = {m.offset(): m.delivery_count() for m in received}
+    assert killed_held and all(counts[offset] >= 2 for offset in killed_held), (killed_held, counts)
+    assert all(counts[offset] == 1 for offset in set(range(10)) - killed_held), counts
+
+
+def test_released_records_return_and_rejected_ones_never_do(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "verdicts", 1)
+    produce(bootstrap, "verdicts", 9, 1)
+    consumer = share_consumer(bootstrap, "judges", "verdicts", **{"share.acknowledgement.mode": "explicit"})
+    try:
+        verdict = {0: AcknowledgeType.RELEASE, 1: AcknowledgeType.REJECT, 2: AcknowledgeType.ACCEPT}
+        first = poll_until(consumer, lambda got: len(got) >= 9, 30,
+                           lambda m: consumer.acknowledge(m, verdict[m.offset() % 3]))
+        consumer.commit_sync()
+        assert {m.offset() for m in first} == set(range(9)) and all(m.delivery_count() == 1 for m in first)
+        produce(bootstrap, "verdicts", 1, 1, start=9)
+        again = poll_until(consumer, lambda got: {m.offset() for m in got} >= {0, 3, 6, 9}, 30,
+                           lambda m: consumer.acknowledge(m, AcknowledgeType.ACCEPT))
+        consumer.commit_sync()
+        counts = {m.offset(): m.delivery_count() for m in again}
+        assert counts == {0: 2, 3: 2, 6: 2, 9: 1}, counts
+        for _ in range(10):
+            assert not [m for m in consumer.poll(0.2)], "an accepted or rejected record came back"
+    finally:
+        consumer.close()
+
+
+def test_a_poison_record_is_archived_at_the_delivery_count_limit(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "poison", 1)
+    produce(bootstrap, "poison", 3, 1)
+    consumer = share_consumer(bootstrap, "poisoned", "poison", **{"share.acknowledgement.mode": "explicit"})
+    deliveries: list[int] = []
+    try:
+        def handle(message):
+            if message.offset() == 0:
+                deliveries.append(message.delivery_count())
+                consumer.acknowledge(message, AcknowledgeType.RELEASE)
+            else:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+
+        poll_until(consumer, lambda got: len(deliveries) >= DELIVERY_LIMIT, 30, handle)
+        consumer.commit_sync()
+        for _ in range(10):
+            for message in consumer.poll(0.2):
+                handle(message)
+        assert deliveries == list(range(1, DELIVERY_LIMIT + 1)), deliveries
+    finally:
+        consumer.close()
+
+
+def test_share_state_survives_a_broker_restart(tmp_path):
+    process = BrokerProcess(str(tmp_path / "data"), SETTINGS)
+    process.start()
+    try:
+        create_topic(process.bootstrap, "durable", 1)
+        produce(process.bootstrap, "durable", 6, 1)
+        consumer = share_consumer(process.bootstrap, "keepers", "durable", **{"share.acknowledgement.mode": "explicit"})
+        try:
+            got = poll_until(consumer, lambda got: len(got) >= 6, 30,
+                             lambda m: consumer.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 3
+                                                            else AcknowledgeType.RELEASE))
+            consumer.commit_sync()
+            assert {m.offset() for m in got} == set(range(6))
+        finally:
+            consumer.close()
+        process.stop()
+        process.start()
+        consumer = share_consumer(process.bootstrap, "keepers", "durable")
+        try:
+            got = poll_until(consumer, lambda got: len(got) >= 3, 30)
+            for _ in range(5):
+                got.extend(consumer.poll(0.2))
+        finally:
+            consumer.close()
+        assert sorted((m.offset(), m.delivery_count()) for m in got) == [(3, 2), (4, 2), (5, 2)]
+    finally:
+        process.stop()
+
+
+class _Wire:
+    """One connection speaking Gregor's generated codec, for requests librdkafka will not send."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.correlation = 0
+
+    def call(self, request, response_type, api_key: int, version: int = 1):
+        self.correlation += 1
+        header = RequestHeader(request_api_key=api_key, request_api_version=version,
+                               correlation_id=self.correlation, client_id="wire")
+        body = header.encode(2) + request.encode(version)  # every API used here is flexible
+        self.sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", self._read(4))[0]
+        data = self._read(size)
+        return response_type.decode(data[5:], version)  # correlation id, empty tagged fields
+
+    def _read(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            assert chunk, "connection closed"
+            data += chunk
+        return data
+
+
+def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "strict", 1)
+    produce(bootstrap, "strict", 4, 1)
+    wire = _Wire(share_broker.port)
+    metadata = wire.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="strict")]),
+                         MetadataResponse, 3, 12)
+    topic_uuid = metadata.topics[0].topic_id
+    for name in ("alice", "bob"):
+        answer = wire.call(ShareGroupHeartbeatRequest(group_id="strict-group", member_id=name, member_epoch=0,
+                                                      subscribed_topic_names=["strict"]),
+                           ShareGroupHeartbeatResponse, 76)
+        assert answer.error_code == 0, answer
+    part = ShareFetchRequest.FetchPartition(partition_index=0, acknowledgement_batches=[])
+    fetched = wire.call(ShareFetchRequest(group_id="strict-group", member_id="alice", share_session_epoch=0,
+                                          max_wait_ms=2000, min_bytes=1, max_bytes=1 << 20, max_records=2,
+                                          batch_size=2, topics=[ShareFetchRequest.FetchTopic(topic_id=topic_uuid,
+                                                                                              partitions=[part])]),
+                        ShareFetchResponse, 78)
+    (acquired,) = fetched.responses[0].partitions
+    assert [(r.first_offset, r.last_offset, r.delivery_count) for r in acquired.acquired_records] == [(0, 1, 1)]
+    wire.call(ShareFetchRequest(group_id="strict-group", member_id="bob", share_session_epoch=0, max_wait_ms=0,
+                                min_bytes=1, max_bytes=1 << 20, max_records=0, batch_size=0,
+                                topics=[ShareFetchRequest.FetchTopic(topic_id=topic_uuid, partitions=[part])]),
+              ShareFetchResponse, 78)
+    refused = wire.call(ShareAcknowledgeRequest(
+        group_id="strict-group", member_id="bob", share_session_epoch=1, topics=[
+            ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_uuid, partitions=[
+                ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                    ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])])])]),
+        ShareAcknowledgeResponse, 79)
+    assert refused.error_code == 0
+    assert refused.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+    accepted = wire.call(ShareAcknowledgeRequest(
+        group_id="strict-group", member_id="alice", share_session_epoch=1, topics=[
+            ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_uuid, partitions=[
+                ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                    ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])])])]),
+        ShareAcknowledgeResponse, 79)
+    assert accepted.responses[0].partitions[0].error_code == 0

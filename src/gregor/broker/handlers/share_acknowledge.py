@@ -8,6 +8,8 @@ records here to the group. v0 (Kafka 4.0's early access) is not offered.
 
 from __future__ import annotations
 
+import uuid
+
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.share_acknowledgements import acknowledge, named_partitions
 from gregor.coordinator.share.share_session import CLOSE_EPOCH, OPEN_EPOCH
@@ -35,7 +37,7 @@ def handle(context: BrokerContext, request: ShareAcknowledgeRequest) -> ShareAck
     error, _ = shares.sessions.update(group_id, member_id, epoch, [], [])
     if error:
         return _top_error(error)
-    by_topic: dict[object, list[_Partition]] = {}
+    by_topic: dict[uuid.UUID, list[_Partition]] = {}
     for named in named_partitions(context, request.topics):
         code = acknowledge(context, group_id, member_id, named)
         by_topic.setdefault(named.topic_id, []).append(_Partition(

@@ -18,6 +18,7 @@ offered.
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.errors import error_code_of
@@ -43,10 +44,10 @@ class _Answer:
 
     def __init__(self, context: BrokerContext) -> None:
         self.context = context
-        self.partitions: dict[tuple[object, int], _Partition] = {}
+        self.partitions: dict[tuple[uuid.UUID, int], _Partition] = {}
         self.acknowledged = False
 
-    def partition(self, topic_id: object, index: int) -> _Partition:
+    def partition(self, topic_id: uuid.UUID, index: int) -> _Partition:
         key = (topic_id, index)
         found = self.partitions.get(key)
         if found is None:
@@ -55,7 +56,7 @@ class _Answer:
         return found
 
     def response(self) -> ShareFetchResponse:
-        by_topic: dict[object, list[_Partition]] = {}
+        by_topic: dict[uuid.UUID, list[_Partition]] = {}
         for (topic_id, _), data in self.partitions.items():
             by_topic.setdefault(topic_id, []).append(data)
         return ShareFetchResponse(
@@ -74,7 +75,7 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
         return _top_error(ErrorCode.INVALID_REQUEST, "Acknowledgements cannot open a share session.")
     if epoch == CLOSE_EPOCH and request.forgotten_topics_data:
         return _top_error(ErrorCode.INVALID_REQUEST, "A share session being closed forgets nothing.")
-    forgotten = []
+    forgotten: list[tuple[str, int]] = []
     for topic in request.forgotten_topics_data:
         name = context.metadata.topic_name(topic.topic_id)
         if name is not None:

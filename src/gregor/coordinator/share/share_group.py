@@ -2,11 +2,12 @@
 
 Kafka's GroupMetadataManager for share groups, without rebalances: a member joins with epoch 0
 and a member id of its choosing (one is made for an empty id), leaves with epoch -1, and
-otherwise heartbeats with the epoch it was last given. Any change of the members, their
-subscriptions or the partition counts of subscribed topics bumps the group epoch and recomputes
-the assignment (`simple_assignor`); a member whose assignment changed takes the new group epoch,
-and the next heartbeat answer carries its assignment. There is nothing to revoke: a partition
-may be shared, so a new assignment applies at once. A member not heard from for
+otherwise heartbeats with the epoch it was last given (or the one before, in case an answer was
+lost; any other is FENCED_MEMBER_EPOCH). Any change of the members, their subscriptions or the
+partition counts of subscribed topics bumps the group epoch and recomputes the target assignment
+(`simple_assignor`); each member moves to it, and its epoch to the group's, with its next
+heartbeat, whose answer carries the assignment. There is nothing to revoke: a partition may be
+shared, so a new assignment applies at once. A member not heard from for
 `group.share.session.timeout.ms` is removed (`expire`, due at `next_deadline()`).
 Membership is kept in memory (see docs/share-groups.md): after a coordinator restart members
 rejoin on UNKNOWN_MEMBER_ID, as librdkafka does.
@@ -43,7 +44,8 @@ class ShareMember:
     rack_id: str | None
     subscribed: frozenset[str]
     session_deadline_ms: int
-    assignment: dict[str, list[int]] = field(default_factory=dict)
+    assignment: dict[str, list[int]] = field(default_factory=dict)  # as the member was last told
+    previous_epoch: int = -1
 
 
 @dataclass
@@ -53,6 +55,7 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     partition_counts: dict[str, int] = field(default_factory=dict)
+    target: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # by member id, at assignment_epoch
 
     @property
     def state(self) -> str:
@@ -106,7 +109,7 @@ class ShareGroupCoordinator:
             if member is None:
                 return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
                                        message=f"Member {member_id} is not a member of share group {group_id}.")
-            if member_epoch != member.member_epoch:
+            if member_epoch not in (member.member_epoch, member.previous_epoch):
                 return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH,
                                        message=f"Member epoch {member_epoch} is not {member.member_epoch}.")
         assert group is not None
@@ -122,6 +125,10 @@ class ShareGroupCoordinator:
             changed = True
         if changed:
             self._reassign(group, now_ms, partition_counts)
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_epoch = member.member_epoch
+            member.member_epoch = group.assignment_epoch
+            member.assignment = group.target.get(member.member_id, {})
         send = member_epoch != member.member_epoch or subscribed is not None
         return HeartbeatResult(ErrorCode.NONE, member.member_id, member.member_epoch,
                                self.config.heartbeat_interval_ms,
@@ -161,10 +168,6 @@ class ShareGroupCoordinator:
         group.group_epoch += 1
         counts = partition_counts if partition_counts is not None else group.partition_counts
         group.partition_counts = {topic: counts.get(topic, 0) for topic in self._subscribed_topics(group)}
-        target = simple_assignor.assign({m.member_id: m.subscribed for m in group.members.values()},
-                                        group.partition_counts)
-        for member in group.members.values():
-            if target[member.member_id] != member.assignment or member.member_epoch == 0:
-                member.assignment = target[member.member_id]
-                member.member_epoch = group.group_epoch
+        group.target = simple_assignor.assign({m.member_id: m.subscribed for m in group.members.values()},
+                                              group.partition_counts)
         group.assignment_epoch = group.group_epoch

@@ -4,8 +4,8 @@ Members fetch (acquire from the log), acknowledge (accept, release, reject, and 
 records they do not hold), leave, and time moves past acquisition locks. After every step:
 a record is held by at most one member and only by the one it was acquired for, no accepted or
 rejected record is acquired again, delivery counts equal the model's count of acquisitions, the
-start offset never passes an unfinished record, and polling before `next_deadline()` changes
-nothing. At the end every record of the log was finished: accepted, rejected, or archived after
+start offset never passes an unfinished record, no more than `max_record_locks` records are in
+flight, and polling before `next_deadline()` changes nothing. At the end every record of the log was finished: accepted, rejected, or archived after
 exactly `delivery_count_limit` deliveries; none skipped. A failure names the seed:
 
     SHARE_SIM_SEED=<seed> pytest tests/sim/share -k replay
@@ -67,6 +67,8 @@ def run(seed: int) -> None:
                     f"replay: SHARE_SIM_SEED={seed} pytest tests/sim/share -k replay")
 
     def check() -> None:
+        if len(sp.in_flight()) > config.max_record_locks:
+            fail(f"{len(sp.in_flight())} records in flight, more than {config.max_record_locks}")
         for offset, rec in sp.in_flight().items():
             if offset < sp.start_offset:
                 fail(f"offset {offset} in flight below start {sp.start_offset}")

@@ -1,9 +1,11 @@
 """One share-partition: which records of a topic-partition a share group has in flight.
 
 Kafka's SharePartition, sans-IO. The share-partition start offset (SPSO) is the first offset
-not yet finished with; every offset from there up to the end offset (SPEO) is in flight with a
-state, a delivery count and, while ACQUIRED, the member holding it and the deadline of its
-acquisition lock. Offsets at and past the end offset have never been delivered.
+not yet finished with; every offset from there up to the end offset (SPEO) that holds a record
+is in flight with a state, a delivery count and, while ACQUIRED, the member holding it and the
+deadline of its acquisition lock (offsets without one, holes in the log and control batches,
+are never delivered and cost nothing). Offsets at and past the end offset have never been
+delivered.
 
 Events, each with `now_ms`: records read from the log offered for acquisition (`acquire`),
 acknowledgements (`acknowledge`, all-or-nothing per request partition: a record the member does
@@ -104,7 +106,6 @@ class SharePartition:
             for offset in range(max(batch.first_offset, snapshot.start_offset), batch.last_offset + 1):
                 partition._records[offset] = InFlightRecord(state, batch.delivery_count)
                 partition._end_offset = max(partition._end_offset, offset + 1)
-        partition._fill_gaps()
         partition._advance_start()
         return partition
 
@@ -126,7 +127,7 @@ class SharePartition:
         available = [offset for offset, rec in self._records.items() if rec.state == RecordState.AVAILABLE]
         if available:
             return min(available)
-        if self._end_offset - self.start_offset < self.config.max_record_locks:
+        if self._window_open():
             return self._end_offset
         return None
 
@@ -253,8 +254,8 @@ class SharePartition:
         """Records the log no longer holds (retention, DeleteRecords) leave the window."""
         if log_start_offset <= self.start_offset:
             return
-        for offset in range(self.start_offset, min(log_start_offset, self._end_offset)):
-            self._records.pop(offset, None)
+        for offset in [o for o in self._records if o < log_start_offset]:
+            del self._records[offset]
         self.start_offset = log_start_offset
         self._end_offset = max(self._end_offset, log_start_offset)
         self.version += 1
@@ -262,7 +263,7 @@ class SharePartition:
 
     def snapshot(self) -> ShareSnapshot:
         batches: list[StateBatch] = []
-        for offset in range(self.start_offset, self._end_offset):
+        for offset in sorted(self._records):
             rec = self._records[offset]
             state = RecordState.AVAILABLE if rec.state == RecordState.ACQUIRED else rec.state
             if batches and batches[-1].last_offset == offset - 1 and batches[-1].state == state \
@@ -275,17 +276,14 @@ class SharePartition:
     # -- internals
 
     def _window_open(self) -> bool:
-        return self._end_offset - self.start_offset < self.config.max_record_locks
+        return len(self._records) < self.config.max_record_locks
 
     def _archive_new(self, first: int, last: int) -> None:
-        for offset in range(first, last + 1):
-            self._records[offset] = InFlightRecord(RecordState.ARCHIVED, 0)
+        """Offsets never to be delivered (a hole in the log, a control batch): the window moves
+        past them and nothing is kept for them (an offset in the window without a record is one
+        of these), so a hole of any size costs nothing."""
         self._end_offset = max(self._end_offset, last + 1)
         self.version += 1
-
-    def _fill_gaps(self) -> None:
-        for offset in range(self.start_offset, self._end_offset):
-            self._records.setdefault(offset, InFlightRecord(RecordState.ARCHIVED, 0))
 
     def _release(self, rec: InFlightRecord) -> None:
         if rec.delivery_count >= self.config.delivery_count_limit:
@@ -307,7 +305,10 @@ class SharePartition:
     def _advance_start(self) -> None:
         while self.start_offset < self._end_offset:
             rec = self._records.get(self.start_offset)
-            if rec is None or rec.state not in TERMINAL:
+            if rec is None:
+                self.start_offset = min((o for o in self._records if o > self.start_offset), default=self._end_offset)
+                continue
+            if rec.state not in TERMINAL:
                 break
             del self._records[self.start_offset]
             self.start_offset += 1

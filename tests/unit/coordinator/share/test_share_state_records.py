@@ -37,3 +37,12 @@ def test_a_restored_partition_keeps_finished_records_and_delivery_counts_and_los
                       3: (RecordState.AVAILABLE, 1), 4: (RecordState.AVAILABLE, 1)}
     again = restored.acquire("b", [(0, 4, False)], 10, 5)
     assert [(r.first_offset, r.last_offset, r.delivery_count) for r in again] == [(0, 0, 2), (2, 4, 2)]
+
+
+def test_a_huge_hole_in_the_log_costs_nothing_and_is_skipped():
+    share = SharePartition(SharePartitionConfig(), 0)
+    got = share.acquire("a", [(0, 0, False), (10**12, 10**12 + 1, False)], 10, 0)
+    assert [(r.first_offset, r.last_offset) for r in got] == [(0, 0), (10**12, 10**12 + 1)]
+    assert len(share.in_flight()) == 3
+    share.acknowledge("a", [Acknowledgement(0, 0, (1,)), Acknowledgement(10**12, 10**12 + 1, (1,))], 1)
+    assert share.start_offset == share.end_offset == 10**12 + 2 and not share.in_flight()

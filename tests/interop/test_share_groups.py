@@ -81,6 +81,7 @@ def poll_until(consumer: ShareConsumer, done, timeout: float, on_message=None) -
     return received
 
 
+@pytest.mark.slow
 def test_three_consumers_on_two_partitions_each_record_to_exactly_one(share_broker):
     bootstrap = share_broker.bootstrap
     create_topic(bootstrap, "queue", 2)
@@ -110,6 +111,7 @@ def test_three_consumers_on_two_partitions_each_record_to_exactly_one(share_brok
             consumer.close()
 
 
+@pytest.mark.slow
 def test_records_of_a_killed_consumer_go_to_another_with_their_delivery_count(share_broker):
     bootstrap = share_broker.bootstrap
     create_topic(bootstrap, "orphans", 1)
@@ -192,6 +194,7 @@ def test_a_poison_record_is_archived_at_the_delivery_count_limit(share_broker):
         consumer.close()
 
 
+@pytest.mark.slow
 def test_share_state_survives_a_broker_restart(tmp_path):
     process = BrokerProcess(str(tmp_path / "data"), SETTINGS)
     process.start()

@@ -28,6 +28,7 @@ from gregor.coordinator.share.share_partition import (
     Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig,
 )
 from gregor.coordinator.share.share_session import ShareSessions
+from gregor.metadata.features import SHARE_VERSION
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import iter_batches
 from gregor.replication.partition import READ_UNCOMMITTED, Partition
@@ -70,9 +71,13 @@ class ShareRuntime:
 
     # -- membership (on the group's coordinator)
 
+    def enabled(self) -> bool:
+        """Whether the cluster has share groups on (`share.version` finalized at 1 or more)."""
+        return self._metadata.image.features.get(SHARE_VERSION, 0) >= 1
+
     def coordinator_error(self, group_id: str) -> ErrorCode | None:
         """NOT_COORDINATOR unless this broker leads the `__consumer_offsets` partition of the
-        group, as for every group; GROUP_ID_NOT_FOUND for the id of a classic group."""
+        group, as for every group."""
         topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 METADATA_VERSION = "metadata.version"
+#: share.version 1: share groups (KIP-932) at Kafka 4.1's stable API versions; on in a new cluster.
+SHARE_VERSION = "share.version"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,7 @@ class Feature:
 #: metadata.version: 1 = 3.0-IV1, 21 = 3.9-IV0 (Gregor's records are those of 3.9).
 SUPPORTED_FEATURES: tuple[Feature, ...] = (
     Feature(METADATA_VERSION, 1, 21, 21),
+    Feature(SHARE_VERSION, 0, 1, 1),
 )
 
 

@@ -3,7 +3,8 @@
 Served by the group's coordinator (the leader of its `__consumer_offsets` partition, as for every
 group); the decisions are `coordinator.share.ShareGroupCoordinator`'s. The assignment comes
 back whenever the member's epoch moves or it sends its subscription, as topic ids and
-partitions. A group id taken by a classic group gets GROUP_ID_NOT_FOUND. v0 (Kafka 4.0's early
+partitions. A group id taken by a classic group gets GROUP_ID_NOT_FOUND; a cluster whose
+`share.version` feature is 0 answers UNSUPPORTED_VERSION, as Kafka's. v0 (Kafka 4.0's early
 access) is not offered, as Kafka 4.1 no longer does.
 """
 
@@ -37,6 +38,8 @@ def _error(code: ErrorCode, message: str | None) -> ShareGroupHeartbeatResponse:
 
 def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     shares = context.shares
+    if not shares.enabled():
+        return _error(ErrorCode.UNSUPPORTED_VERSION, "Share groups are off in this cluster (share.version=0).")
     error = shares.coordinator_error(request.group_id) if request.group_id else None
     if error is not None:
         return _error(error, None)

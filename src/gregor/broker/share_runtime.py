@@ -12,10 +12,10 @@ sessions and acquisition locks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Iterable
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
@@ -25,7 +25,7 @@ from gregor.broker.share_state_store import ShareStateStore
 from gregor.coordinator.partitioning import partition_for
 from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConfig, ShareGroupCoordinator
 from gregor.coordinator.share.share_partition import (
-    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig,
+    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig, ShareSnapshot,
 )
 from gregor.coordinator.share.share_session import ShareSessions
 from gregor.metadata.features import SHARE_VERSION
@@ -64,7 +64,8 @@ class ShareRuntime:
             max_record_locks=config.get("group.share.partition.max.record.locks"))
         self.sessions = ShareSessions()
         self.store = ShareStateStore(config, metadata, partitions, controller, clock)
-        self._shares: dict[ShareKey, SharePartition] = {}
+        self._shares: dict[ShareKey, tuple[int, SharePartition]] = {}  # (leader epoch it was loaded in, state)
+        self._pending: set[asyncio.Future[list[ErrorCode]]] = set()
         self._persisted: dict[ShareKey, int] = {}
         self._member_timer = DeadlineTimer(clock, self._expire_members)
         self._lock_timer = DeadlineTimer(clock, self._expire_locks)
@@ -100,6 +101,7 @@ class ShareRuntime:
                                        client_host, counts, now)
         if member_epoch == -1:
             self.release_member(group_id, member_id)
+            self._background(self.settle())
         self._member_timer.arm(self.groups.next_deadline())
         return result
 
@@ -111,6 +113,7 @@ class ShareRuntime:
         for group_id, member_id in self.groups.expire(now_ms):
             log.info("share group %s: member %s left (session timed out)", group_id, member_id)
             self.release_member(group_id, member_id)
+        self._background(self.settle())
         self._member_timer.arm(self.groups.next_deadline())
 
     # -- share-partitions (on the leader of each topic-partition)
@@ -124,29 +127,43 @@ class ShareRuntime:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
         return ErrorCode.NONE, partition
 
-    def share_partition(self, group_id: str, topic: str, partition: Partition) -> SharePartition:
+    def loaded(self, group_id: str, topic: str, partition: Partition) -> SharePartition | None:
+        """The group's share-partition of `topic`-`partition` if it is in memory for the
+        partition's current leader epoch (else `load` it first)."""
+        entry = self._shares.get((group_id, topic, partition.index))
+        if entry is None or entry[0] != partition.leader_epoch:
+            return None
+        return entry[1]
+
+    async def load(self, group_id: str, topic: str, partition: Partition) -> SharePartition:
         """The group's share-partition of `topic`-`partition`: as persisted, else new at the
-        offset `share.auto.offset.reset` names (latest: the high watermark; earliest: the log start)."""
+        offset `share.auto.offset.reset` names (latest: the high watermark; earliest: the log
+        start). KafkaError when the persisted state cannot be read."""
         key = (group_id, topic, partition.index)
-        share = self._shares.get(key)
-        if share is None:
-            topic_id = self.topic_id(topic)
-            snapshot = self.store.read((group_id, topic_id, key[2])) if topic_id is not None else None
-            if snapshot is not None:
-                share = SharePartition.from_snapshot(self.partition_config, snapshot)
-            else:
-                earliest = self._config.get("share.auto.offset.reset") == "earliest"
-                share = SharePartition(self.partition_config,
-                                       partition.log_start_offset if earliest else partition.high_watermark)
-            share.advance_log_start(partition.log_start_offset)
-            self._shares[key] = share
-            self._persisted[key] = -1
+        epoch = partition.leader_epoch
+        topic_id = self.topic_id(topic)
+        snapshot = await self.store.read((group_id, topic_id, key[2])) if topic_id is not None else None
+        found = self.loaded(group_id, topic, partition)
+        if found is not None:  # loaded by another request meanwhile
+            return found
+        if snapshot is not None:
+            share = SharePartition.from_snapshot(self.partition_config, snapshot)
+        else:
+            earliest = self._config.get("share.auto.offset.reset") == "earliest"
+            share = SharePartition(self.partition_config,
+                                   partition.log_start_offset if earliest else partition.high_watermark)
+        share.advance_log_start(partition.log_start_offset)
+        self._shares[key] = (epoch, share)
+        self._persisted[key] = -1
         return share
 
     def acquire(self, group_id: str, member_id: str, topic: str, partition: Partition, max_records: int,
                 max_bytes: int) -> Acquired:
-        """Acquire up to `max_records` records for the member, read from at most `max_bytes`."""
-        share = self.share_partition(group_id, topic, partition)
+        """Acquire up to `max_records` records for the member, read from at most `max_bytes`
+        (nothing when the share-partition is not loaded)."""
+        share = self.loaded(group_id, topic, partition)
+        if share is None:
+            return Acquired([], b"")
         share.advance_log_start(partition.log_start_offset)
         start = share.acquirable_from()
         if start is None or start >= partition.high_watermark or max_records <= 0:
@@ -165,15 +182,17 @@ class ShareRuntime:
 
     def acknowledge(self, group_id: str, member_id: str, topic: str, partition: Partition,
                     acknowledgements: list[Acknowledgement]) -> ErrorCode:
-        share = self.share_partition(group_id, topic, partition)
+        share = self.loaded(group_id, topic, partition)
+        if share is None:
+            return ErrorCode.INVALID_RECORD_STATE  # nothing of it was acquired under this leader
         return share.acknowledge(member_id, acknowledgements, self._clock())
 
     def can_acquire(self, group_id: str, topic: str, index: int) -> bool:
         """Whether a share fetch parked on this partition would now get records."""
-        share = self._shares.get((group_id, topic, index))
         partition = self._partitions.partition(topic, index)
         if partition is None or not partition.is_leader:
             return True  # answer the fetch: it learns the partition moved
+        share = self.loaded(group_id, topic, partition)
         if share is None:
             return True
         start = share.acquirable_from()
@@ -181,36 +200,46 @@ class ShareRuntime:
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member's records on this broker go back to the group (it left, or closed its share
-        session here)."""
+        session here); `settle` persists it."""
         now = self._clock()
         self.sessions.remove_member(group_id, member_id)
-        for (group, _, _), share in self._shares.items():
+        for (group, _, _), (_, share) in self._shares.items():
             if group == group_id:
                 share.release_member(member_id, now)
-        self.settle()
 
-    def settle(self) -> None:
-        """After a change: persist the share-partitions that changed, wake the share fetches
-        that can now acquire records, and re-arm the lock timer."""
-        for key, share in self._shares.items():
+    def settle(self) -> asyncio.Future[list[ErrorCode]] | None:
+        """After a change: persist the share-partitions that changed (the writes start now, in
+        order; the future, None when there is nothing to write, is done once all are), wake the
+        share fetches that can now acquire records, and re-arm the lock timer."""
+        writes = []
+        for key, (_, share) in self._shares.items():
             if self._persisted.get(key) == share.version:
                 continue
-            previous = self._persisted.get(key)
             self._persisted[key] = share.version
             group_id, topic, index = key
             topic_id = self.topic_id(topic)
             if topic_id is not None:
-                self.store.write((group_id, topic_id, index), share.snapshot())
-            if previous is not None:
-                self._partitions.consumer_fetches.check((topic, index))
+                writes.append(asyncio.ensure_future(self._write((group_id, topic_id, index), share.snapshot())))
+            self._partitions.consumer_fetches.check((topic, index))
         self._arm_locks()
+        return asyncio.gather(*writes) if writes else None
 
-    def describe_offsets(self, group_id: str) -> Iterable[tuple[str, int, SharePartition]]:
-        return ((topic, index, share) for (group, topic, index), share in self._shares.items() if group == group_id)
+    async def _write(self, key: tuple[str, uuid.UUID, int], snapshot: ShareSnapshot) -> ErrorCode:
+        error = await self.store.write(key, snapshot)
+        if error:
+            log.warning("share state of group %s, topic id %s, partition %d not persisted: %s", *key, error.name)
+        return error
 
     def close(self) -> None:
         self._member_timer.cancel()
         self._lock_timer.cancel()
+        self.store.close()
+
+    def _background(self, pending: asyncio.Future[list[ErrorCode]] | None) -> None:
+        """Writes nobody waits for (lock expiry, a member gone): failures are logged by `_write`."""
+        if pending is not None:
+            self._pending.add(pending)
+            pending.add_done_callback(self._pending.discard)
 
     def _forget_partition(self, topic: str, index: int) -> None:
         for key in [k for k in self._shares if k[1] == topic and k[2] == index]:
@@ -218,10 +247,10 @@ class ShareRuntime:
             self._persisted.pop(key, None)
 
     def _arm_locks(self) -> None:
-        deadlines = [d for share in self._shares.values() if (d := share.next_deadline()) is not None]
+        deadlines = [d for _, share in self._shares.values() if (d := share.next_deadline()) is not None]
         self._lock_timer.arm(min(deadlines) if deadlines else None)
 
     def _expire_locks(self, now_ms: int) -> None:
-        for share in self._shares.values():
+        for _, share in self._shares.values():
             share.expire_locks(now_ms)
-        self.settle()
+        self._background(self.settle())

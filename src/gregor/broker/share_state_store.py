@@ -2,34 +2,43 @@
 
 Gregor's documented equivalent of Kafka's share coordinator (docs/share-groups.md): the state of
 group G on topic-partition T-p is one snapshot record (`coordinator.share.share_state_records`)
-in partition `abs(hash("G:topicId:p")) % share.coordinator.state.topic.num.partitions`,
-replicated like any partition, so a restarted broker reads the latest record of each key back.
-A state partition is read once, when first needed, and kept in memory after that. This broker
-writes and reads only the state partitions it leads; a share-partition whose state partition is
-led elsewhere keeps its state in memory (the RPCs that reach another broker's state partition,
-Kafka's Read/WriteShareGroupState, are not implemented yet).
+in partition `abs(hash("G:topicId:p")) % share.coordinator.state.topic.num.partitions`, written
+with acks=all, so a restarted broker, or the next leader of that partition, reads the latest
+record of each key back. The leader of T-p (where the share-partition lives) reads and writes it
+through the leader of the state partition: directly when that is this broker, else with
+ReadShareGroupState / WriteShareGroupState (`serve_read`, `serve_write` answer those). A state
+partition is read once, when first needed, and kept in memory after that.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 import uuid
 
 from gregor.broker.clock import Clock
 from gregor.broker.config import BrokerConfig
+from gregor.broker.peer_channel import RequestConnection
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic
 from gregor.coordinator.partitioning import java_string_hashcode, kafka_abs
 from gregor.coordinator.share import share_state_records as records
-from gregor.coordinator.share.share_partition import ShareSnapshot
+from gregor.coordinator.share.record_state import RecordState
+from gregor.coordinator.share.share_partition import ShareSnapshot, StateBatch
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
+from gregor.protocol.messages import (
+    ReadShareGroupStateRequest, ReadShareGroupStateResponse, WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
 from gregor.records.batch import iter_batches
 from gregor.records.record import BatchBuilder, decode_records
 
 log = logging.getLogger("gregor.share")
 
 STATE_TOPIC = "__share_group_state"
+REQUEST_TIMEOUT_S = 10.0
 _CHUNK = 4 * 1024 * 1024
 Key = tuple[str, uuid.UUID, int]
 
@@ -42,7 +51,9 @@ class ShareStateStore:
         self._partitions = partitions
         self._controller = controller
         self._clock = clock
-        self._loaded: dict[int, dict[Key, ShareSnapshot]] = {}
+        self._loaded: dict[int, tuple[int, dict[Key, ShareSnapshot]]] = {}  # by index: (leader epoch, states)
+        self._connections: dict[int, RequestConnection] = {}
+        self._correlation_ids = itertools.count(1)
 
     def partition_for(self, key: Key) -> int:
         group_id, topic_id, index = key
@@ -60,31 +71,102 @@ class ShareStateStore:
         if result.error and result.error != ErrorCode.TOPIC_ALREADY_EXISTS:
             log.error("creating %s failed: %s", STATE_TOPIC, result.message)
 
-    def read(self, key: Key) -> ShareSnapshot | None:
-        """The persisted state of `key`, None when there is none (or its state partition is not
-        led here)."""
-        index = self.partition_for(key)
-        loaded = self._load(index)
-        return None if loaded is None else loaded.get(key)
+    # -- what a share-partition's leader asks
 
-    def write(self, key: Key, snapshot: ShareSnapshot) -> bool:
-        """Append the snapshot as the latest state of `key`; False when it could not be written
-        here (the state partition is not led by this broker, or the append failed)."""
+    async def read(self, key: Key) -> ShareSnapshot | None:
+        """The persisted state of `key`, None when it has none; KafkaError when the state
+        partition's leader cannot be asked."""
+        leader = self._leader_of(key)
+        if leader == self._metadata.node_id:
+            return self.serve_read(key)
+        group_id, topic_id, index = key
+        request = ReadShareGroupStateRequest(group_id=group_id, topics=[ReadShareGroupStateRequest.ReadStateData(
+            topic_id=topic_id, partitions=[ReadShareGroupStateRequest.PartitionData(partition=index, leader_epoch=-1)])])
+        response = await self._call(leader, request)
+        assert isinstance(response, ReadShareGroupStateResponse)
+        found = response.results[0].partitions[0]
+        if found.error_code:
+            raise KafkaError(found.error_code, found.error_message or ErrorCode(found.error_code).name)
+        if found.start_offset < 0:
+            return None
+        return ShareSnapshot(found.start_offset, found.state_epoch, tuple(
+            StateBatch(b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count)
+            for b in found.state_batches))
+
+    async def write(self, key: Key, snapshot: ShareSnapshot) -> ErrorCode:
+        """Persist the snapshot as the latest state of `key` (acks=all); the error, if any."""
+        try:
+            leader = self._leader_of(key)
+        except KafkaError as error:
+            return ErrorCode(error.code)
+        if leader == self._metadata.node_id:
+            return await self.serve_write(key, snapshot)
+        group_id, topic_id, index = key
+        request = WriteShareGroupStateRequest(group_id=group_id, topics=[WriteShareGroupStateRequest.WriteStateData(
+            topic_id=topic_id, partitions=[WriteShareGroupStateRequest.PartitionData(
+                partition=index, state_epoch=snapshot.state_epoch, leader_epoch=-1,
+                start_offset=snapshot.start_offset, state_batches=[
+                    WriteShareGroupStateRequest.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
+                                                           delivery_state=int(b.state), delivery_count=b.delivery_count)
+                    for b in snapshot.batches])])])
+        try:
+            response = await self._call(leader, request)
+        except KafkaError as error:
+            return ErrorCode(error.code)
+        assert isinstance(response, WriteShareGroupStateResponse)
+        return ErrorCode(response.results[0].partitions[0].error_code)
+
+    # -- what the state partition's leader answers
+
+    def serve_read(self, key: Key) -> ShareSnapshot | None:
+        loaded = self._load(self.partition_for(key))
+        if loaded is None:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"this broker does not lead the {STATE_TOPIC} partition")
+        return loaded.get(key)
+
+    async def serve_write(self, key: Key, snapshot: ShareSnapshot) -> ErrorCode:
         index = self.partition_for(key)
         loaded = self._load(index)
         partition = self._partitions.partition(STATE_TOPIC, index)
         if loaded is None or partition is None:
-            return False
+            return ErrorCode.NOT_COORDINATOR
         builder = BatchBuilder()
         builder.append(self._clock(), records.encode_key(*key), records.encode_value(snapshot))
         try:
-            partition.append_as_leader(memoryview(builder.build()), self._clock(), 1)
+            info = partition.append_as_leader(memoryview(builder.build()), self._clock(), -1)
         except KafkaError as error:
             log.warning("writing share state of %s to %s-%d failed: %s", key, STATE_TOPIC, index, error)
-            return False
-        self._partitions.on_leader_append(partition)
+            return ErrorCode(error.code)
         loaded[key] = snapshot
-        return True
+        replicated: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._partitions.on_leader_append(partition, partition.await_replication(
+            info, replicated, self._clock(), self._config.get("offsets.commit.timeout.ms")))
+        return await replicated
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+
+    # -- internals
+
+    def _leader_of(self, key: Key) -> int:
+        registration = self._metadata.image.partition(STATE_TOPIC, self.partition_for(key))
+        if registration is None or registration.leader < 0:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{STATE_TOPIC} has no leader for this state")
+        return registration.leader
+
+    async def _call(self, node: int, request: ReadShareGroupStateRequest | WriteShareGroupStateRequest) -> object:
+        address = self._metadata.replica_endpoint(node)
+        if address is None:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node} has no inter-broker endpoint")
+        connection = self._connections.get(node)
+        if connection is None or connection.address != address:
+            connection = self._connections[node] = RequestConnection(*address)
+        try:
+            return await asyncio.wait_for(connection.call(next(self._correlation_ids), f"broker-{self._metadata.node_id}",
+                                                          request, 0), REQUEST_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError, EOFError, asyncio.IncompleteReadError) as error:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node}: {error!r}") from None
 
     def _num_partitions(self) -> int:
         topic = self._metadata.image.topics.get(STATE_TOPIC)
@@ -97,28 +179,30 @@ class ShareStateStore:
         if partition is None or not partition.is_leader:
             self._loaded.pop(index, None)
             return None
-        loaded = self._loaded.get(index)
-        if loaded is None:
-            loaded = self._loaded[index] = {}
-            partition_log = partition.log
-            offset, end = partition_log.log_start_offset, partition_log.log_end_offset
-            while offset < end:
-                data = partition_log.read_bytes(offset, _CHUNK, end)
-                if not data:
-                    break
-                for header, pos in iter_batches(data):
-                    offset = header.last_offset + 1
-                    if header.is_control:
+        cached = self._loaded.get(index)
+        if cached is not None and cached[0] == partition.leader_epoch:
+            return cached[1]
+        loaded: dict[Key, ShareSnapshot] = {}
+        self._loaded[index] = (partition.leader_epoch, loaded)
+        partition_log = partition.log
+        offset, end = partition_log.log_start_offset, partition_log.log_end_offset
+        while offset < end:
+            data = partition_log.read_bytes(offset, _CHUNK, end)
+            if not data:
+                break
+            for header, pos in iter_batches(data):
+                offset = header.last_offset + 1
+                if header.is_control:
+                    continue
+                for record in decode_records(data, pos, header, _CHUNK * 64):
+                    if record.key is None:
                         continue
-                    for record in decode_records(data, pos, header, _CHUNK * 64):
-                        if record.key is None:
-                            continue
-                        try:
-                            key = records.decode_key(record.key)
-                            if record.value is None:
-                                loaded.pop(key, None)
-                            else:
-                                loaded[key] = records.decode_value(record.value)
-                        except records.ShareStateFormatError as error:
-                            log.warning("skipping an unreadable record of %s-%d: %s", STATE_TOPIC, index, error)
+                    try:
+                        key = records.decode_key(record.key)
+                        if record.value is None:
+                            loaded.pop(key, None)
+                        else:
+                            loaded[key] = records.decode_value(record.value)
+                    except records.ShareStateFormatError as error:
+                        log.warning("skipping an unreadable record of %s-%d: %s", STATE_TOPIC, index, error)
         return loaded

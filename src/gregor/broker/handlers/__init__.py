@@ -134,7 +134,10 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
         )
-        from gregor.broker.handlers import share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat
+        from gregor.broker.handlers import (
+            read_share_group_state, share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
+            write_share_group_state,
+        )
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
             *api_versions.HANDLERS, *metadata.HANDLERS, *produce.HANDLERS, *fetch.HANDLERS, *list_offsets.HANDLERS,
@@ -144,7 +147,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
             *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS, *describe_acls.HANDLERS,
             *describe_client_quotas.HANDLERS, *share_group_heartbeat.HANDLERS, *share_group_describe.HANDLERS,
-            *share_fetch.HANDLERS, *share_acknowledge.HANDLERS]
+            *share_fetch.HANDLERS, *share_acknowledge.HANDLERS, *read_share_group_state.HANDLERS,
+            *write_share_group_state.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

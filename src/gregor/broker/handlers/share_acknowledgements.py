@@ -1,15 +1,20 @@
-"""What ShareFetch and ShareAcknowledge have in common: topic ids resolved, acknowledgement
-batches applied partition by partition, the answer's per-partition error."""
+"""What ShareFetch and ShareAcknowledge have in common: topic ids resolved, share-partitions
+loaded from their persisted state, acknowledgement batches applied partition by partition,
+answers sent once the state they changed is persisted."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 from gregor.broker.handlers import BrokerContext
 from gregor.coordinator.share.share_partition import Acknowledgement
 from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.exceptions import KafkaError
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -36,6 +41,30 @@ def named_partitions(context: BrokerContext, topics: Iterable[Any]) -> list[Name
     return list(found.values())
 
 
+def to_load(context: BrokerContext, group_id: str, partitions: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The partitions this broker leads whose share-partition for the group is not in memory."""
+    missing = []
+    for topic, index in partitions:
+        _, partition = context.shares.leader(topic, index)
+        if partition is not None and context.shares.loaded(group_id, topic, partition) is None:
+            missing.append((topic, index))
+    return missing
+
+
+async def load(context: BrokerContext, group_id: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    """Load the share-partitions; the error of each that could not be (its state unreadable)."""
+    errors = {}
+    for topic, index in partitions:
+        _, partition = context.shares.leader(topic, index)
+        if partition is None:
+            continue
+        try:
+            await context.shares.load(group_id, topic, partition)
+        except KafkaError as error:
+            errors[(topic, index)] = ErrorCode(error.code)
+    return errors
+
+
 def acknowledge(context: BrokerContext, group_id: str, member_id: str, named: NamedPartition) -> ErrorCode:
     """Apply one partition's acknowledgements (all or none) on this broker."""
     if named.topic is None:
@@ -44,3 +73,16 @@ def acknowledge(context: BrokerContext, group_id: str, member_id: str, named: Na
     if partition is None:
         return error
     return context.shares.acknowledge(group_id, member_id, named.topic, partition, named.acknowledgements)
+
+
+def after_persisting(context: BrokerContext, answer: Callable[[], R]) -> R | Awaitable[R]:
+    """The answer once the share state changed so far is persisted (at once when nothing changed)."""
+    pending = context.shares.settle()
+    if pending is None:
+        return answer()
+
+    async def later() -> R:
+        await asyncio.shield(pending)
+        return answer()
+
+    return later()

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Awaitable
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.errors import error_code_of
-from gregor.broker.handlers.share_acknowledgements import acknowledge, named_partitions
+from gregor.broker.handlers.share_acknowledgements import (
+    NamedPartition, acknowledge, after_persisting, load, named_partitions, to_load,
+)
 from gregor.coordinator.share.share_session import CLOSE_EPOCH, OPEN_EPOCH, ShareSession
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ShareFetchRequest, ShareFetchResponse
@@ -40,11 +43,15 @@ def _top_error(code: ErrorCode, message: str | None = None) -> ShareFetchRespons
 
 
 class _Answer:
-    """The response being built: one PartitionData per partition it reports on, in order."""
+    """One request being served and the response being built: one PartitionData per partition
+    it reports on."""
 
-    def __init__(self, context: BrokerContext) -> None:
+    def __init__(self, context: BrokerContext, request: ShareFetchRequest, session: ShareSession) -> None:
         self.context = context
+        self.request = request
+        self.session = session
         self.partitions: dict[tuple[uuid.UUID, int], _Partition] = {}
+        self.load_errors: dict[tuple[str, int], ErrorCode] = {}
         self.acknowledged = False
 
     def partition(self, topic_id: uuid.UUID, index: int) -> _Partition:
@@ -54,6 +61,44 @@ class _Answer:
             found = self.partitions[key] = _Partition(partition_index=index, records=b"", acquired_records=[],
                                                       current_leader=_Leader(leader_id=-1, leader_epoch=-1))
         return found
+
+    def serve(self, named: list[NamedPartition]) -> ShareFetchResponse | Awaitable[ShareFetchResponse]:
+        """Acknowledge, then acquire; park when there is nothing to answer with yet."""
+        context, request, session = self.context, self.request, self.session
+        shares = context.shares
+        group_id, member_id = session.group_id, session.member_id
+        for n in named:
+            if n.topic is None:
+                self.partition(n.topic_id, n.index).error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif (n.topic, n.index) in self.load_errors:
+                self.partition(n.topic_id, n.index).error_code = self.load_errors[(n.topic, n.index)]
+            if n.acknowledgements:
+                self.partition(n.topic_id, n.index).acknowledge_error_code = (
+                    self.load_errors.get((n.topic or "", n.index)) or acknowledge(context, group_id, member_id, n))
+                self.acknowledged = True
+        if request.share_session_epoch == CLOSE_EPOCH:
+            shares.release_member(group_id, member_id)
+            return after_persisting(context, self.response)
+        _acquire(context, request, session, self)
+        acquired = any(p.acquired_records for p in self.partitions.values())
+        if acquired or self.acknowledged or request.max_wait_ms <= 0 or request.max_records <= 0 \
+                or not session.partitions:
+            return after_persisting(context, self.response)
+        keys = list(session.partitions)
+        purgatory = context.partitions.consumer_fetches
+        due = purgatory.park(keys, purgatory.now_ms() + request.max_wait_ms,
+                             lambda: any(shares.can_acquire(group_id, topic, index) for topic, index in keys))
+        return self._when_due(due)
+
+    async def _when_due(self, due: asyncio.Future[None]) -> ShareFetchResponse:
+        """The answer once the parked fetch is due: acquired again then (it parked in the same
+        step as the acquisition that found nothing, so no release falls in between)."""
+        await due
+        shares = self.context.shares
+        if shares.sessions.get(self.session.group_id, self.session.member_id) is self.session:
+            _acquire(self.context, self.request, self.session, self)
+        answered = after_persisting(self.context, self.response)
+        return answered if isinstance(answered, ShareFetchResponse) else await answered
 
     def response(self) -> ShareFetchResponse:
         by_topic: dict[uuid.UUID, list[_Partition]] = {}
@@ -80,43 +125,27 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
         name = context.metadata.topic_name(topic.topic_id)
         if name is not None:
             forgotten.extend((name, index) for index in topic.partitions)
-    shares = context.shares
     added = [(n.topic, n.index) for n in named if n.topic is not None]
-    error, session = shares.sessions.update(group_id, member_id, epoch, added, forgotten)
+    error, session = context.shares.sessions.update(group_id, member_id, epoch, added, forgotten)
     if error or session is None:
         return _top_error(error)
-    answer = _Answer(context)
-    for n in named:
-        if n.topic is None:
-            answer.partition(n.topic_id, n.index).error_code = ErrorCode.UNKNOWN_TOPIC_ID
-        if n.acknowledgements:
-            answer.partition(n.topic_id, n.index).acknowledge_error_code = acknowledge(context, group_id, member_id, n)
-            answer.acknowledged = True
-    if epoch == CLOSE_EPOCH:
-        shares.release_member(group_id, member_id)
-        return answer.response()
-    _acquire(context, request, session, answer)
-    shares.settle()
-    acquired = any(p.acquired_records for p in answer.partitions.values())
-    if acquired or answer.acknowledged or request.max_wait_ms <= 0 or request.max_records <= 0 or not session.partitions:
-        return answer.response()
-    keys = list(session.partitions)
-    purgatory = context.partitions.consumer_fetches
-    due = purgatory.park(keys, purgatory.now_ms() + request.max_wait_ms,
-                         lambda: any(shares.can_acquire(group_id, topic, index) for topic, index in keys))
-    return _when_due(context, request, session, answer, due)
+    answer = _Answer(context, request, session)
+    missing = to_load(context, group_id, dict.fromkeys([*added, *session.partitions]))
+    if missing:
+        return _after_loading(answer, named, missing)
+    return answer.serve(named)
 
 
-async def _when_due(context: BrokerContext, request: ShareFetchRequest, session: ShareSession, answer: _Answer,
-                    due: asyncio.Future[None]) -> ShareFetchResponse:
-    await due
-    if context.shares.sessions.get(session.group_id, session.member_id) is session:
-        _acquire(context, request, session, answer)
-        context.shares.settle()
-    return answer.response()
+async def _after_loading(answer: _Answer, named: list[NamedPartition],
+                         missing: list[tuple[str, int]]) -> ShareFetchResponse:
+    answer.load_errors = await load(answer.context, answer.session.group_id, missing)
+    served = answer.serve(named)
+    return served if isinstance(served, ShareFetchResponse) else await served
 
 
 def _acquire(context: BrokerContext, request: ShareFetchRequest, session: ShareSession, answer: _Answer) -> None:
+    """Acquire from the session's partitions in turn (each request starts one further along),
+    at most MaxRecords and MaxBytes in all."""
     shares = context.shares
     remaining_records = request.max_records
     remaining_bytes = request.max_bytes
@@ -133,6 +162,9 @@ def _acquire(context: BrokerContext, request: ShareFetchRequest, session: ShareS
         error, partition = shares.leader(topic, index)
         if partition is None:
             answer.partition(topic_id, index).error_code = error
+            continue
+        if (topic, index) in answer.load_errors:
+            answer.partition(topic_id, index).error_code = answer.load_errors[(topic, index)]
             continue
         try:
             got = shares.acquire(session.group_id, session.member_id, topic, partition, remaining_records,

@@ -25,7 +25,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
-    MetadataRequest, MetadataResponse, RequestHeader, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    MetadataRequest, MetadataResponse, RequestHeader, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    ShareFetchRequest, ShareFetchResponse,
     ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 )
 from tests.broker_process import BrokerProcess
@@ -72,7 +73,8 @@ def poll_until(consumer: ShareConsumer, done, timeout: float, on_message=None) -
     deadline = time.monotonic() + timeout
     while not done(received):
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s; received {[(m.partition(), m.offset(), m.delivery_count()) for m in received]}")
+            seen = [(m.partition(), m.offset(), m.delivery_count()) for m in received]
+            raise AssertionError(f"timed out after {timeout:.0f} s; received {seen}")
         for message in consumer.poll(0.2):
             assert message.error() is None, message.error()
             received.append(message)
@@ -275,18 +277,15 @@ def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker
                                 min_bytes=1, max_bytes=1 << 20, max_records=0, batch_size=0,
                                 topics=[ShareFetchRequest.FetchTopic(topic_id=topic_uuid, partitions=[part])]),
               ShareFetchResponse, 78)
-    refused = wire.call(ShareAcknowledgeRequest(
-        group_id="strict-group", member_id="bob", share_session_epoch=1, topics=[
-            ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_uuid, partitions=[
-                ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
-                    ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])])])]),
-        ShareAcknowledgeResponse, 79)
+    refused = wire.call(_accept_offsets_0_to_1("bob", topic_uuid), ShareAcknowledgeResponse, 79)
     assert refused.error_code == 0
     assert refused.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
-    accepted = wire.call(ShareAcknowledgeRequest(
-        group_id="strict-group", member_id="alice", share_session_epoch=1, topics=[
-            ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_uuid, partitions=[
-                ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
-                    ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])])])]),
-        ShareAcknowledgeResponse, 79)
+    accepted = wire.call(_accept_offsets_0_to_1("alice", topic_uuid), ShareAcknowledgeResponse, 79)
     assert accepted.responses[0].partitions[0].error_code == 0
+
+
+def _accept_offsets_0_to_1(member: str, topic_id) -> ShareAcknowledgeRequest:
+    batch = ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])
+    return ShareAcknowledgeRequest(group_id="strict-group", member_id=member, share_session_epoch=1, topics=[
+        ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[
+            ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[batch])])])

@@ -63,10 +63,11 @@ class ShareStateStore:
         """Create `__share_group_state` the first time a share group is used."""
         if STATE_TOPIC in self._metadata.image.topics:
             return
+        segment_bytes = self._config.get("share.coordinator.state.topic.segment.bytes")
         topic = CreatableTopic(STATE_TOPIC, self._num_partitions(),
                                self._config.get("share.coordinator.state.topic.replication.factor"),
                                configs={"cleanup.policy": "compact", "compression.type": "producer",
-                                        "segment.bytes": str(self._config.get("share.coordinator.state.topic.segment.bytes"))})
+                                        "segment.bytes": str(segment_bytes)})
         (result,) = await self._controller.create_topics([topic])
         if result.error and result.error != ErrorCode.TOPIC_ALREADY_EXISTS:
             log.error("creating %s failed: %s", STATE_TOPIC, result.message)
@@ -80,11 +81,15 @@ class ShareStateStore:
         if leader == self._metadata.node_id:
             return self.serve_read(key)
         group_id, topic_id, index = key
-        request = ReadShareGroupStateRequest(group_id=group_id, topics=[ReadShareGroupStateRequest.ReadStateData(
-            topic_id=topic_id, partitions=[ReadShareGroupStateRequest.PartitionData(partition=index, leader_epoch=-1)])])
+        asked = ReadShareGroupStateRequest.PartitionData(partition=index, leader_epoch=-1)
+        request = ReadShareGroupStateRequest(group_id=group_id, topics=[
+            ReadShareGroupStateRequest.ReadStateData(topic_id=topic_id, partitions=[asked])])
         response = await self._call(leader, request)
         assert isinstance(response, ReadShareGroupStateResponse)
         found = response.results[0].partitions[0]
+        log.info("share state of group %s on topic id %s partition %d read from broker %d (%s)", group_id, topic_id,
+                 index, leader,
+                 ErrorCode(found.error_code).name if found.error_code else f"start offset {found.start_offset}")
         if found.error_code:
             raise KafkaError(found.error_code, found.error_message or ErrorCode(found.error_code).name)
         if found.start_offset < 0:
@@ -163,8 +168,8 @@ class ShareStateStore:
         if connection is None or connection.address != address:
             connection = self._connections[node] = RequestConnection(*address)
         try:
-            return await asyncio.wait_for(connection.call(next(self._correlation_ids), f"broker-{self._metadata.node_id}",
-                                                          request, 0), REQUEST_TIMEOUT_S)
+            call = connection.call(next(self._correlation_ids), f"broker-{self._metadata.node_id}", request, 0)
+            return await asyncio.wait_for(call, REQUEST_TIMEOUT_S)
         except (OSError, asyncio.TimeoutError, EOFError, asyncio.IncompleteReadError) as error:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node}: {error!r}") from None
 

@@ -5,8 +5,9 @@ records they do not hold), leave, and time moves past acquisition locks. After e
 a record is held by at most one member and only by the one it was acquired for, no accepted or
 rejected record is acquired again, delivery counts equal the model's count of acquisitions, the
 start offset never passes an unfinished record, no more than `max_record_locks` records are in
-flight, and polling before `next_deadline()` changes nothing. At the end every record of the log was finished: accepted, rejected, or archived after
-exactly `delivery_count_limit` deliveries; none skipped. A failure names the seed:
+flight, and polling before `next_deadline()` changes nothing. At the end every record of the
+log was finished: accepted, rejected, or archived after exactly `delivery_count_limit`
+deliveries; none skipped. A failure names the seed:
 
     SHARE_SIM_SEED=<seed> pytest tests/sim/share -k replay
 """
@@ -195,7 +196,8 @@ def run(seed: int) -> None:
     if sp.start_offset != end:
         fail(f"start offset {sp.start_offset} did not reach the log end {end}: {sp.in_flight()}")
     for offset in model.data:
-        finished = offset in model.accepted or offset in model.rejected or model.deliveries.get(offset, 0) == model.limit
+        finished = (offset in model.accepted or offset in model.rejected
+                    or model.deliveries.get(offset, 0) == model.limit)
         if not finished:
             fail(f"offset {offset} skipped: never accepted, rejected or delivered {model.limit} times")
         if offset in model.accepted and offset in model.rejected:

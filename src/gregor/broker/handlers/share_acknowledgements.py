@@ -51,7 +51,8 @@ def to_load(context: BrokerContext, group_id: str, partitions: Iterable[tuple[st
     return missing
 
 
-async def load(context: BrokerContext, group_id: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+async def load(context: BrokerContext, group_id: str,
+               partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
     """Load the share-partitions; the error of each that could not be (its state unreadable)."""
     errors = {}
     for topic, index in partitions:

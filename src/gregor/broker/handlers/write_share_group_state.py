@@ -28,8 +28,8 @@ async def handle(context: BrokerContext, request: WriteShareGroupStateRequest) -
         writes = []
         for part in topic.partitions:
             try:
-                batches = tuple(StateBatch(b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count)
-                                for b in part.state_batches)
+                batches = tuple(StateBatch(b.first_offset, b.last_offset, RecordState(b.delivery_state),
+                                           b.delivery_count) for b in part.state_batches)
             except ValueError:
                 writes.append(_invalid())
                 continue

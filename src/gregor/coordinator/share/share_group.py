@@ -101,7 +101,8 @@ class ShareGroupCoordinator:
             if member is None:
                 if len(group.members) >= self.config.max_size:
                     return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                           message=f"The share group has reached its maximum size of {self.config.max_size}.")
+                                           message=f"The share group has reached its maximum size of "
+                                                   f"{self.config.max_size}.")
                 member = ShareMember(member_id, 0, client_id, client_host, rack_id, frozenset(), 0)
                 group.members[member_id] = member
         else:

@@ -182,8 +182,9 @@ class SharePartition:
                 rec.lock_deadline_ms = deadline
                 heapq.heappush(self._locks, (deadline, offset))
                 count += 1
-                if acquired and acquired[-1].last_offset == offset - 1 and acquired[-1].delivery_count == rec.delivery_count:
-                    acquired[-1] = AcquiredRange(acquired[-1].first_offset, offset, rec.delivery_count)
+                previous = acquired[-1] if acquired else None
+                if previous and previous.last_offset == offset - 1 and previous.delivery_count == rec.delivery_count:
+                    acquired[-1] = AcquiredRange(previous.first_offset, offset, rec.delivery_count)
                 else:
                     acquired.append(AcquiredRange(offset, offset, rec.delivery_count))
         if acquired:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Mapping
 
 
-def assign(subscriptions: Mapping[str, frozenset[str]], partition_counts: Mapping[str, int]) -> dict[str, dict[str, list[int]]]:
+def assign(subscriptions: Mapping[str, frozenset[str]],
+           partition_counts: Mapping[str, int]) -> dict[str, dict[str, list[int]]]:
     """{member id: {topic: partitions}} for every member, empty for those with nothing."""
     assignment: dict[str, dict[str, list[int]]] = {member: {} for member in subscriptions}
     for topic in sorted({t for topics in subscriptions.values() for t in topics}):

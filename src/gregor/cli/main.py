@@ -8,7 +8,7 @@ import sys
 from gregor import __version__
 from gregor.cli import (
     acls, cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, get_offsets,
-    leader_election, log_dirs, perf, reassign_partitions, server, topics, web_console,
+    leader_election, log_dirs, perf, reassign_partitions, server, share_groups, topics, web_console,
 )
 from gregor.cli.common import ToolParser
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     console_producer.register(tools)
     console_consumer.register(tools)
     consumer_groups.register(tools)
+    share_groups.register(tools)
     configs.register(tools)
     acls.register(tools)
     dump_log.register(tools)

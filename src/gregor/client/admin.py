@@ -32,6 +32,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Iterable, Mapping, Seque
 from gregor.client import admin_security
 from gregor.client.acls import AclBinding, AclBindingFilter, QuotaAlteration, QuotaEntity
 from gregor.client.config import Role, parse_config
+from gregor.client.share_groups import ShareGroupDescription, ShareGroupListing, share_group_description
 from gregor.client.errors import (
     ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError, error_for,
 )
@@ -47,7 +48,7 @@ from gregor.protocol.messages import (
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
     DescribeQuorumRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest, ListGroupsRequest,
     ListOffsetsRequest, ListPartitionReassignmentsRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest,
+    OffsetFetchRequest, ShareGroupDescribeRequest,
 )
 from gregor.protocol.primitives import ZERO_UUID, Reader
 
@@ -484,6 +485,18 @@ class AdminClient:
         groups = list(group_ids)
         return self._call(lambda deadline: self._operations.delete_consumer_groups(groups, deadline), timeout)
 
+    # share groups (KIP-932)
+
+    def list_share_groups(self, timeout: float | None = None) -> list[ShareGroupListing]:
+        """The share groups of every broker (ListGroups v5 with the type filter "share")."""
+        return self._call(self._operations.list_share_groups, timeout)
+
+    def describe_share_groups(self, group_ids: Iterable[str], timeout: float | None = None,
+                              ) -> dict[str, ShareGroupDescription | KafkaException]:
+        """Members, epochs and assignments of share groups (ShareGroupDescribe)."""
+        groups = list(group_ids)
+        return self._call(lambda deadline: self._operations.describe_share_groups(groups, deadline), timeout)
+
     def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None,
                                     require_stable: bool = False, timeout: float | None = None,
                                     ) -> dict[TopicPartition, OffsetAndMetadata | KafkaException]:
@@ -884,6 +897,32 @@ class AdminOperations:
             return [listings[group_id] for group_id in sorted(listings)]
 
         return await self._single("list_consumer_groups", attempt, deadline)
+
+    async def list_share_groups(self, deadline: float) -> list[ShareGroupListing]:
+        async def from_node(node: int) -> list[ShareGroupListing]:
+            response = await self._send(ListGroupsRequest(types_filter=["share"]), node, deadline, versions=(5, 5))
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code)
+            return [ShareGroupListing(group.group_id, group.group_state or None)
+                    for group in response.groups if group.group_type == "share"]
+
+        async def attempt() -> list[ShareGroupListing]:
+            await self._known_brokers(deadline)
+            per_node = await asyncio.gather(*(from_node(node) for node in list(self._network.cluster.brokers)))
+            listings = {listing.group_id: listing for found in per_node for listing in found}
+            return [listings[group_id] for group_id in sorted(listings)]
+
+        return await self._single("list_share_groups", attempt, deadline)
+
+    async def describe_share_groups(self, groups: list[str], deadline: float) -> dict[str, Any]:
+        async def send(node: int, pending: list[str]) -> dict[str, Any]:
+            response = await self._send(ShareGroupDescribeRequest(group_ids=pending), node, deadline)
+            coordinator = self._network.cluster.node(node)
+            return {group.group_id: error_for(group.error_code) if group.error_code != ErrorCode.NONE
+                    else share_group_description(group, coordinator) for group in response.groups}
+
+        return await self._per_key(
+            "describe_share_groups", groups, lambda pending: self._to_coordinators(pending, deadline, send), deadline)
 
     async def describe_consumer_groups(self, groups: list[str], deadline: float) -> dict[str, Any]:
         async def send(node: int, pending: list[str]) -> dict[str, Any]:

@@ -35,7 +35,8 @@ def test_bootstrap_registers_and_unfences_the_local_broker(node):
 
 def test_registration_before_bootstrap_is_refused():
     controller = QuorumController(ControllerConfig(node_id=1), random.Random(0))
-    assert controller.bootstrap().records == (FeatureLevelRecord(name="metadata.version", feature_level=21),)
+    assert controller.bootstrap().records == (FeatureLevelRecord(name="metadata.version", feature_level=21),
+                                              FeatureLevelRecord(name="share.version", feature_level=1))
     assert controller.register_broker(1, endpoints(1)).response.error == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
@@ -46,7 +47,8 @@ def test_a_broker_that_cannot_honour_a_finalized_feature_is_refused(node):
     missing = node.controller.register_broker(2, endpoints(2), supported_features={})
     assert missing.response.error == ErrorCode.UNSUPPORTED_VERSION
     accepted = node.commit(node.controller.register_broker(
-        2, endpoints(2), supported_features={"metadata.version": (1, 21), "group.version": (0, 1)}), NOW)
+        2, endpoints(2), supported_features={"metadata.version": (1, 21), "group.version": (0, 1),
+                                             "share.version": (0, 1)}), NOW)
     assert accepted.error == ErrorCode.NONE
 
 

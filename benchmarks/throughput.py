@@ -88,15 +88,17 @@ class Broker:
         self._cleanup()
 
 
-def start_gregor(event_loop: str = "default") -> Broker:
-    """`event_loop`: GREGOR_EVENT_LOOP for the server ("default": its own choice, uvloop where installed)."""
+def start_gregor(event_loop: str = "default", overrides: dict[str, str] | None = None) -> Broker:
+    """`event_loop`: GREGOR_EVENT_LOOP for the server ("default": its own choice, uvloop where installed);
+    `overrides`: broker keys (--override key=value)."""
     port = free_port()
     data_dir = tempfile.mkdtemp(prefix="gregor-bench-")
     log = open(os.path.join(data_dir, "server.log"), "wb")
+    extra = [arg for key, value in (overrides or {}).items() for arg in ("--override", f"{key}={value}")]
     process = subprocess.Popen(
         [sys.executable, "-m", "gregor.cli.main", "server",
          "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={os.path.join(data_dir, 'data')}"],
+         "--override", f"log.dirs={os.path.join(data_dir, 'data')}", *extra],
         stdout=log, stderr=subprocess.STDOUT,
         env=None if event_loop == "default" else {**os.environ, "GREGOR_EVENT_LOOP": event_loop})
     wait_for_port(port, process, "gregor server")

@@ -121,6 +121,7 @@ class ShareRuntime:
     def leader(self, topic: str, index: int) -> tuple[ErrorCode, Partition | None]:
         partition = self._partitions.partition(topic, index)
         if partition is None:
+            self._forget_partition(topic, index)
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         if not partition.is_leader:
             self._forget_partition(topic, index)

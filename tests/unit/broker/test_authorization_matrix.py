@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import uuid
 from functools import partial
 from typing import Any, Callable
 
@@ -30,7 +31,8 @@ from gregor.protocol.messages import (
     ElectLeadersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
     InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
     MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest, SyncGroupRequest,
+    ProduceRequest, ReadShareGroupStateRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest, SyncGroupRequest, WriteShareGroupStateRequest,
 )
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
@@ -49,7 +51,7 @@ class Node:
     def __init__(self, broker: Broker) -> None:
         services = BrokerServices(partitions=broker.partitions, metadata=broker.metadata,
                                   controller=broker.controller, groups=broker.groups, metrics=broker.events,
-                                  authorizer=broker.authorizer, quotas=broker.quotas)
+                                  shares=broker.shares, authorizer=broker.authorizer, quotas=broker.quotas)
         self.dispatcher = Dispatcher(client_handlers(), partial(BrokerContext, services), broker.clock)
 
     async def call(self, principal: str, request: Any, version: int) -> Any:
@@ -188,6 +190,26 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
      lambda r: r.error_code, E.CLUSTER_AUTHORIZATION_FAILED),
     ("DeleteTopics", lambda: DeleteTopicsRequest(topic_names=["t-doomed"], timeout_ms=5000), 4,
      lambda r: r.responses[0].error_code, E.TOPIC_AUTHORIZATION_FAILED),
+    ("ShareGroupHeartbeat", lambda: ShareGroupHeartbeatRequest(group_id=GROUP, member_id="m", member_epoch=0,
+                                                               subscribed_topic_names=[TOPIC]), 1,
+     lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("ShareGroupDescribe", lambda: ShareGroupDescribeRequest(group_ids=[GROUP]), 1,
+     lambda r: r.groups[0].error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("ShareFetch", lambda: ShareFetchRequest(group_id=GROUP, member_id="m", share_session_epoch=0,
+                                             max_wait_ms=0, max_records=10, batch_size=10, topics=[]), 1,
+     lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("ShareAcknowledge", lambda: ShareAcknowledgeRequest(group_id=GROUP, member_id="m",
+                                                         share_session_epoch=1, topics=[]), 1,
+     lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("ReadShareGroupState", lambda: ReadShareGroupStateRequest(group_id=GROUP, topics=[
+        ReadShareGroupStateRequest.ReadStateData(topic_id=uuid.uuid4(), partitions=[
+            ReadShareGroupStateRequest.PartitionData(partition=0, leader_epoch=0)])]), 0,
+     lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("WriteShareGroupState", lambda: WriteShareGroupStateRequest(group_id=GROUP, topics=[
+        WriteShareGroupStateRequest.WriteStateData(topic_id=uuid.uuid4(), partitions=[
+            WriteShareGroupStateRequest.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=0,
+                                                      state_batches=[])])]), 0,
+     lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
 ]
 AUTHORIZATION_ERRORS = {E.TOPIC_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAILED, E.CLUSTER_AUTHORIZATION_FAILED,
                         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}

@@ -83,7 +83,7 @@ def _context(quotas: ClientQuotas, client_id: str, version: int = 9):
     from gregor.broker.network import ConnectionInfo
     from gregor.protocol.messages import RequestHeader
     services = BrokerServices(partitions=None, metadata=None, controller=None, groups=None,  # type: ignore[arg-type]
-                              metrics=None, quotas=quotas)  # type: ignore[arg-type]
+                              metrics=None, shares=None, quotas=quotas)  # type: ignore[arg-type]
     header = RequestHeader(request_api_key=3, request_api_version=version, correlation_id=1, client_id=client_id)
     return BrokerContext(services, header, ConnectionInfo("127.0.0.1:1", "PLAINTEXT", 1), {}, 0)
 

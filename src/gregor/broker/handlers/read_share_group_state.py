@@ -3,12 +3,14 @@ its `__share_group_state` partition by the leader of the topic-partition (inter-
 
 StartOffset -1 with no batches means no state is persisted (the group starts at
 `share.auto.offset.reset`); NOT_COORDINATOR from a broker that does not lead the state
-partition. The leader epoch is not checked (see docs/share-groups.md).
+partition, CLUSTER_AUTHORIZATION_FAILED without CLUSTER_ACTION (brokers' own request, as in
+Kafka). The leader epoch is not checked (see docs/share-groups.md).
 """
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import ReadShareGroupStateRequest, ReadShareGroupStateResponse
@@ -20,6 +22,10 @@ _Batch = ReadShareGroupStateResponse.StateBatch
 
 
 def handle(context: BrokerContext, request: ReadShareGroupStateRequest) -> ReadShareGroupStateResponse:
+    if not context.allowed(AclOperation.CLUSTER_ACTION):
+        return ReadShareGroupStateResponse(results=[_Result(topic_id=topic.topic_id, partitions=[
+            _Partition(partition=p.partition, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, start_offset=-1)
+            for p in topic.partitions]) for topic in request.topics])
     results = []
     for topic in request.topics:
         partitions = []

@@ -2,7 +2,8 @@
 
 The session must exist (epoch 0 is INVALID_SHARE_SESSION_EPOCH: only ShareFetch opens one);
 each partition's batches are applied all-or-nothing (INVALID_RECORD_STATE for a record the
-member does not hold); epoch -1 closes the session afterwards and returns the member's other
+member does not hold); READ on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
+(TOPIC_AUTHORIZATION_FAILED) are needed; epoch -1 closes the session afterwards and returns the member's other
 records here to the group. The answer leaves once the changed state is persisted. v0 (Kafka
 4.0's early access) is not offered.
 """
@@ -13,7 +14,7 @@ import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.share_acknowledgements import (
-    NamedPartition, acknowledge, after_persisting, load, named_partitions, to_load,
+    NamedPartition, acknowledge, after_persisting, group_refused, load, named_partitions, to_load,
 )
 from gregor.coordinator.share.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from gregor.protocol.error_codes import ErrorCode
@@ -34,13 +35,15 @@ def handle(context: BrokerContext, request: ShareAcknowledgeRequest):
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     if not group_id or not member_id:
         return _top_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
+    if group_refused(context, group_id):
+        return _top_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if epoch == OPEN_EPOCH:
         return _top_error(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a share session.")
     error, _ = context.shares.sessions.update(group_id, member_id, epoch, [], [])
     if error:
         return _top_error(error)
     named = named_partitions(context, request.topics)
-    missing = to_load(context, group_id, [(n.topic, n.index) for n in named if n.topic is not None])
+    missing = to_load(context, group_id, [(n.topic, n.index) for n in named if n.topic is not None and not n.error])
     if missing:
         return _after_loading(context, request, named, missing)
     return _apply(context, request, named, {})

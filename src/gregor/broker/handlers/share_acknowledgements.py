@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 from gregor.broker.handlers import BrokerContext
 from gregor.coordinator.share.share_partition import Acknowledgement
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
 
@@ -25,6 +26,14 @@ class NamedPartition:
     index: int
     topic: str | None
     acknowledgements: list[Acknowledgement] = field(default_factory=list)
+    refused: bool = False  # the principal may not READ the topic
+
+    @property
+    def error(self) -> ErrorCode:
+        """Why the partition cannot be served at all, NONE when it can."""
+        if self.topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_ID
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED if self.refused else ErrorCode.NONE
 
 
 def named_partitions(context: BrokerContext, topics: Iterable[Any]) -> list[NamedPartition]:
@@ -38,7 +47,16 @@ def named_partitions(context: BrokerContext, topics: Iterable[Any]) -> list[Name
             named.acknowledgements.extend(
                 Acknowledgement(batch.first_offset, batch.last_offset, tuple(batch.acknowledge_types))
                 for batch in partition.acknowledgement_batches)
+    readable = context.allowed_names(AclOperation.READ, ResourceType.TOPIC,
+                                     {n.topic for n in found.values() if n.topic is not None})
+    for named in found.values():
+        named.refused = named.topic is not None and named.topic not in readable
     return list(found.values())
+
+
+def group_refused(context: BrokerContext, group_id: str) -> bool:
+    """ShareFetch and ShareAcknowledge need READ on the group (GROUP_AUTHORIZATION_FAILED)."""
+    return not context.allowed(AclOperation.READ, ResourceType.GROUP, group_id)
 
 
 def to_load(context: BrokerContext, group_id: str, partitions: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -68,8 +86,8 @@ async def load(context: BrokerContext, group_id: str,
 
 def acknowledge(context: BrokerContext, group_id: str, member_id: str, named: NamedPartition) -> ErrorCode:
     """Apply one partition's acknowledgements (all or none) on this broker."""
-    if named.topic is None:
-        return ErrorCode.UNKNOWN_TOPIC_ID
+    if named.topic is None or named.refused:
+        return named.error
     error, partition = context.shares.leader(named.topic, named.index)
     if partition is None:
         return error

@@ -2,10 +2,12 @@
 
 The request works in the member's share session on this broker (`coordinator.share.share_session`:
 epoch 0 opens it with the partitions named, later epochs add and forget partitions, -1 closes it
-and returns the member's records here to the group). Acknowledgements are applied first, per
-partition and all-or-nothing (INVALID_RECORD_STATE in AcknowledgeErrorCode for a record the
-member does not hold); then records are acquired from the session's partitions, at most
-MaxRecords in all, starting each time from the partition after the one that started last. Each
+and returns the member's records here to the group). READ on the group is needed
+(GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions,
+which stay out of the session). Acknowledgements are applied first, per partition and
+all-or-nothing (INVALID_RECORD_STATE in AcknowledgeErrorCode for a record the member does not
+hold); then records are acquired from the session's partitions, at most MaxRecords in all,
+starting each time from the partition after the one that started last. Each
 partition answers with the record batches that hold its acquired records and the acquired
 ranges with their delivery counts; a batch may also hold records acquired by others, which the
 client skips. With nothing acquired and nothing acknowledged the fetch parks in the consumer
@@ -24,7 +26,7 @@ from typing import Awaitable
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers.share_acknowledgements import (
-    NamedPartition, acknowledge, after_persisting, load, named_partitions, to_load,
+    NamedPartition, acknowledge, after_persisting, group_refused, load, named_partitions, to_load,
 )
 from gregor.coordinator.share.share_session import CLOSE_EPOCH, OPEN_EPOCH, ShareSession
 from gregor.protocol.error_codes import ErrorCode
@@ -68,10 +70,9 @@ class _Answer:
         shares = context.shares
         group_id, member_id = session.group_id, session.member_id
         for n in named:
-            if n.topic is None:
-                self.partition(n.topic_id, n.index).error_code = ErrorCode.UNKNOWN_TOPIC_ID
-            elif (n.topic, n.index) in self.load_errors:
-                self.partition(n.topic_id, n.index).error_code = self.load_errors[(n.topic, n.index)]
+            error = n.error or self.load_errors.get((n.topic or "", n.index), ErrorCode.NONE)
+            if error:
+                self.partition(n.topic_id, n.index).error_code = error
             if n.acknowledgements:
                 self.partition(n.topic_id, n.index).acknowledge_error_code = (
                     self.load_errors.get((n.topic or "", n.index)) or acknowledge(context, group_id, member_id, n))
@@ -115,6 +116,8 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     if not group_id or not member_id:
         return _top_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
+    if group_refused(context, group_id):
+        return _top_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     named = named_partitions(context, request.topics)
     if epoch == OPEN_EPOCH and any(n.acknowledgements for n in named):
         return _top_error(ErrorCode.INVALID_REQUEST, "Acknowledgements cannot open a share session.")
@@ -125,7 +128,7 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
         name = context.metadata.topic_name(topic.topic_id)
         if name is not None:
             forgotten.extend((name, index) for index in topic.partitions)
-    added = [(n.topic, n.index) for n in named if n.topic is not None]
+    added = [(n.topic, n.index) for n in named if n.topic is not None and not n.refused]
     error, session = context.shares.sessions.update(group_id, member_id, epoch, added, forgotten)
     if error or session is None:
         return _top_error(error)

@@ -1,13 +1,14 @@
 """ShareGroupDescribe (key 77), v1: a share group's members, epochs and assignments.
 
 GROUP_ID_NOT_FOUND for an id no share group has (a classic group's included), NOT_COORDINATOR
-from a broker that does not coordinate the group. Authorized operations are not computed
-(Gregor has no authorizer yet): the field keeps its "not requested" value.
+from a broker that does not coordinate the group, GROUP_AUTHORIZATION_FAILED without DESCRIBE on
+it. Authorized operations are not computed: the field keeps its "not requested" value.
 """
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
@@ -21,6 +22,8 @@ _TopicPartitions = ShareGroupDescribeResponse.TopicPartitions
 def _describe(context: BrokerContext, group_id: str) -> _Group:
     shares = context.shares
     error = shares.coordinator_error(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
+    if error is None and not context.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if error is not None:
         return _Group(error_code=error, group_id=group_id, group_state="", assignor_name="", members=[])
     group = shares.groups.groups.get(group_id)

@@ -3,7 +3,9 @@
 Served by the group's coordinator (the leader of its `__consumer_offsets` partition, as for every
 group); the decisions are `coordinator.share.ShareGroupCoordinator`'s. The assignment comes
 back whenever the member's epoch moves or it sends its subscription, as topic ids and
-partitions. A group id taken by a classic group gets GROUP_ID_NOT_FOUND; a cluster whose
+partitions. It needs READ on the group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every
+subscribed topic (TOPIC_AUTHORIZATION_FAILED), as Kafka. A group id taken by a classic group gets
+GROUP_ID_NOT_FOUND; a cluster whose
 `share.version` feature is 0 answers UNSUPPORTED_VERSION, as Kafka's. v0 (Kafka 4.0's early
 access) is not offered, as Kafka 4.1 no longer does.
 """
@@ -11,6 +13,7 @@ access) is not offered, as Kafka 4.1 no longer does.
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
@@ -40,6 +43,11 @@ def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest) -> Shar
     shares = context.shares
     if not shares.enabled():
         return _error(ErrorCode.UNSUPPORTED_VERSION, "Share groups are off in this cluster (share.version=0).")
+    if not context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    subscribed = request.subscribed_topic_names or []
+    if len(context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)) < len(set(subscribed)):
+        return _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Not authorized to describe every subscribed topic.")
     error = shares.coordinator_error(request.group_id) if request.group_id else None
     if error is not None:
         return _error(error, None)

@@ -3,8 +3,9 @@
 
 Gregor's writes carry the whole state (start offset and every in-flight batch) and replace what
 was persisted, where Kafka's may carry only the batches that changed; answered once the record
-is replicated. NOT_COORDINATOR from a broker that does not lead the state partition, INVALID_REQUEST
-for a delivery state that is not one. The leader epoch is not checked (see docs/share-groups.md).
+is replicated. NOT_COORDINATOR from a broker that does not lead the state partition,
+INVALID_REQUEST for a delivery state that is not one, CLUSTER_AUTHORIZATION_FAILED without
+CLUSTER_ACTION. The leader epoch is not checked (see docs/share-groups.md).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation
 from gregor.coordinator.share.record_state import RecordState
 from gregor.coordinator.share.share_partition import ShareSnapshot, StateBatch
 from gregor.protocol.error_codes import ErrorCode
@@ -23,6 +25,10 @@ _Partition = WriteShareGroupStateResponse.PartitionResult
 
 
 async def handle(context: BrokerContext, request: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse:
+    if not context.allowed(AclOperation.CLUSTER_ACTION):
+        return WriteShareGroupStateResponse(results=[_Result(topic_id=topic.topic_id, partitions=[
+            _Partition(partition=p.partition, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            for p in topic.partitions]) for topic in request.topics])
     results = []
     for topic in request.topics:
         writes = []

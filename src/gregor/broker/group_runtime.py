@@ -185,14 +185,14 @@ class GroupRuntime:
             self._loaded.add(index)
             self.coordinator.begin_load(index)
             started = time.monotonic()
-            effects.extend(self.coordinator.load_partition(index, _records(partition.log), self._clock()))
+            effects.extend(self.coordinator.load_partition(index, log_records(partition.log), self._clock()))
             elapsed = time.monotonic() - started
             if elapsed > 0.5:
                 log.info("loaded %s-%d in %.1f s", OFFSETS_TOPIC, index, elapsed)
         self.apply(effects)
 
 
-def _records(partition_log: Log) -> Iterator[tuple[bytes, bytes | None]]:
+def log_records(partition_log: Log) -> Iterator[tuple[bytes, bytes | None]]:
     """(key, value) of every record of a `__consumer_offsets` partition, in order. A new leader
     reads to its log end, as Kafka's coordinator does: its followers truncate to its log, so what
     it holds past its high watermark (commits the old leader had not yet seen replicated) stays."""

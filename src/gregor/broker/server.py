@@ -9,6 +9,7 @@ decides what each is given and in which order they start and stop:
   (the `PartitionHost` service);
 - `ControllerClient`: requests to the active controller (the `ControllerGateway` service);
 - `GroupRuntime`: the group coordinator's edge;
+- `TransactionRuntime`: the transaction coordinator's edge;
 - `BrokerMetadataPublisher`: applies each committed image to the partitions and the groups;
 - `LogMaintenance`: retention, flushes, checkpoints and compaction in the background;
 - `BrokerScrapeState`: what the metrics endpoint reads (`scrape_state`, for `gregor.metrics`).
@@ -57,6 +58,7 @@ from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.metadata_publisher import BrokerMetadataPublisher
 from gregor.broker.network import KafkaServer
 from gregor.broker.scrape_state import BrokerScrapeState
+from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
 from gregor.raft.client import RaftClient
@@ -81,7 +83,9 @@ class Broker:
         self.controller = ControllerClient(self.metadata)
         self.partitions = HostedPartitions(config, self.metadata, self.controller, self.events, clock)
         self.groups = GroupRuntime(config, self.metadata, self.partitions, self.controller, clock)
-        self.publisher = BrokerMetadataPublisher(self.metadata, self.partitions, self.groups, clock)
+        self.transactions = TransactionRuntime(config, self.metadata, self.partitions, self.controller, clock)
+        self.publisher = BrokerMetadataPublisher(self.metadata, self.partitions, self.groups, clock,
+                                                 self.transactions)
         self.maintenance = LogMaintenance(config, clock)
         self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups)
         self.bound_ports: dict[str, int] = {}
@@ -109,7 +113,7 @@ class Broker:
 
     async def _start(self) -> None:
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
-                                  groups=self.groups, metrics=self.events)
+                                  groups=self.groups, metrics=self.events, transactions=self.transactions)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done),
@@ -184,6 +188,7 @@ class Broker:
         if self._server is not None:
             await self._server.close(grace_s=SHUTDOWN_GRACE_S)
         self.groups.close()
+        self.transactions.close()
         await self.partitions.close()
         if self.observer is not None:
             await self.observer.close()

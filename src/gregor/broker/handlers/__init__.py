@@ -15,6 +15,7 @@ from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import CloseConnection, ConnectionInfo
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost, QuorumService
+from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.protocol.messages import Message, RequestHeader
 
 
@@ -45,12 +46,13 @@ class BrokerServices:
     controller: ControllerGateway
     groups: GroupRuntime
     metrics: BrokerEvents
+    transactions: TransactionRuntime
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
-    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics")
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "transactions")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -60,6 +62,7 @@ class BrokerContext(RequestContext):
         self.controller = services.controller
         self.groups = services.groups
         self.metrics = services.metrics
+        self.transactions = services.transactions
 
 
 class QuorumContext(RequestContext):
@@ -114,6 +117,9 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
         )
+        from gregor.broker.handlers import (
+            add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
+        )
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
             *api_versions.HANDLERS, *metadata.HANDLERS, *produce.HANDLERS, *fetch.HANDLERS, *list_offsets.HANDLERS,
@@ -121,7 +127,9 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *init_producer_id.HANDLERS, *find_coordinator.HANDLERS, *join_group.HANDLERS, *sync_group.HANDLERS,
             *heartbeat.HANDLERS, *leave_group.HANDLERS, *offset_commit.HANDLERS, *offset_fetch.HANDLERS,
             *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
-            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS]
+            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS,
+            *add_partitions_to_txn.HANDLERS, *add_offsets_to_txn.HANDLERS, *end_txn.HANDLERS,
+            *list_transactions.HANDLERS, *describe_transactions.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

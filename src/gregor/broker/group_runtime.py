@@ -111,7 +111,9 @@ class GroupRuntime:
         partition = self._partitions.partition(OFFSETS_TOPIC, effect.partition)
         if partition is None:
             return self._append_done(append_id, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        builder = BatchBuilder(compression=self._config.get("offsets.topic.compression.codec"))
+        builder = BatchBuilder(compression=self._config.get("offsets.topic.compression.codec"),
+                               producer_id=effect.producer_id, producer_epoch=effect.producer_epoch,
+                               is_transactional=effect.producer_id >= 0)
         for key, value in effect.records:
             builder.append(effect.timestamp_ms, key, value)
         try:
@@ -142,6 +144,12 @@ class GroupRuntime:
         self._timer.cancel()
         for future in self._parked.values():
             future.cancel()
+
+    def transaction_completed(self, producer_id: int, partition: int, committed: bool) -> None:
+        """A transaction's marker is replicated on `__consumer_offsets`-`partition` (the seam
+        WriteTxnMarkers calls): the producer's pending TxnOffsetCommit offsets there become
+        visible, or are dropped."""
+        self.apply(self.coordinator.complete_transaction(partition, producer_id, committed, self._clock()))
 
     def forget_partitions(self, partitions: list[tuple[str, int]]) -> None:
         """Deleted topics take their committed offsets with them, as in Kafka."""
@@ -185,27 +193,47 @@ class GroupRuntime:
             self._loaded.add(index)
             self.coordinator.begin_load(index)
             started = time.monotonic()
-            effects.extend(self.coordinator.load_partition(index, log_records(partition.log), self._clock()))
+            open_transactions: dict[int, list[tuple[bytes, bytes | None]]] = {}
+            records = log_records(partition.log, open_transactions)
+            effects.extend(self.coordinator.load_partition(index, records, self._clock(), open_transactions))
             elapsed = time.monotonic() - started
             if elapsed > 0.5:
                 log.info("loaded %s-%d in %.1f s", OFFSETS_TOPIC, index, elapsed)
         self.apply(effects)
 
 
-def log_records(partition_log: Log) -> Iterator[tuple[bytes, bytes | None]]:
-    """(key, value) of every record of a `__consumer_offsets` partition, in order. A new leader
-    reads to its log end, as Kafka's coordinator does: its followers truncate to its log, so what
-    it holds past its high watermark (commits the old leader had not yet seen replicated) stays."""
+def log_records(partition_log: Log, open_transactions: dict[int, list[tuple[bytes, bytes | None]]] | None = None
+                ) -> Iterator[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of a coordinator partition, in order. A new leader reads to
+    its log end, as Kafka's coordinator does: its followers truncate to its log, so what it holds
+    past its high watermark (commits the old leader had not yet seen replicated) stays.
+
+    With `open_transactions` (a dict to fill), records of transactional batches are held back
+    per producer until the producer's marker: yielded there if it is a COMMIT, dropped if an
+    ABORT; those of transactions still open at the end are left in the dict, by producer id."""
+    held: dict[int, list[tuple[bytes, bytes | None]]] = {}
     offset = partition_log.log_start_offset
     end = partition_log.log_end_offset
     while offset < end:
         data = partition_log.read_bytes(offset, LOAD_CHUNK_BYTES, end)
         if not data:
-            return
+            break
         for header, pos in iter_batches(data):
             offset = header.last_offset + 1
+            records = [(record.key, record.value) for record in decode_records(data, pos, header, LOAD_CHUNK_BYTES * 64)
+                       if record.key is not None]
             if header.is_control:
-                continue
-            for record in decode_records(data, pos, header, LOAD_CHUNK_BYTES * 64):
-                if record.key is not None:
-                    yield record.key, record.value
+                pending = held.pop(header.producer_id, [])
+                if records and _is_commit(records[0][0]):
+                    yield from pending
+            elif open_transactions is not None and header.is_transactional:
+                held.setdefault(header.producer_id, []).extend(records)
+            else:
+                yield from records
+    if open_transactions is not None:
+        open_transactions.update(held)
+
+
+def _is_commit(control_key: bytes) -> bool:
+    """A control record's key: int16 version, int16 type (0 ABORT, 1 COMMIT)."""
+    return len(control_key) >= 4 and int.from_bytes(control_key[2:4], "big", signed=True) == 1

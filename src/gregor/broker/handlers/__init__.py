@@ -119,6 +119,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
         )
         from gregor.broker.handlers import (
             add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
+            txn_offset_commit,
         )
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
@@ -129,7 +130,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
             *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS,
             *add_partitions_to_txn.HANDLERS, *add_offsets_to_txn.HANDLERS, *end_txn.HANDLERS,
-            *list_transactions.HANDLERS, *describe_transactions.HANDLERS]
+            *list_transactions.HANDLERS, *describe_transactions.HANDLERS, *txn_offset_commit.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

@@ -113,7 +113,8 @@ class Broker:
 
     async def _start(self) -> None:
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
-                                  groups=self.groups, metrics=self.events, transactions=self.transactions)
+                                  groups=self.groups, metrics=self.events, transactions=self.transactions,
+                                  transaction_completed=self.groups.transaction_completed)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done),

@@ -37,9 +37,17 @@ class RequestContext:
         return self.header.request_api_version
 
 
+# (producer id, __consumer_offsets partition, committed): a transaction's marker is replicated there
+TransactionCompleted = Callable[[int, int, bool], None]
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
-    """What a broker listener's handlers are given (the broker's composition root builds it)."""
+    """What a broker listener's handlers are given (the broker's composition root builds it).
+
+    `transaction_completed`: the seam WriteTxnMarkers calls once a marker is replicated on a
+    `__consumer_offsets` partition, for the group coordinator's pending transactional offset
+    commits (the group runtime's `transaction_completed`; None in tests that need no groups)."""
 
     partitions: PartitionHost
     metadata: MetadataView
@@ -47,12 +55,14 @@ class BrokerServices:
     groups: GroupRuntime
     metrics: BrokerEvents
     transactions: TransactionRuntime
+    transaction_completed: TransactionCompleted | None = None
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
-    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "transactions")
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "transactions",
+                 "transaction_completed")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -63,6 +73,7 @@ class BrokerContext(RequestContext):
         self.groups = services.groups
         self.metrics = services.metrics
         self.transactions = services.transactions
+        self.transaction_completed = services.transaction_completed
 
 
 class QuorumContext(RequestContext):
@@ -116,6 +127,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             describe_log_dirs, describe_quorum, elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id,
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
+            describe_producers, write_txn_markers,
         )
         from gregor.broker.handlers import (
             add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
@@ -128,7 +140,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *init_producer_id.HANDLERS, *find_coordinator.HANDLERS, *join_group.HANDLERS, *sync_group.HANDLERS,
             *heartbeat.HANDLERS, *leave_group.HANDLERS, *offset_commit.HANDLERS, *offset_fetch.HANDLERS,
             *describe_groups.HANDLERS, *list_groups.HANDLERS, *delete_groups.HANDLERS, *offset_delete.HANDLERS,
-            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS,
+            *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS, *write_txn_markers.HANDLERS,
+            *describe_producers.HANDLERS,
             *add_partitions_to_txn.HANDLERS, *add_offsets_to_txn.HANDLERS, *end_txn.HANDLERS,
             *list_transactions.HANDLERS, *describe_transactions.HANDLERS, *txn_offset_commit.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [

@@ -39,6 +39,8 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
 }
 
 

@@ -44,9 +44,9 @@ from gregor.protocol.messages import (
     AlterConfigsRequest, ApiKey, ConsumerProtocolAssignment, CreatePartitionsRequest, CreateTopicsRequest,
     AlterPartitionReassignmentsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeQuorumRequest, DescribeTransactionsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest, ListGroupsRequest,
-    ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest,
+    DescribeQuorumRequest, DescribeTransactionsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest,
+    ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 )
 from gregor.protocol.primitives import ZERO_UUID, Reader
 

@@ -90,6 +90,7 @@ class TransactionCoordinator:
         self._deadlines: DeadlineQueue[tuple[str, str]] = DeadlineQueue()
         self._appends: dict[int, Callable[[ErrorCode, int, list[Effect]], None]] = {}
         self._markers: dict[str, _Markers] = {}
+        self._in_flight: dict[int, str] = {}  # marker id -> transactional id
         self._ids = itertools.count(1)
 
     # -- inspection
@@ -329,6 +330,7 @@ class TransactionCoordinator:
             self._complete(txn, now_ms, out)
             return
         job.in_flight = next(self._ids)
+        self._in_flight[job.in_flight] = txn.transactional_id
         out.append(WriteMarkers(job.in_flight, txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                 txn.state is S.PREPARE_COMMIT, job.coordinator_epoch, tuple(sorted(job.remaining))))
 
@@ -336,8 +338,9 @@ class TransactionCoordinator:
                         now_ms: int) -> list[Effect]:
         """The outcome of the `WriteMarkers` with this `marker_id`, per partition."""
         out: list[Effect] = []
-        job = next((job for job in self._markers.values() if job.in_flight == marker_id), None)
-        if job is None:
+        transactional_id = self._in_flight.pop(marker_id, None)
+        job = None if transactional_id is None else self._markers.get(transactional_id)
+        if job is None or job.in_flight != marker_id:
             return out
         job.in_flight = None
         retry = False
@@ -459,11 +462,13 @@ class TransactionCoordinator:
         flight answer NOT_COORDINATOR when they complete; markers in flight are dropped)."""
         self._loading.discard(partition)
         self._owned.pop(partition, None)
-        for transactional_id in [t for t in self._txns if self.partition_for(t) == partition]:
+        gone = {t for t in self._txns if self.partition_for(t) == partition}
+        for transactional_id in gone:
             del self._txns[transactional_id]
             self._markers.pop(transactional_id, None)
             self._deadlines.cancel(("markers", transactional_id))
             self._deadlines.cancel(("complete", transactional_id))
+        self._in_flight = {marker_id: t for marker_id, t in self._in_flight.items() if t not in gone}
         if not self._owned:
             self._deadlines.cancel(_ABORT_SCAN)
         return []

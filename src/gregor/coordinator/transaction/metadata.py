@@ -100,7 +100,8 @@ class TransactionMetadata:
                                      partitions=frozenset(self.partitions | partitions),
                                      start_ms=start, last_update_ms=now_ms))
 
-    def prepare_end(self, commit: bool, now_ms: int, epoch: int | None = None, *, transaction_version: int | None = None,
+    def prepare_end(self, commit: bool, now_ms: int, epoch: int | None = None, *,
+                    transaction_version: int | None = None,
                     next_producer_id: int = NO_PRODUCER_ID) -> TransactionRecord:
         """PrepareCommit / PrepareAbort; `epoch` is the epoch the markers carry when it changes
         (an epoch fence, or protocol v2's bump on every EndTxn). Under protocol v2 an exhausted

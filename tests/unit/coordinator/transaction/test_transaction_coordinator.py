@@ -249,7 +249,8 @@ def test_describe_and_list():
     assert [t.transactional_id for t in listing.transactions] == [TXN]
     assert listing.unknown_state_filters == ("Bogus",)
     assert {t.transactional_id for t in driver.coordinator.list_transactions(now_ms=0).transactions} == {TXN, "idle"}
-    assert driver.coordinator.list_transactions(producer_ids=[pid + 1], now_ms=0).transactions[0].transactional_id == "idle"
+    by_pid = driver.coordinator.list_transactions(producer_ids=[pid + 1], now_ms=0)
+    assert [t.transactional_id for t in by_pid.transactions] == ["idle"]
     assert not driver.coordinator.list_transactions(duration_ms=10, now_ms=driver.now_ms).transactions
     assert driver.coordinator.list_transactions(duration_ms=10, now_ms=driver.now_ms + 10).transactions
 

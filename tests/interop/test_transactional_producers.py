@@ -15,8 +15,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 from tests.broker_process import BrokerProcess
 from tests.interop.test_transactions import READERS
+from tests.txn_wire import call
 
 pytestmark = pytest.mark.interop
 
@@ -50,6 +53,15 @@ def committed_offset(broker, group: str, topic: str) -> int:
         return found.offset
     finally:
         consumer.close()
+
+
+def stable_offset(broker, group: str, topic: str) -> tuple[ErrorCode, int]:
+    """OffsetFetch v7 with require_stable, on the wire: (error, offset) of partition 0."""
+    request = OffsetFetchRequest(group_id=group, require_stable=True, topics=[
+        OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])])
+    response = call(broker.port, request, 7, OffsetFetchResponse)
+    (partition,) = response.topics[0].partitions
+    return ErrorCode(partition.error_code), partition.committed_offset
 
 
 def run_confluent(bootstrap: str, txn_id: str, topic: str, group: str) -> None:
@@ -186,6 +198,7 @@ def test_kafka_python_fenced_producer_gets_producer_fenced(broker):
         new.close(1)
 
 
+@pytest.mark.slow
 def test_timed_out_transaction_is_aborted_by_the_coordinator(broker):
     topic = new_topic(broker)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"slow-{uuid.uuid4().hex[:6]}",
@@ -216,3 +229,43 @@ def test_transaction_timeout_above_the_maximum_is_refused(broker):
     with pytest.raises(KafkaException) as raised:
         producer.init_transactions(10)
     assert raised.value.args[0].name() == "INVALID_TRANSACTION_TIMEOUT"
+
+
+@pytest.mark.slow
+def test_restart_reloads_transactions_and_transactional_offsets(tmp_path):
+    """kill -9 with one transaction committed (its offsets with it) and one open: after the
+    restart the committed offset is back, the open transaction's offset is not, and the new
+    producer's InitProducerId aborts the open transaction, whose records stay invisible."""
+    process = BrokerProcess(str(tmp_path / "data"), {"transaction.state.log.num.partitions": "2",
+                                                     "offsets.topic.num.partitions": "2"})
+    process.start()
+    try:
+        topic, group, txn_id = new_topic(process), "restarted-group", "restarted-txn"
+        producer = Producer({"bootstrap.servers": process.bootstrap, "transactional.id": txn_id})
+        producer.init_transactions(30)
+        metadata = Consumer({"bootstrap.servers": process.bootstrap, "group.id": group})
+        for values, offset, commit in (([b"kept"], 10, True), ([b"lost"], 20, False)):
+            producer.begin_transaction()
+            for value in values:
+                producer.produce(topic, value, partition=0)
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)],
+                                                 metadata.consumer_group_metadata(), 10)
+            if commit:
+                producer.commit_transaction(30)
+        producer.flush(10)
+        metadata.close()
+        process.kill9()
+        process.restart()
+        assert stable_offset(process, group, topic) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)  # still pending
+        successor = Producer({"bootstrap.servers": process.bootstrap, "transactional.id": txn_id})
+        successor.init_transactions(60)
+        assert committed_offset(process, group, topic) == 10
+        assert stable_offset(process, group, topic) == (ErrorCode.NONE, 10)
+        reader = READERS["confluent-kafka"](process.bootstrap, topic, "read_committed")
+        try:
+            assert reader.read(20, 1) == [b"kept"]
+            assert reader.read(1, 1) == []
+        finally:
+            reader.close()
+    finally:
+        process.stop()

@@ -30,6 +30,7 @@ from gregor.protocol.exceptions import KafkaError
 from gregor.records.batch import iter_batches
 from gregor.records.record import BatchBuilder, decode_records
 from gregor.storage.log import Log
+from gregor.storage.producer_state import MAX_SEQUENCE
 
 log = logging.getLogger("gregor.coordinator")
 
@@ -113,6 +114,7 @@ class GroupRuntime:
             return self._append_done(append_id, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         builder = BatchBuilder(compression=self._config.get("offsets.topic.compression.codec"),
                                producer_id=effect.producer_id, producer_epoch=effect.producer_epoch,
+                               base_sequence=_next_sequence(partition.log, effect.producer_id, effect.producer_epoch),
                                is_transactional=effect.producer_id >= 0)
         for key, value in effect.records:
             builder.append(effect.timestamp_ms, key, value)
@@ -232,6 +234,19 @@ def log_records(partition_log: Log, open_transactions: dict[int, list[tuple[byte
                 yield from records
     if open_transactions is not None:
         open_transactions.update(held)
+
+
+def _next_sequence(partition_log: Log, producer_id: int, producer_epoch: int) -> int:
+    """The sequence of a TxnOffsetCommit batch: the next of the producer's batches in this
+    partition (its only writer there is this coordinator), 0 in a new epoch; -1 without a producer.
+    Kafka writes these batches without a sequence and skips the sequence check for appends of
+    coordinator origin; Gregor's log checks every producer batch, so the coordinator numbers them."""
+    if producer_id < 0:
+        return -1
+    entry = partition_log.producer_state.producers.get(producer_id)
+    if entry is None or entry.epoch != producer_epoch or entry.last_sequence < 0:
+        return 0
+    return (entry.last_sequence + 1) & MAX_SEQUENCE
 
 
 def _is_commit(control_key: bytes) -> bool:

@@ -1,6 +1,6 @@
 """Transactions, partition side, against a real broker: transactional batches produced with a
 producer id and epoch, COMMIT/ABORT markers written with WriteTxnMarkers (as the transaction
-coordinator will), read by confluent-kafka, kafka-python and aiokafka consumers in read_committed
+coordinator will), read by confluent-kafka, kafka-python, aiokafka (and Gregor's) consumers in read_committed
 (no aborted record, committed ones in order, a stop at the open transaction until its commit) and
 read_uncommitted (everything), plus the wire: Fetch's last stable offset and aborted transactions,
 ListOffsets by isolation level, DescribeProducers, the markers' fencing errors."""
@@ -176,7 +176,26 @@ class AioKafkaReader:
         self.loop.close()
 
 
-READERS = {"confluent-kafka": ConfluentReader, "kafka-python": KafkaPythonReader, "aiokafka": AioKafkaReader}
+class GregorReader:
+    def __init__(self, bootstrap: str, topic: str, isolation: str) -> None:
+        from gregor.client.consumer import Consumer
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "isolation.level": isolation,
+                                  "fetch.max.wait.ms": 100}, auto_offset_reset="earliest")
+        self.consumer.assign([(topic, 0)])
+
+    def read(self, seconds: float, count: int) -> list[bytes]:
+        got: list[bytes] = []
+        deadline = time.monotonic() + seconds
+        while len(got) < count and time.monotonic() < deadline:
+            got.extend(record.value for record in self.consumer.poll(0.2))
+        return got
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+READERS = {"confluent-kafka": ConfluentReader, "kafka-python": KafkaPythonReader, "aiokafka": AioKafkaReader,
+           "gregor": GregorReader}
 
 
 @pytest.mark.parametrize("client", READERS)

@@ -188,7 +188,8 @@ class ProducerAppend:
                 raise StorageError(ErrorCode.INVALID_TXN_STATE,
                                    f"producer {producer_id} wrote a non-transactional batch inside its "
                                    f"transaction open since offset {entry.current_txn_first_offset}")
-            entry = self._pending[producer_id] = entry.with_epoch(epoch)
+            if producer_id not in self._pending or epoch != entry.epoch:
+                entry = self._pending[producer_id] = entry.with_epoch(epoch)
         else:
             entry = self._pending[producer_id] = ProducerEntry(epoch)
         entry.add(header, first_offset)

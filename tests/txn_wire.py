@@ -11,9 +11,8 @@ import time
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.headers import decode_response_header, encode_request
 from gregor.protocol.messages import (
-    FetchRequest, FetchResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, ProduceResponse,
-    WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+    FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
+    ListOffsetsResponse, ProduceRequest, ProduceResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 )
 from gregor.protocol.primitives import Reader
 from gregor.records.record import BatchBuilder

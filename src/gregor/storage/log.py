@@ -262,6 +262,22 @@ class Log:
             return self._high_watermark
         return unstable
 
+    def end_of_read(self, info: FetchDataInfo) -> int:
+        """The offset after the last batch a read returned (Kafka's fetchUpperBoundOffset): the
+        next batch's base offset (one header read), the next segment's base, or the log end."""
+        if not info.slices:
+            return info.fetch_offset
+        last = info.slices[-1]
+        for index in range(self._segment_index(info.fetch_offset), len(self.segments)):
+            segment = self.segments[index]
+            if segment.file is last.file:
+                end = last.position + last.length
+                following = next(segment.batches(end), None) if end < segment.size else None
+                if following is not None:
+                    return following[1].base_offset
+                return self.segments[index + 1].base_offset if index + 1 < len(self.segments) else self.log_end_offset
+        return self.log_end_offset
+
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed
         fetch (Kafka's collectAbortedTransactions): the segment holding `fetch_offset` and those

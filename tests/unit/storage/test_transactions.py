@@ -93,6 +93,23 @@ def test_the_index_is_complete_and_bounded_by_the_range(tmp_path):
     assert log.aborted_transactions(0, 20) == [AbortedTxn(B, 2, 5, 6), AbortedTxn(B, 8, 10, 11)]
 
 
+def test_a_read_gets_the_aborted_transactions_its_batches_overlap(tmp_path):
+    log = open_log(tmp_path, segment_bytes=200)
+    build(log)
+    marker(log, A, True)
+    marker(log, B, False)  # B's [8] aborted at 10
+    log.high_watermark = log.log_end_offset
+    first = log.read(0, 1, log.last_stable_offset)  # one batch: A's [0, 1]
+    assert log.end_of_read(first) == 2
+    assert log.aborted_transactions(0, log.end_of_read(first)) == []
+    to_b = log.read(0, 1 << 20, 3)
+    assert log.end_of_read(to_b) == 3
+    assert log.aborted_transactions(0, 3) == [AbortedTxn(B, 2, 5, 6)]
+    everything = log.read(0, 1 << 20, log.last_stable_offset)
+    assert log.end_of_read(everything) == log.log_end_offset == 11
+    assert log.aborted_transactions(0, 11) == [AbortedTxn(B, 2, 5, 6), AbortedTxn(B, 8, 10, 11)]
+
+
 def test_a_marker_only_closes_what_is_open_and_fences_stale_coordinators_and_producers(tmp_path):
     log = open_log(tmp_path)
     marker(log, A, True, coordinator_epoch=5)  # no data: completes nothing, remembers the coordinator

@@ -108,6 +108,20 @@ def test_markers_are_fenced_and_refused_as_kafka_does(broker, scenario):
         ErrorCode.INVALID_TXN_STATE
 
 
+def test_a_broker_killed_with_open_transactions_recovers_them(broker_factory):
+    """kill -9, then an unclean start: recovery replays the producer state (open transactions and
+    the aborted-transaction index) from the log."""
+    node = broker_factory()
+    scenario = Scenario(node)
+    node.kill9()
+    node.restart()
+    committed = fetch(node.port, scenario.topic, 0, 0, READ_COMMITTED)
+    assert (committed.high_watermark, committed.last_stable_offset) == (9, 7)
+    assert [(t.producer_id, t.first_offset) for t in committed.aborted_transactions] == [(scenario.b, 2)]
+    scenario.finish()
+    assert latest_offset(node.port, scenario.topic, 0, READ_COMMITTED) == 11
+
+
 def test_an_administrative_abort_closes_a_hanging_transaction(broker, scenario):
     """kafka-transactions.sh abort's path (KIP-664): DescribeProducers finds the open transaction,
     WriteTxnMarkers aborts it with the producer's coordinator epoch."""

@@ -150,7 +150,6 @@ class Log:
             if needs_recovery or not segment.load():
                 if first_recovered is None:
                     first_recovered = base
-                segment.txn_index.reset()
                 truncated = segment.recover()
                 if truncated:
                     self.truncated_bytes_at_load += truncated

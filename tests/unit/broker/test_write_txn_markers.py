@@ -98,7 +98,7 @@ def test_refusals(tmp_path):
         assert refused == {("a", 0): ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                            ("a", 1): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
         answer = await _answer(_markers(node, True, {"a": [1], "b": [0], "c": [0]}))
-        assert answer == {("a", 1): ErrorCode.NOT_LEADER_OR_FOLLOWER, ("b", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                          ("c", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert answer == {("a", 1): ErrorCode.NOT_LEADER_OR_FOLLOWER, ("b", 0): ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                          ("c", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}, "b-0 is hosted by broker 2 only"
         await node.partitions.close()
     asyncio.run(run())

@@ -255,11 +255,12 @@ class Log:
     @property
     def last_stable_offset(self) -> int:
         """Where read_committed reads stop: the first offset of the earliest transaction still open
-        or whose marker is not yet below the high watermark, else the high watermark."""
+        or whose marker is not yet below the high watermark (not below the log start offset, as in
+        Kafka: DeleteRecords may have removed its start), else the high watermark."""
         unstable = self.producer_state.first_unstable_offset()
         if unstable is None or unstable >= self._high_watermark:
             return self._high_watermark
-        return unstable
+        return max(unstable, self.log_start_offset)
 
     def end_of_read(self, info: FetchDataInfo) -> int:
         """The offset after the last batch a read returned (Kafka's fetchUpperBoundOffset): the

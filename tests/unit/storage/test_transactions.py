@@ -163,6 +163,14 @@ def test_truncation_drops_index_entries_and_reopens_transactions(tmp_path):
     assert log.last_stable_offset == 2
 
 
+def test_the_last_stable_offset_is_not_below_the_log_start(tmp_path):
+    log = open_log(tmp_path)
+    build(log)
+    log.high_watermark = log.log_end_offset
+    log.delete_records_before(7)  # inside A's open transaction (6..)
+    assert log.last_stable_offset == 7
+
+
 def test_a_follower_gets_the_leaders_transaction_state(tmp_path):
     leader = open_log(tmp_path / "leader")
     build(leader)

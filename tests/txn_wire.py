@@ -1,7 +1,6 @@
 """Transactions on the wire without a transaction coordinator: transactional batches built with
 `gregor.records` and sent in Produce with a producer id and epoch, and COMMIT/ABORT markers sent
-with WriteTxnMarkers as a coordinator would; read back with raw Fetch, ListOffsets and
-DescribeProducers. What the partition side of transactions is tested with."""
+with WriteTxnMarkers as a coordinator would; read back with raw Fetch and ListOffsets. What the partition side of transactions is tested with."""
 
 from __future__ import annotations
 
@@ -12,9 +11,8 @@ import time
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.headers import decode_response_header, encode_request
 from gregor.protocol.messages import (
-    DescribeProducersRequest, DescribeProducersResponse, FetchRequest, FetchResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, ProduceResponse,
-    WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+    FetchRequest, FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
+    ListOffsetsResponse, ProduceRequest, ProduceResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 )
 from gregor.protocol.primitives import Reader
 from gregor.records.record import BatchBuilder
@@ -84,8 +82,3 @@ def latest_offset(port: int, topic: str, partition: int, isolation_level: int) -
     assert answer.error_code == ErrorCode.NONE, ErrorCode(answer.error_code)
     return answer.offset
 
-
-def describe_producers(port: int, topic: str, partition: int) -> DescribeProducersResponse.PartitionResponse:
-    request = DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
-        name=topic, partition_indexes=[partition])])
-    return call(port, request, 0, DescribeProducersResponse).topics[0].partitions[0]

@@ -1,9 +1,10 @@
 """Transactions, partition side, against a real broker: transactional batches produced with a
 producer id and epoch, COMMIT/ABORT markers written with WriteTxnMarkers (as the transaction
-coordinator will), read by confluent-kafka, kafka-python and aiokafka consumers in read_committed
+coordinator will), read by confluent-kafka, kafka-python, aiokafka (and Gregor's) consumers in read_committed
 (no aborted record, committed ones in order, a stop at the open transaction until its commit) and
 read_uncommitted (everything), plus the wire: Fetch's last stable offset and aborted transactions,
-ListOffsets by isolation level, DescribeProducers, the markers' fencing errors."""
+ListOffsets by isolation level, DescribeProducers and an administrative abort (kafka-python's
+admin client, KIP-664), the markers' fencing errors."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import AbortTransactionSpec
 
 from gregor.protocol.error_codes import ErrorCode
 
 from tests.txn_wire import (
-    READ_COMMITTED, READ_UNCOMMITTED, batch, describe_producers, fetch, init_producer_id, latest_offset, produce,
-    write_markers,
+    READ_COMMITTED, READ_UNCOMMITTED, batch, fetch, init_producer_id, latest_offset, produce, write_markers,
 )
 
 pytestmark = pytest.mark.interop
@@ -77,9 +79,13 @@ def test_fetch_list_offsets_and_describe_producers_on_the_wire(broker, scenario)
     assert len(uncommitted.records) > len(committed.records)
     assert latest_offset(port, topic, 0, READ_COMMITTED) == 7
     assert latest_offset(port, topic, 0, READ_UNCOMMITTED) == 9
-    producers = {p.producer_id: p for p in describe_producers(port, topic, 0).active_producers}
-    assert {pid: (p.current_txn_start_offset, p.coordinator_epoch, p.last_sequence)
-            for pid, p in producers.items()} == {scenario.a: (7, COORDINATOR_EPOCH, 2),
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        (state,) = admin.describe_producers([TopicPartition(topic, 0)]).values()
+    finally:
+        admin.close()
+    assert {p.producer_id: (p.current_transaction_start_offset, p.coordinator_epoch, p.last_sequence)
+            for p in state.active_producers} == {scenario.a: (7, COORDINATOR_EPOCH, 2),
                                                  scenario.b: (8, COORDINATOR_EPOCH, 2),
                                                  scenario.c: (-1, -1, 0)}
     scenario.finish()
@@ -100,6 +106,41 @@ def test_markers_are_fenced_and_refused_as_kafka_does(broker, scenario):
     # a non-transactional write inside the producer's open transaction
     assert produce(scenario.port, scenario.topic, 0, batch([b"y"], scenario.a, 1, 1, transactional=False))[0] == \
         ErrorCode.INVALID_TXN_STATE
+
+
+def test_a_broker_killed_with_open_transactions_recovers_them(broker_factory):
+    """kill -9, then an unclean start: recovery replays the producer state (open transactions and
+    the aborted-transaction index) from the log."""
+    node = broker_factory()
+    scenario = Scenario(node)
+    node.kill9()
+    node.restart()
+    committed = fetch(node.port, scenario.topic, 0, 0, READ_COMMITTED)
+    assert (committed.high_watermark, committed.last_stable_offset) == (9, 7)
+    assert [(t.producer_id, t.first_offset) for t in committed.aborted_transactions] == [(scenario.b, 2)]
+    scenario.finish()
+    assert latest_offset(node.port, scenario.topic, 0, READ_COMMITTED) == 11
+
+
+def test_an_administrative_abort_closes_a_hanging_transaction(broker, scenario):
+    """kafka-transactions.sh abort's path (KIP-664): DescribeProducers finds the open transaction,
+    WriteTxnMarkers aborts it with the producer's coordinator epoch."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        partition = TopicPartition(scenario.topic, 0)
+        (state,) = admin.describe_producers([partition]).values()
+        hanging = [p for p in state.active_producers if p.current_transaction_start_offset >= 0]
+        for producer in hanging:
+            admin.abort_transaction(AbortTransactionSpec(partition, producer.producer_id, producer.producer_epoch,
+                                                         producer.coordinator_epoch))
+        (state,) = admin.describe_producers([partition]).values()
+    finally:
+        admin.close()
+    assert {p.current_transaction_start_offset for p in state.active_producers} == {-1}
+    assert latest_offset(scenario.port, scenario.topic, 0, READ_COMMITTED) == 11
+    aborted = fetch(scenario.port, scenario.topic, 0, 0, READ_COMMITTED).aborted_transactions
+    assert sorted((t.producer_id, t.first_offset) for t in aborted) == sorted(
+        [(scenario.b, 2), (scenario.a, 7), (scenario.b, 8)])
 
 
 # -- consumers: each client reads the scenario's partition from offset 0, assigned (no group)
@@ -176,7 +217,26 @@ class AioKafkaReader:
         self.loop.close()
 
 
-READERS = {"confluent-kafka": ConfluentReader, "kafka-python": KafkaPythonReader, "aiokafka": AioKafkaReader}
+class GregorReader:
+    def __init__(self, bootstrap: str, topic: str, isolation: str) -> None:
+        from gregor.client.consumer import Consumer
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "isolation.level": isolation,
+                                  "fetch.max.wait.ms": 100}, auto_offset_reset="earliest")
+        self.consumer.assign([(topic, 0)])
+
+    def read(self, seconds: float, count: int) -> list[bytes]:
+        got: list[bytes] = []
+        deadline = time.monotonic() + seconds
+        while len(got) < count and time.monotonic() < deadline:
+            got.extend(record.value for record in self.consumer.poll(0.2))
+        return got
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+READERS = {"confluent-kafka": ConfluentReader, "kafka-python": KafkaPythonReader, "aiokafka": AioKafkaReader,
+           "gregor": GregorReader}
 
 
 @pytest.mark.parametrize("client", READERS)

@@ -252,18 +252,16 @@ class Partition:
                      isolation_level: int = READ_UNCOMMITTED, min_one_batch: bool = True) -> FetchDataInfo:
         """What a consumer may read: from the leader only (Kafka's default replica selector), fenced
         by its current leader epoch, whole batches below the high watermark. READ_COMMITTED reads
-        to the last stable offset and carries the aborted transactions that overlap the records
-        from `fetch_offset` to it (Kafka bounds them by the end of the read; Gregor by the last
-        stable offset, which may list a few more: a consumer drops only records it has), so that
-        the consumer can drop their records."""
+        to the last stable offset and carries the aborted transactions that overlap the batches it
+        returns, so that the consumer can drop their records."""
         self._leader_for(current_leader_epoch)
         if isolation_level != READ_COMMITTED:
             return self.log.read(fetch_offset, max_bytes, self.high_watermark, min_one_batch)
-        last_stable = self.last_stable_offset
-        info = self.log.read(fetch_offset, max_bytes, last_stable, min_one_batch)
+        log = self.log
+        info = log.read(fetch_offset, max_bytes, self.last_stable_offset, min_one_batch)
         if not info.slices:
             return info._replace(aborted_transactions=())
-        return info._replace(aborted_transactions=tuple(self.log.aborted_transactions(fetch_offset, last_stable)))
+        return info._replace(aborted_transactions=tuple(log.aborted_transactions(fetch_offset, log.end_of_read(info))))
 
     def read_position(self, fetch_offset: int) -> OffsetPosition:
         """Where `read_records` from `fetch_offset` starts in the log, for `bytes_available`."""

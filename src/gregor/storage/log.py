@@ -150,7 +150,6 @@ class Log:
             if needs_recovery or not segment.load():
                 if first_recovered is None:
                     first_recovered = base
-                segment.txn_index.reset()
                 truncated = segment.recover()
                 if truncated:
                     self.truncated_bytes_at_load += truncated
@@ -256,11 +255,28 @@ class Log:
     @property
     def last_stable_offset(self) -> int:
         """Where read_committed reads stop: the first offset of the earliest transaction still open
-        or whose marker is not yet below the high watermark, else the high watermark."""
+        or whose marker is not yet below the high watermark (not below the log start offset, as in
+        Kafka: DeleteRecords may have removed its start), else the high watermark."""
         unstable = self.producer_state.first_unstable_offset()
         if unstable is None or unstable >= self._high_watermark:
             return self._high_watermark
-        return unstable
+        return max(unstable, self.log_start_offset)
+
+    def end_of_read(self, info: FetchDataInfo) -> int:
+        """The offset after the last batch a read returned (Kafka's fetchUpperBoundOffset): the
+        next batch's base offset (one header read), the next segment's base, or the log end."""
+        if not info.slices:
+            return info.fetch_offset
+        last = info.slices[-1]
+        for index in range(self._segment_index(info.fetch_offset), len(self.segments)):
+            segment = self.segments[index]
+            if segment.file is last.file:
+                end = last.position + last.length
+                following = next(segment.batches(end), None) if end < segment.size else None
+                if following is not None:
+                    return following[1].base_offset
+                return self.segments[index + 1].base_offset if index + 1 < len(self.segments) else self.log_end_offset
+        return self.log_end_offset
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed

@@ -119,10 +119,6 @@ class ProducerEntry:
     def last_sequence(self) -> int:
         return self.batches[-1].last_sequence if self.batches else -1
 
-    @property
-    def last_offset(self) -> int:
-        return self.batches[-1].last_offset if self.batches else -1
-
     def find_duplicate(self, first_sequence: int, last_sequence: int) -> BatchMetadata | None:
         for batch in self.batches:
             if batch.first_sequence == first_sequence and batch.last_sequence == last_sequence:
@@ -188,7 +184,8 @@ class ProducerAppend:
                 raise StorageError(ErrorCode.INVALID_TXN_STATE,
                                    f"producer {producer_id} wrote a non-transactional batch inside its "
                                    f"transaction open since offset {entry.current_txn_first_offset}")
-            entry = self._pending[producer_id] = entry.with_epoch(epoch)
+            if producer_id not in self._pending or epoch != entry.epoch:
+                entry = self._pending[producer_id] = entry.with_epoch(epoch)
         else:
             entry = self._pending[producer_id] = ProducerEntry(epoch)
         entry.add(header, first_offset)
@@ -245,14 +242,14 @@ class ProducerStateManager:
             return None
         entry = self.producers.get(producer_id)
         epoch = marker.producer_epoch if marker is not None else header.producer_epoch
-        entry = ProducerEntry(epoch) if entry is None else entry.with_epoch(epoch)
-        completed = None
+        if entry is None or entry.epoch != epoch:
+            entry = self.producers[producer_id] = ProducerEntry(epoch) if entry is None else entry.with_epoch(epoch)
         if marker is not None:
-            completed = entry.end_txn(producer_id, marker, first_offset)
-        else:
-            entry.add(header, first_offset)
-        self.apply({producer_id: entry})
-        return completed
+            return entry.end_txn(producer_id, marker, first_offset)
+        entry.add(header, first_offset)
+        if entry.current_txn_first_offset >= 0:
+            self.ongoing[producer_id] = entry.current_txn_first_offset
+        return None
 
     def complete(self, txn: CompletedTxn) -> int:
         """Close `txn` (its marker was appended); returns the last stable offset Kafka's index

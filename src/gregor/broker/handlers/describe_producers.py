@@ -3,8 +3,8 @@
 Each partition is answered by its leader from the log's producer state (Kafka's
 activeProducerState): producer id, epoch, last sequence, last timestamp, the coordinator epoch
 of its last transaction marker and the first offset of its open transaction (-1: none). A
-partition this broker does not host gets UNKNOWN_TOPIC_OR_PARTITION; one it follows,
-NOT_LEADER_OR_FOLLOWER.
+partition the metadata does not have gets UNKNOWN_TOPIC_OR_PARTITION; one led or hosted by
+another broker, NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ def handle(context: BrokerContext, request: DescribeProducersRequest) -> Describ
 def _describe(context: BrokerContext, topic: str, index: int) -> _Partition:
     answer = _Partition(partition_index=index, error_code=ErrorCode.NONE, active_producers=[])
     partition = context.partitions.partition(topic, index)
-    if partition is None:
-        answer.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if partition is None:  # Kafka's getPartitionOrError: a partition of the cluster hosted elsewhere
+        known = context.metadata.image.partition(topic, index) is not None
+        answer.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return answer
     try:
         producers = partition.active_producers()

@@ -4,9 +4,11 @@ v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batc
 are stored; v3+ must carry v2 batches (INVALID_RECORD otherwise). The handler reads only the
 magic byte, to tell the two apart: the partition's log parses and validates the batches, once,
 and its errors are the partition's answer: CORRUPT_MESSAGE (CRC, framing), INVALID_RECORD
-(counts, a control batch), INVALID_TXN_STATE (transactions are not implemented yet: the answer
-Kafka gives for a partition that is not part of an ongoing transaction), MESSAGE_TOO_LARGE,
-INVALID_TIMESTAMP and the producer-sequence errors among them.
+(counts, a control batch), INVALID_TXN_STATE (a non-transactional batch from a producer whose
+transaction is open), MESSAGE_TOO_LARGE, INVALID_TIMESTAMP and the producer-sequence errors among
+them. A transactional batch opens (or continues) its producer's transaction on the partition;
+checking that the partition was added to the transaction (KIP-890) is the transaction
+coordinator's part.
 
 acks=0 gets no response; acks=1 is answered after the leader's append; acks=-1 once the high
 watermark has passed the batch, i.e. every ISR member has it (a delayed produce, answered

@@ -4,7 +4,8 @@ Each marker is appended as leader to each of its partitions (`Partition.append_t
 closes the producer's transaction there, and waited for as Kafka writes markers: acks=all, so a
 partition is answered once the high watermark passes its marker (REQUEST_TIMED_OUT after Kafka's
 request.timeout.ms default, 30 s; NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas).
-Per-partition errors as Kafka's: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+Per-partition errors as Kafka's: UNKNOWN_TOPIC_OR_PARTITION (not in the metadata),
+NOT_LEADER_OR_FOLLOWER (led or hosted elsewhere),
 INVALID_PRODUCER_EPOCH (a marker older than the producer's epoch), TRANSACTION_COORDINATOR_FENCED
 (from an older coordinator epoch than the partition's last marker of that producer).
 `__consumer_offsets` partitions get their markers too; once one is replicated the handler calls
@@ -63,8 +64,9 @@ def _write(context: BrokerContext, marker: _Marker, topic: str, index: int,
     answer = _PartitionResult(partition_index=index, error_code=ErrorCode.NONE)
     host = context.partitions
     partition = host.partition(topic, index)
-    if partition is None:
-        answer.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if partition is None:  # Kafka's getPartitionOrError: a partition of the cluster hosted elsewhere
+        known = context.metadata.image.partition(topic, index) is not None
+        answer.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return answer
     try:
         info = partition.append_txn_marker(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,

@@ -27,7 +27,7 @@ class _Events:
 def _fetch(node: Node, min_bytes: int, max_wait_ms: int, offset: int = 0):
     header = RequestHeader(request_api_key=fetch.API_KEY, request_api_version=VERSION, correlation_id=1)
     services = BrokerServices(partitions=node.partitions, metadata=node.metadata, controller=None, groups=None,
-                              metrics=_Events(), transactions=None)
+                              metrics=_Events())
     context = BrokerContext(services, header, None, {}, NOW)
     request = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, topics=[
         FetchRequest.FetchTopic(topic_id=A, partitions=[FetchRequest.FetchPartition(

@@ -59,7 +59,7 @@ def _context(partitions: _Partitions, version: int) -> BrokerContext:
     header = RequestHeader(request_api_key=fetch.API_KEY, request_api_version=version, correlation_id=1)
     # fetches reach neither the controller nor the group coordinator
     services = BrokerServices(partitions=partitions, metadata=_Metadata(), controller=None, groups=None,
-                              metrics=_Events(), transactions=None)
+                              metrics=_Events())
     connection = ConnectionInfo("127.0.0.1:5555", "PLAINTEXT", 1)
     return BrokerContext(services, header, connection, {}, partitions.consumer_fetches.now_ms())
 

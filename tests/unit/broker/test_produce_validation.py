@@ -42,8 +42,7 @@ class _Partitions:
 
 def _produce(partitions: _Partitions, records: bytes, version: int = 9) -> tuple[ErrorCode, int]:
     header = RequestHeader(request_api_key=produce.API_KEY, request_api_version=version, correlation_id=1)
-    services = BrokerServices(partitions=partitions, metadata=None, controller=None, groups=None, metrics=_Events(),
-                              transactions=None)
+    services = BrokerServices(partitions=partitions, metadata=None, controller=None, groups=None, metrics=_Events())
     request = ProduceRequest(acks=1, timeout_ms=5_000, topic_data=[ProduceRequest.TopicProduceData(
         name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=memoryview(records))])])
     response = produce.handle(BrokerContext(services, header, None, {}, NOW), request)

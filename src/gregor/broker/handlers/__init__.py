@@ -54,14 +54,14 @@ class BrokerServices:
     controller: ControllerGateway
     groups: GroupRuntime
     metrics: BrokerEvents
-    transactions: TransactionRuntime
     transaction_completed: TransactionCompleted | None = None
+    transactions: TransactionRuntime | None = None
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
-    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "transactions",
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "_transactions",
                  "transaction_completed")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
@@ -72,8 +72,15 @@ class BrokerContext(RequestContext):
         self.controller = services.controller
         self.groups = services.groups
         self.metrics = services.metrics
-        self.transactions = services.transactions
+        self._transactions = services.transactions
         self.transaction_completed = services.transaction_completed
+
+    @property
+    def transactions(self) -> TransactionRuntime:
+        """The transaction coordinator's edge (every broker has one; tests of other APIs may leave it out)."""
+        if self._transactions is None:
+            raise RuntimeError("this broker was built without a transaction coordinator")
+        return self._transactions
 
 
 class QuorumContext(RequestContext):

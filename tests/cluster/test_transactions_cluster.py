@@ -95,3 +95,24 @@ def test_commit_survives_the_coordinator_being_killed(cluster):
     committed = group.committed([TopicPartition("input", 0)], 30)
     assert committed[0].offset == 50
     group.close()
+
+
+def test_three_clients_transactions_on_the_cluster(cluster):
+    """confluent-kafka's, kafka-python's and aiokafka's transactional producers against the
+    cluster: commit, abort, send_offsets_to_transaction; read back with read_committed."""
+    from tests.interop.test_transactional_producers import COMMITTED_FIRST, COMMITTED_LAST, GROUP_OFFSET, WRITERS
+    from tests.interop.test_transactions import READERS
+    for client, write in WRITERS.items():
+        topic, group = f"three-{client}", f"group-{client}"
+        cluster.create_topic(topic, 1)
+        write(cluster.bootstrap, f"txn-{client}", topic, group)
+        reader = READERS[client](cluster.bootstrap, topic, "read_committed")
+        try:
+            expected = COMMITTED_FIRST + COMMITTED_LAST
+            assert reader.read(30, len(expected)) == expected, client
+            assert reader.read(1, 1) == [], client
+        finally:
+            reader.close()
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+        assert consumer.committed([TopicPartition(topic, 0)], 30)[0].offset == GROUP_OFFSET, client
+        consumer.close()

@@ -114,3 +114,34 @@ def test_unknown_topic_is_refused_and_the_rest_not_attempted(broker, topic):
     answer = add(broker.port, 3, [(txn_id, pid, epoch, False, {topic: [0], "no-such-topic": [0]})])
     assert answer == {txn_id: {(topic, 0): E.OPERATION_NOT_ATTEMPTED,
                                ("no-such-topic", 0): E.UNKNOWN_TOPIC_OR_PARTITION}}
+
+
+def test_gregor_admin_clients_list_and_describe(broker, topic):
+    """Gregor's AdminClient (sync and asyncio) lists and describes an ongoing transaction."""
+    import asyncio
+
+    from gregor.aio import AdminClient as AioAdmin
+    from gregor.client import AdminClient as SyncAdmin
+    txn_id = f"admin-{uuid.uuid4().hex[:6]}"
+    pid, epoch = init(broker.port, txn_id)
+    assert add(broker.port, 3, [(txn_id, pid, epoch, False, {topic: [1]})]) == {txn_id: {(topic, 1): E.NONE}}
+
+    async def with_aio():
+        async with AioAdmin(bootstrap_servers=broker.bootstrap) as admin:
+            return (await admin.list_transactions(states=["Ongoing"], producer_ids=[pid], timeout=20),
+                    await admin.describe_transactions([txn_id, "nobody"], timeout=20))
+    sync = SyncAdmin({"bootstrap.servers": broker.bootstrap})
+    try:
+        answers = [(sync.list_transactions(["Ongoing"], [pid], timeout=20),
+                    sync.describe_transactions([txn_id, "nobody"], timeout=20)), asyncio.run(with_aio())]
+    finally:
+        sync.close()
+    for listed, described in answers:
+        assert [(t.transactional_id, t.producer_id, t.state) for t in listed] == [(txn_id, pid, "Ongoing")]
+        found = described[txn_id]
+        assert (found.state, found.producer_id, found.producer_epoch, found.transaction_timeout_ms) == (
+            "Ongoing", pid, epoch, 60_000)
+        assert [tuple(tp) for tp in found.topic_partitions] == [(topic, 1)]
+        assert found.transaction_start_time_ms is not None
+        assert described["nobody"].code == E.TRANSACTIONAL_ID_NOT_FOUND
+    assert end(broker.port, 3, txn_id, pid, epoch, False) is E.NONE

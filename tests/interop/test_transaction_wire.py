@@ -14,9 +14,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse,
+    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
 )
-from tests.txn_wire import call
+from tests.txn_wire import READ_COMMITTED, READ_UNCOMMITTED, batch, call, latest_offset
 
 pytestmark = pytest.mark.interop
 E = ErrorCode
@@ -145,3 +145,29 @@ def test_gregor_admin_clients_list_and_describe(broker, topic):
         assert found.transaction_start_time_ms is not None
         assert described["nobody"].code == E.TRANSACTIONAL_ID_NOT_FOUND
     assert end(broker.port, 3, txn_id, pid, epoch, False) is E.NONE
+
+
+def produce_txn(port: int, txn_id: str, topic: str, partition: int, pid: int, epoch: int, sequence: int) -> ErrorCode:
+    request = ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=10_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[ProduceRequest.PartitionProduceData(
+            index=partition, records=batch([b"v"], pid, epoch, sequence))])])
+    answer = call(port, request, 9, ProduceResponse).responses[0].partition_responses[0]
+    return ErrorCode(answer.error_code)
+
+
+def test_a_transactional_write_is_verified_with_the_coordinator(broker, topic):
+    """KIP-890 part 1: a write to a partition not in the transaction is refused, and so is a late
+    write of a transaction that has ended (which would otherwise hang on the partition)."""
+    txn_id = f"verified-{uuid.uuid4().hex[:6]}"
+    pid, epoch = init(broker.port, txn_id)
+    assert produce_txn(broker.port, txn_id, topic, 0, pid, epoch, 0) is E.INVALID_TXN_STATE
+    assert add(broker.port, 3, [(txn_id, pid, epoch, False, {topic: [0]})]) == {txn_id: {(topic, 0): E.NONE}}
+    assert produce_txn(broker.port, txn_id, topic, 0, pid, epoch, 0) is E.NONE
+    assert produce_txn(broker.port, txn_id, topic, 1, pid, epoch, 0) is E.INVALID_TXN_STATE  # not added
+    assert end(broker.port, 3, txn_id, pid, epoch, False) is E.NONE
+    deadline = time.monotonic() + 10
+    while produce_txn(broker.port, txn_id, topic, 0, pid, epoch, 1) is not E.INVALID_TXN_STATE:
+        assert time.monotonic() < deadline, "a late write after the abort must be refused"
+        time.sleep(0.05)
+    assert latest_offset(broker.port, topic, 0, READ_COMMITTED) == latest_offset(broker.port, topic, 0,
+                                                                                 READ_UNCOMMITTED)

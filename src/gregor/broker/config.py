@@ -155,6 +155,8 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "min.insync.replicas of __transaction_state (capped to its replication factor)."),
         _key("transaction.state.log.segment.bytes", "int", "104857600", "Segment size of __transaction_state."),
         _key("transaction.max.timeout.ms", "int", "900000", "Largest transaction.timeout.ms a producer may ask for."),
+        _key("transaction.partition.verification.enable", "boolean", "true",
+             "Partition leaders ask the transaction coordinator before a transaction's first write (KIP-890)."),
         _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", "10000",
              "How often transactions past their timeout are looked for and aborted."),
         _key("producer.id.expiration.ms", "int", "86400000", "Idle producer ids are forgotten after this."),

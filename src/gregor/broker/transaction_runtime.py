@@ -33,7 +33,9 @@ from gregor.coordinator.transaction.records import TopicPartition
 from gregor.metadata.features import TRANSACTION_VERSION
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
-from gregor.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from gregor.protocol.messages import (
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+)
 from gregor.records.record import BatchBuilder
 
 log = logging.getLogger("gregor.transactions")
@@ -42,6 +44,7 @@ TRANSACTION_TOPIC = "__transaction_state"
 APPEND_TIMEOUT_MS = 30000  # Kafka's coordinator waits request.timeout.ms for its appends
 MARKER_TIMEOUT_S = 30.0
 WRITE_TXN_MARKERS_VERSION = 1
+ADD_PARTITIONS_VERIFY_VERSION = 4
 
 
 class TransactionRuntime:
@@ -62,6 +65,7 @@ class TransactionRuntime:
         self._loaded: dict[int, int] = {}
         self._spare_ids: deque[int] = deque()
         self._connections: dict[int, RequestConnection] = {}
+        self._verifiers: dict[int, RequestConnection] = {}  # apart, so verifications do not queue behind markers
         self._correlation = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -178,6 +182,47 @@ class TransactionRuntime:
                     for marker in response.markers for topic in marker.topics for result in topic.partitions}
         return {partition: answered.get(partition, ErrorCode.UNKNOWN_SERVER_ERROR) for partition in partitions}
 
+    # -- verification (KIP-890 part 1)
+
+    async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                     partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """Is each partition in the producer's ongoing transaction? Asked of the coordinator here
+        or, with AddPartitionsToTxn v4 verifyOnly, of the broker that is; NONE where it is."""
+        image = self._metadata.image
+        registration = image.partition(TRANSACTION_TOPIC, self.coordinator.partition_for(transactional_id))
+        if registration is None or registration.leader < 0:
+            return {partition: ErrorCode.COORDINATOR_NOT_AVAILABLE for partition in partitions}
+        if registration.leader == self._metadata.node_id:
+            return self.coordinator.verify_partitions(transactional_id=transactional_id, producer_id=producer_id,
+                                                      producer_epoch=producer_epoch, partitions=partitions)
+        address = self._metadata.replica_endpoint(registration.leader)
+        if address is None:
+            return {partition: ErrorCode.COORDINATOR_NOT_AVAILABLE for partition in partitions}
+        connection = self._verifiers.get(registration.leader)
+        if connection is None or connection.address != address:
+            connection = self._verifiers[registration.leader] = RequestConnection(*address)
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, index in partitions:
+            by_topic[topic].append(index)
+        request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+            verify_only=True, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=indexes)
+                                      for topic, indexes in by_topic.items()])])
+        try:
+            response = await asyncio.wait_for(connection.call(
+                next(self._correlation), f"txn-verifier-{self._metadata.node_id}", request,
+                ADD_PARTITIONS_VERIFY_VERSION), MARKER_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError, KafkaError, EOFError, asyncio.IncompleteReadError) as error:
+            log.info("verifying a transaction with broker %d failed: %s", registration.leader, error)
+            return {partition: ErrorCode.NETWORK_EXCEPTION for partition in partitions}
+        assert isinstance(response, AddPartitionsToTxnResponse)
+        answered = {(topic.name, result.partition_index): ErrorCode(result.partition_error_code)
+                    for txn in response.results_by_transaction for topic in txn.topic_results
+                    for result in topic.results_by_partition}
+        top = ErrorCode(response.error_code)
+        return {partition: top if top else answered.get(partition, ErrorCode.UNKNOWN_SERVER_ERROR)
+                for partition in partitions}
+
     # -- __transaction_state
 
     async def ensure_topic(self) -> CreateTopicResult | None:
@@ -233,7 +278,7 @@ class TransactionRuntime:
             future.cancel()
         for task in self._tasks:
             task.cancel()
-        for connection in self._connections.values():
+        for connection in [*self._connections.values(), *self._verifiers.values()]:
             connection.close()
 
 

@@ -4,11 +4,11 @@ fails over; markers fail and are retried; some produce requests arrive long afte
 gave up on them.
 
 - With KIP-890's protocol v2 (the epoch bumped on every EndTxn), and with the classic protocol
-  when partition leaders verify a transaction's first write with the coordinator (KIP-890 part 1),
-  every schedule keeps the invariants.
-- The classic protocol without that verification lets a late write open a transaction the
-  coordinator never hears of (hanging) or land in a later transaction: the anomaly Jepsen found in
-  Bufstream. That test shows the checker catches it.
+  when partition leaders verify a transaction's first write with the coordinator (KIP-890 part 1,
+  what Gregor's produce path does), every schedule keeps the invariants.
+- The classic protocol without that verification (`transaction.partition.verification.enable=false`)
+  lets a late write open a transaction the coordinator never hears of (hanging) or land in a later
+  transaction: the anomaly Jepsen found in Bufstream. That test shows the checker catches it.
 
 Replay one schedule: TXN_SIM_SEED=<seed> TXN_SIM_MODE=v2|verified|classic pytest tests/sim/transactions -k replay
 """

@@ -68,4 +68,23 @@ def test_errors(tmp_path, capsys):
     assert "cannot read" in one_error_line(missing)
     wrong = in_process(capsys, "dump-log", "--files", str(tmp_path / "notes.txt"))
     assert wrong.returncode == 2
-    assert "only .log, .index and .timeindex" in one_error_line(wrong)
+    assert "only .log, .index, .timeindex and .txnindex" in one_error_line(wrong)
+    torn = tmp_path / "00000000000000000000.txnindex"
+    torn.write_bytes(bytes(35))
+    broken = in_process(capsys, "dump-log", "--files", str(torn))
+    assert broken.returncode == 1
+    assert "not a whole number of 34-byte entries" in one_error_line(broken)
+
+
+def test_dump_a_transaction_index(tmp_path):
+    from gregor.storage.txn_index import AbortedTxn, TransactionIndex
+    path = tmp_path / "00000000000000000100.txnindex"
+    index = TransactionIndex(str(path))
+    index.append(AbortedTxn(producer_id=7, first_offset=100, last_offset=104, last_stable_offset=102))
+    index.append(AbortedTxn(producer_id=9, first_offset=102, last_offset=106, last_stable_offset=107))
+    result = gregor("dump-log", "--files", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"Dumping {path}",
+        "version: 0 producerId: 7 firstOffset: 100 lastOffset: 104 lastStableOffset: 102",
+        "version: 0 producerId: 9 firstOffset: 102 lastOffset: 106 lastStableOffset: 107"]

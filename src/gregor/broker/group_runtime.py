@@ -30,6 +30,7 @@ from gregor.protocol.exceptions import KafkaError
 from gregor.records.batch import iter_batches
 from gregor.records.record import BatchBuilder, decode_records
 from gregor.storage.log import Log
+from gregor.storage.producer_state import MAX_SEQUENCE
 
 log = logging.getLogger("gregor.coordinator")
 
@@ -111,7 +112,10 @@ class GroupRuntime:
         partition = self._partitions.partition(OFFSETS_TOPIC, effect.partition)
         if partition is None:
             return self._append_done(append_id, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        builder = BatchBuilder(compression=self._config.get("offsets.topic.compression.codec"))
+        builder = BatchBuilder(compression=self._config.get("offsets.topic.compression.codec"),
+                               producer_id=effect.producer_id, producer_epoch=effect.producer_epoch,
+                               base_sequence=_next_sequence(partition.log, effect.producer_id, effect.producer_epoch),
+                               is_transactional=effect.producer_id >= 0)
         for key, value in effect.records:
             builder.append(effect.timestamp_ms, key, value)
         try:
@@ -142,6 +146,12 @@ class GroupRuntime:
         self._timer.cancel()
         for future in self._parked.values():
             future.cancel()
+
+    def transaction_completed(self, producer_id: int, partition: int, committed: bool) -> None:
+        """A transaction's marker is replicated on `__consumer_offsets`-`partition` (the seam
+        WriteTxnMarkers calls): the producer's pending TxnOffsetCommit offsets there become
+        visible, or are dropped."""
+        self.apply(self.coordinator.complete_transaction(partition, producer_id, committed, self._clock()))
 
     def forget_partitions(self, partitions: list[tuple[str, int]]) -> None:
         """Deleted topics take their committed offsets with them, as in Kafka."""
@@ -185,27 +195,60 @@ class GroupRuntime:
             self._loaded.add(index)
             self.coordinator.begin_load(index)
             started = time.monotonic()
-            effects.extend(self.coordinator.load_partition(index, _records(partition.log), self._clock()))
+            open_transactions: dict[int, list[tuple[bytes, bytes | None]]] = {}
+            records = log_records(partition.log, open_transactions)
+            effects.extend(self.coordinator.load_partition(index, records, self._clock(), open_transactions))
             elapsed = time.monotonic() - started
             if elapsed > 0.5:
                 log.info("loaded %s-%d in %.1f s", OFFSETS_TOPIC, index, elapsed)
         self.apply(effects)
 
 
-def _records(partition_log: Log) -> Iterator[tuple[bytes, bytes | None]]:
-    """(key, value) of every record of a `__consumer_offsets` partition, in order. A new leader
-    reads to its log end, as Kafka's coordinator does: its followers truncate to its log, so what
-    it holds past its high watermark (commits the old leader had not yet seen replicated) stays."""
+def log_records(partition_log: Log, open_transactions: dict[int, list[tuple[bytes, bytes | None]]] | None = None
+                ) -> Iterator[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of a coordinator partition, in order. A new leader reads to
+    its log end, as Kafka's coordinator does: its followers truncate to its log, so what it holds
+    past its high watermark (commits the old leader had not yet seen replicated) stays.
+
+    With `open_transactions` (a dict to fill), records of transactional batches are held back
+    per producer until the producer's marker: yielded there if it is a COMMIT, dropped if an
+    ABORT; those of transactions still open at the end are left in the dict, by producer id."""
+    held: dict[int, list[tuple[bytes, bytes | None]]] = {}
     offset = partition_log.log_start_offset
     end = partition_log.log_end_offset
     while offset < end:
         data = partition_log.read_bytes(offset, LOAD_CHUNK_BYTES, end)
         if not data:
-            return
+            break
         for header, pos in iter_batches(data):
             offset = header.last_offset + 1
+            records = [(record.key, record.value) for record in decode_records(data, pos, header, LOAD_CHUNK_BYTES * 64)
+                       if record.key is not None]
             if header.is_control:
-                continue
-            for record in decode_records(data, pos, header, LOAD_CHUNK_BYTES * 64):
-                if record.key is not None:
-                    yield record.key, record.value
+                pending = held.pop(header.producer_id, [])
+                if records and _is_commit(records[0][0]):
+                    yield from pending
+            elif open_transactions is not None and header.is_transactional:
+                held.setdefault(header.producer_id, []).extend(records)
+            else:
+                yield from records
+    if open_transactions is not None:
+        open_transactions.update(held)
+
+
+def _next_sequence(partition_log: Log, producer_id: int, producer_epoch: int) -> int:
+    """The sequence of a TxnOffsetCommit batch: the next of the producer's batches in this
+    partition (its only writer there is this coordinator), 0 in a new epoch; -1 without a producer.
+    Kafka writes these batches without a sequence and skips the sequence check for appends of
+    coordinator origin; Gregor's log checks every producer batch, so the coordinator numbers them."""
+    if producer_id < 0:
+        return -1
+    entry = partition_log.producer_state.producers.get(producer_id)
+    if entry is None or entry.epoch != producer_epoch or entry.last_sequence < 0:
+        return 0
+    return (entry.last_sequence + 1) & MAX_SEQUENCE
+
+
+def _is_commit(control_key: bytes) -> bool:
+    """A control record's key: int16 version, int16 type (0 ABORT, 1 COMMIT)."""
+    return len(control_key) >= 4 and int.from_bytes(control_key[2:4], "big", signed=True) == 1

@@ -3,7 +3,8 @@
 The metadata source (the ControllerServer in this process, or the raft observer of a broker-only
 node) calls `on_metadata_update` with every committed image. It becomes the broker's current
 image, the hosted partitions follow it (created, led or followed, stopped, reconfigured) and the
-group coordinator loads or unloads the `__consumer_offsets` partitions this broker now leads.
+group and transaction coordinators load or unload the `__consumer_offsets` and
+`__transaction_state` partitions this broker now leads.
 
 The first image is applied whole, and only then: the broker installs the publisher once it has
 caught up with the quorum's committed log, so a restart never mistakes a stale image for deleted
@@ -16,16 +17,18 @@ from gregor.broker.broker_metadata import BrokerMetadata
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.hosted_partitions import HostedPartitions
+from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import MetadataImage
 
 
 class BrokerMetadataPublisher:
     def __init__(self, metadata: BrokerMetadata, partitions: HostedPartitions, groups: GroupRuntime,
-                 clock: Clock = wall_clock_ms) -> None:
+                 clock: Clock = wall_clock_ms, transactions: TransactionRuntime | None = None) -> None:
         self._metadata = metadata
         self._partitions = partitions
         self._groups = groups
+        self._transactions = transactions
         self._clock = clock
         self._synced = False
 
@@ -37,6 +40,8 @@ class BrokerMetadataPublisher:
             self._synced = True
             self._partitions.sync_all(now_ms)
             self._groups.sync_leadership()
+            if self._transactions is not None:
+                self._transactions.sync_leadership()
             return
         deleted = delta.deleted_topics()
         for name in deleted.values():
@@ -50,4 +55,6 @@ class BrokerMetadataPublisher:
             self._partitions.sync_partition(name, index, now_ms)
         if changed or deleted:
             self._groups.sync_leadership()
+            if self._transactions is not None:
+                self._transactions.sync_leadership()
         self._partitions.update_log_configs(delta.changed_configs())

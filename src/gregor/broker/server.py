@@ -9,6 +9,7 @@ decides what each is given and in which order they start and stop:
   (the `PartitionHost` service);
 - `ControllerClient`: requests to the active controller (the `ControllerGateway` service);
 - `GroupRuntime`: the group coordinator's edge;
+- `TransactionRuntime`: the transaction coordinator's edge;
 - `BrokerMetadataPublisher`: applies each committed image to the partitions and the groups;
 - `LogMaintenance`: retention, flushes, checkpoints and compaction in the background;
 - `BrokerScrapeState`: what the metrics endpoint reads (`scrape_state`, for `gregor.metrics`).
@@ -61,6 +62,7 @@ from gregor.broker.metadata_publisher import BrokerMetadataPublisher
 from gregor.broker.network import KafkaServer
 from gregor.broker.request_quota import apply_request_quota
 from gregor.broker.scrape_state import BrokerScrapeState
+from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
 from gregor.raft.client import RaftClient
@@ -86,7 +88,9 @@ class Broker:
         self.partitions = HostedPartitions(config, self.metadata, self.controller, self.events, clock)
         self.groups = GroupRuntime(config, self.metadata, self.partitions, self.controller, clock)
         self.shares = ShareRuntime(config, self.metadata, self.partitions, self.controller, clock)
-        self.publisher = BrokerMetadataPublisher(self.metadata, self.partitions, self.groups, clock)
+        self.transactions = TransactionRuntime(config, self.metadata, self.partitions, self.controller, clock)
+        self.publisher = BrokerMetadataPublisher(self.metadata, self.partitions, self.groups, clock,
+                                                 self.transactions)
         self.maintenance = LogMaintenance(config, clock)
         self.authorizer = configured_authorizer(config, self.metadata)
         self.quotas = ClientQuotas(self.metadata, config.get("quota.window.num"),
@@ -118,7 +122,8 @@ class Broker:
     async def _start(self) -> None:
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
                                   groups=self.groups, metrics=self.events, shares=self.shares,
-                                  authorizer=self.authorizer, quotas=self.quotas)
+                                  authorizer=self.authorizer, quotas=self.quotas, transactions=self.transactions,
+                                  transaction_completed=self.groups.transaction_completed)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota),
@@ -194,6 +199,7 @@ class Broker:
             await self._server.close(grace_s=SHUTDOWN_GRACE_S)
         self.groups.close()
         self.shares.close()
+        self.transactions.close()
         await self.partitions.close()
         if self.observer is not None:
             await self.observer.close()

@@ -1,5 +1,6 @@
-"""`gregor dump-log`: decode segment (.log), offset index (.index) and time index (.timeindex)
-files offline, as kafka-dump-log.sh (DumpLogSegments), with CRCs verified."""
+"""`gregor dump-log`: decode segment (.log), offset index (.index), time index (.timeindex) and
+aborted-transaction index (.txnindex) files offline, as kafka-dump-log.sh (DumpLogSegments), with
+CRCs verified. Transaction markers show with --deep-iteration, as in Kafka (`endTxnMarker`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gregor.records.batch import BatchHeader, scan_batches, verify_crc
 from gregor.records.compression import Compression
 from gregor.records.errors import RecordsError
 from gregor.records.record import Record, control_record_type, decode_records
+from gregor.storage.txn_index import decode_entries
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
@@ -23,13 +25,14 @@ EPILOG = """examples:
   gregor dump-log --files data/orders-0/00000000000000000000.log --print-data-log
   gregor dump-log --files data/orders-0/00000000000000000000.index,data/orders-0/00000000000000000000.timeindex \\
       --index-sanity-check
+  gregor dump-log --files data/orders-0/00000000000000000000.txnindex
 """
 
 
 def register(tools: argparse._SubParsersAction) -> None:
     parser = add_tool(tools, "dump-log", "decode segment and index files offline",
-                      "Print the batches and records of .log files and the entries of .index and .timeindex "
-                      "files, verifying CRCs (kafka-dump-log.sh). Needs no broker.", EPILOG)
+                      "Print the batches and records of .log files and the entries of .index, .timeindex and "
+                      ".txnindex files, verifying CRCs (kafka-dump-log.sh). Needs no broker.", EPILOG)
     parser.add_argument("--files", required=True, metavar="FILE[,FILE]", help="comma-separated files to decode")
     parser.add_argument("--print-data-log", action="store_true", help="print each record's key and value "
                                                                       "(implies --deep-iteration)")
@@ -45,13 +48,15 @@ def register(tools: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     paths = [path for path in args.files.split(",") if path]
     for path in paths:
-        if not path.endswith((".log", ".index", ".timeindex")):
-            raise UsageError(f"{path}: only .log, .index and .timeindex files can be dumped")
+        if not path.endswith((".log", ".index", ".timeindex", ".txnindex")):
+            raise UsageError(f"{path}: only .log, .index, .timeindex and .txnindex files can be dumped")
     for path in paths:
         data = _read(path, args.max_bytes if path.endswith(".log") else None)
         print(f"Dumping {path}")
         if path.endswith(".log"):
             dump_segment(data, _base_offset(path), args.deep_iteration or args.print_data_log, args.print_data_log)
+        elif path.endswith(".txnindex"):
+            dump_txn_index(path, data)
         else:
             dump_index(path, data, args.index_sanity_check)
     return 0
@@ -141,3 +146,14 @@ def dump_index(path: str, data: bytes, sanity_only: bool) -> None:
         raise ToolError(f"{path} is not in order: {problems[0]}")
     if sanity_only:
         print(f"{path} passed sanity check.")
+
+
+def dump_txn_index(path: str, data: bytes) -> None:
+    """One line per aborted transaction, Kafka's fields (version, producer id, offsets)."""
+    try:
+        entries = decode_entries(data)
+    except ValueError as error:
+        raise ToolError(f"{path}: {error}") from None
+    for txn in entries:
+        print(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+              f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")

@@ -8,7 +8,7 @@ import sys
 from gregor import __version__
 from gregor.cli import (
     acls, cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, get_offsets,
-    leader_election, log_dirs, perf, reassign_partitions, server, share_groups, topics, web_console,
+    leader_election, log_dirs, perf, reassign_partitions, server, share_groups, topics, transactions, web_console,
 )
 from gregor.cli.common import ToolParser
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     leader_election.register(tools)
     reassign_partitions.register(tools)
     log_dirs.register(tools)
+    transactions.register(tools)
     perf.register(tools)
     cluster.register(tools)
     web_console.register(tools)

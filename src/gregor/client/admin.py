@@ -37,18 +37,19 @@ from gregor.client.errors import (
     ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError, error_for,
 )
 from gregor.client.network import (
-    COORDINATOR_MOVED_ERRORS, ByPartition, Coordinators, NetworkClient, NetworkSettings, NetworkThread,
-    Node, PartitionMetadata, TopicPartition,
+    COORDINATOR_MOVED_ERRORS, ByPartition, Coordinators, CoordinatorType, NetworkClient, NetworkSettings,
+    NetworkThread, Node, PartitionMetadata, TopicPartition,
 )
+from gregor.client.transactions import TransactionDescription, TransactionListing
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.messages import (
     AlterConfigsRequest, ApiKey, ConsumerProtocolAssignment, CreatePartitionsRequest, CreateTopicsRequest,
     AlterPartitionReassignmentsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeQuorumRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest, ListGroupsRequest,
-    ListOffsetsRequest, ListPartitionReassignmentsRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, ShareGroupDescribeRequest,
+    DescribeQuorumRequest, DescribeTransactionsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest,
+    ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ShareGroupDescribeRequest,
 )
 from gregor.protocol.primitives import ZERO_UUID, Reader
 
@@ -480,6 +481,19 @@ class AdminClient:
         groups = list(group_ids)
         return self._call(lambda deadline: self._operations.describe_consumer_groups(groups, deadline), timeout)
 
+    def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                          duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
+        """The transactions every broker coordinates, filtered by state name, producer id and
+        (`duration_ms`, ListTransactions v1) how long they have been running."""
+        wanted, pids = list(states), list(producer_ids)
+        return self._call(lambda deadline: self._operations.list_transactions(wanted, pids, duration_ms, deadline),
+                          timeout)
+
+    def describe_transactions(self, transactional_ids: Iterable[str], timeout: float | None = None,
+                              ) -> dict[str, TransactionDescription | KafkaException]:
+        ids = list(transactional_ids)
+        return self._call(lambda deadline: self._operations.describe_transactions(ids, deadline), timeout)
+
     def delete_consumer_groups(self, group_ids: Iterable[str], timeout: float | None = None,
                                ) -> dict[str, KafkaException | None]:
         groups = list(group_ids)
@@ -690,9 +704,11 @@ class AdminOperations:
         return outcomes
 
     async def _to_coordinators(self, groups: list[str], deadline: float,
-                               send: Callable[[int, list[str]], Coroutine[Any, Any, Mapping]]) -> dict:
-        """`send(coordinator, groups)` per coordinator; forget coordinators that moved or failed."""
-        found = await self._coordinators.find_many(groups, timeout_ms=self._timeout_ms(deadline))
+                               send: Callable[[int, list[str]], Coroutine[Any, Any, Mapping]],
+                               key_type: CoordinatorType = CoordinatorType.GROUP) -> dict:
+        """`send(coordinator, keys)` per coordinator of the groups (or transactional ids);
+        forget coordinators that moved or failed."""
+        found = await self._coordinators.find_many(groups, key_type, timeout_ms=self._timeout_ms(deadline))
         outcomes: dict[str, Any] = {group: node for group, node in found.items() if isinstance(node, KafkaException)}
         by_node: dict[int, list[str]] = {}
         for group, node in found.items():
@@ -701,7 +717,7 @@ class AdminOperations:
         outcomes.update(await self._fan_out(by_node, send))
         for group, outcome in outcomes.items():
             if isinstance(outcome, KafkaException) and _coordinator_gone(outcome):
-                self._coordinators.invalidate(group)
+                self._coordinators.invalidate(group, key_type)
         return outcomes
 
     async def _with_coordinator(self, group: str, deadline: float,
@@ -934,6 +950,43 @@ class AdminOperations:
         return await self._per_key(
             "describe_consumer_groups", groups,
             lambda pending: self._to_coordinators(pending, deadline, send), deadline)
+
+    # transactions
+
+    async def list_transactions(self, states: list[str], producer_ids: list[int], duration_ms: int,
+                                deadline: float) -> list[TransactionListing]:
+        async def from_node(node: int) -> list[TransactionListing]:
+            request = ListTransactionsRequest(state_filters=states, producer_id_filters=producer_ids,
+                                              duration_filter=duration_ms)
+            response = await self._send(request, node, deadline, versions=(1, 1) if duration_ms >= 0 else None)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code)
+            return [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state, node)
+                    for t in response.transaction_states]
+
+        async def attempt() -> list[TransactionListing]:
+            await self._known_brokers(deadline)
+            per_node = await asyncio.gather(*(from_node(node) for node in sorted(self._network.cluster.brokers)))
+            return sorted((listing for found in per_node for listing in found),
+                          key=lambda listing: listing.transactional_id)
+
+        return await self._single("list_transactions", attempt, deadline)
+
+    async def describe_transactions(self, transactional_ids: list[str], deadline: float) -> dict[str, Any]:
+        async def send(node: int, pending: list[str]) -> dict[str, Any]:
+            response = await self._send(DescribeTransactionsRequest(transactional_ids=pending), node, deadline)
+            return {state.transactional_id: error_for(state.error_code) if state.error_code != ErrorCode.NONE
+                    else TransactionDescription(
+                        node, state.transaction_state, state.producer_id, state.producer_epoch,
+                        state.transaction_timeout_ms,
+                        None if state.transaction_start_time_ms < 0 else state.transaction_start_time_ms,
+                        tuple(TopicPartition(topic.topic, index) for topic in state.topics
+                              for index in topic.partitions))
+                    for state in response.transaction_states}
+
+        return await self._per_key(
+            "describe_transactions", transactional_ids,
+            lambda pending: self._to_coordinators(pending, deadline, send, CoordinatorType.TRANSACTION), deadline)
 
     async def delete_consumer_groups(self, groups: list[str], deadline: float) -> dict[str, KafkaException | None]:
         async def send(node: int, pending: list[str]) -> dict[str, Any]:

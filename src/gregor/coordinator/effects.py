@@ -31,12 +31,16 @@ class AppendRecords:
     the append failed, even if the partition has since been unloaded. Responses that depend on
     the write are only emitted then. Without one (tombstones of expired or deleted state, which
     Kafka writes with acks=0 and rewrites on the next cleanup if lost) nothing waits.
+    With a `producer_id` (TxnOffsetCommit) the batch is that producer's transactional batch, so
+    that the transaction's marker closes it in the log.
     """
 
     partition: int
     records: tuple[Record, ...]
     timestamp_ms: int
     append_id: int | None = None
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 Effect = Respond | AppendRecords

@@ -15,6 +15,8 @@ method below with the decoded fields and `now_ms`:
   delay, offset expiration); `next_deadline()` says when the next one is due.
 - `begin_load` / `load_partition` / `unload_partition` follow the broker's leadership of
   `__consumer_offsets` partitions; requests for groups elsewhere get NOT_COORDINATOR.
+- TxnOffsetCommit's offsets stay pending per producer (`txn_offsets`) until
+  `complete_transaction` reports the transaction's marker on their partition.
 
 Member ids are `<client id or group instance id>-<uuid4>`, the uuid drawn from the injected
 `random.Random`, so a seeded coordinator is deterministic.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 from gregor.coordinator.config import GroupCoordinatorConfig
@@ -31,10 +34,14 @@ from gregor.coordinator.effects import Effect, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.coordinator.group_state import Group, GroupState
 from gregor.coordinator.member import MemberMetadata, Protocols
-from gregor.coordinator.offset_manager import CommitOffsets, OffsetManager
+from gregor.coordinator.append_errors import offset_commit_error
+from gregor.coordinator.group_records import offset_commit_record
+from gregor.coordinator.offset_manager import CommitOffsets, OffsetManager, java_length
+from gregor.coordinator.offset_metadata import OffsetAndMetadata
 from gregor.coordinator.offset_metadata import TopicPartition
 from gregor.coordinator.rebalance import Rebalancer
 from gregor.coordinator.static_membership import take_over_static_member
+from gregor.coordinator.txn_offsets import TransactionalOffsets, pending_from_records
 from gregor.coordinator.results import (
     GroupDescription,
     GroupOverview,
@@ -42,10 +49,12 @@ from gregor.coordinator.results import (
     LeaveMemberResult,
     LeaveResult,
     ListGroupsResult,
+    NO_OFFSET,
     MemberDescription,
     OffsetCommitResult,
     OffsetDeleteResult,
     OffsetFetchResult,
+    PartitionOffset,
     SyncResult,
 )
 from gregor.protocol.error_codes import ErrorCode
@@ -65,6 +74,7 @@ class GroupCoordinator:
         self._manager = GroupMetadataManager(config)
         self._rebalancer = Rebalancer(self._manager)
         self._offsets = OffsetManager(self._manager, self._rebalancer)
+        self._txn_offsets = TransactionalOffsets()
 
     # -- inspection
 
@@ -357,7 +367,71 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=True)
         if error is not None:
             return OffsetFetchResult(error)
-        return self._offsets.fetch(self._manager.groups.get(group_id), partitions, require_stable)
+        result = self._offsets.fetch(self._manager.groups.get(group_id), partitions, require_stable)
+        if require_stable and self._txn_offsets.has_pending(group_id):
+            unstable = PartitionOffset(NO_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            result = OffsetFetchResult(result.error, {
+                partition: unstable if self._txn_offsets.is_pending(group_id, partition) else offset
+                for partition, offset in result.partitions.items()})
+        return result
+
+    def commit_transactional_offsets(self, token: object, *, group_id: str, producer_id: int, producer_epoch: int,
+                                     generation_id: int, member_id: str, group_instance_id: str | None,
+                                     offsets: CommitOffsets, now_ms: int) -> list[Effect]:
+        """TxnOffsetCommit: the offsets are written in the producer's transactional batch and
+        stay pending until `complete_transaction`; the answer comes once they are written. The
+        member and generation (v3+, KIP-447) are checked when given; a missing group is created
+        Empty, as Kafka does."""
+        out: list[Effect] = []
+        respond = self._responder(token, out)
+
+        def reject(error: ErrorCode) -> list[Effect]:
+            respond(OffsetCommitResult({partition: error for partition in offsets}))
+            return out
+
+        error = self._manager.status_error(group_id, allow_empty_id=False)
+        if error is not None:
+            return reject(error)
+        group = self._manager.groups.get(group_id) or self._manager.create_group(group_id, now_ms)
+        if group.state is GroupState.DEAD:
+            return reject(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = group.member_error(member_id, group_instance_id)
+            if error is None and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            if error is not None:
+                return reject(error)
+        max_bytes = self.config.offset_metadata_max_bytes
+        valid = {partition: OffsetAndMetadata(offset, leader_epoch, metadata or "", now_ms, None)
+                 for partition, (offset, leader_epoch, metadata) in offsets.items()
+                 if metadata is None or java_length(metadata) <= max_bytes}
+        if not valid:
+            return reject(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        partition = self._manager.partition_for(group_id)
+        store = self._txn_offsets
+
+        def written(error: ErrorCode, _done_ms: int, done_out: list[Effect]) -> None:
+            if error is ErrorCode.NONE:
+                store.add(partition, producer_id, group_id, valid.items())
+            mapped = offset_commit_error(error)
+            done_out.append(Respond(token, OffsetCommitResult({
+                p: mapped if p in valid else ErrorCode.OFFSET_METADATA_TOO_LARGE for p in offsets})))
+
+        records = [offset_commit_record(group_id, p, offset) for p, offset in valid.items()]
+        append = self._manager.append(group, records, now_ms, written)
+        out.append(replace(append, producer_id=producer_id, producer_epoch=producer_epoch))
+        return out
+
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool, now_ms: int) -> list[Effect]:
+        """A transaction's COMMIT or ABORT marker is written on `__consumer_offsets`-`partition`:
+        the producer's pending offsets there become the groups' committed offsets, or go."""
+        pending = self._txn_offsets.complete(partition, producer_id)
+        if not committed or partition not in self._manager.owned_partitions:
+            return []
+        for group_id, offsets in pending.items():
+            group = self._manager.groups.get(group_id) or self._manager.create_group(group_id, now_ms)
+            group.offsets.update(offsets)
+        return []
 
     def delete_offsets(self, *, group_id: str, partitions: Iterable[TopicPartition],
                        now_ms: int) -> tuple[OffsetDeleteResult, list[Effect]]:
@@ -373,6 +447,8 @@ class GroupCoordinator:
         """Topic partitions were deleted: drop (and tombstone) every group's offsets for them, as
         Kafka's handleDeletedPartitions; groups left Empty without offsets go away."""
         out: list[Effect] = []
+        partitions = list(partitions)
+        self._txn_offsets.forget_topic_partitions(partitions)
         self._offsets.forget_partitions(partitions, now_ms, out)
         return out
 
@@ -460,13 +536,19 @@ class GroupCoordinator:
         self._manager.begin_load(partition)
 
     def load_partition(self, partition: int, records: Iterable[tuple[bytes, bytes | None]],
-                       now_ms: int) -> list[Effect]:
+                       now_ms: int, open_transactions: Mapping[int, Sequence[tuple[bytes, bytes | None]]]
+                       | None = None) -> list[Effect]:
         """Rebuild the groups and offsets of `partition` from its records (key, value-or-None, in
-        offset order) and start coordinating them; loaded members get a fresh session. Loading a
-        partition that is already loaded starts over from the records."""
+        offset order; a transaction's records where its COMMIT marker is, an aborted one's not at
+        all) and start coordinating them; loaded members get a fresh session. Loading a
+        partition that is already loaded starts over from the records. `open_transactions`: the
+        records of transactions without a marker yet, by producer id (pending offsets again)."""
         out = self.unload_partition(partition, now_ms)
         for group in self._manager.load(partition, records, now_ms):
             self._rebalancer.on_group_loaded(group, now_ms, out)
+        for producer_id, pending in (open_transactions or {}).items():
+            for group_id, topic_partition, offset in pending_from_records(pending):
+                self._txn_offsets.add(partition, producer_id, group_id, [(topic_partition, offset)])
         expiration = TimerKey(TimerKind.OFFSET_EXPIRATION)
         if self._manager.deadlines.deadline(expiration) is None:
             self._manager.deadlines.schedule(expiration, now_ms + self.config.offsets_retention_check_interval_ms)
@@ -476,6 +558,7 @@ class GroupCoordinator:
         """This broker no longer leads `partition`: forget its groups; parked requests get
         NOT_COORDINATOR and clients find the new coordinator."""
         out: list[Effect] = []
+        self._txn_offsets.forget_partition(partition)
         for group in self._manager.release(partition):
             self._rebalancer.on_group_unloaded(group, now_ms, out)
         return out

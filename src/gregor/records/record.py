@@ -204,3 +204,30 @@ def control_record_type(record: Record) -> int:
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "control record without a valid key")
     marker_type: int = struct.unpack_from(">hh", record.key)[1]
     return marker_type
+
+
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+def build_txn_marker(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                     timestamp_ms: int) -> bytes:
+    """A COMMIT or ABORT marker batch as Kafka's transaction coordinator has it written: a
+    transactional control batch of one record, key (version 0, type), value (version 0,
+    coordinator epoch)."""
+    builder = BatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=True,
+                           is_control=True)
+    builder.append(timestamp_ms, _MARKER_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT),
+                   _MARKER_VALUE.pack(0, coordinator_epoch))
+    return builder.build()
+
+
+def txn_marker_of(record: Record) -> tuple[bool, int] | None:
+    """(commit, coordinator epoch) of a COMMIT/ABORT control record; None for other control types
+    (raft's). CORRUPT_MESSAGE when a marker's value is short."""
+    marker_type = control_record_type(record)
+    if marker_type not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return None
+    if record.value is None or len(record.value) < _MARKER_VALUE.size:
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "transaction marker without a valid value")
+    return marker_type == CONTROL_COMMIT, _MARKER_VALUE.unpack_from(record.value)[1]

@@ -3,7 +3,8 @@
 The partition state comes from the metadata image (`apply_registration`): the replica named
 leader becomes leader, the others follow it. Everything else is an event in, effects out:
 
-- leader: `append_as_leader` (produce; `await_replication` for acks=all), `read_records`,
+- leader: `append_as_leader` (produce; `await_replication` for acks=all), `append_txn_marker`
+  (WriteTxnMarkers; acks=all too), `read_records`,
   `offset_for_timestamp` and `delete_records_before` (consumers and admin clients), `fetch_for_follower`
   (a follower's fetch: its fetch offset is its log end offset, the "remote LEO"),
   `offsets_for_leader_epoch`, `on_alter_partition_response`, `tick`;
@@ -47,6 +48,7 @@ from gregor.storage.errors import StorageError
 from gregor.storage.leader_epoch_cache import UNDEFINED_EPOCH
 from gregor.storage.file_slice import FetchDataInfo
 from gregor.storage.log import AppendInfo, Log
+from gregor.storage.producer_state import ProducerEntry
 from gregor.storage.segment import OffsetPosition
 
 NO_LEADER = -1
@@ -82,8 +84,9 @@ class Partition:
         self._shrink_not_before = 0  # after the controller refused an ISR change
         self._on_high_watermark = on_high_watermark
         self._request_ids = itertools.count(1)
-        if high_watermark is not None:
-            log.high_watermark = max(min(high_watermark, log.log_end_offset), log.log_start_offset)
+        # set even without a checkpoint: the producer state learns which replayed markers are stable
+        log.high_watermark = max(min(log.log_end_offset if high_watermark is None else high_watermark,
+                                     log.log_end_offset), log.log_start_offset)
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
@@ -203,6 +206,26 @@ class Partition:
             self._maybe_increment_high_watermark(now_ms)
         return info
 
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                          now_ms: int) -> AppendInfo:
+        """Complete a producer's transaction with its COMMIT or ABORT marker (WriteTxnMarkers), as
+        an acks=all append: the caller waits with `await_replication`, as Kafka writes markers.
+
+        Raises NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS (the ISR below min.insync.replicas),
+        INVALID_PRODUCER_EPOCH and TRANSACTION_COORDINATOR_FENCED (`Log.append_txn_marker`).
+        """
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"broker {self.broker_id} is not the leader of {self.topic}-{self.index}")
+        if len(self.isr_state.committed) < self.min_insync_replicas:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"the ISR {list(self.isr_state.committed)} of {self.topic}-{self.index} is smaller than "
+                             f"min.insync.replicas {self.min_insync_replicas}")
+        info = self.log.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                          self.leader_epoch, now_ms)
+        self._maybe_increment_high_watermark(now_ms)
+        return info
+
     def await_replication(self, info: AppendInfo, token: object, now_ms: int,
                           timeout_ms: int) -> list[ProduceCompleted]:
         """acks=all: the answer now if the high watermark already passed the append, else later
@@ -229,11 +252,16 @@ class Partition:
                      isolation_level: int = READ_UNCOMMITTED, min_one_batch: bool = True) -> FetchDataInfo:
         """What a consumer may read: from the leader only (Kafka's default replica selector), fenced
         by its current leader epoch, whole batches below the high watermark. READ_COMMITTED reads
-        to the last stable offset, which is the high watermark while no transaction is open (Gregor
-        has no transactions yet)."""
+        to the last stable offset and carries the aborted transactions that overlap the batches it
+        returns, so that the consumer can drop their records."""
         self._leader_for(current_leader_epoch)
-        return self.log.read(fetch_offset, max_bytes, self.last_stable_offset if isolation_level == READ_COMMITTED
-                             else self.high_watermark, min_one_batch)
+        if isolation_level != READ_COMMITTED:
+            return self.log.read(fetch_offset, max_bytes, self.high_watermark, min_one_batch)
+        log = self.log
+        info = log.read(fetch_offset, max_bytes, self.last_stable_offset, min_one_batch)
+        if not info.slices:
+            return info._replace(aborted_transactions=())
+        return info._replace(aborted_transactions=tuple(log.aborted_transactions(fetch_offset, log.end_of_read(info))))
 
     def read_position(self, fetch_offset: int) -> OffsetPosition:
         """Where `read_records` from `fetch_offset` starts in the log, for `bytes_available`."""
@@ -252,25 +280,36 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of a transaction still open, else the high watermark."""
-        return self.high_watermark
+        """The first offset of the earliest transaction still open (or whose marker is not yet
+        replicated), else the high watermark (`Log.last_stable_offset`)."""
+        return self.log.last_stable_offset
 
-    def offset_for_timestamp(self, timestamp: int, current_leader_epoch: int = -1) -> tuple[int, int] | None:
+    def offset_for_timestamp(self, timestamp: int, current_leader_epoch: int = -1,
+                             isolation_level: int = READ_UNCOMMITTED) -> tuple[int, int] | None:
         """ListOffsets on the leader: (offset, timestamp) for Kafka's special timestamps (-1 latest:
-        the high watermark, -2 earliest and -4 earliest local: the log start, -3 the record with the
-        largest timestamp, -5 latest tiered: none without remote storage) or the first record at or
-        after `timestamp`; None when there is none."""
+        the high watermark, the last stable offset for READ_COMMITTED; -2 earliest and -4 earliest
+        local: the log start, -3 the record with the largest timestamp, -5 latest tiered: none
+        without remote storage) or the first record at or after `timestamp` below the last stable
+        offset for READ_COMMITTED (as Kafka filters it); None when there is none."""
         self._leader_for(current_leader_epoch)
         log = self.log
         if timestamp == LATEST_TIERED_TIMESTAMP:
             return None
         if timestamp == LATEST_TIMESTAMP:
-            return self.high_watermark, -1
+            return (self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark), -1
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return log.log_start_offset, -1
         if timestamp == MAX_TIMESTAMP:
             return log.max_timestamp_offset()
-        return log.offset_for_timestamp(timestamp)
+        found = log.offset_for_timestamp(timestamp)
+        if found is not None and isolation_level == READ_COMMITTED and found[0] >= self.last_stable_offset:
+            return None
+        return found
+
+    def active_producers(self) -> dict[int, ProducerEntry]:
+        """DescribeProducers on the leader: the producer state of its log (Kafka's activeProducerState)."""
+        self._leader_for(-1)
+        return dict(self.log.producer_state.producers)
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords on the leader: the log start moves to `offset` (-1: the high watermark),
@@ -315,7 +354,7 @@ class Partition:
                 return response, []
             if end.epoch < request.last_fetched_epoch or end.end_offset < request.fetch_offset:
                 response.diverging_epoch = FetchResponse.EpochEndOffset(epoch=end.epoch, end_offset=end.end_offset)
-                response.high_watermark = response.last_stable_offset = self.high_watermark
+                response.high_watermark, response.last_stable_offset = self.high_watermark, self.last_stable_offset
                 return response, []
         leader_end = log.log_end_offset
         try:
@@ -327,7 +366,7 @@ class Partition:
         effects = self._maybe_expand_isr(follower, now_ms)
         effects.extend(self._update_high_watermark(now_ms))
         response.records = records
-        response.high_watermark = response.last_stable_offset = self.high_watermark
+        response.high_watermark, response.last_stable_offset = self.high_watermark, self.last_stable_offset
         return response, effects
 
     def offsets_for_leader_epoch(self, request: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> _EpochEndOffset:

@@ -19,16 +19,15 @@ DeleteRecords are not swapped, a truncation voids the whole task.
 
 Choosing a log follows Kafka. The dirty section starts at the log's `cleaner_offset` (the
 `cleaner-offset-checkpoint` entry; the log start offset when that is outside the log) and ends at
-the first uncleanable offset, rounded down to a segment base: the active segment's base, the high
-watermark (nothing above it is cleaned), or the first dirty segment whose largest timestamp is
+the first uncleanable offset, rounded down to a segment base: the active segment's base, the last
+stable offset (nothing above it is cleaned: an open transaction may still abort), or the first dirty segment whose largest timestamp is
 within min.compaction.lag.ms of now. The dirty ratio is dirty bytes / (clean + dirty bytes);
 a log is cleanable when the ratio is above min.cleanable.dirty.ratio (strictly, as Kafka), or
 when it has dirty bytes and a dirty segment's first batch is older than max.compaction.lag.ms.
 The cleanable log with the highest ratio goes first.
 
-Where Gregor differs: transactions are not cleaned (the log holds no transactional data;
-control batches are always kept), so the dirty section ends at the high watermark rather than
-the last stable offset; a log whose cleaning fails stays uncleanable until it is reopened (Kafka:
+Transactions: aborted batches are removed and markers kept as Kafka keeps them
+(`gregor.storage.cleaned_txns`). Where Gregor differs: a log whose cleaning fails stays uncleanable until it is reopened (Kafka:
 until the broker restarts or the log moves); one offset map per running task, sized by
 `CleanerConfig.dedupe_buffer_size`.
 """
@@ -74,7 +73,7 @@ def dirtiness(log: Log, now_ms: int) -> Dirtiness:
     if not log.log_start_offset <= first_dirty <= log.log_end_offset:
         first_dirty = log.log_start_offset
     dirty_start = max(bisect_right(bases, first_dirty) - 1, 0)
-    uncleanable = min(log.high_watermark, bases[-1])
+    uncleanable = min(log.last_stable_offset, bases[-1])
     if config.min_compaction_lag_ms > 0:
         for segment in segments[dirty_start:-1]:
             if segment.largest_timestamp > now_ms - config.min_compaction_lag_ms:

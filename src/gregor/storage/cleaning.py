@@ -13,9 +13,11 @@ descriptors and never the log's mutable state. `run` then:
    later offset holds its key or it lies past the mapped section; records without a key go (as
    Kafka). Tombstones follow KIP-534, Kafka's rule for v2 batches: the first cleaning that keeps
    one stamps its batch with a delete horizon (now + delete.retention.ms), and the first
-   cleaning at or after that horizon drops it. Control batches stay, and so does (emptied if
-   need be) the batch carrying an active producer's last sequence and the batch ending right
-   before the first uncleanable offset, as Kafka keeps them.
+   cleaning at or after that horizon drops it. Batches of aborted transactions go (and are not
+   mapped); transaction markers stay while their transaction has batches, then go after
+   delete.retention.ms (`gregor.storage.cleaned_txns`); other control batches stay. The batch
+   carrying an active producer's last sequence stays (emptied if need be), and so does the batch
+   ending right before the first uncleanable offset, as Kafka keeps them.
 
 The swap itself is `LogCleaner.finish`, back on the log's thread.
 """
@@ -28,14 +30,16 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from gregor.records.batch import BATCH_HEADER_SIZE, BatchHeader, parse_header, verify_crc
-from gregor.records.record import Record, decode_records
+from gregor.records.record import Record, decode_records, txn_marker_of
 from gregor.storage.cleaned_batch import delete_horizon, empty_batch, rebuilt_batch
+from gregor.storage.cleaned_txns import CleanedTransactions
 from gregor.storage.log import MAX_UNCOMPRESSED_BYTES, Log
 from gregor.storage.offset_map import OffsetMap
 from gregor.storage.segment import (
     CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, MAX_RELATIVE_OFFSET, MIN_BATCH_LENGTH, TIME_INDEX_SUFFIX,
-    LogSegment, segment_file_prefix,
+    TXN_INDEX_SUFFIX, LogSegment, segment_file_prefix,
 )
+from gregor.storage.txn_index import AbortedTxn
 
 
 @dataclass(frozen=True)
@@ -124,9 +128,11 @@ class CleaningTask:
                         if segments[i].base_offset < first_uncleanable]
         self.producer_last_offsets = {pid: entry.batches[-1].last_offset
                                       for pid, entry in log.producer_state.producers.items() if entry.batches}
+        self._txns = CleanedTransactions(log.aborted_transactions(log.log_start_offset, first_uncleanable))
         self.stats = CleanerStats(log.topic, log.partition, first_dirty, dirty_ratio=dirty_ratio)
         self.end_offset = first_dirty
         self.replacements: list[tuple[list[LogSegment], LogSegment]] = []
+        self._kept_aborted: list[AbortedTxn] = []
         self.completed = False
         self.failed = False
         self._cancelled = threading.Event()
@@ -223,7 +229,7 @@ class CleaningTask:
                 self.stats.map_bytes_read += header.size
                 if header.last_offset < self.first_dirty:
                     continue
-                if not header.is_control:
+                if not header.is_control and not self._txns.is_aborted(header):
                     for record in self._records(header, data):
                         if record.key is not None and record.offset >= self.first_dirty:
                             if offset_map.is_full:
@@ -255,7 +261,7 @@ class CleaningTask:
     def _new_segment(self, base_offset: int) -> LogSegment:
         """An empty `.cleaned` segment (replacing any file an aborted task left at that base)."""
         prefix = segment_file_prefix(self.directory, base_offset)
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             stale = prefix + suffix + CLEANED_SUFFIX
             if os.path.exists(stale):
                 os.remove(stale)
@@ -269,6 +275,9 @@ class CleaningTask:
         self.replacements.append(([source.segment for source in group], cleaned))
         for source in group:
             self._clean_into(source, cleaned, offset_map)
+        for txn in self._kept_aborted:
+            cleaned.txn_index.append(txn)
+        self._kept_aborted = []
         cleaned.seal()
         modified_ns = group[-1].last_modified_ms * 1_000_000
         os.utime(cleaned.path, ns=(modified_ns, modified_ns))
@@ -301,7 +310,9 @@ class CleaningTask:
                 ) -> tuple[bytes | memoryview | None, int]:
         """What is written for one batch, and how many of its records survive."""
         if header.is_control:
-            return data, header.records_count
+            return self._filter_control(header, data)
+        if self._txns.on_data_batch(header):
+            return self._dropped(header)
         records = self._records(header, data)
         latest = offset_map.latest_offset
         horizon = delete_horizon(header)
@@ -316,7 +327,30 @@ class CleaningTask:
             return data, len(kept)
         if kept:
             return rebuilt_batch(header, kept, horizon), len(kept)
+        return self._dropped(header)
+
+    def _dropped(self, header: BatchHeader) -> tuple[bytes | None, int]:
+        """A batch without records left: kept empty when Kafka keeps it, else gone."""
         if (header.producer_id >= 0 and self.producer_last_offsets.get(header.producer_id) == header.last_offset) \
                 or header.last_offset + 1 == self.first_uncleanable:
             return empty_batch(header), 0
         return None, 0
+
+    def _filter_control(self, header: BatchHeader, data: memoryview) -> tuple[bytes | memoryview | None, int]:
+        """A transaction marker stays while its transaction has batches, then goes after its
+        delete horizon (stamped by the first cleaning that could remove it); others stay."""
+        records = self._records(header, data)
+        marker = txn_marker_of(records[0]) if len(records) == 1 and header.producer_id >= 0 else None
+        if marker is None:
+            return data, header.records_count
+        removable, kept_abort = self._txns.on_marker(header, marker[0])
+        if kept_abort is not None:
+            self._kept_aborted.append(kept_abort)
+        if not removable:
+            return data, header.records_count
+        horizon = delete_horizon(header)
+        if horizon is None:
+            return rebuilt_batch(header, records, self.now_ms + self.log_config.delete_retention_ms), len(records)
+        if self.now_ms < horizon:
+            return data, header.records_count
+        return self._dropped(header)

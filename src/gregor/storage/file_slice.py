@@ -12,6 +12,8 @@ import io
 import os
 from typing import NamedTuple
 
+from gregor.storage.txn_index import AbortedTxn
+
 
 class FileSlice(NamedTuple):
     """`length` bytes of whole record batches at `position` in `file`."""
@@ -29,10 +31,12 @@ class FileSlice(NamedTuple):
 
 
 class FetchDataInfo(NamedTuple):
-    """The answer to a log read: whole batches from the one containing `fetch_offset`, in order."""
+    """The answer to a log read: whole batches from the one containing `fetch_offset`, in order;
+    a read_committed read adds the aborted transactions they overlap (None for other reads)."""
 
     fetch_offset: int
     slices: tuple[FileSlice, ...]
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
     @property
     def size(self) -> int:

@@ -23,9 +23,15 @@ Choices where Kafka leaves room or Gregor differs:
   within max.compaction.lag.ms, swaps cleaned segments in with `replace_segments`, completes or
   undoes an interrupted swap at load (`gregor.storage.swap`), and keeps the cleaner's checkpoint
   (`cleaner_offset`) below the log end across truncations.
-- Transactional batches are refused with INVALID_TXN_STATE (no transaction state here). Control
-  batches are accepted (raft writes them) except from clients (`from_client`: INVALID_RECORD, as
-  Kafka's validator refuses them for the client origin).
+- Transactions (Kafka's UnifiedLog): transactional batches open a transaction of their producer
+  (`ProducerStateManager`); COMMIT/ABORT markers (`append_txn_marker`, the transaction
+  coordinator's WriteTxnMarkers, or replicated) close it, and an aborted one gets an entry in the
+  `.txnindex` of the segment its marker lands in. `last_stable_offset` is the first offset of the
+  earliest transaction open or whose marker is not yet below the high watermark, bounded by the
+  high watermark; `aborted_transactions` answers a read_committed fetch. Recovery rebuilds the
+  aborted-transaction index of every recovered segment by replaying the producer state from a
+  snapshot at or below it. Control batches are refused from clients (`from_client`:
+  INVALID_RECORD, as Kafka's validator refuses them for the client origin); raft writes its own.
 - A produce's batches are parsed and validated here only: the produce handler reads nothing of
   them but the magic byte that tells a legacy message set (up-converted first) from v2 batches.
 """
@@ -43,16 +49,18 @@ from gregor.records.batch import (
     LOG_OVERHEAD, BatchHeader, scan_batches, set_base_offset, set_log_append_time,
     set_partition_leader_epoch, validate_batch,
 )
-from gregor.records.record import decode_records
+from gregor.records.record import build_txn_marker, decode_records, txn_marker_of
 from gregor.storage.errors import StorageError
 from gregor.storage.file_slice import FetchDataInfo, FileSlice
 from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from gregor.storage.log_config import LogConfig
-from gregor.storage.producer_state import ProducerStateManager
+from gregor.storage.producer_state import CompletedTxn, ProducerStateManager, TxnMarker
 from gregor.storage.segment import (
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, OffsetPosition,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment,
+    OffsetPosition,
 )
 from gregor.storage.swap import complete_interrupted_swaps
+from gregor.storage.txn_index import AbortedTxn
 
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 _STALE_SUFFIXES = (".tmp", DELETED_SUFFIX)
@@ -103,7 +111,7 @@ class Log:
         self.leader_epoch_cache = LeaderEpochCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
-        self.high_watermark = 0
+        self._high_watermark = 0
         self.last_flush_ms = now_ms
         self.truncated_bytes_at_load = 0
         self.cleaner_offset = 0
@@ -120,8 +128,8 @@ class Log:
                           self.config.segment_index_bytes, now_ms)
 
     def _load(self, now_ms: int, clean_shutdown: bool) -> None:
-        complete_interrupted_swaps(self.directory, self.config.index_interval_bytes,
-                                   self.config.segment_index_bytes, now_ms)
+        swapped = complete_interrupted_swaps(self.directory, self.config.index_interval_bytes,
+                                             self.config.segment_index_bytes, now_ms)
         names = os.listdir(self.directory)
         for name in names:
             if name.endswith(_STALE_SUFFIXES):
@@ -138,7 +146,7 @@ class Log:
                 segment.destroy()
                 broken = True
                 continue
-            needs_recovery = not clean_shutdown and base >= recover_from
+            needs_recovery = (not clean_shutdown and base >= recover_from) or base in swapped
             if needs_recovery or not segment.load():
                 if first_recovered is None:
                     first_recovered = base
@@ -155,9 +163,12 @@ class Log:
         if self.log_start_offset > self.log_end_offset:
             self._truncate_fully_and_start_at(self.log_start_offset, now_ms)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        self._load_producer_state()
+        if first_recovered is not None:
+            for segment in self.segments[self._segment_index(first_recovered):]:
+                segment.txn_index.reset()  # everything after a recovered segment is rebuilt with it
+        self._load_producer_state(first_recovered)
         self._load_leader_epochs(first_recovered)
-        self.high_watermark = self.log_end_offset
+        self._high_watermark = self.log_end_offset  # transactions replayed stay unstable until it is set
 
     def _load_leader_epochs(self, first_recovered: int | None) -> None:
         """Checkpointed epochs, plus the newer ones of the batches recovery re-read (all of them
@@ -178,18 +189,49 @@ class Log:
 
     def _remove_orphan_indexes(self, names: list[str], bases: set[int]) -> None:
         for name in names:
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 stem = name[:-len(suffix)]
                 if name.endswith(suffix) and stem.isdigit() and int(stem) not in bases:
                     os.remove(os.path.join(self.directory, name))
 
-    def _load_producer_state(self) -> None:
-        """Newest snapshot at or below the log end, then the batch headers after it."""
-        start = max(self.producer_state.load_snapshot(self.log_end_offset), 0)
+    def _load_producer_state(self, rebuild_txn_index_from: int | None = None) -> None:
+        """Newest snapshot at or below the log end, then the batch headers after it (markers decoded).
+
+        `rebuild_txn_index_from`: the base of the first recovered segment, whose aborted-transaction
+        indexes (and those of every later segment) were emptied: the replay starts at a snapshot
+        no later than it and writes their entries again.
+        """
+        state = self.producer_state
+        start = max(state.load_snapshot(self.log_end_offset, rebuild_txn_index_from), 0)
         for segment in self.segments[self._segment_index(start):]:
-            for _, header in segment.batches(segment.offset_index.lookup(start)[1]):
-                if header.base_offset >= start:
-                    self.producer_state.update(header, header.base_offset)
+            rebuild = rebuild_txn_index_from is not None and segment.base_offset >= rebuild_txn_index_from
+            for position, header in segment.batches(segment.offset_index.lookup(start)[1]):
+                if header.base_offset >= start and header.producer_id >= 0:
+                    marker = None
+                    if header.is_control:
+                        marker = self._marker(segment.read_batch(position, header), 0, header)
+                        if marker is None:
+                            continue
+                    completed = state.update(header, header.base_offset, marker)
+                    if completed is not None:
+                        self._complete_txn(completed, segment if rebuild else None)
+
+    @staticmethod
+    def _marker(data: bytes | bytearray, pos: int, header: BatchHeader) -> TxnMarker | None:
+        """The COMMIT/ABORT marker a control batch holds; None for other control batches."""
+        records = decode_records(data, pos, header, MAX_UNCOMPRESSED_BYTES)
+        if len(records) != 1:
+            raise StorageError(ErrorCode.INVALID_RECORD, f"control batch holds {len(records)} records, not 1")
+        found = txn_marker_of(records[0])
+        if found is None:
+            return None
+        return TxnMarker(found[0], header.producer_epoch, found[1], header.max_timestamp)
+
+    def _complete_txn(self, txn: CompletedTxn, segment: LogSegment | None) -> None:
+        """A marker closed `txn`; an aborted one is indexed in `segment` (the marker's) when given."""
+        last_stable = self.producer_state.complete(txn)
+        if txn.aborted and segment is not None:
+            segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, last_stable))
 
     # -- offsets
 
@@ -200,6 +242,53 @@ class Log:
     @property
     def log_end_offset(self) -> int:
         return self.segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = offset
+        self.producer_state.on_high_watermark(offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed reads stop: the first offset of the earliest transaction still open
+        or whose marker is not yet below the high watermark (not below the log start offset, as in
+        Kafka: DeleteRecords may have removed its start), else the high watermark."""
+        unstable = self.producer_state.first_unstable_offset()
+        if unstable is None or unstable >= self._high_watermark:
+            return self._high_watermark
+        return max(unstable, self.log_start_offset)
+
+    def end_of_read(self, info: FetchDataInfo) -> int:
+        """The offset after the last batch a read returned (Kafka's fetchUpperBoundOffset): the
+        next batch's base offset (one header read), the next segment's base, or the log end."""
+        if not info.slices:
+            return info.fetch_offset
+        last = info.slices[-1]
+        for index in range(self._segment_index(info.fetch_offset), len(self.segments)):
+            segment = self.segments[index]
+            if segment.file is last.file:
+                end = last.position + last.length
+                following = next(segment.batches(end), None) if end < segment.size else None
+                if following is not None:
+                    return following[1].base_offset
+                return self.segments[index + 1].base_offset if index + 1 < len(self.segments) else self.log_end_offset
+        return self.log_end_offset
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed
+        fetch (Kafka's collectAbortedTransactions): the segment holding `fetch_offset` and those
+        after it, until an entry shows that no later abort can reach back into the range."""
+        found: list[AbortedTxn] = []
+        for segment in self.segments[self._segment_index(fetch_offset):]:
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found.extend(entries)
+            if complete:
+                break
+        return found
 
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self.segments)
@@ -255,15 +344,20 @@ class Log:
                 self._require_keys(data, pos, header)
             if header.is_control and from_client:
                 raise StorageError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-            if header.is_transactional:
-                raise StorageError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
+            if header.is_transactional and header.producer_id < 0:
+                raise StorageError(ErrorCode.INVALID_RECORD, "a transactional batch needs a producer id")
             if header.producer_id >= 0:
                 if producers is None:
                     producers = self.producer_state.begin_append()
-                duplicate = producers.check(header, offset)
-                if duplicate is not None:
-                    return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1,
-                                      self.log_start_offset, 0, duplicate=True)
+                if header.is_control:
+                    marker = self._marker(data, pos, header)
+                    if marker is not None:
+                        producers.check_marker(header.producer_id, marker, offset)
+                else:
+                    duplicate = producers.check(header, offset)
+                    if duplicate is not None:
+                        return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1,
+                                          self.log_start_offset, 0, duplicate=True)
             if log_append_time:
                 set_log_append_time(data, pos, header, now_ms)
                 timestamp = now_ms
@@ -286,13 +380,24 @@ class Log:
         except OSError as error:
             raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
         if producers is not None:
-            producers.commit()
+            for txn in producers.commit():
+                self._complete_txn(txn, segment)
         if leader_epoch >= 0:
             self.leader_epoch_cache.assign(leader_epoch, first_offset)
         if self.log_end_offset - self.recovery_point >= config.flush_messages:
             self.flush(now_ms)
         return AppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,
                           self.log_start_offset, record_count)
+
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                          leader_epoch: int, now_ms: int) -> AppendInfo:
+        """Complete the producer's transaction: append its COMMIT or ABORT marker as leader.
+
+        Raises INVALID_PRODUCER_EPOCH (an epoch below the producer's), TRANSACTION_COORDINATOR_FENCED
+        (a coordinator epoch below the last marker's), besides the append's errors.
+        """
+        marker = build_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms)
+        return self.append_as_leader(marker, leader_epoch, now_ms)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> AppendInfo:
         """Append batches fetched from the leader as they are: offsets, epochs and timestamps kept.
@@ -337,8 +442,15 @@ class Log:
             segment.append(data, described, now_ms)
         except OSError as error:
             raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
+        position = 0
         for header in headers:
-            self.producer_state.update(header, header.base_offset)
+            if header.producer_id >= 0:
+                marker = self._marker(data, position, header) if header.is_control else None
+                if not header.is_control or marker is not None:
+                    completed = self.producer_state.update(header, header.base_offset, marker)
+                    if completed is not None:
+                        self._complete_txn(completed, segment)
+            position += header.size
             if header.partition_leader_epoch >= 0:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 

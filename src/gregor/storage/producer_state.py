@@ -1,4 +1,4 @@
-"""Idempotent-producer state of one partition: epoch and last sequences per producer id.
+"""Producer state of one partition: epoch, last sequences and ongoing transaction per producer id.
 
 Rules (Kafka's ProducerStateManager / ProducerAppendInfo for appends from clients):
 
@@ -13,16 +13,34 @@ Rules (Kafka's ProducerStateManager / ProducerAppendInfo for appends from client
 | unknown producer id, any sequence                      | accepted (Kafka >= 2.5, KIP-360: the |
 |                                                        | state may have been lost to          |
 |                                                        | retention or DeleteRecords)          |
+| non-transactional batch while the producer has a       | INVALID_TXN_STATE                    |
+| transaction open                                       |                                      |
+| transactional batch, no transaction open               | opens one at the batch's offset      |
+| COMMIT/ABORT marker (control batch) with an epoch      | INVALID_PRODUCER_EPOCH               |
+| below the producer's                                   |                                      |
+| marker with a coordinator epoch below the producer's   | TRANSACTION_COORDINATOR_FENCED       |
+| marker                                                 | closes the open transaction (if any: |
+|                                                        | a marker without data completes      |
+|                                                        | nothing), takes its epochs           |
 
 Changes of one append are collected in a `ProducerAppend` and applied only once the batches are
-written, so a rejected request leaves no trace. Replaying the log (`update`) applies batches
-without checks, as Kafka does for its own log.
+written, so a rejected request leaves no trace. Replaying the log (`update`: recovery, followers)
+applies batches without checks, as Kafka does for its own log and for replication.
+
+Transactions and the last stable offset (Kafka's ongoingTxns / unreplicatedTxns): a transaction is
+open from its first batch until its marker is appended, then "unreplicated" until the high
+watermark passes the marker (`on_high_watermark`). The first unstable offset is the first offset
+of the earliest of either; the log's last stable offset is that, bounded by the high watermark.
 
 Snapshot file `<20-digit offset>.snapshot` holds the state of every batch below that offset.
-Format (big-endian): version int16 (=1), crc uint32 (CRC32C of everything after it), producer
-count int32, then per producer: producer id int64, epoch int16, last timestamp int64, batch count
-int8, then per batch (oldest first): first sequence int32, last sequence int32, first offset
-int64, last offset int64. A snapshot that is short or fails its CRC is ignored.
+Format (big-endian): version int16 (=2), crc uint32 (CRC32C of everything after it), producer
+count int32, then per producer: producer id int64, epoch int16, last timestamp int64, coordinator
+epoch int32, current transaction first offset int64 (-1: none; Kafka's CurrentTxnFirstOffset),
+batch count int8, then per batch (oldest first): first sequence int32, last sequence int32, first
+offset int64, last offset int64. Version 1 (written before transactions: no coordinator epoch and
+no transaction offset) is still read. A snapshot that is short or fails its CRC is ignored.
+Gregor keeps the last five batches per producer where Kafka's snapshot keeps the last one, which is
+why the layout is Gregor's own.
 """
 
 from __future__ import annotations
@@ -41,9 +59,11 @@ CACHED_BATCHES = 5
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOTS_KEPT = 2
 MAX_SEQUENCE = 0x7FFFFFFF
-_VERSION = 1
+NO_OFFSET = -1
+_VERSION = 2
 _HEAD = struct.Struct(">hIi")
-_PRODUCER = struct.Struct(">qhqb")
+_PRODUCER_V1 = struct.Struct(">qhqb")
+_PRODUCER = struct.Struct(">qhqiqb")
 _BATCH = struct.Struct(">iiqq")
 
 
@@ -54,18 +74,46 @@ class BatchMetadata(NamedTuple):
     last_offset: int
 
 
+class TxnMarker(NamedTuple):
+    """A decoded COMMIT/ABORT control record: the marker's producer epoch and coordinator epoch."""
+
+    commit: bool
+    producer_epoch: int
+    coordinator_epoch: int
+    timestamp: int
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction closed by the marker at `last_offset`."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 class ProducerEntry:
     """What the partition remembers of one producer id."""
 
-    __slots__ = ("epoch", "batches", "last_timestamp")
+    __slots__ = ("epoch", "batches", "last_timestamp", "coordinator_epoch", "current_txn_first_offset")
 
-    def __init__(self, epoch: int, batches: deque[BatchMetadata] | None = None, last_timestamp: int = -1) -> None:
+    def __init__(self, epoch: int, batches: deque[BatchMetadata] | None = None, last_timestamp: int = -1,
+                 coordinator_epoch: int = -1, current_txn_first_offset: int = NO_OFFSET) -> None:
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = batches if batches is not None else deque(maxlen=CACHED_BATCHES)
         self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_first_offset = current_txn_first_offset
 
     def copy(self) -> ProducerEntry:
-        return ProducerEntry(self.epoch, deque(self.batches, maxlen=CACHED_BATCHES), self.last_timestamp)
+        return ProducerEntry(self.epoch, deque(self.batches, maxlen=CACHED_BATCHES), self.last_timestamp,
+                             self.coordinator_epoch, self.current_txn_first_offset)
+
+    def with_epoch(self, epoch: int) -> ProducerEntry:
+        """A copy in `epoch`: a new epoch forgets the sequences, keeps the transaction state."""
+        if epoch == self.epoch:
+            return self.copy()
+        return ProducerEntry(epoch, None, self.last_timestamp, self.coordinator_epoch, self.current_txn_first_offset)
 
     @property
     def last_sequence(self) -> int:
@@ -78,10 +126,21 @@ class ProducerEntry:
         return None
 
     def add(self, header: BatchHeader, first_offset: int) -> None:
+        """A data batch: its sequences, and the transaction it opens."""
         if header.base_sequence >= 0:
             self.batches.append(BatchMetadata(header.base_sequence, header.last_sequence, first_offset,
                                               first_offset + header.last_offset_delta))
         self.last_timestamp = max(self.last_timestamp, header.max_timestamp)
+        if header.is_transactional and self.current_txn_first_offset < 0:
+            self.current_txn_first_offset = first_offset
+
+    def end_txn(self, producer_id: int, marker: TxnMarker, offset: int) -> CompletedTxn | None:
+        """A marker at `offset`: the transaction it closes (none when it closes no data)."""
+        first = self.current_txn_first_offset
+        self.current_txn_first_offset = NO_OFFSET
+        self.coordinator_epoch = marker.coordinator_epoch
+        self.last_timestamp = max(self.last_timestamp, marker.timestamp)
+        return None if first < 0 else CompletedTxn(producer_id, first, offset, not marker.commit)
 
 
 def _in_sequence(last_sequence: int, next_sequence: int) -> bool:
@@ -94,13 +153,16 @@ class ProducerAppend:
     def __init__(self, manager: ProducerStateManager) -> None:
         self._manager = manager
         self._pending: dict[int, ProducerEntry] = {}
+        self._completed: list[CompletedTxn] = []
+
+    def _entry(self, producer_id: int) -> ProducerEntry | None:
+        entry = self._pending.get(producer_id)
+        return entry if entry is not None else self._manager.producers.get(producer_id)
 
     def check(self, header: BatchHeader, first_offset: int) -> BatchMetadata | None:
         """Validate a client batch that will get `first_offset`; the original batch if it is a duplicate."""
         producer_id = header.producer_id
-        entry = self._pending.get(producer_id)
-        if entry is None:
-            entry = self._manager.producers.get(producer_id)
+        entry = self._entry(producer_id)
         epoch = header.producer_epoch
         if entry is not None:
             if epoch < entry.epoch:
@@ -114,20 +176,43 @@ class ProducerAppend:
                     raise StorageError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                        f"producer {producer_id} sent sequence {header.base_sequence}, "
                                        f"expected {(entry.last_sequence + 1) & MAX_SEQUENCE}")
-                if producer_id not in self._pending:
-                    entry = self._pending[producer_id] = entry.copy()
-                entry.add(header, first_offset)
-                return None
-            if header.base_sequence != 0:
+            elif header.base_sequence != 0:
                 raise StorageError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                    f"new epoch {epoch} of producer {producer_id} starts at sequence "
                                    f"{header.base_sequence}, not 0")
-        entry = self._pending[producer_id] = ProducerEntry(epoch)
+            if entry.current_txn_first_offset >= 0 and not header.is_transactional:
+                raise StorageError(ErrorCode.INVALID_TXN_STATE,
+                                   f"producer {producer_id} wrote a non-transactional batch inside its "
+                                   f"transaction open since offset {entry.current_txn_first_offset}")
+            if producer_id not in self._pending or epoch != entry.epoch:
+                entry = self._pending[producer_id] = entry.with_epoch(epoch)
+        else:
+            entry = self._pending[producer_id] = ProducerEntry(epoch)
         entry.add(header, first_offset)
         return None
 
-    def commit(self) -> None:
-        self._manager.producers.update(self._pending)
+    def check_marker(self, producer_id: int, marker: TxnMarker, offset: int) -> None:
+        """Validate a COMMIT/ABORT marker the transaction coordinator writes at `offset`."""
+        entry = self._entry(producer_id)
+        if entry is None:
+            entry = ProducerEntry(marker.producer_epoch)
+        elif marker.producer_epoch < entry.epoch:
+            raise StorageError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                               f"marker for producer {producer_id} has epoch {marker.producer_epoch}, older "
+                               f"than the current {entry.epoch}")
+        elif marker.coordinator_epoch < entry.coordinator_epoch:
+            raise StorageError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                               f"marker for producer {producer_id} comes from coordinator epoch "
+                               f"{marker.coordinator_epoch}, older than {entry.coordinator_epoch}")
+        entry = self._pending[producer_id] = entry.with_epoch(marker.producer_epoch)
+        completed = entry.end_txn(producer_id, marker, offset)
+        if completed is not None:
+            self._completed.append(completed)
+
+    def commit(self) -> list[CompletedTxn]:
+        """Apply the changes; the transactions the append's markers closed, for the log to index."""
+        self._manager.apply(self._pending)
+        return self._completed
 
 
 class ProducerStateManager:
@@ -136,28 +221,75 @@ class ProducerStateManager:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self.unreplicated: list[CompletedTxn] = []  # closed, the marker not yet below the high watermark
 
     def begin_append(self) -> ProducerAppend:
         return ProducerAppend(self)
 
-    def update(self, header: BatchHeader, first_offset: int) -> None:
-        """Apply a batch read back from the log (no checks: the log already accepted it)."""
-        if header.producer_id < 0:
-            return
-        entry = self.producers.get(header.producer_id)
-        if entry is None or header.producer_epoch != entry.epoch:
-            entry = self.producers[header.producer_id] = ProducerEntry(header.producer_epoch)
+    def apply(self, entries: dict[int, ProducerEntry]) -> None:
+        """Take new entries (of a checked append), keeping the open transactions in step."""
+        for producer_id, entry in entries.items():
+            self.producers[producer_id] = entry
+            if entry.current_txn_first_offset >= 0:
+                self.ongoing[producer_id] = entry.current_txn_first_offset
+
+    def update(self, header: BatchHeader, first_offset: int, marker: TxnMarker | None = None) -> CompletedTxn | None:
+        """Apply a batch read back from the log or replicated (no checks: the leader checked);
+        a marker's batch comes with `marker` decoded. The transaction a marker closed, if any."""
+        producer_id = header.producer_id
+        if producer_id < 0:
+            return None
+        entry = self.producers.get(producer_id)
+        epoch = marker.producer_epoch if marker is not None else header.producer_epoch
+        if entry is None or entry.epoch != epoch:
+            entry = self.producers[producer_id] = ProducerEntry(epoch) if entry is None else entry.with_epoch(epoch)
+        if marker is not None:
+            return entry.end_txn(producer_id, marker, first_offset)
         entry.add(header, first_offset)
+        if entry.current_txn_first_offset >= 0:
+            self.ongoing[producer_id] = entry.current_txn_first_offset
+        return None
+
+    def complete(self, txn: CompletedTxn) -> int:
+        """Close `txn` (its marker was appended); returns the last stable offset Kafka's index
+        records with it: the first offset of the earliest other open transaction, else the offset
+        after the marker."""
+        self.ongoing.pop(txn.producer_id, None)
+        last_stable = min(self.ongoing.values(), default=txn.last_offset + 1)
+        self.unreplicated.append(txn)
+        return last_stable
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Transactions whose marker is below the high watermark are stable."""
+        if self.unreplicated and self.unreplicated[0].last_offset < high_watermark:
+            self.unreplicated = [txn for txn in self.unreplicated if txn.last_offset >= high_watermark]
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest transaction open or not yet replicated; None without one."""
+        if not self.ongoing and not self.unreplicated:
+            return None
+        return min([*self.ongoing.values(), *(txn.first_offset for txn in self.unreplicated)])
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
-        """Forget producers idle for `producer.id.expiration.ms` (by their last batch timestamp)."""
-        expired = [pid for pid, entry in self.producers.items() if now_ms - entry.last_timestamp >= expiration_ms]
+        """Forget producers idle for `producer.id.expiration.ms` (by their last batch timestamp);
+        a producer with a transaction open stays, as in Kafka."""
+        expired = [pid for pid, entry in self.producers.items()
+                   if now_ms - entry.last_timestamp >= expiration_ms and entry.current_txn_first_offset < 0]
         for producer_id in expired:
             del self.producers[producer_id]
         return len(expired)
 
     def clear(self) -> None:
         self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
+
+    def _reset(self, producers: dict[int, ProducerEntry]) -> None:
+        self.producers = producers
+        self.ongoing = {pid: entry.current_txn_first_offset for pid, entry in producers.items()
+                        if entry.current_txn_first_offset >= 0}
+        self.unreplicated = []
 
     # -- snapshots
 
@@ -176,7 +308,8 @@ class ProducerStateManager:
         """Persist the state as of `offset` (temp file, fsync, rename); keep the newest two."""
         body = bytearray(struct.pack(">i", len(self.producers)))
         for producer_id, entry in self.producers.items():
-            body += _PRODUCER.pack(producer_id, entry.epoch, entry.last_timestamp, len(entry.batches))
+            body += _PRODUCER.pack(producer_id, entry.epoch, entry.last_timestamp, entry.coordinator_epoch,
+                                   entry.current_txn_first_offset, len(entry.batches))
             for batch in entry.batches:
                 body += _BATCH.pack(*batch)
         data = struct.pack(">hI", _VERSION, crc32c(body)) + body
@@ -194,40 +327,52 @@ class ProducerStateManager:
             if snapshot > offset:
                 os.remove(self.snapshot_path(snapshot))
 
-    def load_snapshot(self, max_offset: int) -> int:
-        """Load the newest readable snapshot at or below `max_offset`; its offset, or -1 with no state.
+    def load_snapshot(self, max_offset: int, at_or_below: int | None = None) -> int:
+        """Load the newest readable snapshot at or below `max_offset` (and `at_or_below`, when a
+        replay must start no later); its offset, or -1 with no state.
 
         Snapshots above `max_offset` describe data that is gone and are deleted.
         """
         self.delete_snapshots_above(max_offset)
+        limit = max_offset if at_or_below is None else min(max_offset, at_or_below)
         for offset in reversed(self.snapshot_offsets()):
-            producers = self._read(self.snapshot_path(offset))
+            if offset > limit:
+                continue
+            producers = read_snapshot(self.snapshot_path(offset))
             if producers is not None:
-                self.producers = producers
+                self._reset(producers)
                 return offset
-        self.producers = {}
+        self._reset({})
         return -1
 
-    @staticmethod
-    def _read(path: str) -> dict[int, ProducerEntry] | None:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        if len(data) < _HEAD.size:
-            return None
-        version, crc, count = _HEAD.unpack_from(data)
-        if version != _VERSION or crc32c(memoryview(data)[6:]) != crc:
-            return None
-        producers: dict[int, ProducerEntry] = {}
-        pos = _HEAD.size
-        try:
-            for _ in range(count):
-                producer_id, epoch, last_timestamp, batch_count = _PRODUCER.unpack_from(data, pos)
+
+def read_snapshot(path: str) -> dict[int, ProducerEntry] | None:
+    """The producers of a snapshot file; None when it is short, damaged or of an unknown version."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if len(data) < _HEAD.size:
+        return None
+    version, crc, count = _HEAD.unpack_from(data)
+    if version not in (1, _VERSION) or crc32c(memoryview(data)[6:]) != crc:
+        return None
+    producers: dict[int, ProducerEntry] = {}
+    pos = _HEAD.size
+    try:
+        for _ in range(count):
+            if version == 1:
+                producer_id, epoch, last_timestamp, batch_count = _PRODUCER_V1.unpack_from(data, pos)
+                coordinator_epoch, txn_first_offset = -1, NO_OFFSET
+                pos += _PRODUCER_V1.size
+            else:
+                (producer_id, epoch, last_timestamp, coordinator_epoch, txn_first_offset,
+                 batch_count) = _PRODUCER.unpack_from(data, pos)
                 pos += _PRODUCER.size
-                batches: deque[BatchMetadata] = deque(maxlen=CACHED_BATCHES)
-                for _ in range(batch_count):
-                    batches.append(BatchMetadata._make(_BATCH.unpack_from(data, pos)))
-                    pos += _BATCH.size
-                producers[producer_id] = ProducerEntry(epoch, batches, last_timestamp)
-        except struct.error:
-            return None
-        return producers
+            batches: deque[BatchMetadata] = deque(maxlen=CACHED_BATCHES)
+            for _ in range(batch_count):
+                batches.append(BatchMetadata._make(_BATCH.unpack_from(data, pos)))
+                pos += _BATCH.size
+            producers[producer_id] = ProducerEntry(epoch, batches, last_timestamp, coordinator_epoch,
+                                                   txn_first_offset)
+    except struct.error:
+        return None
+    return producers

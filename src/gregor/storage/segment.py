@@ -1,10 +1,12 @@
-"""One log segment: `<20-digit base offset>.log` with its `.index` and `.timeindex`.
+"""One log segment: `<20-digit base offset>.log` with its `.index`, `.timeindex` and `.txnindex`.
 
 The segment appends batches that the log has already validated and numbered, adding an index
 entry every `index.interval.bytes`. Reads locate the batch holding an offset with the offset index
 plus a forward walk over batch headers (read in small chunks, never decoded past the header) and
 return a file region of whole batches. Recovery re-reads every batch, checks its CRC and rebuilds
-both indexes, truncating at the first torn or corrupt batch.
+both offset and time indexes, truncating at the first torn or corrupt batch. The aborted-transaction
+index is the log's to rebuild (it replays the producer state over recovered segments: an entry
+needs the transactions open before the segment).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from gregor.records.record import decode_records
 from gregor.storage.file_slice import FileSlice
 from gregor.storage.offset_index import OffsetIndex
 from gregor.storage.time_index import TimeIndex
+from gregor.storage.txn_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -65,6 +69,7 @@ class LogSegment:
         self.size = os.fstat(self.fd).st_size
         self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX + suffix, base_offset, max_index_bytes)
         self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX + suffix, base_offset, max_index_bytes)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX + suffix)
         if self.size == 0:
             self.offset_index.create()
             self.time_index.create()
@@ -246,7 +251,7 @@ class LogSegment:
         self.last_modified_ms = int(os.fstat(self.fd).st_mtime * 1000)
         if self.size and not (os.path.exists(self.offset_index.path) and os.path.exists(self.time_index.path)):
             return False
-        if not self.offset_index.load(self.size) or not self.time_index.load():
+        if not self.offset_index.load(self.size) or not self.time_index.load() or not self.txn_index.load():
             return False
         if self.offset_index.entries:
             try:
@@ -345,6 +350,7 @@ class LogSegment:
         position, header = found
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         removed = self.size - position
         os.ftruncate(self.fd, position)
         self.size = position
@@ -363,6 +369,7 @@ class LogSegment:
         os.fsync(self.fd)
         self.offset_index.fsync()
         self.time_index.fsync()
+        self.txn_index.fsync()
 
     def close(self) -> None:
         self.seal()
@@ -375,6 +382,7 @@ class LogSegment:
         self.path += DELETED_SUFFIX
         self.offset_index.rename(self.offset_index.path + DELETED_SUFFIX)
         self.time_index.rename(self.time_index.path + DELETED_SUFFIX)
+        self.txn_index.rename(self.txn_index.path + DELETED_SUFFIX)
         self.deleted_at_ms = now_ms
 
     def rename_suffix(self, suffix: str) -> None:
@@ -382,7 +390,7 @@ class LogSegment:
         def renamed(path: str) -> str:
             return path[:len(path) - len(self.suffix)] + suffix
 
-        for index in (self.offset_index, self.time_index):
+        for index in (self.offset_index, self.time_index, self.txn_index):
             index.rename(renamed(index.path))
         path = renamed(self.path)
         os.replace(self.path, path)
@@ -393,6 +401,7 @@ class LogSegment:
         """Close and remove the files for good."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.file.close()
         if os.path.exists(self.path):
             os.remove(self.path)

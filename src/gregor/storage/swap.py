@@ -25,10 +25,10 @@ from __future__ import annotations
 import os
 
 from gregor.storage.segment import (
-    CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment,
+    CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment,
 )
 
-_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 def _base_offset(name: str, suffix: str) -> int | None:
@@ -44,8 +44,11 @@ def _base_offset(name: str, suffix: str) -> int | None:
 
 
 def complete_interrupted_swaps(directory: str, index_interval_bytes: int, max_index_bytes: int,
-                               now_ms: int) -> None:
-    """Bring the directory to the state before or after each interrupted replacement (see above)."""
+                               now_ms: int) -> list[int]:
+    """Bring the directory to the state before or after each interrupted replacement (see above).
+
+    Returns the base offsets of the segments swapped in: the log recovers them, which rebuilds
+    their aborted-transaction index (a `.txnindex.swap` may have been renamed or removed)."""
     names = os.listdir(directory)
     cleaned = {name: base for name in names if (base := _base_offset(name, CLEANED_SUFFIX)) is not None}
     min_cleaned = min(cleaned.values(), default=None)
@@ -68,6 +71,7 @@ def complete_interrupted_swaps(directory: str, index_interval_bytes: int, max_in
         _delete_replaced(directory, base, segment.next_offset)
         segment.rename_suffix("")
         segment.close()
+    return sorted(swap_logs)
 
 
 def _delete_replaced(directory: str, start: int, end: int) -> None:

@@ -25,6 +25,10 @@ from gregor.metadata.authorizer import STANDARD_AUTHORIZER
 from gregor.protocol.error_codes import ErrorCode as E
 from gregor.protocol.headers import encode_request
 from gregor.protocol.messages import (
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+    EndTxnRequest, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+)
+from gregor.protocol.messages import (
     AlterClientQuotasRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
@@ -51,7 +55,9 @@ class Node:
     def __init__(self, broker: Broker) -> None:
         services = BrokerServices(partitions=broker.partitions, metadata=broker.metadata,
                                   controller=broker.controller, groups=broker.groups, metrics=broker.events,
-                                  shares=broker.shares, authorizer=broker.authorizer, quotas=broker.quotas)
+                                  shares=broker.shares, authorizer=broker.authorizer, quotas=broker.quotas,
+                                  transactions=broker.transactions,
+                                  transaction_completed=broker.groups.transaction_completed)
         self.dispatcher = Dispatcher(client_handlers(), partial(BrokerContext, services), broker.clock)
 
     async def call(self, principal: str, request: Any, version: int) -> Any:
@@ -201,6 +207,34 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
     ("ShareAcknowledge", lambda: ShareAcknowledgeRequest(group_id=GROUP, member_id="m",
                                                          share_session_epoch=1, topics=[]), 1,
      lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("AddPartitionsToTxn", lambda: AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]), 3,
+     lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+     E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    ("AddPartitionsToTxn v4 (from a broker)", lambda: AddPartitionsToTxnRequest(transactions=[
+        AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+            transactional_id=TXN, producer_id=1, producer_epoch=0, verify_only=True, topics=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])])]), 4,
+     lambda r: r.error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("AddOffsetsToTxn", lambda: AddOffsetsToTxnRequest(transactional_id=TXN, producer_id=1, producer_epoch=0,
+                                                       group_id=GROUP), 3,
+     lambda r: r.error_code, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    ("EndTxn", lambda: EndTxnRequest(transactional_id=TXN, producer_id=1, producer_epoch=0, committed=True), 3,
+     lambda r: r.error_code, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    ("TxnOffsetCommit", lambda: TxnOffsetCommitRequest(
+        transactional_id=TXN, group_id=GROUP, producer_id=1, producer_epoch=0, topics=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=0)])]), 3,
+     _topic_of, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    ("WriteTxnMarkers", lambda: WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=1, producer_epoch=0, transaction_result=False, coordinator_epoch=0, topics=[
+            WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=TOPIC, partition_indexes=[0])])]), 1,
+     lambda r: r.markers[0].topics[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("DescribeProducers", lambda: DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+        name=TOPIC, partition_indexes=[0])]), 0, _topic_of, E.TOPIC_AUTHORIZATION_FAILED),
+    ("DescribeTransactions", lambda: DescribeTransactionsRequest(transactional_ids=[TXN]), 0,
+     lambda r: r.transaction_states[0].error_code, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
     ("ReadShareGroupState", lambda: ReadShareGroupStateRequest(group_id=GROUP, topics=[
         ReadShareGroupStateRequest.ReadStateData(topic_id=uuid.uuid4(), partitions=[
             ReadShareGroupStateRequest.PartitionData(partition=0, leader_epoch=0)])]), 0,

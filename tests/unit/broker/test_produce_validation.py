@@ -51,8 +51,8 @@ def _produce(partitions: _Partitions, records: bytes, version: int = 9) -> tuple
     return ErrorCode(answer.error_code), partitions.replica.log.log_end_offset
 
 
-def _special(transactional: bool = False, control: bool = False) -> bytes:
-    builder = BatchBuilder(producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=transactional,
+def _special(transactional: bool = False, control: bool = False, sequence: int = 0) -> bytes:
+    builder = BatchBuilder(producer_id=7, producer_epoch=0, base_sequence=sequence, is_transactional=transactional,
                            is_control=control)
     builder.append(NOW, b"\x00\x00\x00\x00" if control else None, b"v")
     return builder.build()
@@ -84,8 +84,8 @@ def test_a_produce_parses_each_batch_header_once(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("records,version,expected", [
-    (_special(transactional=True), 9, ErrorCode.INVALID_TXN_STATE),
-    (batch(1) + _special(transactional=True), 9, ErrorCode.INVALID_TXN_STATE),
+    (_special(transactional=True) + _special(sequence=1), 9, ErrorCode.INVALID_TXN_STATE),
+    (batch(1) + _special(transactional=True) + _special(sequence=1), 9, ErrorCode.INVALID_TXN_STATE),
     (_special(control=True), 9, ErrorCode.INVALID_RECORD),
     (_corrupt_crc(batch(2)), 9, ErrorCode.CORRUPT_MESSAGE),
     (_lying_delta(batch(2)), 9, ErrorCode.INVALID_RECORD),
@@ -93,7 +93,7 @@ def test_a_produce_parses_each_batch_header_once(tmp_path, monkeypatch):
     (batch(1) + b"\x00" * 7, 9, ErrorCode.CORRUPT_MESSAGE),
     (b"", 9, ErrorCode.CORRUPT_MESSAGE),
     (build_legacy([(0, NOW, None, b"v")], 1), 3, ErrorCode.INVALID_RECORD),
-], ids=["transactional", "transactional-second-batch", "control-from-a-client", "bad-crc", "lying-offset-delta",
+], ids=["non-transactional-inside-a-transaction", "inside-a-transaction-second-batch", "control-from-a-client", "bad-crc", "lying-offset-delta",
         "truncated", "trailing-bytes", "empty", "legacy-at-v3"])
 def test_bad_input_gets_kafkas_error_and_nothing_is_appended(tmp_path, records, version, expected):
     partitions = _Partitions(tmp_path)

@@ -92,11 +92,15 @@ def test_timestamp_bounds(tmp_path):
     assert config.timestamp_before_max_ms == config.timestamp_after_max_ms == 100
 
 
-def test_transactional_batches_are_refused(tmp_path):
+def test_a_non_transactional_batch_inside_a_transaction_is_refused(tmp_path):
     log = open_log(tmp_path)
     builder = BatchBuilder(producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
     builder.append(NOW, None, b"x")
-    assert error_code(lambda: log.append_as_leader(builder.build(), 0, NOW)) == ErrorCode.INVALID_TXN_STATE
+    log.append_as_leader(builder.build(), 0, NOW)
+    plain = BatchBuilder(producer_id=1, producer_epoch=0, base_sequence=1)
+    plain.append(NOW, None, b"y")
+    assert error_code(lambda: log.append_as_leader(plain.build(), 0, NOW)) == ErrorCode.INVALID_TXN_STATE
+    assert log.log_end_offset == 1
 
 
 def test_roll_on_segment_bytes(tmp_path):

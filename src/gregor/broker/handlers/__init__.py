@@ -19,6 +19,7 @@ from gregor.broker.network import CloseConnection, ConnectionInfo
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost, QuorumService
 from gregor.broker.share_runtime import ShareRuntime
 from gregor.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
+from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.protocol.messages import Message, RequestHeader
 
 
@@ -40,9 +41,17 @@ class RequestContext:
         return self.header.request_api_version
 
 
+# (producer id, __consumer_offsets partition, committed): a transaction's marker is replicated there
+TransactionCompleted = Callable[[int, int, bool], None]
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
-    """What a broker listener's handlers are given (the broker's composition root builds it)."""
+    """What a broker listener's handlers are given (the broker's composition root builds it).
+
+    `transaction_completed`: the seam WriteTxnMarkers calls once a marker is replicated on a
+    `__consumer_offsets` partition, for the group coordinator's pending transactional offset
+    commits (the group runtime's `transaction_completed`; None in tests that need no groups)."""
 
     partitions: PartitionHost
     metadata: MetadataView
@@ -52,12 +61,15 @@ class BrokerServices:
     shares: ShareRuntime
     authorizer: BrokerAuthorizer = OPEN
     quotas: ClientQuotas = UNLIMITED_QUOTAS
+    transaction_completed: TransactionCompleted | None = None
+    transactions: TransactionRuntime | None = None
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
-    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "shares", "authorizer", "quotas")
+    __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "shares", "authorizer", "quotas",
+                 "_transactions", "transaction_completed")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -70,6 +82,15 @@ class BrokerContext(RequestContext):
         self.shares = services.shares
         self.authorizer = services.authorizer
         self.quotas = services.quotas
+        self._transactions = services.transactions
+        self.transaction_completed = services.transaction_completed
+
+    @property
+    def transactions(self) -> TransactionRuntime:
+        """The transaction coordinator's edge (every broker has one; tests of other APIs may leave it out)."""
+        if self._transactions is None:
+            raise RuntimeError("this broker was built without a transaction coordinator")
+        return self._transactions
 
     def allowed(self, operation: AclOperation, resource_type: ResourceType = ResourceType.CLUSTER,
                 name: str = CLUSTER_NAME) -> bool:
@@ -133,6 +154,11 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             describe_log_dirs, describe_quorum, elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id,
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
+            describe_producers, write_txn_markers,
+        )
+        from gregor.broker.handlers import (
+            add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn, list_transactions,
+            txn_offset_commit,
         )
         from gregor.broker.handlers import (
             read_share_group_state, share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
@@ -148,7 +174,9 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *offset_for_leader_epoch.HANDLERS, *describe_log_dirs.HANDLERS, *describe_acls.HANDLERS,
             *describe_client_quotas.HANDLERS, *share_group_heartbeat.HANDLERS, *share_group_describe.HANDLERS,
             *share_fetch.HANDLERS, *share_acknowledge.HANDLERS, *read_share_group_state.HANDLERS,
-            *write_share_group_state.HANDLERS]
+            *write_share_group_state.HANDLERS, *write_txn_markers.HANDLERS, *describe_producers.HANDLERS,
+            *add_partitions_to_txn.HANDLERS, *add_offsets_to_txn.HANDLERS, *end_txn.HANDLERS,
+            *list_transactions.HANDLERS, *describe_transactions.HANDLERS, *txn_offset_commit.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

@@ -9,7 +9,10 @@ when it is due (enough bytes, its max wait, a partition that changed leader or w
 sessions (KIP-227) are answered sessionless: a full fetch gets session id 0, which tells the
 client that no session was created, and an incremental fetch for an unknown session gets
 FETCH_SESSION_ID_NOT_FOUND so the client falls back to full fetches. v13+ name topics by id.
-v0–v3 receive legacy message sets, down-converted.
+v0–v3 receive legacy message sets, down-converted. isolation_level (v4+): READ_COMMITTED reads stop
+at the last stable offset and carry the aborted transactions overlapping them; a parked
+read_committed fetch counts only the bytes below the last stable offset, which moves when the high
+watermark passes a transaction's marker (that is when its partition's fetches are checked).
 Large reads go out as file regions (sendfile); small ones are copied, which is cheaper.
 Consumers are served by the partition leader only (NOT_LEADER_OR_FOLLOWER elsewhere; Kafka's
 default replica selector). Follower fetches (replica id >= 0) are the leader's side of
@@ -45,6 +48,7 @@ MIN_VERSION, MAX_VERSION = 0, 17
 
 _Topic = FetchResponse.FetchableTopicResponse
 _Partition = FetchResponse.PartitionData
+_Aborted = FetchResponse.AbortedTransaction
 
 
 class _FetchPlan:
@@ -120,6 +124,10 @@ class _FetchPlan:
                     any_error = True
                     continue
                 self._read.append((partition, fetch_partition))
+                if info.aborted_transactions:
+                    response.aborted_transactions = [
+                        _Aborted(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                        for txn in info.aborted_transactions]
                 response.records = data
                 total += len(data)
                 remaining -= len(data)

@@ -4,9 +4,13 @@ v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batc
 are stored; v3+ must carry v2 batches (INVALID_RECORD otherwise). The handler reads only the
 magic byte, to tell the two apart: the partition's log parses and validates the batches, once,
 and its errors are the partition's answer: CORRUPT_MESSAGE (CRC, framing), INVALID_RECORD
-(counts, a control batch), INVALID_TXN_STATE (transactions are not implemented yet: the answer
-Kafka gives for a partition that is not part of an ongoing transaction), MESSAGE_TOO_LARGE,
-INVALID_TIMESTAMP and the producer-sequence errors among them.
+(counts, a control batch), INVALID_TXN_STATE (a non-transactional batch from a producer whose
+transaction is open), MESSAGE_TOO_LARGE, INVALID_TIMESTAMP and the producer-sequence errors among
+them. A transactional batch opens (or continues) its producer's transaction on the partition;
+a write that would open one is first verified with the transaction coordinator (KIP-890 part 1,
+`txn_verification`): the request then waits for the answer (later requests of the connection
+queue behind it, as they do behind any request that waits), and a partition that is not in the
+transaction gets INVALID_TXN_STATE.
 
 acks=0 gets no response; acks=1 is answered after the leader's append; acks=-1 once the high
 watermark has passed the batch, i.e. every ISR member has it (a delayed produce, answered
@@ -31,6 +35,7 @@ from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import Pipelined
+from gregor.broker.txn_verification import needing_verification, verify
 from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
@@ -46,6 +51,24 @@ _TopicResponse = ProduceResponse.TopicProduceResponse
 
 
 def handle(context: BrokerContext, request: ProduceRequest):
+    if request.acks in (0, 1, -1):
+        unverified = needing_verification(context, request)
+        if unverified is not None:
+            return _verified_then_appended(context, request, *unverified)
+    return _appended_all(context, request, {})
+
+
+async def _verified_then_appended(context: BrokerContext, request: ProduceRequest, producer_id: int,
+                                  producer_epoch: int, partitions: list[tuple[str, int]]):
+    assert request.transactional_id is not None
+    errors = await verify(context, request.transactional_id, producer_id, producer_epoch, partitions)
+    refused: dict[tuple[str, int], ErrorCode] = {p: error for p, error in errors.items() if error != ErrorCode.NONE}
+    answer = _appended_all(context, request, refused)
+    return await answer.awaitable if isinstance(answer, Pipelined) else answer
+
+
+def _appended_all(context: BrokerContext, request: ProduceRequest, refused: dict[tuple[str, int], ErrorCode]):
+    """Append every partition's records but those `refused` (which get their error)."""
     acks = request.acks
     topics = []
     waiting: list[tuple[_PartitionResponse, asyncio.Future]] = []
@@ -62,6 +85,11 @@ def handle(context: BrokerContext, request: ProduceRequest):
                 code = ErrorCode.INVALID_REQUIRED_ACKS
                 partitions.append(_PartitionResponse(index=partition_data.index, error_code=code,
                                                      base_offset=-1))
+                continue
+            error = refused.get((topic_data.name, partition_data.index))
+            if error is not None:
+                message = "Partition was not added to the transaction" if error == ErrorCode.INVALID_TXN_STATE else None
+                partitions.append(_failed(partition_data.index, error, message))
                 continue
             partitions.append(_append(context, topic_data.name, partition_data, acks, request.timeout_ms, waiting))
         topics.append(_TopicResponse(name=topic_data.name, partition_responses=partitions))

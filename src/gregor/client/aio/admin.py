@@ -24,6 +24,7 @@ from gregor.client.config import Role, parse_config
 from gregor.client.consumer.base import partitions_arg
 from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.client.network import ByPartition, NetworkClient, NetworkSettings, TopicPartition
+from gregor.client.transactions import TransactionDescription, TransactionListing
 
 _CLIENT_NUMBERS = itertools.count(1)
 T = TypeVar("T")
@@ -154,6 +155,18 @@ class AdminClient:
         groups = _items(group_ids, "group_ids", str)
         return await self._call(lambda deadline: self._operations.describe_consumer_groups(groups, deadline),
                                 timeout)
+
+    async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                                duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
+        """The transactions every broker coordinates (see `gregor.client.AdminClient.list_transactions`)."""
+        wanted, pids = _items(states, "states", str), _items(producer_ids, "producer_ids", int)
+        return await self._call(
+            lambda deadline: self._operations.list_transactions(wanted, pids, duration_ms, deadline), timeout)
+
+    async def describe_transactions(self, transactional_ids: Iterable[str], timeout: float | None = None,
+                                    ) -> dict[str, TransactionDescription | KafkaException]:
+        ids = _items(transactional_ids, "transactional_ids", str)
+        return await self._call(lambda deadline: self._operations.describe_transactions(ids, deadline), timeout)
 
     async def delete_consumer_groups(self, group_ids: Iterable[str], timeout: float | None = None,
                                      ) -> dict[str, KafkaException | None]:

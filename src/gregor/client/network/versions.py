@@ -45,6 +45,8 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
 }
 
 

@@ -30,7 +30,7 @@ def test_configs_sets_describes_and_deletes_a_users_credentials(secure_broker, t
                                  "SCRAM-SHA-512=[password=erin-secret]"]) == 0
     assert main(["configs", *connection, "--describe", "--entity-type", "users", "--entity-name", "erin"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "Completed updating config for user erin.",
+        "Completed updating config for user-principal 'erin'.",
         "SCRAM credential configs for user-principal 'erin' are SCRAM-SHA-256=iterations=8192, "
         "SCRAM-SHA-512=iterations=4096"]
     erin = {**gregor_config(secure_broker, "sasl_ssl-scram-256"), "sasl.username": "erin",
@@ -59,8 +59,8 @@ def test_refused_changes_are_one_line(secure_broker, tmp_path, capsys):
     assert errors == [
         "gregor configs: error: cannot update the SCRAM credentials of user frank: UNACCEPTABLE_CREDENTIAL: "
         "Too few iterations",
-        "gregor configs: error: --add-config: SCRAM-SHA-1 is not a user config Gregor sets (SCRAM-SHA-256 or "
-        "SCRAM-SHA-512; client quotas are not supported by this tool)"]
+        "gregor configs: error: --add-config: SCRAM-SHA-1 is not a SCRAM mechanism Gregor serves (SCRAM-SHA-256 or "
+        "SCRAM-SHA-512)"]
 
 
 def test_describe_configs_hides_passwords(secure_broker):
@@ -73,3 +73,14 @@ def test_describe_configs_hides_passwords(secure_broker):
     assert password.is_sensitive and password.value is None
     location = entries["ssl.truststore.location"]
     assert not location.is_sensitive and location.value == secure_broker.certificates.ca
+
+
+def test_a_users_quotas_and_credentials_in_one_command(secure_broker, capsys):
+    connection = ["--bootstrap-server", secure_broker.address("PLAINTEXT")]
+    assert main(["configs", *connection, "--alter", "--entity-type", "users", "--entity-name", "gina",
+                 "--add-config", "producer_byte_rate=1048576,SCRAM-SHA-512=[password=gina-secret]"]) == 0
+    assert main(["configs", *connection, "--describe", "--entity-type", "users", "--entity-name", "gina"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Completed updating config for user-principal 'gina'.",
+        "Quota configs for user-principal 'gina' are producer_byte_rate=1048576.0",
+        "SCRAM credential configs for user-principal 'gina' are SCRAM-SHA-512=iterations=4096"]

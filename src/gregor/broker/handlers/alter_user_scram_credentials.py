@@ -1,6 +1,7 @@
 """AlterUserScramCredentials (key 51), v0: SCRAM credentials set or removed by the active
 controller (`gregor.controller.scram_control`) and committed to the metadata log before the answer;
-a broker forwards it. Gap: no authorization (Kafka requires ALTER on the cluster) until ACLs land.
+a broker forwards it once the principal holds ALTER on the cluster (`forward_authorization`), as
+in Kafka.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """DescribeUserScramCredentials (key 50), v0: the mechanisms and iterations of users' SCRAM
 credentials, from this broker's metadata image (never the keys). No users (null or empty) means
 every user with a credential; a user named twice is answered DUPLICATE_RESOURCE and an unknown one
-RESOURCE_NOT_FOUND, as in Kafka. Gap: no authorization (Kafka requires DESCRIBE on the cluster).
+RESOURCE_NOT_FOUND, as in Kafka. The principal needs DESCRIBE on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED for the whole request), as in Kafka.
 """
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 
@@ -17,6 +19,9 @@ _Info = DescribeUserScramCredentialsResponse.CredentialInfo
 
 def handle(context: BrokerContext,
            request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
+    if not context.allowed(AclOperation.DESCRIBE):
+        return DescribeUserScramCredentialsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                    error_message="Cluster authorization failed.", results=[])
     credentials = context.metadata.image.scram_credentials
     by_user: dict[str, list[_Info]] = {}
     for (user, mechanism), credential in sorted(credentials.items()):

@@ -18,6 +18,11 @@ if [ -n "$extras" ] && ! command -v kcat >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq kcat >/dev/null
 fi
+if [ -n "$extras" ] && ! command -v openssl >/dev/null 2>&1; then
+  echo "installing openssl (Debian package): the security tests make their certificates with it" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openssl >/dev/null
+fi
 if [ -n "$extras" ] && ! command -v java >/dev/null 2>&1; then
   echo "installing a Java 17 runtime (Debian package) for the Spark tests: pyspark 4 needs Java 17+" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

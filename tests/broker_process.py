@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import time
+from typing import Callable
 
 
 def free_port() -> int:
@@ -30,8 +31,11 @@ def api_versions_ok(port: int) -> bool:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: str, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: str, overrides: dict[str, str] | None = None,
+                 ready: Callable[[int], bool] = api_versions_ok) -> None:
+        """`ready(port)`: whether the process serves on `port` (a TLS listener needs its own check)."""
         self.data_dir = data_dir
+        self.ready = ready
         self.port = free_port()
         self.overrides = dict(overrides or {})
         self.proc: subprocess.Popen | None = None
@@ -53,7 +57,7 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gregor server exited with {self.proc.returncode}:\n{self.output()}")
-            if api_versions_ok(self.port):
+            if self.ready(self.port):
                 return
             time.sleep(0.1)
         raise RuntimeError(f"gregor server did not answer within {timeout}s:\n{self.output()}")

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from gregor.broker.broker_lifecycle import BrokerLifecycle, LifecycleState
+from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.controller_channel import ControllerChannel
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -23,7 +24,8 @@ def lifecycle_for(nodes, broker_id: int, cluster_id: str = CLUSTER_ID) -> Broker
     voters = {i: ("127.0.0.1", node.port) for i, node in enumerate(nodes, 1)}
     listener = BrokerRegistrationRequest.Listener(name="PLAINTEXT", host="127.0.0.1", port=9000 + broker_id,
                                                   security_protocol=0)
-    return BrokerLifecycle(ControllerChannel.over_sockets(voters, f"broker-{broker_id}"), broker_id, cluster_id, [listener],
+    return BrokerLifecycle(ControllerChannel.over_sockets(voters, PLAINTEXT, f"broker-{broker_id}"), broker_id,
+                           cluster_id, [listener],
                            None, lambda: 1 << 40, heartbeat_interval_ms=200)
 
 

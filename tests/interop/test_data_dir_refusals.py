@@ -97,7 +97,7 @@ def test_a_broker_on_a_busy_port_leaves_the_data_directory_untouched(tmp_path):
     assert checksums(data) == before
 
 
-def test_a_sasl_ssl_listener_is_refused_not_served_as_plaintext(tmp_path):
+def test_a_sasl_ssl_listener_without_its_key_is_refused_not_served_as_plaintext(tmp_path):
     port = free_port()
     result = subprocess.run([sys.executable, "-m", "gregor.cli.main", "server",
                              "--override", f"listeners=SASL_SSL://127.0.0.1:{port}",
@@ -105,6 +105,6 @@ def test_a_sasl_ssl_listener_is_refused_not_served_as_plaintext(tmp_path):
                             timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"gregor server: listeners: SASL_SSL://127.0.0.1:{port} uses security protocol SASL_SSL, which Gregor does "
-        f"not implement yet; refusing to serve it as plaintext (only PLAINTEXT listeners are supported)"]
+        "gregor server: listener SASL_SSL: ssl.keystore.location: a TLS listener needs its key and certificate "
+        "(ssl.keystore.type=PEM with ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key)"]
     assert not os.path.exists(tmp_path / "data")

@@ -63,6 +63,37 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("listener.security.protocol.map", "string",
              "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "Listener name to security protocol."),
         _key("inter.broker.listener.name", "string", None, "Listener for broker-to-broker traffic."),
+        # Listener security (broker/security): each may also be set per listener as
+        # listener.name.<listener>.<key>, which wins over the global value.
+        _key("ssl.keystore.type", "string", "JKS", "Key store format: PEM or PKCS12 (Kafka's default JKS is refused)."),
+        _key("ssl.keystore.location", "string", None, "Key store file: PEM (key and chain) or PKCS12."),
+        _key("ssl.keystore.password", "password", None, "Password of a PKCS12 key store."),
+        _key("ssl.keystore.certificate.chain", "password", None, "Inline PEM certificate chain (type PEM)."),
+        _key("ssl.keystore.key", "password", None, "Inline PEM private key (type PEM)."),
+        _key("ssl.key.password", "password", None, "Password of an encrypted private key."),
+        _key("ssl.truststore.type", "string", "JKS", "Trust store format: PEM or PKCS12."),
+        _key("ssl.truststore.location", "string", None, "Trust store file (CA certificates)."),
+        _key("ssl.truststore.password", "password", None, "Password of a PKCS12 trust store."),
+        _key("ssl.truststore.certificates", "password", None, "Inline PEM CA certificates (type PEM)."),
+        _key("ssl.client.auth", "string", "none", "Client certificates: none, requested or required."),
+        _key("ssl.principal.mapping.rules", "string", "DEFAULT",
+             "Rules from a client certificate's subject to a principal name (RULE:pattern/replacement/[LU])."),
+        _key("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions accepted."),
+        _key("ssl.protocol", "string", "TLSv1.3", "Accepted for compatibility; ssl.enabled.protocols decides."),
+        _key("ssl.cipher.suites", "list", "", "Refused when set: Java suite names do not map to OpenSSL's."),
+        _key("ssl.endpoint.identification.algorithm", "string", "https",
+             "Host name verification of the broker's own TLS connections to other nodes (https or empty)."),
+        _key("sasl.enabled.mechanisms", "list", "GSSAPI",
+             "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured "
+             "JWTs); GSSAPI is refused."),
+        _key("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
+             "Mechanism this broker's own connections use on a SASL inter-broker listener."),
+        _key("sasl.mechanism.controller.protocol", "string", "GSSAPI",
+             "Mechanism used on a SASL controller listener."),
+        _key("connection.failed.authentication.delay.ms", "int", "100",
+             "How long a connection that failed authentication is held before its answer and close."),
+        _key("connections.max.reauth.ms", "long", "0",
+             "Longest SASL session before the client must re-authenticate on its connection (KIP-368; 0: never)."),
         _key("broker.rack", "string", None, "Rack of this broker."),
         _key("log.dirs", "list", "./data", "Directories holding the partition logs."),
         _key("log.dir", "string", "./data", "Single log directory, used when log.dirs is unset."),
@@ -208,7 +239,6 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
 EMBEDDED_DEFAULTS: dict[str, str] = {"group.initial.rebalance.delay.ms": "0"}
 
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's ids
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
 
 
 @dataclass(frozen=True)
@@ -219,6 +249,16 @@ class Endpoint:
 
     def __str__(self) -> str:
         return f"{self.listener}://{self.host}:{self.port}"
+
+
+def is_secret(name: str) -> bool:
+    """A key whose value must never be shown (Kafka prints `[hidden]`): password-type keys, also
+    under a listener prefix, and JAAS configs, which hold passwords."""
+    if name.endswith("sasl.jaas.config"):
+        return True
+    base = name.split(".", 3)[3] if name.lower().startswith("listener.name.") and name.count(".") >= 3 else name
+    key = BROKER_CONFIG_KEYS.get(base)
+    return key is not None and key.type == "password"
 
 
 def parse_listeners(value: str, key: str) -> list[Endpoint]:
@@ -371,6 +411,16 @@ class BrokerConfig:
         if self.get("log.message.timestamp.type") not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type: must be CreateTime or LogAppendTime")
         self._validate_console()
+        self._validate_peer_security()
+
+    def _validate_peer_security(self) -> None:
+        """How this node's own connections to other nodes are secured (`peer_security`)."""
+        from gregor.broker.security.listener_security import SecurityConfigError, peer_security
+
+        try:
+            self.peer_security = peer_security(self)
+        except SecurityConfigError as error:
+            raise ConfigError(str(error)) from None
 
     def _validate_share_groups(self) -> None:
         bounds = {"group.share.record.lock.duration.ms": (1000, 3600000), "group.share.delivery.count.limit": (2, 10),
@@ -396,20 +446,32 @@ class BrokerConfig:
                               "console for; set it on a broker")
 
     def _validate_security(self) -> None:
-        """Every listener must map to a security protocol, and to one Gregor implements: a listener
-        named SSL or SASL_SSL must never be served as unauthenticated plaintext."""
+        """Every listener must map to a security protocol, and its TLS and SASL keys must be ones
+        Gregor honours (`listener_security`): a secured listener is never served weaker."""
+        from gregor.broker.security.listener_security import SecurityConfigError, resolve_all
+
         for endpoint in [*self.listeners, *self.advertised_listeners]:
             protocol = self.security_protocol(endpoint.listener)
             if protocol not in SECURITY_PROTOCOLS:
                 raise ConfigError(f"listener.security.protocol.map: no security protocol defined for listener "
                                   f"{endpoint.listener} (map it, e.g. {endpoint.listener}:PLAINTEXT)")
-            if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
-                raise ConfigError(f"listeners: {endpoint} uses security protocol {protocol}, which Gregor does not "
-                                  f"implement yet; refusing to serve it as plaintext (only PLAINTEXT listeners "
-                                  f"are supported)")
+        try:
+            self.listener_security = resolve_all(self)
+        except SecurityConfigError as error:
+            raise ConfigError(str(error)) from None
 
     def get(self, name: str):
         return self._values[name]
+
+    def listener_value(self, listener: str, name: str) -> object:
+        """A key as one listener sees it: `listener.name.<listener>.<name>` (Kafka's per-listener
+        override, listener name in lower case) if set, else the global value."""
+        prefixed = f"listener.name.{listener.lower()}.{name}"
+        for original, raw in self.originals.items():
+            if original.lower() == prefixed:
+                key = BROKER_CONFIG_KEYS.get(name)
+                return _parse_value(key, raw) if key is not None else raw.strip()
+        return self.get(name) if name in BROKER_CONFIG_KEYS else None
 
     def default(self, name: str) -> str | None:
         """The value a key has when it is not set: Kafka's, except for the embedded single

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Protocol, TypeVar
 from gregor.broker.authorization import IN_PROCESS_BROKER
 from gregor.broker.network import CloseConnection, ConnectionInfo, Dispatcher, Pipelined
 from gregor.broker.peer_channel import RequestConnection, decode_response
+from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError, KafkaError
 from gregor.protocol.headers import encode_request
@@ -109,10 +110,12 @@ class ControllerChannel:
         self._last_good = NO_LEADER
 
     @classmethod
-    def over_sockets(cls, voters: Mapping[int, tuple[str, int]], client_id: str, **settings: Any) -> ControllerChannel:
-        """A channel to the voters at these addresses (`controller.quorum.voters`)."""
-        return cls({node: RequestConnection(host, port) for node, (host, port) in voters.items()}, client_id,
-                   **settings)
+    def over_sockets(cls, voters: Mapping[int, tuple[str, int]], security: OutboundSecurity, client_id: str,
+                     **settings: Any) -> ControllerChannel:
+        """A channel to the voters at these addresses (`controller.quorum.voters`), secured as their
+        controller listener asks."""
+        return cls({node: RequestConnection(host, port, security) for node, (host, port) in voters.items()},
+                   client_id, **settings)
 
     def _target(self, previous: int) -> int:
         hint = self._leader_hint()

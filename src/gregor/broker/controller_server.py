@@ -35,6 +35,7 @@ from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.network import KafkaServer
 from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.raft_driver import RaftDriver
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
 from gregor.controller.metadata_replay import MetadataReplay, SnapshotPolicy
@@ -53,6 +54,7 @@ from gregor.raft.quorum_state import EpochState, Role
 from gregor.raft.quorum_state_file import QuorumStateFile
 from gregor.raft.storage_log import StorageLog, metadata_partition_dir
 from gregor.storage.dir_lock import DirectoryLocks
+from gregor.protocol.scram import MECHANISM_IDS, ScramCredential
 
 log = logging.getLogger("gregor.controller")
 T = TypeVar("T")
@@ -130,6 +132,10 @@ class ControllerServer:
             raise RuntimeError(f"controller {self.node_id} has not started: it has no raft client yet")
         return self.raft_driver
 
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """A user's SCRAM credential in the committed image (a SASL controller listener's check)."""
+        return self.image.scram_credentials.get((user, MECHANISM_IDS[mechanism]))
+
     async def start(self) -> None:
         """Lock the metadata directory and bind the listeners before the log is read, so that a
         second process on the same directory or port leaves the data untouched."""
@@ -140,8 +146,11 @@ class ControllerServer:
             server = self._server = KafkaServer(self.dispatcher, self.config.get("socket.request.max.bytes"),
                                                 self.config.connection_limits())
             for endpoint in self.config.controller_listeners():
+                transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential,
+                                                                                       self._clock)
                 self.bound_ports[endpoint.listener] = await server.listen(endpoint.listener, endpoint.host,
-                                                                          endpoint.port, start_serving=False)
+                                                                          endpoint.port, start_serving=False,
+                                                                          transport=transport)
         # the embedded single node names no voters: it is the one voter, reached in process
         voters = self.config.quorum_voters() or {self.node_id: ("localhost", 0)}
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
@@ -152,7 +161,8 @@ class ControllerServer:
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.loader.install(self.controller)
         self.replay = MetadataReplay(raft, self.loader, snapshot_policy(self.config))
-        self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed, self._clock)
+        self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed, self._clock,
+                                      self.config.peer_security.get("controller", PLAINTEXT))
         self.raft_driver.start()
         if self._server is not None:
             await self._server.start_serving()

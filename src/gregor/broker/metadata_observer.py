@@ -16,6 +16,7 @@ import logging
 from gregor.broker.config import BrokerConfig
 from gregor.broker.controller_server import raft_config, snapshot_policy
 from gregor.broker.clock import Clock, wall_clock_ms
+from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.raft_driver import RaftDriver
 from gregor.controller.metadata_replay import MetadataReplay
 from gregor.metadata.image import MetadataImage
@@ -36,7 +37,8 @@ class MetadataObserver:
                                QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.replay = MetadataReplay(self.raft, self.loader, snapshot_policy(config))
-        self.driver = RaftDriver(self.raft, voters, self._committed, clock=clock)
+        self.driver = RaftDriver(self.raft, voters, self._committed, clock=clock,
+                                 security=config.peer_security.get("controller", PLAINTEXT))
         self._caught_up: asyncio.Future | None = None
 
     @property

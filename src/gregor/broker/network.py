@@ -25,6 +25,14 @@ at once, so a peer that announces a large frame and sends nothing costs nothing.
 `max.connections` or `max.connections.per.ip` is closed as soon as it is accepted, and one with no
 bytes read or written for `connections.max.idle.ms` (and no request of its own in flight) is closed
 by the server's reaper; a slow sender that keeps sending is not idle, as in Kafka.
+
+Security (`ListenerTransport`): a TLS listener upgrades each accepted connection with
+`loop.start_tls` before it reads a byte, so a failed handshake (a plaintext client on a TLS port,
+a certificate from another CA) is logged once with the peer's address and closes only that
+connection; the principal of a client certificate comes from the listener's mapping. A SASL
+listener wraps the dispatcher per connection in an authenticator, which answers only the SASL
+exchange until it has set the connection's principal. A fetch's file regions go out with
+`sendfile` on a plaintext socket; over TLS they are copied through the TLS transport in chunks.
 """
 
 from __future__ import annotations
@@ -34,10 +42,11 @@ import inspect
 import logging
 import os
 import socket
+import ssl
 import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Mapping, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 log = logging.getLogger("gregor.network")
 
@@ -119,7 +128,25 @@ class Throttled:
 
 
 class CloseConnection(Exception):
-    """Raised by a dispatcher when the only correct answer is to close the connection."""
+    """Raised by a dispatcher when the only correct answer is to close the connection: at once, or
+    after `answer` (an encoded response) has gone out `delay_s` seconds later (a failed
+    authentication, as `connection.failed.authentication.delay.ms` asks)."""
+
+    def __init__(self, reason: str, answer: Sequence[bytes] | None = None, delay_s: float = 0.0) -> None:
+        super().__init__(reason)
+        self.answer = answer
+        self.delay_s = delay_s
+
+
+@dataclass(frozen=True)
+class ListenerTransport:
+    """How a listener secures its connections: a TLS context (None: plaintext), the principal of
+    a verified client certificate (its subject, RFC 2253 text, to a principal; None: anonymous),
+    and a per-connection wrapper of the dispatcher that authenticates first (SASL)."""
+
+    ssl_context: ssl.SSLContext | None = None
+    certificate_principal: Callable[[str], str] | None = None
+    authenticate: Callable[[Dispatcher], Dispatcher] | None = None
 
 
 UNLIMITED = 2**31 - 1  # Kafka's Int.MaxValue default of the connection counts
@@ -146,9 +173,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(self, dispatcher: Dispatcher, listener: str, max_request_size: int,
                  on_close: Callable[["KafkaConnection"], None] | None = None,
-                 admit: Callable[["KafkaConnection"], bool] | None = None) -> None:
+                 admit: Callable[["KafkaConnection"], bool] | None = None,
+                 transport: ListenerTransport | None = None) -> None:
         """`admit` is asked once the peer is known; a connection it refuses is closed at once."""
-        self._dispatcher = dispatcher
+        self._security = transport or ListenerTransport()
+        authenticate = self._security.authenticate
+        self._dispatcher = dispatcher if authenticate is None else authenticate(dispatcher)
         self._listener = listener
         self._max_request_size = max_request_size
         self._on_close = on_close
@@ -167,6 +197,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._writable: asyncio.Future | None = None  # set while the transport's buffer is over its high mark
         self._stopping = False
         self._muted: asyncio.TimerHandle | None = None  # a quota's throttle: no request dispatched
+        self._handshake: asyncio.Future | None = None
+        self._securing = False  # TLS handshake under way: frames are queued, not dispatched yet
+        self._early: bytearray | None = None  # a TLS connection's bytes read before the TLS layer took over
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
         self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
@@ -186,6 +219,79 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.last_active = asyncio.get_running_loop().time()
         if self._admit is not None and not self._admit(self):
             self._close()
+            return
+        if self._security.ssl_context is not None:
+            # not a byte of the handshake may reach the Kafka framing
+            transport.pause_reading()  # type: ignore[attr-defined]
+            self._reading_paused = True
+            self._securing = True
+            self._early = bytearray()
+            self._handshake = asyncio.ensure_future(self._start_tls(self._security.ssl_context))
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, self._hand_over_early_bytes, transport)
+
+    def _hand_over_early_bytes(self, raw: asyncio.BaseTransport) -> None:
+        """Give the TLS layer the handshake bytes read before it took over the transport: uvloop
+        reads a new connection once even when `connection_made` pauses it. This runs after
+        `start_tls` has installed its protocol and started it, before the loop reads again."""
+        early, self._early = bytes(self._early or b""), None
+        tls: Any = raw.get_protocol()
+        if not early or tls is self:
+            return
+        if hasattr(tls, "get_buffer"):  # both loops' TLS protocols are buffered ones
+            view = memoryview(early)
+            while view:
+                buffer = tls.get_buffer(len(view))
+                size = min(len(buffer), len(view))
+                buffer[:size] = view[:size]
+                tls.buffer_updated(size)
+                view = view[size:]
+        else:
+            tls.data_received(early)
+
+    async def _start_tls(self, context: ssl.SSLContext) -> None:
+        """Upgrade the accepted connection to TLS; a failed handshake closes only this connection."""
+        raw = self._transport
+        assert raw is not None
+        try:
+            secured = await asyncio.get_running_loop().start_tls(raw, self, context, server_side=True)
+        except (OSError, asyncio.TimeoutError) as error:
+            log.info("closing connection from %s: TLS handshake failed: %s", self.info.peer,
+                     getattr(error, "reason", None) or error or type(error).__name__)
+            self._forget_raw(raw)
+            return
+        except asyncio.CancelledError:  # closed meanwhile: idle, the server stopping
+            self._forget_raw(raw)
+            raise
+        if secured is None or self._transport is None:
+            return
+        self._transport = secured
+        self._securing = False
+        self._set_certificate_principal(secured.get_extra_info("ssl_object"))
+        self._reading_paused = False
+        if self._stopping:
+            self.stop_reading()
+        self._drain()  # requests that arrived with the end of the handshake, before the transport was known
+
+    def _forget_raw(self, raw: asyncio.BaseTransport) -> None:
+        """Close a connection whose handshake did not finish; start_tls gave its transport to a
+        protocol of its own, so this one hears of the close only from here."""
+        raw.close()
+        if self._transport is raw:
+            self.connection_lost(None)
+
+    def _set_certificate_principal(self, ssl_object: Any) -> None:
+        mapper = self._security.certificate_principal
+        certificate = ssl_object.getpeercert() if ssl_object is not None else None
+        if mapper is None or not certificate:
+            return
+        subject = rfc2253_subject(certificate)
+        try:
+            self.info.principal = mapper(subject)
+        except ValueError as error:
+            log.warning("closing connection from %s: no principal for certificate %s: %s", self.info.peer,
+                        subject, error)
+            self._close()
 
     def pause_writing(self) -> None:
         self._writable = asyncio.get_running_loop().create_future()
@@ -197,6 +303,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.resume_writing()
+        if self._transport is None:
+            return
         self._transport = None
         self._queue.clear()
         for answer in self._answers:
@@ -232,6 +340,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._start, self._end = 0, pending
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self._early is not None:  # TLS bytes read before start_tls took over: theirs, not Kafka frames
+            self._early += self._buffer[self._end:self._end + nbytes]
+            return
         self._end += nbytes
         self.last_active = asyncio.get_running_loop().time()
         buffer = self._buffer
@@ -259,6 +370,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _drain(self) -> None:
         """Dispatch queued requests in order until one must be answered before the next runs."""
+        if self._securing:
+            return
         ready: list[bytes | bytearray | memoryview] = []  # answers given at once, written together
         while (self._queue and self._transport is not None and self._blocking is None
                and self._muted is None and len(self._answers) < _MAX_PIPELINED):
@@ -268,7 +381,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             except CloseConnection as reason:
                 log.info("closing connection from %s: %s", self.info.peer, reason)
                 self._write(ready)
-                self._close()
+                self._close_after(reason)
                 return
             if isinstance(result, Pipelined):
                 self._expect(asyncio.ensure_future(result.awaitable))
@@ -364,10 +477,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.last_active = loop.time()
                 if isinstance(part, FileRegion):
                     for piece in part.slices:
-                        if isinstance(loop, asyncio.BaseEventLoop):
+                        if self._security.ssl_context is None and isinstance(loop, asyncio.BaseEventLoop):
                             sent = await loop.sendfile(self._transport, piece.file, piece.position, piece.length)
                         else:
-                            sent = await self._send_slice(piece.file.fileno(), piece.position, piece.length)
+                            sent = await self._send_slice(piece.file.fileno(), piece.position, piece.length,
+                                                          direct=self._security.ssl_context is None)
                         if sent != piece.length:
                             raise OSError(f"file ended {piece.length - sent} bytes short of the fetched region")
                 else:
@@ -383,15 +497,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._flush()
         self._drain()
 
-    async def _send_slice(self, fd: int, position: int, length: int) -> int:
+    async def _send_slice(self, fd: int, position: int, length: int, direct: bool = True) -> int:
         """sendfile for a loop without a native one (uvloop): straight to the socket while the
         transport has nothing buffered (so nothing can overtake it), the rest copied through the
-        transport in chunks, waiting whenever its buffer is over its high mark."""
+        transport in chunks, waiting whenever its buffer is over its high mark. Over TLS
+        (`direct` false) every byte is copied through the transport, which encrypts it: the
+        socket under it must never see file bytes (asyncio's own fallback copies 16 KB at a time)."""
         transport = self._transport
         sock = transport.get_extra_info("socket") if transport is not None else None
         start = position
         end = position + length
-        if sock is not None and transport is not None and transport.get_write_buffer_size() == 0:
+        if direct and sock is not None and transport is not None and transport.get_write_buffer_size() == 0:
             while position < end:
                 try:
                     sent = os.sendfile(sock.fileno(), fd, position, end - position)
@@ -427,8 +543,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._transport.pause_reading()
             self._reading_paused = True
 
+    def _close_after(self, reason: CloseConnection) -> None:
+        """Close now, or send the closing answer and close `delay_s` later, reading nothing meanwhile."""
+        if reason.delay_s <= 0:
+            if reason.answer:
+                self._write(list(reason.answer))
+            self._close()
+            return
+        self.stop_reading()
+        self._queue.clear()
+
+        def close() -> None:
+            if reason.answer:
+                self._write(list(reason.answer))
+            self._close()
+
+        asyncio.get_running_loop().call_later(reason.delay_s, close)
+
     def _close(self) -> None:
         self._queue.clear()
+        if self._handshake is not None and not self._handshake.done():
+            self._handshake.cancel()
         if self._transport is not None:
             self._transport.close()
 
@@ -485,14 +620,15 @@ class KafkaServer:
                 connection._close()
         self._reaper = loop.call_later(min(idle_s / 4, 1.0), self._reap_idle)
 
-    async def listen(self, listener: str, host: str, port: int, start_serving: bool = True) -> int:
+    async def listen(self, listener: str, host: str, port: int, start_serving: bool = True,
+                     transport: ListenerTransport | None = None) -> int:
         """Bind the listener; the bound port. With `start_serving=False` connections are refused
         until `start_serving()` (a broker that must register its ports before it may serve)."""
         loop = asyncio.get_running_loop()
 
         def factory() -> KafkaConnection:
             connection = KafkaConnection(self._dispatcher, listener, self._max_request_size,
-                                         self._closed, self._admit)
+                                         self._closed, self._admit, transport)
             self.connections.add(connection)
             return connection
 
@@ -525,3 +661,27 @@ class KafkaServer:
             connection._close()
         for server in self._servers:
             await server.wait_closed()
+
+
+# RFC 2253 names of the attribute types Python's `getpeercert()` spells out (others keep its name).
+_RDN_KEYWORDS = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+                 "stateOrProvinceName": "ST", "localityName": "L", "streetAddress": "STREET",
+                 "domainComponent": "DC", "userId": "UID"}
+
+
+def _escape_rdn_value(value: str) -> str:
+    escaped = "".join(f"\\{char}" if char in ',+"\\<>;=' else char for char in value)
+    if escaped.startswith(("#", " ")):
+        escaped = "\\" + escaped
+    if escaped.endswith(" ") and not escaped.endswith("\\ "):
+        escaped = escaped[:-1] + "\\ "
+    return escaped
+
+
+def rfc2253_subject(certificate: Mapping[str, Any]) -> str:
+    """A certificate's subject as Java's `X500Principal.getName()` writes it (RFC 2253: the most
+    specific name first, `CN=alice,OU=eng,O=example`), which `ssl.principal.mapping.rules` match."""
+    names = []
+    for rdn in reversed(certificate.get("subject", ())):
+        names.append("+".join(f"{_RDN_KEYWORDS.get(kind, kind)}={_escape_rdn_value(value)}" for kind, value in rdn))
+    return ",".join(names)

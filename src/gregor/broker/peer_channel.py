@@ -5,6 +5,9 @@ and answered by correlation id. Delivery is best effort: a request whose connect
 opened or breaks is dropped, and its sender (raft, which keeps its own request timeouts and
 retries) never hears back. That keeps the failure handling in the sans-IO layer, where the
 simulator exercises it, instead of duplicating it here.
+
+A connection to a secured listener (`OutboundSecurity`) is opened with TLS and logs in with SASL
+(`gregor.protocol.sasl_login`) before its first request, as Kafka's brokers do between themselves.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import logging
 import struct
 from typing import Any, Callable
 
+from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import decode_response_header, encode_request
-from gregor.protocol.messages import RESPONSES
+from gregor.protocol.messages import RESPONSES, SaslHandshakeRequest
 from gregor.protocol.primitives import Reader
+from gregor.protocol.sasl_login import AUTHENTICATE_VERSIONS, HANDSHAKE_VERSION, SaslLogin, SaslLoginError
 
 log = logging.getLogger("gregor.peer")
 
@@ -42,13 +47,51 @@ def decode_response(frame: memoryview, api_key: int, version: int) -> tuple[int,
     return header.correlation_id, RESPONSES[api_key].decode(Reader(frame, body), version)
 
 
+PLAINTEXT = OutboundSecurity()
+
+
+async def open_peer(host: str, port: int, security: OutboundSecurity,
+                    client_id: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to another node's listener, secured and logged in as `security` says; an
+    OSError (the stream closed) for a refused login, which the caller treats as an unreachable peer."""
+    if security.ssl_context is None:
+        reader, writer = await asyncio.open_connection(host, port)
+    else:
+        reader, writer = await asyncio.open_connection(host, port, ssl=security.ssl_context, server_hostname=host)
+    if security.mechanism is None:
+        return reader, writer
+    login = SaslLogin(security.mechanism, security.username, security.password, f"{host}:{port}")
+    request: Any = login.first()
+    correlation_id = 0
+    try:
+        while request is not None:
+            correlation_id -= 1  # negative: never one of the requests that follow
+            version = HANDSHAKE_VERSION if isinstance(request, SaslHandshakeRequest) else AUTHENTICATE_VERSIONS[1]
+            writer.write(encode_request(correlation_id, client_id, request, version))
+            await writer.drain()
+            _, response = decode_response(await read_response_frame(reader), request.API_KEY, version)
+            request = login.next(response)
+    except SaslLoginError as error:
+        writer.close()
+        log.warning("cannot log in to %s:%d: %s", host, port, error)
+        raise ConnectionRefusedError(f"SASL login to {host}:{port} refused: {error}") from None
+    except (asyncio.IncompleteReadError, DecodeError) as error:
+        writer.close()
+        raise ConnectionResetError(f"{host}:{port} closed the connection during the SASL login: {error}") from None
+    except BaseException:
+        writer.close()
+        raise
+    return reader, writer
+
+
 class RequestConnection:
     """One connection to a peer carrying one request at a time, each awaited by its caller (the
     broker's requests to the controller, a follower's fetches from a leader). It is opened on
     first use and again after any failure, which is raised to the caller."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, security: OutboundSecurity = PLAINTEXT) -> None:
         self.address = (host, port)
+        self._security = security
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
 
@@ -56,7 +99,7 @@ class RequestConnection:
         async with self._lock:
             try:
                 if self._streams is None:
-                    self._streams = await asyncio.open_connection(*self.address)
+                    self._streams = await open_peer(*self.address, self._security, client_id)
                 reader, writer = self._streams
                 writer.write(encode_request(correlation_id, client_id, request, version))
                 await writer.drain()
@@ -86,9 +129,11 @@ class RequestConnection:
 class _PeerConnection:
     """The connection to one peer and the requests waiting on it: correlation id -> (api key, version)."""
 
-    def __init__(self, node_id: int, host: str, port: int, client_id: str, on_response: ResponseCallback) -> None:
+    def __init__(self, node_id: int, host: str, port: int, client_id: str, on_response: ResponseCallback,
+                 security: OutboundSecurity = PLAINTEXT) -> None:
         self.node_id = node_id
         self.address = (host, port)
+        self._security = security
         self._client_id = client_id
         self._on_response = on_response
         self._writer: asyncio.StreamWriter | None = None
@@ -114,7 +159,8 @@ class _PeerConnection:
 
     async def _open(self) -> None:
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.address), CONNECT_TIMEOUT_S)
+            reader, writer = await asyncio.wait_for(open_peer(*self.address, self._security, self._client_id),
+                                                    CONNECT_TIMEOUT_S)
         except (OSError, asyncio.TimeoutError) as error:
             log.debug("cannot connect to node %d at %s:%d: %s", self.node_id, *self.address, error)
             self._opening = None
@@ -152,8 +198,9 @@ class _PeerConnection:
 class PeerChannel:
     """Requests to peers by node id; responses go to `on_response(node_id, correlation_id, response)`."""
 
-    def __init__(self, addresses: dict[int, tuple[str, int]], client_id: str, on_response: ResponseCallback) -> None:
-        self._connections = {node_id: _PeerConnection(node_id, host, port, client_id, on_response)
+    def __init__(self, addresses: dict[int, tuple[str, int]], client_id: str, on_response: ResponseCallback,
+                 security: OutboundSecurity = PLAINTEXT) -> None:
+        self._connections = {node_id: _PeerConnection(node_id, host, port, client_id, on_response, security)
                              for node_id, (host, port) in addresses.items()}
 
     def send(self, destination: int, correlation_id: int, request: Any, version: int) -> None:

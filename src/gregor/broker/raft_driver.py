@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.deadline_timer import DeadlineTimer
-from gregor.broker.peer_channel import PeerChannel
+from gregor.broker.peer_channel import PLAINTEXT, PeerChannel
+from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.protocol.messages import Message
 from gregor.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from gregor.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
@@ -46,13 +47,14 @@ class RaftDriver:
 
     def __init__(self, raft: RaftClient, peers: dict[int, tuple[str, int]],
                  on_committed: Callable[[int], None], on_state: Callable[[Any], None] = lambda state: None,
-                 clock: Clock = wall_clock_ms) -> None:
+                 clock: Clock = wall_clock_ms, security: OutboundSecurity = PLAINTEXT) -> None:
+        """`security`: how connections to the other voters' controller listener are secured."""
         self.raft = raft
         self._clock = clock
         self._on_committed = on_committed
         self._on_state = on_state
         self._channel = PeerChannel({node: address for node, address in peers.items() if node != raft.node_id},
-                                    f"raft-{raft.node_id}", self._on_response)
+                                    f"raft-{raft.node_id}", self._on_response, security)
         self._waiting: dict[int, asyncio.Future[Message]] = {}
         self._inbound_ids = itertools.count(1 << 30)
         self._timer = DeadlineTimer(clock, self._poll)

@@ -32,7 +32,7 @@ from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.controller_channel import answer_as
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.events import BrokerEvents
-from gregor.broker.peer_channel import RequestConnection
+from gregor.broker.peer_channel import PLAINTEXT, RequestConnection
 from gregor.broker.services import ControllerGateway, MetadataView
 from gregor.coordinator.deadlines import DeadlineQueue
 from gregor.protocol.error_codes import ErrorCode
@@ -164,7 +164,8 @@ class ReplicaManager:
             if connection is None or connection.address != address:
                 if connection is not None:
                     await connection.wait_closed()
-                connection = self._connections[outgoing.leader_id] = RequestConnection(*address)
+                connection = self._connections[outgoing.leader_id] = RequestConnection(
+                    *address, self.metadata.config.peer_security.get("inter_broker", PLAINTEXT))
             response = await asyncio.wait_for(_call(connection, next(self._correlation_ids),
                                                     f"replica-fetcher-{node_id}", outgoing), timeout_s)
         except _UNREACHABLE as error:

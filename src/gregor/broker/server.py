@@ -60,11 +60,13 @@ from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.metadata_observer import MetadataObserver
 from gregor.broker.metadata_publisher import BrokerMetadataPublisher
 from gregor.broker.network import KafkaServer
+from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.request_quota import apply_request_quota
 from gregor.broker.scrape_state import BrokerScrapeState
 from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
+from gregor.protocol.scram import MECHANISM_IDS, ScramCredential
 from gregor.raft.client import RaftClient
 from gregor.storage.dir_lock import DirectoryLocks
 
@@ -129,7 +131,9 @@ class Broker:
                        on_request=self.events.request_done, after_handler=apply_request_quota),
             self.config.get("socket.request.max.bytes"), self.config.connection_limits())
         for endpoint in self.config.client_listeners():
-            port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False)
+            transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential, self.clock)
+            port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False,
+                                       transport=transport)
             self.bound_ports[endpoint.listener] = port
         cluster_id = self._cluster_id()
         source: ControllerServer | MetadataObserver
@@ -168,7 +172,8 @@ class Broker:
                 {self.node_id: LocalConnection(self.controller_server.dispatcher, self.node_id)},
                 f"broker-{self.node_id}", **settings)
         else:
-            self.controller_channel = ControllerChannel.over_sockets(self.config.quorum_voters(),
+            security = self.config.peer_security.get("controller", PLAINTEXT)
+            self.controller_channel = ControllerChannel.over_sockets(self.config.quorum_voters(), security,
                                                                      f"broker-{self.node_id}", **settings)
         self.controller.channel = self.controller_channel
         listeners = [BrokerRegistrationRequest.Listener(name=e.listener, host=e.host, port=e.port,
@@ -181,6 +186,10 @@ class Broker:
         log.info("broker %d registered in cluster %s (broker epoch %d); waiting to be unfenced", self.node_id,
                  cluster_id, epoch)
         await self.lifecycle.unfenced()
+
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """A user's SCRAM credential in the committed metadata image (what SASL checks against)."""
+        return self.metadata.image.scram_credentials.get((user, MECHANISM_IDS[mechanism]))
 
     def _security_protocol(self, listener: str) -> int:
         return SECURITY_PROTOCOLS[self.config.security_protocol(listener)]

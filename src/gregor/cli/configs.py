@@ -1,11 +1,11 @@
-"""`gregor configs`: describe and change topic and broker configs and client quotas, as
-kafka-configs.sh (quotas: `quota_configs`)."""
+"""`gregor configs`: describe and change topic and broker configs, client quotas and users' SCRAM
+credentials, as kafka-configs.sh (quotas: `quota_configs`; SCRAM: `user_configs`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from gregor.cli import quota_configs
+from gregor.cli import quota_configs, user_configs
 from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, explain, guarded, one_action, open_admin,
     read_properties_file,
@@ -36,6 +36,8 @@ EPILOG = """examples:
   gregor configs --bootstrap-server localhost:9092 --alter --user alice --client reports \
       --add-config producer_byte_rate=65536
   gregor configs --bootstrap-server localhost:9092 --describe --entity-type clients --entity-default
+  gregor configs --bootstrap-server localhost:9092 --alter --entity-type users --entity-name alice \\
+      --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
 """
 
 
@@ -91,18 +93,51 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _quotas(args: argparse.Namespace, action: str, entity: list[quota_configs.Component]) -> int:
+    """A user's or client id's quotas; for one user, its SCRAM credentials too (the SCRAM-SHA-*
+    keys), as kafka-configs.sh sends them with AlterUserScramCredentials."""
     if args.topic is not None or args.broker is not None or args.broker_defaults or args.all:
         raise UsageError("a quota entity (users, clients) cannot be combined with --topic, --broker or --all")
+    users_only = [kind for kind, _, _ in entity] == [quota_configs.USER]
+    scram_user = entity[0][2] if users_only and entity[0][1] == quota_configs.MATCH_EXACT else None
     admin = open_admin(args)
     try:
         if action == "--describe":
             if args.add_config or args.add_config_file or args.delete_config:
                 raise UsageError("--add-config, --add-config-file and --delete-config work with --alter only")
-            return quota_configs.describe(admin, entity)
+            quota_configs.describe(admin, entity)
+            if users_only and entity[0][1] != quota_configs.MATCH_DEFAULT:
+                user_configs.describe(admin, args, scram_user, missing_ok=True)
+            return 0
+        additions = split_config_list(args.add_config or "")
         deletions = [key.strip() for key in (args.delete_config or "").split(",") if key.strip()]
-        return quota_configs.alter(admin, args, entity, split_config_list(args.add_config or ""), deletions)
+        scram_additions = {key: value for key, value in additions if user_configs.is_scram(key)}
+        scram_deletions = [key for key in deletions if user_configs.is_scram(key)]
+        if not scram_additions and not scram_deletions:
+            return quota_configs.alter(admin, args, entity, additions, deletions)
+        if scram_user is None:
+            raise UsageError("SCRAM credentials belong to one user: --entity-type users --entity-name NAME")
+        quota_additions = [(key, value) for key, value in additions if not user_configs.is_scram(key)]
+        quota_deletions = [key for key in deletions if not user_configs.is_scram(key)]
+        quotas_too = bool(quota_additions or quota_deletions or args.add_config_file)
+        user_configs.alter(admin, args, scram_user, scram_additions, scram_deletions, announce=not quotas_too)
+        if quotas_too:
+            return quota_configs.alter(admin, args, entity, quota_additions, quota_deletions)
+        return 0
     finally:
         admin.close()
+
+
+def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
+    """--add-config (and its file) and --delete-config, checked against each other."""
+    additions = dict(read_properties_file(args.add_config_file))
+    additions.update(split_config_list(args.add_config or ""))
+    deletions = [key.strip() for key in (args.delete_config or "").split(",") if key.strip()]
+    if not additions and not deletions:
+        raise UsageError("--alter needs --add-config, --add-config-file or --delete-config")
+    both = sorted(set(additions) & set(deletions))
+    if both:
+        raise UsageError(f"config {both[0]} is both added and deleted")
+    return additions, deletions
 
 
 def _entity(args: argparse.Namespace) -> tuple[ResourceType, str | None]:
@@ -200,14 +235,7 @@ def split_config_list(text: str) -> list[tuple[str, str]]:
 
 def alter(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, name: str | None) -> int:
     resource = ConfigResource(kind, name or "")
-    additions = dict(read_properties_file(args.add_config_file))
-    additions.update(split_config_list(args.add_config or ""))
-    deletions = [key.strip() for key in (args.delete_config or "").split(",") if key.strip()]
-    if not additions and not deletions:
-        raise UsageError("--alter needs --add-config, --add-config-file or --delete-config")
-    both = sorted(set(additions) & set(deletions))
-    if both:
-        raise UsageError(f"config {both[0]} is both added and deleted")
+    additions, deletions = _changes(args)
     if kind == ResourceType.TOPIC:
         found = admin.describe_topics([resource.name])[resource.name]
         if isinstance(found, KafkaException):

@@ -4,7 +4,7 @@ defaults, so a typo or a forgotten override shows before the broker runs."""
 
 from __future__ import annotations
 
-from gregor.broker.config import BROKER_CONFIG_KEYS, BrokerConfig
+from gregor.broker.config import BROKER_CONFIG_KEYS, BrokerConfig, is_secret
 from gregor.broker.unknown_config import describe_unknown_key, unknown_keys
 
 
@@ -17,7 +17,7 @@ def changed_values(config: BrokerConfig) -> list[str]:
         default = config.default(name) if name in BROKER_CONFIG_KEYS else None
         if name in config.originals:
             if default is None or config.originals[name].strip() != default:
-                lines.append(f"{name}={config.originals[name]}")
+                lines.append(f"{name}={'[hidden]' if is_secret(name) else config.originals[name]}")
         elif default != BROKER_CONFIG_KEYS[name].default:
             lines.append(f"{name}={default}  (the embedded single node's default; Kafka's is "
                          f"{BROKER_CONFIG_KEYS[name].default})")

@@ -40,10 +40,14 @@ from gregor.client.network import (
     COORDINATOR_MOVED_ERRORS, ByPartition, Coordinators, CoordinatorType, NetworkClient, NetworkSettings,
     NetworkThread, Node, PartitionMetadata, TopicPartition,
 )
+from gregor.client.scram_credentials import (
+    ScramCredentialInfo, UserScramCredentialDeletion, UserScramCredentialUpsertion, mechanism_name,
+)
 from gregor.client.transactions import TransactionDescription, TransactionListing
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.messages import (
+    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
     AlterConfigsRequest, ApiKey, ConsumerProtocolAssignment, CreatePartitionsRequest, CreateTopicsRequest,
     AlterPartitionReassignmentsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
@@ -466,6 +470,21 @@ class AdminClient:
         wanted = list(components)
         return self._call(lambda deadline: admin_security.describe_client_quotas(self._operations, wanted, strict,
                                                                                  deadline), timeout)
+
+    # users
+
+    def alter_user_scram_credentials(
+            self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+            timeout: float | None = None) -> dict[str, KafkaException | None]:
+        """Set or delete SCRAM credentials; each user's outcome (None: done)."""
+        changes = list(alterations)
+        return self._call(lambda deadline: self._operations.alter_user_scram_credentials(changes, deadline), timeout)
+
+    def describe_user_scram_credentials(self, users: Iterable[str] | None = None, timeout: float | None = None
+                                        ) -> dict[str, list[ScramCredentialInfo] | KafkaException]:
+        """The mechanisms and iterations of users' credentials (every user's when `users` is None)."""
+        names = None if users is None else list(users)
+        return self._call(lambda deadline: self._operations.describe_user_scram_credentials(names, deadline), timeout)
 
     # consumer groups and their offsets
 
@@ -1115,6 +1134,34 @@ class AdminOperations:
 
 
     # replicas
+
+    async def alter_user_scram_credentials(
+            self, changes: list[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+            deadline: float) -> dict[str, KafkaException | None]:
+        request = AlterUserScramCredentialsRequest(
+            deletions=[c.to_request() for c in changes if isinstance(c, UserScramCredentialDeletion)],
+            upsertions=[c.to_request() for c in changes if isinstance(c, UserScramCredentialUpsertion)])
+
+        async def attempt() -> dict[str, KafkaException | None]:
+            response = await self._send(request, await self._controller(deadline), deadline)
+            return {result.user: _error_or_none(result.error_code, result.error_message) for result in response.results}
+
+        return await self._single("alter_user_scram_credentials", attempt, deadline)
+
+    async def describe_user_scram_credentials(self, users: list[str] | None, deadline: float
+                                              ) -> dict[str, list[ScramCredentialInfo] | KafkaException]:
+        request = DescribeUserScramCredentialsRequest(
+            users=None if users is None else [DescribeUserScramCredentialsRequest.UserName(name=u) for u in users])
+
+        async def attempt() -> dict[str, list[ScramCredentialInfo] | KafkaException]:
+            response = await self._send(request, None, deadline)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+            return {result.user: error_for(result.error_code, result.error_message) if result.error_code else
+                    [ScramCredentialInfo(mechanism_name(info.mechanism), info.iterations)
+                     for info in result.credential_infos] for result in response.results}
+
+        return await self._single("describe_user_scram_credentials", attempt, deadline)
 
     async def elect_leaders(self, election_type: ElectionType, partitions: list[TopicPartition] | None,
                             deadline: float) -> dict[TopicPartition, KafkaException | None]:

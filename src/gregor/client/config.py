@@ -19,10 +19,16 @@ Deliberate differences from the Java client
   ``retries=0``; an explicit ``enable.idempotence=true`` with either is an error (both versions).
 - An unknown key raises `ConfigError` naming it and the likely intended key (Java logs a warning
   and ignores it). A key of another role ("group.id" given to a producer) is named as such.
-- Only PLAINTEXT: any other ``security.protocol``, and every ``ssl.*`` and ``sasl.*`` key, raise.
-  Java's JMX metrics keys (``metric.reporters``, ``metrics.*``, ``auto.include.jmx.reporter``),
-  ``security.providers``, ``config.providers`` and the admin's ``bootstrap.controllers`` raise
-  too, saying that Gregor's client has no such thing.
+- ``security.protocol`` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; ``sasl.mechanism`` PLAIN,
+  SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER with an unsecured token made from the
+  ``unsecuredLogin*`` options of ``sasl.jaas.config`` (GSSAPI, Java's default, raises). TLS key
+  material as PEM or PKCS12 (``ssl.truststore.*``, ``ssl.keystore.*``; JKS raises). The login is
+  ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule with username and password) or, as
+  librdkafka names them, ``sasl.username`` and ``sasl.password``. Other ``ssl.*`` / ``sasl.*``
+  keys (callback handlers, ``sasl.login.*``, Kerberos) raise.
+- Java's JMX metrics keys (``metric.reporters``, ``metrics.*``, ``auto.include.jmx.reporter``),
+  ``security.providers``, ``config.providers`` and the admin's ``bootstrap.controllers`` raise,
+  saying that Gregor's client has no such thing.
 - ``acks`` accepts ints as well as strings and is stored as an int: -1 (all), 0 or 1.
 - ``key.serializer``/``value.serializer`` and the deserializers default to "bytes" (values pass
   through as bytes, as in kafka-python and confluent-kafka) instead of being required.
@@ -258,10 +264,15 @@ _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _security_protocol(name: str, value: str) -> str:
-    protocol = _one_of(*_SECURITY_PROTOCOLS, ignore_case=True)(name, value)
-    if protocol != "PLAINTEXT":
-        raise ConfigError(f"{name}={protocol} is not supported: Gregor's client speaks PLAINTEXT only")
-    return protocol
+    return _one_of(*_SECURITY_PROTOCOLS, ignore_case=True)(name, value).upper()
+
+
+def _sasl_mechanism(name: str, value: str) -> str:
+    mechanism = value.strip().upper()
+    if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"):
+        raise ConfigError(f"{name}={value} is not supported: Gregor's client speaks PLAIN, SCRAM-SHA-256, "
+                          f"SCRAM-SHA-512 and OAUTHBEARER (unsecured JWTs)")
+    return mechanism
 
 
 _JAVA_ASSIGNORS = {
@@ -303,6 +314,24 @@ _COMMON = (
     ConfigKey("socket.connection.setup.timeout.max.ms", _LONG, 30000),
     ConfigKey("connections.max.idle.ms", _LONG, 540000),
     ConfigKey("security.protocol", _STR, "PLAINTEXT", _security_protocol),
+    ConfigKey("sasl.mechanism", _STR, "GSSAPI"),
+    ConfigKey("sasl.jaas.config", _STR, None),
+    ConfigKey("sasl.username", _STR, None),
+    ConfigKey("sasl.password", _STR, None),
+    ConfigKey("ssl.truststore.type", _STR, "JKS"),
+    ConfigKey("ssl.truststore.location", _STR, None),
+    ConfigKey("ssl.truststore.password", _STR, None),
+    ConfigKey("ssl.truststore.certificates", _STR, None),
+    ConfigKey("ssl.keystore.type", _STR, "JKS"),
+    ConfigKey("ssl.keystore.location", _STR, None),
+    ConfigKey("ssl.keystore.password", _STR, None),
+    ConfigKey("ssl.keystore.certificate.chain", _STR, None),
+    ConfigKey("ssl.keystore.key", _STR, None),
+    ConfigKey("ssl.key.password", _STR, None),
+    ConfigKey("ssl.endpoint.identification.algorithm", _STR, "https"),
+    ConfigKey("ssl.enabled.protocols", _LIST, ("TLSv1.2", "TLSv1.3")),
+    ConfigKey("ssl.protocol", _STR, "TLSv1.3"),
+    ConfigKey("ssl.cipher.suites", _LIST, ()),
     ConfigKey("metadata.recovery.strategy", _STR, "none", _one_of("none", "rebootstrap", ignore_case=True)),
     ConfigKey("enable.metrics.push", _BOOL, True),
 )
@@ -381,8 +410,9 @@ _TABLES: dict[Role, Mapping[str, ConfigKey]] = {
 }
 
 _UNSUPPORTED_PREFIXES = {
-    "ssl.": "SSL is not supported: Gregor's client speaks PLAINTEXT only",
-    "sasl.": "SASL is not supported: Gregor's client speaks PLAINTEXT only",
+    "ssl.": "this TLS setting is not supported by Gregor's client (see docs/security.md for the ssl.* keys it reads)",
+    "sasl.": "this SASL setting is not supported by Gregor's client (it reads sasl.mechanism, sasl.jaas.config, "
+             "sasl.username and sasl.password)",
 }
 _JAVA_METRICS = "Gregor's client has no Java (JMX) metrics reporting"
 _UNSUPPORTED = {
@@ -490,6 +520,12 @@ def _unknown_key(role: Role, key: str, spelling: str, as_keyword: bool) -> Confi
 def _check_common(values: dict[str, Any], explicit: frozenset[str]) -> None:
     if not values["bootstrap.servers"]:
         raise ConfigError("bootstrap.servers is required: a list of host:port, e.g. 'localhost:9092'")
+    if values["security.protocol"].startswith("SASL_"):
+        values["sasl.mechanism"] = _sasl_mechanism("sasl.mechanism", values["sasl.mechanism"])
+        has_pair = values["sasl.username"] is not None and values["sasl.password"] is not None
+        if not has_pair and not values["sasl.jaas.config"]:
+            raise ConfigError(f"security.protocol={values['security.protocol']} needs a login: sasl.jaas.config "
+                              f"(username=\"...\" password=\"...\") or sasl.username and sasl.password")
     if "reconnect.backoff.ms" in explicit and "reconnect.backoff.max.ms" not in explicit:
         values["reconnect.backoff.max.ms"] = values["reconnect.backoff.ms"]
 

@@ -29,6 +29,7 @@ from gregor.protocol.messages import (
     RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord,
     UserScramCredentialRecord, ZkMigrationStateRecord,
 )
+from gregor.protocol.scram import ScramCredential
 
 NO_LEADER_CHANGE = -2
 UNASSIGNED_DIRECTORY = uuid.UUID(int=0)
@@ -37,8 +38,7 @@ UNASSIGNED_DIRECTORY = uuid.UUID(int=0)
 # log written by a newer Gregor or by Kafka still loads.
 IGNORED_RECORDS = (
     NoOpRecord, ZkMigrationStateRecord, RegisterControllerRecord, BeginTransactionRecord,
-    EndTransactionRecord, AbortTransactionRecord, UserScramCredentialRecord,
-    RemoveUserScramCredentialRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
+    EndTransactionRecord, AbortTransactionRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
 )
 
 
@@ -72,6 +72,7 @@ class MetadataDelta:
         self._deleted: dict[uuid.UUID, str] = {}
         self._changed_configs: set[tuple[int, str]] = set()
         self._changed_brokers: set[int] = set()
+        self._scram: dict[tuple[str, int], ScramCredential] | None = None
 
     @classmethod
     def snapshot_of(cls, previous: MetadataImage) -> MetadataDelta:
@@ -247,6 +248,18 @@ class MetadataDelta:
                 f"producer id block ending at {record.next_producer_id} goes back from {self._next_producer_id}")
         self._next_producer_id = record.next_producer_id
 
+    def _scram_credentials(self) -> dict[tuple[str, int], ScramCredential]:
+        if self._scram is None:
+            self._scram = dict(self.image.scram_credentials)
+        return self._scram
+
+    def _replay_user_scram_credential(self, record: UserScramCredentialRecord) -> None:
+        self._scram_credentials()[(record.name, record.mechanism)] = ScramCredential(
+            bytes(record.salt), bytes(record.stored_key), bytes(record.server_key), record.iterations)
+
+    def _replay_remove_user_scram_credential(self, record: RemoveUserScramCredentialRecord) -> None:
+        self._scram_credentials().pop((record.name, record.mechanism), None)
+
     # -- what changed
 
     def changed_topics(self) -> frozenset[uuid.UUID]:
@@ -318,7 +331,8 @@ class MetadataDelta:
             cluster_id=image.cluster_id, acls=acls, client_quotas=quotas, features=MappingProxyType(dict(self._features)),
             brokers=MappingProxyType(dict(self._brokers)), topics=topics, topics_by_id=topics_by_id,
             configs=configs, next_producer_id=self._next_producer_id,
-            highest_offset=self._highest_offset, epoch=self._epoch)
+            highest_offset=self._highest_offset, epoch=self._epoch,
+            scram_credentials=image.scram_credentials if self._scram is None else MappingProxyType(self._scram))
 
 
 def merge_partition_change(current: PartitionRegistration, record: PartitionChangeRecord) -> PartitionRegistration:
@@ -368,4 +382,6 @@ _HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     AccessControlEntryRecord: MetadataDelta._replay_access_control_entry,
     RemoveAccessControlEntryRecord: MetadataDelta._replay_remove_access_control_entry,
     ClientQuotaRecord: MetadataDelta._replay_client_quota,
+    UserScramCredentialRecord: MetadataDelta._replay_user_scram_credential,
+    RemoveUserScramCredentialRecord: MetadataDelta._replay_remove_user_scram_credential,
 }

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from gregor.metadata.acls import StandardAcl
 from gregor.metadata.client_quotas import QuotaEntity
 from gregor.metadata.features import METADATA_VERSION as METADATA_VERSION_FEATURE
+from gregor.protocol.scram import ScramCredential
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
@@ -103,6 +104,8 @@ class MetadataImage:
     next_producer_id: int = 0
     highest_offset: int = -1
     epoch: int = -1
+    #: SCRAM credentials by (user name, Kafka mechanism id: 1 SHA-256, 2 SHA-512).
+    scram_credentials: Mapping[tuple[str, int], ScramCredential] = field(default_factory=lambda: _EMPTY)
 
     @property
     def metadata_version(self) -> int:

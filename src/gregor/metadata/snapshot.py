@@ -3,7 +3,7 @@
 
 Replaying `image_records(image)` onto an empty image gives back `image` (the round trip is
 tested). The order is the one replay needs: features, brokers, then each topic before its
-partitions, configs, ACLs, client quotas, the producer-id high mark.
+partitions, configs, ACLs, client quotas, the producer-id high mark, SCRAM credentials.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from gregor.metadata.image import MetadataImage
 from gregor.protocol.messages import (
     AccessControlEntryRecord, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, TopicRecord,
+    UserScramCredentialRecord,
 )
 
 
@@ -50,4 +51,8 @@ def image_records(image: MetadataImage) -> list[Any]:
                        for key, value in sorted(quota_values.items()))
     if image.next_producer_id:
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id))
+    records.extend(UserScramCredentialRecord(name=name, mechanism=mechanism, salt=credential.salt,
+                                             stored_key=credential.stored_key, server_key=credential.server_key,
+                                             iterations=credential.iterations)
+                   for (name, mechanism), credential in sorted(image.scram_credentials.items()))
     return records

@@ -178,8 +178,8 @@ def test_assignor_java_names_become_protocol_names() -> None:
     ({"group.id": "g"}, {}, "'group.id' is a consumer setting; a producer does not take it"),
     ({"group_id": "g"}, {}, "'group_id' is a consumer setting; a producer does not take it"),
     ({"default.api.timeout.ms": 1}, {}, "is a consumer and admin setting; a producer does not take it"),
-    ({"ssl.truststore.location": "/x"}, {}, "ssl.truststore.location: SSL is not supported"),
-    ({}, {"sasl_mechanism": "PLAIN"}, "sasl_mechanism: SASL is not supported"),
+    ({"ssl.truststore.password.file": "/x"}, {}, "ssl.truststore.password.file: this TLS setting is not supported"),
+    ({}, {"sasl_login_callback_handler_class": "X"}, "sasl_login_callback_handler_class: this SASL setting is not"),
     ({"metric.reporters": "x"}, {}, "metric.reporters: Gregor's client has no Java \\(JMX\\) metrics"),
 ])
 def test_unknown_keys_are_named_with_a_suggestion(config: dict[str, object], kwargs: dict[str, object],
@@ -211,13 +211,18 @@ def test_bootstrap_servers_are_required_and_checked() -> None:
             parse_config(Role.ADMIN, bootstrap_servers=bad)
 
 
-def test_only_plaintext() -> None:
+def test_security_protocols() -> None:
     assert producer(security_protocol="plaintext").security_protocol == "PLAINTEXT"
-    for protocol in ("SSL", "sasl_ssl", "SASL_PLAINTEXT"):
-        with pytest.raises(ConfigError, match="security.protocol=.* is not supported: .*PLAINTEXT only"):
-            producer(security_protocol=protocol)
+    assert producer(security_protocol="ssl").security_protocol == "SSL"
+    login = {"sasl_username": "alice", "sasl_password": "secret"}
+    assert producer(security_protocol="sasl_ssl", sasl_mechanism="scram-sha-512", **login).sasl_mechanism == \
+        "SCRAM-SHA-512"
     with pytest.raises(ConfigError, match="security.protocol must be one of PLAINTEXT, SSL"):
         producer(security_protocol="TLS")
+    with pytest.raises(ConfigError, match="sasl.mechanism=GSSAPI is not supported"):
+        producer(security_protocol="SASL_PLAINTEXT", **login)  # Java's default mechanism
+    with pytest.raises(ConfigError, match="needs a login: sasl.jaas.config"):
+        producer(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN")
 
 
 def test_reconnect_backoff_max_follows_an_explicit_base() -> None:

@@ -112,8 +112,13 @@ def _broker_entry(context: BrokerContext, request: DescribeConfigsRequest, name:
     key = BROKER_CONFIG_KEYS.get(name)
     config_type = BROKER_CONFIG_TYPES.get(key.type, ConfigType.STRING) if key else ConfigType.STRING
     read_only = key.read_only if key else False
-    return _entry(context, request, name, value, source, config_type, read_only,
-                  [_Synonym(name=name, value=value, source=source)], key.doc if key else None)
+    sensitive = key is not None and key.type == "password"
+    if sensitive:
+        value = None  # Kafka never sends a password (key store passwords, inline keys) back
+    entry = _entry(context, request, name, value, source, config_type, read_only,
+                   [_Synonym(name=name, value=value, source=source)], key.doc if key else None)
+    entry.is_sensitive = sensitive
+    return entry
 
 
 HANDLERS = [Handler(API_KEY, 0, 4, handle)]

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gregor.broker.handlers import (
-    BrokerContext, Handler, QuorumContext, alter_client_quotas, alter_partition_reassignments, create_acls, delete_acls,
-    elect_leaders, list_partition_reassignments,
+    BrokerContext, Handler, QuorumContext, alter_client_quotas, alter_partition_reassignments,
+    alter_user_scram_credentials, create_acls, delete_acls, elect_leaders, list_partition_reassignments,
 )
 from gregor.broker.handlers.forward_authorization import screen
 from gregor.protocol.exceptions import KafkaError
@@ -80,6 +80,7 @@ ERROR_ANSWERS: dict[int, Callable[[Any, int, str], Any]] = {
     create_acls.API_KEY: create_acls.error_response,
     delete_acls.API_KEY: delete_acls.error_response,
     alter_client_quotas.API_KEY: alter_client_quotas.error_response,
+    alter_user_scram_credentials.API_KEY: alter_user_scram_credentials.error_response,
 }
 
 

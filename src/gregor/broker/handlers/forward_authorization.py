@@ -20,8 +20,9 @@ from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
-    AlterClientQuotasRequest, AlterConfigsRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteAclsRequest, DeleteTopicsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest,
+    AlterClientQuotasRequest, AlterConfigsRequest, AlterUserScramCredentialsRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteTopicsRequest, ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
 )
 from gregor.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
@@ -90,6 +91,7 @@ CLUSTER_CHECKS: dict[int, AclOperation] = {
     CreateAclsRequest.API_KEY: AclOperation.ALTER,
     DeleteAclsRequest.API_KEY: AclOperation.ALTER,
     AlterClientQuotasRequest.API_KEY: AclOperation.ALTER_CONFIGS,
+    AlterUserScramCredentialsRequest.API_KEY: AclOperation.ALTER,
 }
 NEEDS_AUTHORIZER = frozenset({CreateAclsRequest.API_KEY, DeleteAclsRequest.API_KEY})
 

@@ -277,7 +277,7 @@ class NetworkClient:
                 node_id, host, port, client_id=self.settings.client_id,
                 request_timeout_ms=self.settings.request_timeout_ms,
                 setup_timeout_ms=self._setup_timeout.delay_ms(state.failures + 1),
-                on_close=self._on_connection_closed)
+                on_close=self._on_connection_closed, security=self.settings.security)
         except KafkaException as error:
             state.failures += 1
             state.retry_at = loop.time() + self._reconnect_backoff.delay_ms(state.failures) / 1000

@@ -17,12 +17,15 @@ from typing import Any, Callable, cast
 
 from gregor import __version__
 from gregor.client.errors import ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError
+from gregor.client.network.security import ClientSecurity, authenticate
 from gregor.client.network.versions import BrokerApiVersions, client_versions
 from gregor.client.network.wire import WireSession
 from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.sasl_login import AUTHENTICATE_VERSIONS, HANDSHAKE_VERSION, SaslLoginError
 from gregor.protocol.messages import ApiKey, ApiVersionsRequest
 
 SOFTWARE_NAME = "gregor-python"
+_PLAINTEXT = ClientSecurity()
 
 
 class BrokerConnection(asyncio.Protocol):
@@ -43,25 +46,32 @@ class BrokerConnection(asyncio.Protocol):
         self._writable: asyncio.Future | None = None
         self._on_close = on_close
         self.close_reason: KafkaException | None = None
+        self._security = _PLAINTEXT
+        self._reauthenticating: asyncio.Future | None = None  # other requests wait for a re-login (KIP-368)
+        self._reauth_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     async def open(cls, node_id: int, host: str, port: int, *, client_id: str | None,
                    request_timeout_ms: int, setup_timeout_ms: float,
                    on_close: Callable[[BrokerConnection, KafkaException], None] | None = None,
-                   ) -> BrokerConnection:
-        """Connect and negotiate ApiVersions; raises KafkaConnectionError/KafkaTimeoutError."""
+                   security: ClientSecurity = _PLAINTEXT) -> BrokerConnection:
+        """Connect (TLS when `security` says so), negotiate ApiVersions and log in (SASL);
+        raises KafkaConnectionError/KafkaTimeoutError, or KafkaException
+        SASL_AUTHENTICATION_FAILED / UNSUPPORTED_SASL_MECHANISM when the login is refused."""
         connection = cls(node_id, host, port, client_id=client_id,
                          request_timeout_ms=request_timeout_ms, on_close=on_close)
         loop = asyncio.get_running_loop()
+        tls = {} if security.ssl_context is None else {"ssl": security.ssl_context, "server_hostname": host}
         try:
             async with asyncio.timeout(setup_timeout_ms / 1000):
-                await loop.create_connection(lambda: connection, host, port)
+                await loop.create_connection(lambda: connection, host, port, **tls)
         except (OSError, TimeoutError) as error:
             reason = "timed out" if isinstance(error, TimeoutError) else str(error)
             raise KafkaConnectionError(ClientErrorCode._TRANSPORT,
                                        f"connect to {host}:{port} (node {node_id}) failed: {reason}") from None
         try:
             await connection._negotiate_api_versions()
+            await connection._authenticate(security)
         except BaseException as error:
             connection.close(error if isinstance(error, KafkaException) else None)
             raise
@@ -92,6 +102,8 @@ class BrokerConnection(asyncio.Protocol):
         """
         if version is None:
             version = self.pick_version(request.API_KEY, versions)
+        while self._reauthenticating is not None and not self.closed and not _is_sasl(request):
+            await asyncio.shield(self._reauthenticating)
         while self._writable is not None and not self.closed:
             await asyncio.shield(self._writable)
         if self.close_reason is not None:
@@ -112,6 +124,10 @@ class BrokerConnection(asyncio.Protocol):
         if self.close_reason is not None:
             return
         self.close_reason = reason or self._transport_error("closed")
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+        if self._reauthenticating is not None and not self._reauthenticating.done():
+            self._reauthenticating.set_result(None)
         if self._transport is not None:
             self._transport.abort()
         for pending in self._wire.take_in_flight():
@@ -169,6 +185,40 @@ class BrokerConnection(asyncio.Protocol):
             return
         raise KafkaException(ErrorCode.UNSUPPORTED_VERSION, f"node {self.node_id} accepts no ApiVersions version")
 
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        """Log in; when the broker limits the session (KIP-368), log in again on this connection at
+        90 % of its lifetime, holding other requests back meanwhile, as Kafka's clients do."""
+        self._security = security
+
+        async def send(request: Any) -> Any:
+            versions = ((HANDSHAKE_VERSION, HANDSHAKE_VERSION) if request.API_KEY == ApiKey.SASL_HANDSHAKE
+                        else AUTHENTICATE_VERSIONS)
+            return await self.send(request, versions=versions)
+
+        try:
+            lifetime_ms = await authenticate(security, send, f"node {self.node_id} ({self.host}:{self.port})")
+        except SaslLoginError as error:
+            raise KafkaException(error.code, str(error)) from None
+        if lifetime_ms > 0 and not self.closed:
+            self._reauth_timer = self._loop.call_later(lifetime_ms * 0.9 / 1000, self._reauthenticate)
+
+    def _reauthenticate(self) -> None:
+        self._reauth_timer = None
+        if self.closed:
+            return
+        self._reauthenticating = self._loop.create_future()
+        task = asyncio.ensure_future(self._authenticate(self._security))
+        task.add_done_callback(self._reauthenticated)
+
+    def _reauthenticated(self, task: asyncio.Task) -> None:
+        waiting, self._reauthenticating = self._reauthenticating, None
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self.close(error if isinstance(error, KafkaException) else self._transport_error(
+                f"closed after re-authentication failed: {error}"))
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+
     def _on_request_timeout(self, correlation_id: int, api_key: int, timeout_ms: float) -> None:
         self._fail(correlation_id, KafkaTimeoutError(
             ClientErrorCode._TIMED_OUT,
@@ -192,6 +242,10 @@ class BrokerConnection(asyncio.Protocol):
             entry[1].cancel()
             if not entry[0].done():
                 entry[0].set_exception(_fresh(error))
+
+
+def _is_sasl(request: Any) -> bool:
+    return request.API_KEY in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 
 
 def _fresh(error: KafkaException) -> KafkaException:

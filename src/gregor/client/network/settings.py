@@ -7,8 +7,10 @@ picks the keys of the network core out of the result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
+
+from gregor.client.network.security import ClientSecurity
 
 DEFAULT_PORT = 9092
 
@@ -62,6 +64,7 @@ class NetworkSettings:
     metadata_max_age_ms: int = 300_000
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
+    security: ClientSecurity = field(default_factory=ClientSecurity)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> NetworkSettings:
@@ -72,4 +75,5 @@ class NetworkSettings:
             if key.endswith(".ms") and key in config:
                 times[setting.name] = int(config[key])
         return cls(bootstrap_servers=parse_bootstrap_servers(config.get("bootstrap.servers")),
-                   client_id=str(config.get("client.id") or cls.client_id), **times)
+                   client_id=str(config.get("client.id") or cls.client_id),
+                   security=ClientSecurity.from_config(config), **times)

@@ -55,6 +55,12 @@ class DelayedProduces:
         self._drop_done_deadlines()
         return self._by_deadline[0][0] if self._by_deadline else None
 
+    def first_required(self) -> int | None:
+        """The smallest offset a waiter still waits for the high watermark to reach."""
+        while self._by_offset and self._by_offset[0].done:
+            heapq.heappop(self._by_offset)
+        return self._by_offset[0].required_offset if self._by_offset else None
+
     def complete(self, high_watermark: int, leader_epoch: int | None, isr_size: int, min_isr: int,
                  now_ms: int) -> list[ProduceCompleted]:
         """Answer every waiter that can be answered; `leader_epoch` None when no longer leader."""

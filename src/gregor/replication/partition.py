@@ -488,7 +488,8 @@ class Partition:
         A leader's timers: the moment each follower off the log end stops counting as caught up
         (replica.lag.time.max.ms after it last was: the ISR shrinks, and a follower outside the
         ISR stops holding the high watermark back), an unanswered ISR proposal to resend, and the
-        earliest acks=all timeout."""
+        earliest acks=all timeout; now, when an append moved the high watermark (a follower
+        outside the ISR stopped holding it back meanwhile) past acks=all produces still waiting."""
         if self.fetcher is not None:
             return self.fetcher.next_deadline()
         if not self.is_leader:
@@ -514,6 +515,9 @@ class Partition:
         produce_timeout = self.delayed.next_deadline()
         if produce_timeout is not None:
             due.append(produce_timeout)
+            required = self.delayed.first_required()
+            if required is not None and required <= self.high_watermark:
+                due.append(now_ms)  # an append moved the high watermark past waiters: answer them now
         return min(due, default=None)
 
     def tick(self, now_ms: int) -> list[Effect]:

@@ -351,6 +351,6 @@ class CleaningTask:
         horizon = delete_horizon(header)
         if horizon is None:
             return rebuilt_batch(header, records, self.now_ms + self.log_config.delete_retention_ms), len(records)
-        if self.now_ms < horizon:
-            return data, header.records_count
-        return self._dropped(header)
+        if self.now_ms < horizon or header.last_offset + 1 == self.first_uncleanable:
+            return data, header.records_count  # a control batch is never emptied: kept whole where one must stay
+        return None, 0

@@ -218,10 +218,11 @@ class Log:
 
     @staticmethod
     def _marker(data: bytes | bytearray, pos: int, header: BatchHeader) -> TxnMarker | None:
-        """The COMMIT/ABORT marker a control batch holds; None for other control batches."""
+        """The COMMIT/ABORT marker a control batch holds; None for other control batches (and for
+        one without exactly one record, which no transaction coordinator writes)."""
         records = decode_records(data, pos, header, MAX_UNCOMPRESSED_BYTES)
         if len(records) != 1:
-            raise StorageError(ErrorCode.INVALID_RECORD, f"control batch holds {len(records)} records, not 1")
+            return None
         found = txn_marker_of(records[0])
         if found is None:
             return None

@@ -18,7 +18,10 @@ seed and the last steps, and `Cluster(seed)` replays the same run:
 - every replica's high watermark is within its log;
 - with clean elections and crashes that lose nothing, what was once below a leader's high
   watermark never changes (committed records are never lost or rewritten), and every acks=all
-  produce answered NONE is among those records.
+  produce answered NONE is among those records;
+- transactions (`transactions.py`): every replica's last stable offset lies within its log and
+  below its high watermark, a leader's never moves back within its epoch, and once converged every
+  replica's open transactions and aborted-transaction index are those a replay of its log gives.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from gregor.storage.log import Log, LogConfig
 
 from tests.sim.replication.controller import ControllerStub
 from tests.sim.replication.disk import crash_log
+from tests.sim.replication.transactions import TransactionalProducer, maintained, modelled
 
 TOPIC = "sim"
 TOPIC_ID = uuid.UUID(int=0x5157)
@@ -63,6 +67,7 @@ SESSION_TIMEOUT_MS = 300
 METADATA_REFRESH_MS = 100
 HW_CHECKPOINT_MS = 50
 PRODUCE_TIMEOUT_MS = 1_000
+MARKER_RETRY_MS = 300
 TRACE_LENGTH = 300
 TRACE_SHOWN = 80
 SIM_REPLICATION = ReplicationConfig(replica_lag_time_max_ms=400, replica_fetch_max_bytes=1_500,
@@ -91,6 +96,7 @@ class Faults:
     partition_rate: float = 0.0
     produce_rate: float = 0.2
     acks_all_share: float = 0.5
+    transactional_share: float = 0.0
 
     @classmethod
     def random(cls, rng: random.Random) -> Faults:
@@ -98,7 +104,7 @@ class Faults:
                    max_delay_ms=rng.choice([1, 5, 20, 50]), crash_rate=rng.choice([0.0, 0.002, 0.006]),
                    lossy_crashes=rng.random() < 0.25, pause_rate=rng.choice([0.0, 0.002, 0.005]),
                    partition_rate=rng.choice([0.0, 0.004, 0.01]), produce_rate=rng.choice([0.1, 0.3, 0.6]),
-                   acks_all_share=rng.choice([0.0, 0.5, 1.0]))
+                   acks_all_share=rng.choice([0.0, 0.5, 1.0]), transactional_share=rng.choice([0.0, 0.5]))
 
 
 Batch = tuple[int, int, int, int]  # base offset, last offset, leader epoch, crc
@@ -183,6 +189,8 @@ class Cluster:
         self.sent_at: dict[int, int] = {}
         self.answered_at: dict[int, int] = {}
         self.leader_high_watermarks: dict[tuple[int, int, int], int] = {}
+        self.leader_stable_offsets: dict[tuple[int, int, int], int] = {}
+        self.transactions = TransactionalProducer()
         self.next_token = 0
         self._checked: tuple = ()
         self.stats: Counter[str] = Counter()
@@ -191,6 +199,7 @@ class Cluster:
             self._start(broker)
         self.at(TICK_MS, self._controller_tick)
         self.at(METADATA_REFRESH_MS, self._metadata_refresh)
+        self.at(MARKER_RETRY_MS, self._send_markers)
 
     def close(self) -> None:
         for broker in self.brokers.values():
@@ -410,6 +419,10 @@ class Cluster:
                 self._send_proposal(broker, effect)
             elif isinstance(effect, ProduceCompleted):
                 token, offset = effect.token
+                if token == "marker":
+                    if effect.error == ErrorCode.NONE:
+                        self._send(broker.broker_id, PRODUCER, lambda pid=offset: self._marker_replicated(pid))
+                    continue
                 self._answer_produce(broker.broker_id, token, effect.error, offset)
         if send:
             self._send_ready(broker)
@@ -558,9 +571,13 @@ class Cluster:
             return None
         self.next_token += 1
         token = self.next_token
-        builder = BatchBuilder()
-        builder.append(self.now, None, b"value-%d" % token)
-        records = builder.build()
+        if self.rng.random() < self.faults.transactional_share:
+            _, records = self.transactions.batch(b"value-%d" % token, self.now)
+            self.transactions.maybe_close(self.rng.random(), self.rng.random() < 0.5)
+        else:
+            builder = BatchBuilder()
+            builder.append(self.now, None, b"value-%d" % token)
+            records = builder.build()
         crc = scan_batches(records)[0][0][0].crc
         self.sent[token] = (acks, crc)
         self.sent_at[token] = self.now
@@ -595,6 +612,33 @@ class Cluster:
                 self.acked[(token, offset)] = crc
                 self._check_acknowledged(token, offset, crc)
         self._send(broker_id, PRODUCER, at_producer)
+
+    def _send_markers(self) -> None:
+        """The coordinator (re)sends each pending marker to the leader until it is replicated."""
+        leader = self.controller.state.leader
+        if leader != NO_LEADER:
+            for producer_id, commit in sorted(self.transactions.pending.items()):
+                self._send(PRODUCER, leader, self._to_broker(
+                    leader, None, lambda b, pid=producer_id, result=commit: self._on_marker(b, pid, result)))
+        self.at(self.now + MARKER_RETRY_MS, self._send_markers)
+
+    def _on_marker(self, broker: SimBroker, producer_id: int, commit: bool) -> None:
+        partition = broker.partition
+        try:
+            info = partition.append_txn_marker(producer_id, 0, 0, commit, self.now)
+        except KafkaError as error:
+            self.log_event(f"{broker.broker_id} refused the marker of {producer_id}: {ErrorCode(error.code).name}")
+            return
+        self.stats["markers appended"] += 1
+        self.log_event(f"{broker.broker_id} appended the {'COMMIT' if commit else 'ABORT'} marker of {producer_id} "
+                       f"at {info.first_offset}")
+        self._wake_fetches(broker)
+        self._arm(broker)
+        self._effects(broker, partition.await_replication(info, ("marker", producer_id), self.now,
+                                                          PRODUCE_TIMEOUT_MS))
+
+    def _marker_replicated(self, producer_id: int) -> None:
+        self.transactions.pending.pop(producer_id, None)
 
     # -- invariants
 
@@ -633,6 +677,9 @@ class Cluster:
             if not log.log_start_offset <= partition.high_watermark <= log.log_end_offset:
                 self.fail(f"broker {broker.broker_id}: high watermark {partition.high_watermark} outside its log "
                           f"{log.log_start_offset}..{log.log_end_offset}")
+            if not log.log_start_offset <= partition.last_stable_offset <= partition.high_watermark:
+                self.fail(f"broker {broker.broker_id}: last stable offset {partition.last_stable_offset} outside "
+                          f"{log.log_start_offset}..{partition.high_watermark} (log start..high watermark)")
             if partition.is_leader:
                 key = (broker.broker_id, broker.incarnation, partition.leader_epoch)
                 previous = self.leader_high_watermarks.get(key, -1)
@@ -640,6 +687,11 @@ class Cluster:
                     self.fail(f"leader {broker.broker_id} moved its high watermark back from {previous} to "
                               f"{partition.high_watermark} in epoch {partition.leader_epoch}")
                 self.leader_high_watermarks[key] = partition.high_watermark
+                stable = partition.last_stable_offset
+                if stable < self.leader_stable_offsets.get(key, -1):
+                    self.fail(f"leader {broker.broker_id} moved its last stable offset back from "
+                              f"{self.leader_stable_offsets[key]} to {stable} in epoch {partition.leader_epoch}")
+                self.leader_stable_offsets[key] = stable
                 if self.checks_history:
                     self._check_committed(broker)
         leader = self.leader()
@@ -675,6 +727,13 @@ class Cluster:
         index = bisect_left([batch[0] for batch in self.committed], offset)
         if index >= len(self.committed) or self.committed[index][0] != offset or self.committed[index][3] != crc:
             self.fail(f"acks=all produce {token} was answered at offset {offset} but is not committed there")
+
+    def check_transaction_state(self, broker: SimBroker) -> None:
+        """The replica's open transactions and aborted-transaction index, as a replay of its log gives them."""
+        expected = modelled(broker.log)
+        if maintained(broker.log) != expected:
+            self.fail(f"broker {broker.broker_id} keeps transactions {maintained(broker.log)}, its log says {expected}")
+        self.stats["aborted_transactions"] = max(self.stats["aborted_transactions"], len(expected[1]))
 
     def check_acknowledged_survive(self, broker: SimBroker) -> None:
         """Every acks=all acknowledged batch is in this broker's log where it was acknowledged."""

@@ -85,3 +85,4 @@ def settle(cluster: Cluster) -> None:
         cluster.fail("the cluster did not replicate the last produce")
     for broker in cluster.brokers.values():
         cluster.check_acknowledged_survive(broker)
+        cluster.check_transaction_state(broker)

@@ -33,7 +33,7 @@ def run_chunk(first_seed: int, chaos_ms: int) -> Counter[str]:
             run_schedule(cluster, chaos_ms)
         stats.update(cluster.stats)
     for event in ("crashes", "lossy_crashes", "leader_changes", "isr_changes", "truncations",
-                  "answered NONE", "answered NOT_LEADER_OR_FOLLOWER"):
+                  "answered NONE", "answered NOT_LEADER_OR_FOLLOWER", "markers appended", "aborted_transactions"):
         assert stats[event] > 0, f"no {event} in seeds {first_seed}..{first_seed + CHUNK - 1}: {stats}"
     return stats
 

@@ -7,6 +7,7 @@ listener is refused; a partition led elsewhere answers NOT_LEADER_OR_FOLLOWER.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 
 from gregor.broker.handlers import BrokerContext, BrokerServices, fetch, write_txn_markers
@@ -29,9 +30,12 @@ class _Events:
 
 
 def _context(node: Node, api_key: int, version: int, listener: str = "PLAINTEXT", completed=None) -> BrokerContext:
+    """The services these handlers use; the other required ones None, those with defaults left so."""
     header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=1)
-    services = BrokerServices(partitions=node.partitions, metadata=node.metadata, controller=None, groups=None,
-                              metrics=_Events(), shares=None, transaction_completed=completed)
+    given = {"partitions": node.partitions, "metadata": node.metadata, "metrics": _Events(),
+             "transaction_completed": completed}
+    services = BrokerServices(**{field.name: given.get(field.name) for field in dataclasses.fields(BrokerServices)
+                                 if field.name in given or field.default is dataclasses.MISSING})
     return BrokerContext(services, header, ConnectionInfo("peer", listener, 1), {}, NOW)
 
 

@@ -27,8 +27,15 @@ import uuid
 from typing import Callable, Iterable, Mapping, Sequence
 
 from gregor.coordinator.config import GroupCoordinatorConfig
+from gregor.coordinator.consumer import describe as consumer_describe
+from gregor.coordinator.consumer import offsets as consumer_offsets
+from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
+from gregor.coordinator.consumer.heartbeat import ConsumerGroups, HeartbeatRequest
+from gregor.coordinator.consumer.records import group_tombstones as consumer_group_tombstones
+from gregor.coordinator.consumer.results import ConsumerGroupDescription
 from gregor.coordinator.effects import Effect, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
+from gregor.coordinator.group_records import group_tombstone
 from gregor.coordinator.group_state import Group, GroupState
 from gregor.coordinator.member import MemberMetadata, Protocols
 from gregor.coordinator.offset_manager import CommitOffsets, OffsetManager
@@ -65,6 +72,7 @@ class GroupCoordinator:
         self._manager = GroupMetadataManager(config)
         self._rebalancer = Rebalancer(self._manager)
         self._offsets = OffsetManager(self._manager, self._rebalancer)
+        self._consumer = ConsumerGroups(self._manager, rng)
 
     # -- inspection
 
@@ -74,6 +82,11 @@ class GroupCoordinator:
     @property
     def groups(self) -> Mapping[str, Group]:
         return self._manager.groups
+
+    @property
+    def consumer_groups(self) -> Mapping[str, ConsumerGroup]:
+        """Groups of the consumer protocol (KIP-848), in the same id namespace as `groups`."""
+        return self._manager.consumer_groups
 
     def partition_for(self, group_id: str) -> int:
         """The `__consumer_offsets` partition whose leader coordinates `group_id` (FindCoordinator)."""
@@ -104,6 +117,11 @@ class GroupCoordinator:
                 <= self.config.group_max_session_timeout_ms):
             respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
             return out
+        if group_id in self._manager.consumer_groups:
+            if self._manager.consumer_groups[group_id].members:
+                respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+                return out
+            self._drop_consumer_group(group_id, now_ms, out)
         is_unknown_member = member_id == UNKNOWN_MEMBER_ID
         group = self._manager.groups.get(group_id)
         if group is None:
@@ -332,11 +350,13 @@ class GroupCoordinator:
 
     def commit_offsets(self, token: object, *, group_id: str, generation_id: int, member_id: str,
                        group_instance_id: str | None, retention_time_ms: int, offsets: CommitOffsets,
-                       now_ms: int) -> list[Effect]:
+                       now_ms: int, api_version: int = consumer_offsets.FIRST_MEMBER_EPOCH_COMMIT_VERSION
+                       ) -> list[Effect]:
         """OffsetCommit; the answer (per partition) comes once the offsets are written.
 
         `retention_time_ms` is -1 except from v2-v4 clients that set one. Partitions of unknown
-        topics are the broker's to answer (UNKNOWN_TOPIC_OR_PARTITION) before calling this.
+        topics are the broker's to answer (UNKNOWN_TOPIC_OR_PARTITION) before calling this. For a
+        consumer group `generation_id` is the member epoch, checked with `api_version`.
         """
         out: list[Effect] = []
         respond = self._responder(token, out)
@@ -344,17 +364,30 @@ class GroupCoordinator:
         if error is not None:
             respond(OffsetCommitResult({partition: error for partition in offsets}))
             return out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = consumer_offsets.commit_error(consumer_group, member_id, generation_id, api_version)
+            if error is not None:
+                respond(OffsetCommitResult({partition: error for partition in offsets}))
+            else:
+                self._offsets.store(token, self._offsets_holder(group_id, now_ms), retention_time_ms, offsets,
+                                    now_ms, out)
+            return out
         self._offsets.commit(token, self._manager.groups.get(group_id), group_id, generation_id, member_id,
                              group_instance_id, retention_time_ms, offsets, now_ms, out)
         return out
 
     def fetch_offsets(self, *, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool,
-                      now_ms: int) -> OffsetFetchResult:
-        """OffsetFetch; `partitions` None means every partition with a committed offset.
+                      now_ms: int, member_id: str | None = None, member_epoch: int = -1) -> OffsetFetchResult:
+        """OffsetFetch; `partitions` None means every partition with a committed offset. A member
+        of a consumer group (v9+) names itself and its epoch, which are checked.
 
         Reading changes nothing, so `now_ms` is not used; it is taken like everywhere else.
         """
         error = self._manager.status_error(group_id, allow_empty_id=True)
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if error is None and consumer_group is not None:
+            error = consumer_offsets.fetch_error(consumer_group, member_id, member_epoch)
         if error is not None:
             return OffsetFetchResult(error)
         return self._offsets.fetch(self._manager.groups.get(group_id), partitions, require_stable)
@@ -386,6 +419,10 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=True)
         if error is not None:
             return GroupDescription(group_id, error)
+        if group_id in self._manager.consumer_groups:
+            # Kafka answers DescribeGroups for a consumer-protocol group so (the admin client then
+            # uses ConsumerGroupDescribe).
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND)
         group = self._manager.groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.NONE, GroupState.DEAD.value)
@@ -399,17 +436,21 @@ class GroupCoordinator:
                                 members)
 
     def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> ListGroupsResult:
-        """ListGroups; filters are case-insensitive and empty means all. Every group here is of
-        type "classic". COORDINATOR_LOAD_IN_PROGRESS (with the groups known so far) while any
-        partition is loading."""
+        """ListGroups; filters are case-insensitive and empty means all. Groups are of type
+        "classic" or "consumer" (KIP-848). COORDINATOR_LOAD_IN_PROGRESS (with the groups known so
+        far) while any partition is loading."""
         states = {state.lower() for state in states_filter}
         types = {group_type.lower() for group_type in types_filter}
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._manager.loading_partitions else ErrorCode.NONE
-        if types and "classic" not in types:
-            return ListGroupsResult(error)
-        return ListGroupsResult(error, tuple(
-            GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
-            for group in self._manager.groups.values() if not states or group.state.value.lower() in states))
+        consumer_groups = self._manager.consumer_groups
+        overviews = [GroupOverview(*row) for row in consumer_describe.listed(
+            group for group in consumer_groups.values() if consumer_describe.matches_filters(group, states, types))]
+        if not types or "classic" in types:
+            overviews[:0] = [GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
+                             for group in self._manager.groups.values()
+                             if group.group_id not in consumer_groups
+                             and (not states or group.state.value.lower() in states)]
+        return ListGroupsResult(error, tuple(overviews))
 
     def delete_groups(self, group_ids: Iterable[str], now_ms: int) -> tuple[dict[str, ErrorCode], list[Effect]]:
         """DeleteGroups: only Empty groups; their offsets and metadata are tombstoned."""
@@ -421,6 +462,15 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=True)
         if error is not None:
             return error
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return ErrorCode.NON_EMPTY_GROUP
+            self._drop_consumer_group(group_id, now_ms, out)
+            holder = self._manager.groups.get(group_id)
+            if holder is not None:
+                self._manager.cleanup_group(holder, holder.remove_offsets(list(holder.offsets)), now_ms, out)
+            return ErrorCode.NONE
         group = self._manager.groups.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -440,6 +490,8 @@ class GroupCoordinator:
             if key.kind is TimerKind.OFFSET_EXPIRATION:
                 self._offsets.expire(now_ms, out)
                 deadlines.schedule(key, now_ms + self.config.offsets_retention_check_interval_ms)
+            elif key.kind in (TimerKind.CONSUMER_SESSION, TimerKind.CONSUMER_REVOCATION):
+                self._consumer.on_timer(key, now_ms, out)
             else:
                 self._rebalancer.on_timer(key, self._manager.groups[key.group_id], now_ms, out)
         return out
@@ -465,8 +517,10 @@ class GroupCoordinator:
         offset order) and start coordinating them; loaded members get a fresh session. Loading a
         partition that is already loaded starts over from the records."""
         out = self.unload_partition(partition, now_ms)
-        for group in self._manager.load(partition, records, now_ms):
+        groups, consumer_groups = self._manager.load(partition, records, now_ms)
+        for group in groups:
             self._rebalancer.on_group_loaded(group, now_ms, out)
+        self._consumer.on_loaded(consumer_groups, now_ms)
         expiration = TimerKey(TimerKind.OFFSET_EXPIRATION)
         if self._manager.deadlines.deadline(expiration) is None:
             self._manager.deadlines.schedule(expiration, now_ms + self.config.offsets_retention_check_interval_ms)
@@ -478,4 +532,61 @@ class GroupCoordinator:
         out: list[Effect] = []
         for group in self._manager.release(partition):
             self._rebalancer.on_group_unloaded(group, now_ms, out)
+        self._consumer.on_unloaded([group_id for group_id in self._manager.consumer_groups
+                                    if self._manager.partition_for(group_id) == partition])
         return out
+
+    # -- the consumer protocol (KIP-848)
+
+    def set_topics(self, topics: Mapping[str, TopicInfo]) -> None:
+        """The cluster's topics as the broker's metadata now has them; consumer groups see a
+        change (a topic created or deleted, partitions added) at their members' next heartbeat."""
+        self._consumer.topics = topics
+
+    def consumer_group_heartbeat(self, token: object, request: HeartbeatRequest, now_ms: int) -> list[Effect]:
+        """ConsumerGroupHeartbeat; answered with a `Respond(token, HeartbeatResult)` once what it
+        changed is written."""
+        return self._consumer.heartbeat(token, request, now_ms, self._give_up_classic_group)
+
+    def consumer_group_describe(self, group_ids: Iterable[str]) -> list[ConsumerGroupDescription]:
+        results = []
+        for group_id in group_ids:
+            error = self._manager.status_error(group_id, allow_empty_id=True)
+            if error is not None:
+                results.append(ConsumerGroupDescription(group_id, error))
+                continue
+            classic = self._manager.groups.get(group_id)
+            results.append(consumer_describe.describe(
+                group_id, self._manager.consumer_groups.get(group_id),
+                classic is not None and classic.protocol_type is not None,
+                self.config.group_consumer_assignors[0]))
+        return results
+
+    def _give_up_classic_group(self, group_id: str, now_ms: int, out: list[Effect]) -> ErrorCode | None:
+        """A consumer group is created where a classic one may be: an Empty classic group is
+        converted (its metadata tombstoned, its offsets kept); one with members is not (Kafka's
+        online upgrade is not implemented), GROUP_ID_NOT_FOUND as Kafka answers when it refuses."""
+        group = self._manager.groups.get(group_id)
+        if group is None:
+            return None
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.generation_id > 0:
+            out.append(self._manager.append(group, (group_tombstone(group_id),), now_ms, None))
+        group.generation_id = 0
+        group.protocol_type = None
+        group.protocol_name = None
+        group.leader_id = None
+        group.subscribed_topics = None
+        return None
+
+    def _drop_consumer_group(self, group_id: str, now_ms: int, out: list[Effect]) -> None:
+        """An Empty consumer group goes (deleted, or a classic group takes its id); its offsets stay."""
+        self._consumer.on_unloaded([group_id])
+        out.append(self._manager.append_to(group_id, consumer_group_tombstones(group_id), now_ms, None))
+
+    def _offsets_holder(self, group_id: str, now_ms: int) -> Group:
+        """Committed offsets of a consumer group live, as those of groups that only commit, in an
+        Empty classic group without a protocol type (one offsets table for every group id)."""
+        group = self._manager.groups.get(group_id)
+        return group if group is not None else self._manager.create_group(group_id, now_ms)

@@ -1,0 +1,6 @@
+"""KIP-848 consumer groups (`group.protocol=consumer`): the broker computes the assignment.
+
+Sans-IO like the classic coordinator beside it: `ConsumerGroups` takes heartbeats and the time
+and returns effects (`Respond`, `AppendRecords`) through the classic coordinator's manager, whose
+`__consumer_offsets` partitions, timers and group-id namespace both protocols share.
+"""

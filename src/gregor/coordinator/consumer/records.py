@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from gregor.coordinator.consumer.assignment import Assignment, normalized
 from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
@@ -60,6 +60,7 @@ from gregor.protocol.messages.group_coordinator_records.consumer_group_target_as
 from gregor.protocol.messages.group_coordinator_records.consumer_group_target_assignment_metadata_value import (
     ConsumerGroupTargetAssignmentMetadataValue as TargetMetadataValue,
 )
+from gregor.protocol.messages import Message
 from gregor.protocol.primitives import Reader
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = range(3, 9)
@@ -68,8 +69,8 @@ VALUE_VERSION = 0
 _VERSION = struct.Struct(">h")
 
 
-def _encode(version: int, message: object) -> bytes:
-    return _VERSION.pack(version) + message.encode(version)  # type: ignore[attr-defined]
+def _encode(version: int, message: Message) -> bytes:
+    return _VERSION.pack(version) + message.encode(version)
 
 
 def _topic_partitions(assignment: Assignment) -> list[tuple[uuid.UUID, list[int]]]:
@@ -139,13 +140,13 @@ def group_tombstones(group_id: str) -> list[Record]:
             (_encode(GROUP_METADATA, GroupMetadataKey(group_id=group_id)), None)]
 
 
-def _member_key(version: int, key_type: type, group_id: str, member_id: str) -> bytes:
+def _member_key(version: int, key_type: Callable[..., Message], group_id: str, member_id: str) -> bytes:
     return _encode(version, key_type(group_id=group_id, member_id=member_id))
 
 
 # -- replay
 
-_KEY_TYPES: dict[int, type] = {
+_KEY_TYPES: dict[int, type[Message]] = {
     GROUP_METADATA: GroupMetadataKey, PARTITION_METADATA: PartitionMetadataKey, MEMBER_METADATA: MemberMetadataKey,
     TARGET_METADATA: TargetMetadataKey, TARGET_MEMBER: TargetMemberKey, CURRENT_ASSIGNMENT: CurrentAssignmentKey,
 }
@@ -164,7 +165,7 @@ class ConsumerGroupReplay:
     def apply(self, version: int, key_bytes: bytes, value_bytes: bytes | None) -> None:
         reader = Reader(key_bytes)
         reader.int16()
-        key = _KEY_TYPES[version].decode(reader, version)
+        key: Any = _KEY_TYPES[version].decode(reader, version)
         group_id: str = key.group_id
         value_reader = None
         if value_bytes is not None:

@@ -1,0 +1,49 @@
+"""ConsumerGroupHeartbeat (key 68), v0–v1: the KIP-848 consumer protocol's one request.
+
+Joining, heartbeating, reconciling and leaving are all this request (MemberEpoch 0 joins, -1
+leaves, -2 a static member leaves for a while). The answer waits for the group's records to be
+written. v1 adds SubscribedTopicRegex and requires the client to choose its member id (KIP-1082);
+v0 members may send an empty one and get an id from the coordinator.
+"""
+
+from __future__ import annotations
+
+from gregor.broker.handlers import BrokerContext, Handler
+from gregor.coordinator.consumer.assignment import normalized
+from gregor.coordinator.consumer.heartbeat import HeartbeatRequest
+from gregor.coordinator.consumer.results import HeartbeatResult
+from gregor.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+
+API_KEY = 68
+_Response = ConsumerGroupHeartbeatResponse
+
+
+def handle(context: BrokerContext, request: ConsumerGroupHeartbeatRequest):
+    owned = None
+    if request.topic_partitions is not None:
+        owned = normalized({topic.topic_id: topic.partitions for topic in request.topic_partitions})
+    heartbeat = HeartbeatRequest(
+        group_id=request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
+        instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=(None if request.subscribed_topic_names is None
+                                else tuple(request.subscribed_topic_names)),
+        subscribed_topic_regex=request.subscribed_topic_regex if context.version >= 1 else None,
+        server_assignor=request.server_assignor, owned=owned, client_id=context.header.client_id or "",
+        client_host="/" + context.connection.peer.rsplit(":", 1)[0], version=context.version)
+    runtime = context.groups
+    return runtime.park(lambda token: runtime.coordinator.consumer_group_heartbeat(token, heartbeat, context.now_ms),
+                        HeartbeatResult, _response)
+
+
+def _response(result: HeartbeatResult) -> ConsumerGroupHeartbeatResponse:
+    assignment = None
+    if result.assignment is not None:
+        assignment = _Response.Assignment(topic_partitions=[
+            _Response.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+            for topic_id, partitions in sorted(result.assignment.items())])
+    return ConsumerGroupHeartbeatResponse(
+        throttle_time_ms=0, error_code=result.error, error_message=result.error_message, member_id=result.member_id,
+        member_epoch=result.member_epoch, heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
+
+
+HANDLERS = [Handler(API_KEY, 0, 1, handle)]

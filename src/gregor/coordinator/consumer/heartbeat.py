@@ -345,8 +345,8 @@ class ConsumerGroups:
         revocation = self._key(TimerKind.CONSUMER_REVOCATION, group, after.member_id)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:
             deadlines.cancel(revocation)
-        elif before is None or before.state is not MemberState.UNREVOKED_PARTITIONS \
-                or before.member_epoch != after.member_epoch or deadlines.deadline(revocation) is None:
+        elif before is None or before.assignment_fields != after.assignment_fields:
+            # Each new revocation gets the member's whole rebalance timeout, as in Kafka.
             deadlines.schedule(revocation, now_ms + max(after.rebalance_timeout_ms, 0))
 
     @staticmethod

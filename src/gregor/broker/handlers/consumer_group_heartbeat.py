@@ -3,7 +3,8 @@
 Joining, heartbeating, reconciling and leaving are all this request (MemberEpoch 0 joins, -1
 leaves, -2 a static member leaves for a while). The answer waits for the group's records to be
 written. v1 adds SubscribedTopicRegex and requires the client to choose its member id (KIP-1082);
-v0 members may send an empty one and get an id from the coordinator.
+v0 members may send an empty one and get an id from the coordinator. While the cluster's
+finalized `group.version` is 0 the protocol is off: UNSUPPORTED_VERSION, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.consumer.assignment import normalized
 from gregor.coordinator.consumer.heartbeat import HeartbeatRequest
 from gregor.coordinator.consumer.results import HeartbeatResult
+from gregor.metadata.features import GROUP_VERSION
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 API_KEY = 68
@@ -19,6 +22,9 @@ _Response = ConsumerGroupHeartbeatResponse
 
 
 def handle(context: BrokerContext, request: ConsumerGroupHeartbeatRequest):
+    if context.metadata.image.features.get(GROUP_VERSION, 0) < 1:
+        return _response(HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION,
+                                         "The consumer group protocol is off (group.version 0)."))
     owned = None
     if request.topic_partitions is not None:
         owned = normalized({topic.topic_id: topic.partitions for topic in request.topic_partitions})

@@ -489,6 +489,7 @@ class GroupCoordinator:
         while (key := deadlines.pop_due(now_ms)) is not None:
             if key.kind is TimerKind.OFFSET_EXPIRATION:
                 self._offsets.expire(now_ms, out)
+                self._drop_forgotten_consumer_groups(now_ms, out)
                 deadlines.schedule(key, now_ms + self.config.offsets_retention_check_interval_ms)
             elif key.kind in (TimerKind.CONSUMER_SESSION, TimerKind.CONSUMER_REVOCATION):
                 self._consumer.on_timer(key, now_ms, out)
@@ -584,6 +585,12 @@ class GroupCoordinator:
         """An Empty consumer group goes (deleted, or a classic group takes its id); its offsets stay."""
         self._consumer.on_unloaded([group_id])
         out.append(self._manager.append_to(group_id, consumer_group_tombstones(group_id), now_ms, None))
+
+    def _drop_forgotten_consumer_groups(self, now_ms: int, out: list[Effect]) -> None:
+        """Consumer groups without members or committed offsets go, as Kafka's cleanup deletes them."""
+        for group_id, group in list(self._manager.consumer_groups.items()):
+            if not group.members and group_id not in self._manager.groups:
+                self._drop_consumer_group(group_id, now_ms, out)
 
     def _offsets_holder(self, group_id: str, now_ms: int) -> Group:
         """Committed offsets of a consumer group live, as those of groups that only commit, in an

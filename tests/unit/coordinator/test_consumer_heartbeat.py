@@ -227,3 +227,19 @@ def test_group_types_keep_to_their_own_apis(h):
     h.cg("a", -1)
     errors, _ = h.coordinator.delete_groups(["g"], h.now)
     assert errors == {"g": ErrorCode.NONE} and "g" not in h.coordinator.consumer_groups
+
+
+def test_an_empty_consumer_group_goes_with_its_last_offsets(h):
+    h.cg("a", 0)
+    h.cg("b", 0, group="other")
+    token = h.token()
+    h.apply(h.coordinator.commit_offsets(token, group_id="g", generation_id=1, member_id="a", group_instance_id=None,
+                                         retention_time_ms=-1, offsets={("t1", 0): (5, -1, "")}, now_ms=h.now))
+    h.cg("a", -1)
+    h.cg("b", -1, group="other")
+    h.advance(h.config.offsets_retention_check_interval_ms)
+    assert "other" not in h.coordinator.consumer_groups, "no members and no offsets"
+    assert "g" in h.coordinator.consumer_groups
+    h.advance(h.config.offsets_retention_ms)
+    assert "g" not in h.coordinator.consumer_groups
+    assert h.cg("a", 1).error is ErrorCode.UNKNOWN_MEMBER_ID

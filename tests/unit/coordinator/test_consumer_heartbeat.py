@@ -243,3 +243,11 @@ def test_an_empty_consumer_group_goes_with_its_last_offsets(h):
     h.advance(h.config.offsets_retention_ms)
     assert "g" not in h.coordinator.consumer_groups
     assert h.cg("a", 1).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_regex_subscriptions_are_re2_matched_in_linear_time(h):
+    h.set_topics(**{"a" * 200: 1, "t1": 1, "__consumer_offsets": 1})
+    joined = h.cg("a", 0, topics=None, regex="(a+)+b|.*1")  # backtracking regexes would take ages
+    assert joined.assignment == {T2: frozenset({0})}, "the full name of t1 only; never an internal topic"
+    refused = h.cg("b", 0, topics=None, regex="(?=t)t1")
+    assert refused.error is ErrorCode.INVALID_REGULAR_EXPRESSION and "(?=" in refused.error_message

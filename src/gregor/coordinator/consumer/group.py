@@ -18,13 +18,13 @@ what keeps a partition from having two owners during reconciliation.
 from __future__ import annotations
 
 import enum
-import re
 import uuid
 from collections import Counter
 from typing import Iterable, Mapping, NamedTuple
 
 from gregor.coordinator.consumer.assignment import EMPTY, Assignment, pairs
 from gregor.coordinator.consumer.member import ConsumerGroupMember, MemberState
+from gregor.coordinator.consumer.topic_regex import matching_topics
 
 
 class ConsumerGroupState(enum.Enum):
@@ -134,10 +134,3 @@ class ConsumerGroup:
 
     def topic_names_by_id(self) -> Mapping[uuid.UUID, str]:
         return {info.topic_id: name for name, info in self.subscription_metadata.items()}
-
-
-def matching_topics(regex: str, topic_names: Iterable[str]) -> list[str]:
-    """Topics a subscribed regex matches: the whole name, as Kafka's RE2J `matches()`; internal
-    topics (`__` prefix) are never matched, as Kafka's consumer never subscribes them by pattern."""
-    pattern = re.compile(regex)
-    return [name for name in topic_names if not name.startswith("__") and pattern.fullmatch(name)]

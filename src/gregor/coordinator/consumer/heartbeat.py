@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import random
-import re
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
 
@@ -39,6 +38,7 @@ from gregor.coordinator.consumer.records import (
     target_epoch_record,
 )
 from gregor.coordinator.consumer.results import HeartbeatResult
+from gregor.coordinator.consumer.topic_regex import InvalidRegex, compile_regex
 from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.protocol.error_codes import ErrorCode
@@ -149,8 +149,8 @@ class ConsumerGroups:
                                  f"{', '.join(self._assignors())}.")
         if request.subscribed_topic_regex is not None:
             try:
-                re.compile(request.subscribed_topic_regex)
-            except re.error as error:
+                compile_regex(request.subscribed_topic_regex)
+            except InvalidRegex as error:
                 raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                      f"SubscribedTopicRegex {request.subscribed_topic_regex!r} is invalid: "
                                      f"{error}") from None

@@ -943,10 +943,11 @@ class AdminOperations:
             described: dict[str, Any] = {
                 group.group_id: error_for(group.error_code) if group.error_code != ErrorCode.NONE
                 else _group_description(group, coordinator) for group in response.groups}
-            # A KIP-848 group is GROUP_ID_NOT_FOUND to DescribeGroups: ask ConsumerGroupDescribe,
-            # where the broker has it (the reverse of Kafka's admin client, same outcome).
-            others = [group for group, outcome in described.items() if isinstance(outcome, KafkaException)
-                      and outcome.code == ErrorCode.GROUP_ID_NOT_FOUND]
+            # DescribeGroups says a KIP-848 group is Dead (GROUP_ID_NOT_FOUND from v6): ask
+            # ConsumerGroupDescribe, where the broker has it (the reverse of Kafka's admin client).
+            others = [group for group, outcome in described.items()
+                      if (isinstance(outcome, KafkaException) and outcome.code == ErrorCode.GROUP_ID_NOT_FOUND)
+                      or (isinstance(outcome, ConsumerGroupDescription) and outcome.state == "Dead")]
             if others:
                 try:
                     answer = await self._send(ConsumerGroupDescribeRequest(group_ids=others), node, deadline)

@@ -420,9 +420,9 @@ class GroupCoordinator:
         if error is not None:
             return GroupDescription(group_id, error)
         if group_id in self._manager.consumer_groups:
-            # Kafka answers DescribeGroups for a consumer-protocol group so (the admin client then
-            # uses ConsumerGroupDescribe).
-            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND)
+            # Not a classic group: Kafka answers DescribeGroups below v6 with a Dead group (v6+
+            # says GROUP_ID_NOT_FOUND); admin clients then use ConsumerGroupDescribe.
+            return GroupDescription(group_id, ErrorCode.NONE, GroupState.DEAD.value)
         group = self._manager.groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.NONE, GroupState.DEAD.value)

@@ -163,7 +163,7 @@ class ConsumerGroups:
     def _leave(self, request: HeartbeatRequest, now_ms: int, records: list[Record]) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
         member = self._current_member(group, request)
         if request.member_epoch == STATIC_LEAVE_EPOCH:
             left = replace(member.with_epoch(STATIC_LEAVE_EPOCH), partitions_pending_revocation={})
@@ -199,8 +199,7 @@ class ConsumerGroups:
         joining = request.member_epoch == 0
         if group is None:
             if not joining:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {request.member_id} is not a member of group {request.group_id}.")
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
             error = convert_classic(request.group_id, now_ms, out)
             if error is not None:
                 raise HeartbeatError(error, f"Group {request.group_id} is a classic group with members: it "

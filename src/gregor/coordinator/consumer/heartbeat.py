@@ -239,8 +239,12 @@ class ConsumerGroups:
             records.append(current_assignment_record(group_id, reconciled))
             group.put_member(reconciled)
         self._schedule_timers(group, member if not is_new else None, reconciled, now_ms)
-        send_assignment = (joining or reconciled.assigned_partitions != member.assigned_partitions
-                           or (request.owned is not None and request.owned != reconciled.assigned_partitions))
+        # As Kafka: the assignment goes with a join, a full request (what a member sends after an
+        # error: rebalance timeout, subscription and owned partitions all set) or a change.
+        full_request = request.rebalance_timeout_ms != -1 and request.owned is not None and (
+            request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        send_assignment = (joining or full_request
+                           or reconciled.assigned_partitions != member.assigned_partitions)
         return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
                                self._config.group_consumer_heartbeat_interval_ms,
                                reconciled.assigned_partitions if send_assignment else None)

@@ -44,7 +44,7 @@ def check_complete_and_exclusive(members, counts, result) -> None:
     assert set(owners) == {(t, p) for t in subscribed for p in range(counts[t])}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups())
 def test_uniform_gives_every_partition_to_one_subscriber_and_balances_identical_subscriptions(group):
     members, counts, homogeneous = group
@@ -56,7 +56,7 @@ def test_uniform_gives_every_partition_to_one_subscriber_and_balances_identical_
     assert UniformAssignor().assign(members, counts) == result, "not deterministic"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups())
 def test_range_gives_every_partition_to_one_subscriber_in_contiguous_ranges(group):
     members, counts, _ = group

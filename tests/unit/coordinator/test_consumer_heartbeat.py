@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from gregor.coordinator import GroupCoordinatorConfig
 from gregor.coordinator.consumer.heartbeat import HeartbeatRequest
 from gregor.coordinator.consumer.member import MemberState
 from gregor.protocol.error_codes import ErrorCode
@@ -251,3 +254,23 @@ def test_regex_subscriptions_are_re2_matched_in_linear_time(h):
     assert joined.assignment == {T2: frozenset({0})}, "the full name of t1 only; never an internal topic"
     refused = h.cg("b", 0, topics=None, regex="(?=t)t1")
     assert refused.error is ErrorCode.INVALID_REGULAR_EXPRESSION and "(?=" in refused.error_message
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.builds(
+    HeartbeatRequest, group_id=st.sampled_from(["g", "", "h"]), member_id=st.sampled_from(["", "a", "b"]),
+    member_epoch=st.integers(-4, 6), instance_id=st.sampled_from([None, "", "i"]),
+    rack_id=st.sampled_from([None, "", "r"]), rebalance_timeout_ms=st.sampled_from([-1, 0, 5000]),
+    subscribed_topic_names=st.sampled_from([None, (), ("t1",), ("t1", "t1", "nope")]),
+    subscribed_topic_regex=st.sampled_from([None, "", "t.*", "(", "\\"]),
+    server_assignor=st.sampled_from([None, "range", "uniform", "x"]),
+    owned=st.sampled_from([None, {}, {T1: frozenset({0, 99})}, {T2: frozenset({-1})}]),
+    version=st.sampled_from([0, 1])), max_size=12))
+def test_any_heartbeat_is_answered_once_and_never_raises(requests):
+    h = ConsumerHarness(GroupCoordinatorConfig(offsets_topic_num_partitions=1))
+    h.set_topics(t1=3, t2=1)
+    for request in requests:
+        token = h.token()
+        h.apply(h.coordinator.consumer_group_heartbeat(token, request, h.now))
+        h.answer(token)
+        h.advance(10_000)

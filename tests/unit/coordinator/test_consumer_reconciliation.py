@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gregor.coordinator import GroupCoordinatorConfig
 from gregor.coordinator.consumer.assignment import pairs
 from gregor.protocol.error_codes import ErrorCode
 from tests.unit.coordinator.consumer_harness import ConsumerHarness
@@ -49,7 +50,7 @@ def check_exclusive(clients: list[Client]) -> None:
 @settings(max_examples=120, deadline=None)
 @given(OPS)
 def test_no_partition_has_two_owners_and_a_quiet_group_converges(ops):
-    h = ConsumerHarness()
+    h = ConsumerHarness(GroupCoordinatorConfig(offsets_topic_num_partitions=1))
     counts = {"t1": 4, "t2": 3}
     h.set_topics(**counts)
     clients: list[Client] = []

@@ -400,7 +400,24 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=False)
         if error is not None:
             return OffsetDeleteResult(error), out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._delete_consumer_group_offsets(consumer_group, list(partitions), now_ms, out), out
         return self._offsets.delete(self._manager.groups.get(group_id), partitions, now_ms, out), out
+
+    def _delete_consumer_group_offsets(self, group: ConsumerGroup, partitions: list[TopicPartition], now_ms: int,
+                                       out: list[Effect]) -> OffsetDeleteResult:
+        """A consumer group keeps the offsets of topics its members subscribe to
+        (GROUP_SUBSCRIBED_TO_TOPIC); the others go, as Kafka deletes them."""
+        subscribed = group.subscribed_topic_names(self._consumer.topics) if group.members else set()
+        errors = {partition: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for partition in partitions
+                  if partition[0] in subscribed}
+        eligible = [partition for partition in partitions if partition not in errors]
+        holder = self._manager.groups.get(group.group_id)
+        if holder is not None and eligible:
+            self._manager.cleanup_group(holder, holder.remove_offsets(eligible), now_ms, out)
+        errors.update((partition, ErrorCode.NONE) for partition in eligible)
+        return OffsetDeleteResult(ErrorCode.NONE, errors)
 
     def on_partitions_deleted(self, partitions: Iterable[TopicPartition], now_ms: int) -> list[Effect]:
         """Topic partitions were deleted: drop (and tombstone) every group's offsets for them, as

@@ -274,3 +274,15 @@ def test_any_heartbeat_is_answered_once_and_never_raises(requests):
         h.apply(h.coordinator.consumer_group_heartbeat(token, request, h.now))
         h.answer(token)
         h.advance(10_000)
+
+
+def test_offsets_of_subscribed_topics_are_not_deleted(h):
+    h.cg("a", 0)
+    token = h.token()
+    h.apply(h.coordinator.commit_offsets(token, group_id="g", generation_id=1, member_id="a", group_instance_id=None,
+                                         retention_time_ms=-1, offsets={("t1", 0): (5, -1, ""), ("t2", 0): (7, -1, "")},
+                                         now_ms=h.now))
+    result, _ = h.coordinator.delete_offsets(group_id="g", partitions=[("t1", 0), ("t2", 0)], now_ms=h.now)
+    assert result.partitions == {("t1", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("t2", 0): ErrorCode.NONE}
+    fetched = h.coordinator.fetch_offsets(group_id="g", partitions=None, require_stable=False, now_ms=h.now)
+    assert {tp: o.offset for tp, o in fetched.partitions.items()} == {("t1", 0): 5}

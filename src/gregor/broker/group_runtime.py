@@ -174,13 +174,12 @@ class GroupRuntime:
             log.info("created %s with %d partition(s)", OFFSETS_TOPIC, result.num_partitions)
         return result
 
-    def sync_topics(self) -> None:
-        """Tell the coordinator the topics (ids, partition counts) consumer groups assign from."""
+    def sync_leadership(self) -> None:
+        """Load the partitions this broker leads and has not loaded; unload those it lost. The
+        coordinator also learns the topics (ids, partition counts) consumer groups assign from:
+        the publisher calls this on every change of topics or partitions."""
         self.coordinator.set_topics({name: TopicInfo(topic.topic_id, name, len(topic.partitions))
                                      for name, topic in self._metadata.image.topics.items()})
-
-    def sync_leadership(self) -> None:
-        """Load the partitions this broker leads and has not loaded; unload those it lost."""
         topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
         led = set()
         if topic is not None:

@@ -36,7 +36,6 @@ class BrokerMetadataPublisher:
         if not self._synced:
             self._synced = True
             self._partitions.sync_all(now_ms)
-            self._groups.sync_topics()
             self._groups.sync_leadership()
             return
         deleted = delta.deleted_topics()
@@ -50,6 +49,5 @@ class BrokerMetadataPublisher:
         for name, index in changed:
             self._partitions.sync_partition(name, index, now_ms)
         if changed or deleted:
-            self._groups.sync_topics()
             self._groups.sync_leadership()
         self._partitions.update_log_configs(delta.changed_configs())

@@ -374,6 +374,9 @@ class BrokerConfig:
             consumer_assignors(",".join(self.get("group.consumer.assignors")))
         except ValueError as error:
             raise ConfigError(str(error)) from None
+        if not 0 < self.get("group.consumer.heartbeat.interval.ms") < self.get("group.consumer.session.timeout.ms"):
+            raise ConfigError("group.consumer.heartbeat.interval.ms must be above 0 and below "
+                              "group.consumer.session.timeout.ms")
         self._validate_console()
 
     def _validate_share_groups(self) -> None:

@@ -39,6 +39,9 @@ def test_a_partition_moves_only_once_its_owner_revoked_it(h):
     b = h.cg("b", 2, owned={})
     assert b.assignment == parts(3, 4, 5)
     assert h.coordinator.consumer_groups["g"].state.value == "Stable"
+    written = sum(map(len, h.log.values()))
+    assert h.cg("a", 2, owned=parts(0, 1, 2)).assignment is None
+    assert sum(map(len, h.log.values())) == written, "a steady heartbeat writes nothing"
 
 
 def test_epochs_ahead_or_behind_are_fenced_except_one_lost_answer(h):

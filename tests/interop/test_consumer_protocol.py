@@ -122,6 +122,7 @@ def test_three_members_split_six_partitions_and_the_group_is_described(broker_fa
         member.consumer.close()
 
 
+@pytest.mark.slow
 def test_a_killed_member_hands_its_partitions_over_while_the_others_go_on(broker_factory):
     broker = broker_factory(SETTINGS)
     create_topic(broker.bootstrap, "handover", 6)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from tests.interop.test_groups import create_topic, produce, wait_until
 
@@ -183,3 +183,23 @@ def test_committed_offsets_and_the_group_survive_a_broker_restart(broker_factory
         first.setdefault(partition, offset)
     assert first == {p: 20 + p for p in range(3)}
     resumed.consumer.close()
+
+
+def test_a_regex_subscription_follows_new_topics_and_partitions(broker_factory):
+    broker = broker_factory(SETTINGS)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("pat-a", 2, 1), NewTopic("other", 1, 1)]).values():
+        future.result(10)
+    member = consumer(broker.bootstrap, "patterned")
+    member.subscribe(["^pat-.*"])
+
+    def owns(*expected: tuple[str, int]) -> bool:
+        member.consume(10, 0.05)
+        return sorted((tp.topic, tp.partition) for tp in member.assignment()) == sorted(expected)
+
+    wait_until(lambda: owns(("pat-a", 0), ("pat-a", 1)), 30, "the topics the pattern matches")
+    admin.create_topics([NewTopic("pat-b", 1, 1)])["pat-b"].result(10)
+    wait_until(lambda: owns(("pat-a", 0), ("pat-a", 1), ("pat-b", 0)), 30, "the new matching topic")
+    admin.create_partitions([NewPartitions("pat-a", 3)])["pat-a"].result(10)
+    wait_until(lambda: owns(("pat-a", 0), ("pat-a", 1), ("pat-a", 2), ("pat-b", 0)), 30, "the new partition")
+    member.close()

@@ -203,3 +203,31 @@ def test_a_regex_subscription_follows_new_topics_and_partitions(broker_factory):
     admin.create_partitions([NewPartitions("pat-a", 3)])["pat-a"].result(10)
     wait_until(lambda: owns(("pat-a", 0), ("pat-a", 1), ("pat-a", 2), ("pat-b", 0)), 30, "the new partition")
     member.close()
+
+
+def test_a_static_member_that_comes_back_gets_its_partitions_while_the_other_keeps_its_own(broker_factory):
+    broker = broker_factory(SETTINGS)
+    create_topic(broker.bootstrap, "static", 4)
+
+    def member(instance: str) -> Consumer:
+        created = consumer(broker.bootstrap, "statics", **{"group.instance.id": instance})
+        created.subscribe(["static"])
+        return created
+
+    first, second = member("first"), member("second")
+
+    def owned(*members: Consumer) -> list[list[int]]:
+        for each in members:
+            each.consume(10, 0.05)
+        return [sorted(tp.partition for tp in each.assignment()) for each in members]
+
+    wait_until(lambda: [len(p) for p in owned(first, second)] == [2, 2], 30, "two partitions each")
+    before = owned(first, second)
+    first.close()  # a static member leaves with epoch -2: its partitions wait for it
+    away_until = time.monotonic() + 1.5  # three heartbeat intervals
+    while time.monotonic() < away_until:
+        assert owned(second) == [before[1]], "the other member was given the absent one's partitions"
+    first = member("first")
+    wait_until(lambda: owned(first, second) == before, 30, "the same partitions as before")
+    for each in (first, second):
+        each.close()

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from tests.interop.test_groups import create_topic, produce, wait_until
@@ -231,3 +231,49 @@ def test_a_static_member_that_comes_back_gets_its_partitions_while_the_other_kee
     wait_until(lambda: owned(first, second) == before, 30, "the same partitions as before")
     for each in (first, second):
         each.close()
+
+
+def test_a_group_moves_between_protocols_once_its_members_are_gone(broker_factory):
+    """Offline upgrade and downgrade: the group id and its offsets carry over; a group with live
+    members of the other protocol refuses the newcomer (online migration is not implemented)."""
+    broker = broker_factory(SETTINGS)
+    create_topic(broker.bootstrap, "moving", 2)
+    produce(broker.bootstrap, "moving", 40, 2)
+    classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "mover", "auto.offset.reset": "earliest",
+                        "enable.auto.commit": False, "session.timeout.ms": 6000})
+    classic.subscribe(["moving"])
+    wait_until(lambda: len(classic.assignment()) == 2, 30, "the classic member's partitions",
+               lambda: classic.consume(10, 0.05))
+    classic.commit(offsets=[TopicPartition("moving", p, 10) for p in range(2)], asynchronous=False)
+
+    newcomer = consumer(broker.bootstrap, "mover")
+    newcomer.subscribe(["moving"])
+    with pytest.raises(KafkaException, match="The group id does not exist"):  # fatal to librdkafka
+        for _ in range(100):
+            for message in newcomer.consume(10, 0.05):
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+    newcomer.close()
+    classic.close()
+
+    upgraded = Member(broker.bootstrap, "mover", "moving")
+    wait_until(lambda: {p for p, _ in upgraded.records} == {0, 1}, 30, "records after the upgrade", upgraded.poll)
+    assert min(offset for _, offset in upgraded.records) == 10, "it resumed from the classic group's offsets"
+    upgraded.consumer.commit(offsets=[TopicPartition("moving", p, 15) for p in range(2)], asynchronous=False)
+    upgraded.consumer.close()
+
+    assert committed(broker.bootstrap, "mover", "moving", 2) == {0: 15, 1: 15}
+
+    downgraded = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "mover", "enable.auto.commit": False,
+                           "session.timeout.ms": 6000})
+    downgraded.subscribe(["moving"])
+    first: dict[int, int] = {}
+
+    def read() -> None:
+        for message in downgraded.consume(10, 0.05):
+            if message.error() is None:
+                first.setdefault(message.partition(), message.offset())
+
+    wait_until(lambda: len(first) == 2, 30, "a classic member again", read)
+    assert first == {0: 15, 1: 15}
+    downgraded.close()

@@ -118,7 +118,17 @@ def test_three_members_split_six_partitions_and_the_group_is_described(broker_fa
     described = admin.describe_consumer_groups(["splitters"])["splitters"].result(10)
     assert described.type.name == "CONSUMER" and described.state.name == "STABLE"
     assert sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions) == list(range(6))
-    for member in members:
+
+    members[0].consumer.close()  # leaves with epoch -1: its partitions are free at once, no session to wait out
+    survivors = members[1:]
+
+    def poll_survivors() -> None:
+        for member in survivors:
+            member.poll()
+
+    wait_until(lambda: sorted(len(m.owned) for m in survivors) == [3, 3], 5, "the two others to take over",
+               poll_survivors)
+    for member in survivors:
         member.consumer.close()
 
 

@@ -149,11 +149,11 @@ def test_a_killed_member_hands_its_partitions_over_while_the_others_go_on(broker
         counts = [len(m.records) for m in survivors]
         produce(broker.bootstrap, "handover", 300, 6, start=300)
         # Before the victim's session (6 s) ends, the survivors go on reading their own partitions.
-        wait_until(lambda: all(len(m.records) > c for m, c in zip(survivors, counts)), 5,
+        wait_until(lambda: all(len(m.records) > c for m, c in zip(survivors, counts, strict=True)), 5,
                    "the survivors to go on consuming")
         wait_until(lambda: set().union(*(m.owned for m in survivors)) == set(range(6)), 30,
                    "the survivors to own every partition")
-        for member, before in zip(survivors, kept):
+        for member, before in zip(survivors, kept, strict=True):
             assert before <= member.owned and not member.revoked, "a survivor lost a partition it had"
 
         def everything_committed() -> bool:

@@ -30,10 +30,12 @@ from gregor.coordinator.config import GroupCoordinatorConfig
 from gregor.coordinator.consumer import describe as consumer_describe
 from gregor.coordinator.consumer import offsets as consumer_offsets
 from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
-from gregor.coordinator.consumer.heartbeat import ConsumerGroups, HeartbeatRequest
+from gregor.coordinator.consumer.classic_members import ClassicMembers
+from gregor.coordinator.consumer.heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest
+from gregor.coordinator.consumer.migration import CannotUpgrade, to_classic_group, to_consumer_group
 from gregor.coordinator.consumer.records import group_tombstones as consumer_group_tombstones
 from gregor.coordinator.consumer.results import ConsumerGroupDescription
-from gregor.coordinator.effects import Effect, Respond
+from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.coordinator.group_records import group_tombstone
 from gregor.coordinator.group_state import Group, GroupState
@@ -72,7 +74,8 @@ class GroupCoordinator:
         self._manager = GroupMetadataManager(config)
         self._rebalancer = Rebalancer(self._manager)
         self._offsets = OffsetManager(self._manager, self._rebalancer)
-        self._consumer = ConsumerGroups(self._manager, rng)
+        self._consumer = ConsumerGroups(self._manager, rng, self._downgrade)
+        self._classic_members = ClassicMembers(self._consumer, self._manager)
 
     # -- inspection
 
@@ -117,10 +120,15 @@ class GroupCoordinator:
                 <= self.config.group_max_session_timeout_ms):
             respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
             return out
-        if group_id in self._manager.consumer_groups:
-            if self._manager.consumer_groups[group_id].members:
-                respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
-                return out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return out + self._classic_members.join(
+                    token, consumer_group, member_id=member_id, instance_id=group_instance_id,
+                    protocol_type=protocol_type, protocols=member_protocols, session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms, client_id=client_id, client_host=client_host,
+                    require_known_member_id=require_known_member_id, now_ms=now_ms,
+                    rng_member_id=self._new_member_id(group_instance_id or client_id))
             self._drop_consumer_group(group_id, now_ms, out)
         is_unknown_member = member_id == UNKNOWN_MEMBER_ID
         group = self._manager.groups.get(group_id)
@@ -233,6 +241,12 @@ class GroupCoordinator:
             # The rebalance state was lost with the old coordinator: rejoin, without rediscovering
             # the coordinator (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here).
             error = ErrorCode.REBALANCE_IN_PROGRESS
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if error is None and consumer_group is not None:
+            respond(self._classic_members.sync(
+                consumer_group, member_id=member_id, instance_id=group_instance_id, generation_id=generation_id,
+                protocol_type=protocol_type, protocol_name=protocol_name, now_ms=now_ms))
+            return out
         group = self._manager.groups.get(group_id)
         if error is None:
             error = self._sync_error(group, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
@@ -299,6 +313,10 @@ class GroupCoordinator:
             return ErrorCode.NONE  # the group will be known shortly; answer blindly
         if error is not None:
             return error
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._classic_members.heartbeat(consumer_group, member_id=member_id, instance_id=group_instance_id,
+                                                   generation_id=generation_id, now_ms=now_ms)
         group = self._manager.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -320,6 +338,10 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=False)
         if error is not None:
             return LeaveResult(error), out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            left, effects = self._classic_members.leave(consumer_group, members, now_ms)
+            return LeaveResult(ErrorCode.NONE, tuple(left)), effects
         group = self._manager.groups.get(group_id)
         results = []
         for member_id, instance_id, reason in members:
@@ -580,23 +602,48 @@ class GroupCoordinator:
                 self.config.group_consumer_assignors[0]))
         return results
 
-    def _give_up_classic_group(self, group_id: str, now_ms: int, out: list[Effect]) -> ErrorCode | None:
-        """A consumer group is created where a classic one may be: an Empty classic group is
-        converted (its metadata tombstoned, its offsets kept); one with members is not (Kafka's
-        online upgrade is not implemented), GROUP_ID_NOT_FOUND as Kafka answers when it refuses."""
+    def _give_up_classic_group(self, group_id: str, now_ms: int, records: list[Record],
+                               out: list[Effect]) -> ConsumerGroup | None:
+        """A consumer group is created where a classic one may be. An Empty classic group is given
+        up (its metadata tombstoned, its offsets kept); one with members is converted (the online
+        upgrade), or refused with GROUP_ID_NOT_FOUND as Kafka refuses. Parked JoinGroup and SyncGroup
+        requests of its members get REBALANCE_IN_PROGRESS: they rejoin the consumer group."""
         group = self._manager.groups.get(group_id)
         if group is None:
             return None
-        if group.state is not GroupState.EMPTY:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.generation_id > 0:
-            out.append(self._manager.append(group, (group_tombstone(group_id),), now_ms, None))
-        group.generation_id = 0
-        group.protocol_type = None
-        group.protocol_name = None
-        group.leader_id = None
-        group.subscribed_topics = None
-        return None
+        if group.state is GroupState.EMPTY:
+            if group.generation_id > 0:
+                records.append(group_tombstone(group_id))
+            group.generation_id = 0
+            group.protocol_type = group.protocol_name = group.leader_id = None
+            group.subscribed_topics = None
+            return None
+        try:
+            converted = to_consumer_group(group, self._consumer.topics, self.config.group_consumer_max_size, records)
+        except CannotUpgrade as error:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, str(error)) from None
+        for member in group.members.values():
+            if (join := group.take_join_token(member)) is not None:
+                out.append(Respond(join, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)))
+            if (sync := group.take_sync_token(member)) is not None:
+                out.append(Respond(sync, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)))
+        self._manager.remove_group(group)
+        holder = self._manager.create_group(group_id, now_ms)
+        holder.offsets, holder.pending_offset_commits = group.offsets, group.pending_offset_commits
+        return converted
+
+    def _downgrade(self, group: ConsumerGroup, now_ms: int, records: list[Record], out: list[Effect]) -> None:
+        """The last consumer-protocol member left: the classic members carry on in a classic group,
+        which rebalances at once (its offsets are the consumer group's)."""
+        names = {**{info.topic_id: name for name, info in self._consumer.topics.items()}, **group.topic_names_by_id()}
+        classic = to_classic_group(group, names, now_ms, records)
+        holder = self._manager.groups.get(group.group_id)
+        if holder is not None:
+            classic.offsets, classic.pending_offset_commits = holder.offsets, holder.pending_offset_commits
+        self._manager.groups[group.group_id] = classic
+        for member in classic.members.values():
+            self._rebalancer.schedule_heartbeat(classic, member, now_ms)
+        self._rebalancer.prepare_rebalance(classic, now_ms, out, "the last consumer-protocol member left")
 
     def _drop_consumer_group(self, group_id: str, now_ms: int, out: list[Effect]) -> None:
         """An Empty consumer group goes (deleted, or a classic group takes its id); its offsets stay."""

@@ -27,6 +27,7 @@ from gregor.coordinator.consumer.assignment import Assignment, contains_all
 from gregor.coordinator.consumer.assignors import ASSIGNORS, MemberSpec
 from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
 from gregor.coordinator.consumer.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroupMember, MemberState
+from gregor.coordinator.consumer.migration import only_classic_members_left
 from gregor.coordinator.consumer.reconciliation import reconcile
 from gregor.coordinator.consumer.records import (
     current_assignment_record,
@@ -42,6 +43,10 @@ from gregor.coordinator.consumer.topic_regex import InvalidRegex, compile_regex
 from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.protocol.error_codes import ErrorCode
+
+
+Downgrade = Callable[[ConsumerGroup, int, list[Record], list[Effect]], None]
+ConvertClassic = Callable[[str, int, list[Record], list[Effect]], ConsumerGroup | None]
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,12 @@ class HeartbeatError(Exception):
 
 
 class ConsumerGroups:
-    def __init__(self, manager: GroupMetadataManager, rng: random.Random) -> None:
+    def __init__(self, manager: GroupMetadataManager, rng: random.Random, downgrade: Downgrade) -> None:
+        """`downgrade` turns a group whose last consumer-protocol member left into a classic group."""
         self._manager = manager
         self._config = manager.config
         self._rng = rng
+        self._downgrade = downgrade
         self.topics: Mapping[str, TopicInfo] = {}
         """The cluster's topics by name, as the broker's metadata has them (`set_topics`)."""
 
@@ -83,10 +90,10 @@ class ConsumerGroups:
         return self._manager.consumer_groups
 
     def heartbeat(self, token: object, request: HeartbeatRequest, now_ms: int,
-                  convert_classic: Callable[[str, int, list[Effect]], ErrorCode | None]) -> list[Effect]:
+                  convert_classic: ConvertClassic) -> list[Effect]:
         """Answer a heartbeat with a `Respond(token, HeartbeatResult)`, after its records are
-        written. `convert_classic` is asked to give up a classic group of the same id (an error
-        when it cannot)."""
+        written. `convert_classic` gives up a classic group of the same id: gone (None), the
+        consumer group it became (online upgrade), or a HeartbeatError when it cannot."""
         out: list[Effect] = []
         records: list[Record] = []
         try:
@@ -95,7 +102,7 @@ class ConsumerGroups:
             if error is not None:
                 raise HeartbeatError(error, error.name)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                result = self._leave(request, now_ms, records)
+                result = self._leave(request, now_ms, records, out)
             else:
                 result = self._join_or_heartbeat(request, now_ms, records, convert_classic, out)
         except HeartbeatError as failure:
@@ -160,7 +167,8 @@ class ConsumerGroups:
 
     # -- leaving
 
-    def _leave(self, request: HeartbeatRequest, now_ms: int, records: list[Record]) -> HeartbeatResult:
+    def _leave(self, request: HeartbeatRequest, now_ms: int, records: list[Record],
+               out: list[Effect]) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
         if group is None:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
@@ -172,6 +180,7 @@ class ConsumerGroups:
             records.append(current_assignment_record(group.group_id, left))
         else:
             self.fence(group, member.member_id, records)
+            self._maybe_downgrade(group, now_ms, records, out)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, request.member_epoch, 0)
 
     def _current_member(self, group: ConsumerGroup, request: HeartbeatRequest) -> ConsumerGroupMember:
@@ -193,18 +202,18 @@ class ConsumerGroups:
     # -- joining and heartbeats
 
     def _join_or_heartbeat(self, request: HeartbeatRequest, now_ms: int, records: list[Record],
-                           convert_classic: Callable[[str, int, list[Effect]], ErrorCode | None],
-                           out: list[Effect]) -> HeartbeatResult:
+                           convert_classic: ConvertClassic, out: list[Effect]) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
         joining = request.member_epoch == 0
         if group is None:
             if not joining:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
-            error = convert_classic(request.group_id, now_ms, out)
-            if error is not None:
-                raise HeartbeatError(error, f"Group {request.group_id} is a classic group with members: it "
-                                            "cannot become a consumer group (online upgrade is not supported).")
-            group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
+            converted = convert_classic(request.group_id, now_ms, records, out)
+            group = self.groups[request.group_id] = converted or ConsumerGroup(request.group_id)
+            if converted is not None:
+                self._refresh_subscription_metadata(group, records)
+                for member in group.members.values():
+                    self.schedule_timers(group, None, member, now_ms)
         if joining:
             member, is_new = self._joining_member(group, request, records)
         else:
@@ -222,6 +231,23 @@ class ConsumerGroups:
             rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
                                   else member.rebalance_timeout_ms),
             server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor)
+        reconciled = self.update_and_reconcile(group, member, updated, is_new, request.owned, now_ms, records)
+        # As Kafka: the assignment goes with a join, a full request (what a member sends after an
+        # error: rebalance timeout, subscription and owned partitions all set) or a change.
+        full_request = request.rebalance_timeout_ms != -1 and request.owned is not None and (
+            request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        send_assignment = (joining or full_request
+                           or reconciled.assigned_partitions != member.assigned_partitions)
+        return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
+                               self._config.group_consumer_heartbeat_interval_ms,
+                               reconciled.assigned_partitions if send_assignment else None)
+
+    def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                             is_new: bool, owned: Assignment | None, now_ms: int,
+                             records: list[Record]) -> ConsumerGroupMember:
+        """Steps 2-4 for `member`, now `updated` (its subscription from the request): a new group
+        epoch if what the assignment depends on changed, a new target if due, the member
+        reconciled with `owned` (what it says it owns), its timers; what changed is recorded."""
         group_id = group.group_id
         bump = is_new or updated.subscription_changed_fields != member.subscription_changed_fields
         if is_new or updated.metadata_fields != member.metadata_fields:
@@ -233,21 +259,13 @@ class ConsumerGroups:
             records.append(group_epoch_record(group_id, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, records)
-        reconciled = reconcile(updated, group.assignment_epoch, group.target_of(updated.member_id), request.owned,
+        reconciled = reconcile(updated, group.assignment_epoch, group.target_of(updated.member_id), owned,
                                group.owner_of)
         if is_new or reconciled.assignment_fields != updated.assignment_fields:
             records.append(current_assignment_record(group_id, reconciled))
             group.put_member(reconciled)
-        self._schedule_timers(group, member if not is_new else None, reconciled, now_ms)
-        # As Kafka: the assignment goes with a join, a full request (what a member sends after an
-        # error: rebalance timeout, subscription and owned partitions all set) or a change.
-        full_request = request.rebalance_timeout_ms != -1 and request.owned is not None and (
-            request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
-        send_assignment = (joining or full_request
-                           or reconciled.assigned_partitions != member.assigned_partitions)
-        return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
-                               self._config.group_consumer_heartbeat_interval_ms,
-                               reconciled.assigned_partitions if send_assignment else None)
+        self.schedule_timers(group, member if not is_new else None, reconciled, now_ms)
+        return reconciled
 
     def _joining_member(self, group: ConsumerGroup, request: HeartbeatRequest,
                         records: list[Record]) -> tuple[ConsumerGroupMember, bool]:
@@ -263,7 +281,7 @@ class ConsumerGroups:
             # The static member is back: a new member id takes over its assignment and target,
             # with no new group epoch, so that nothing moves.
             target = group.target_of(previous.member_id)
-            self._remove(group, previous.member_id, records)
+            self.remove(group, previous.member_id, records)
             member = replace(previous, member_id=member_id, partitions_pending_revocation={},
                              state=MemberState.STABLE)
             group.target[member_id] = target
@@ -281,6 +299,9 @@ class ConsumerGroups:
 
     def _heartbeating_member(self, group: ConsumerGroup, request: HeartbeatRequest) -> ConsumerGroupMember:
         member = self._current_member(group, request)
+        if member.classic is not None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member.member_id} uses the classic protocol in group {group.group_id}.")
         received, known = request.member_epoch, member.member_epoch
         if received > known:
             raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
@@ -328,23 +349,25 @@ class ConsumerGroups:
     def fence(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
         """Remove a member (it left, or its session or rebalance timeout expired): a new group
         epoch, and its partitions are free at once."""
-        self._remove(group, member_id, records)
+        self.remove(group, member_id, records)
         self._refresh_subscription_metadata(group, records)
         group.group_epoch += 1
         records.append(group_epoch_record(group.group_id, group.group_epoch))
 
-    def _remove(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
+    def remove(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
+        """Drop a member and its target and timers, without a new group epoch (the caller decides)."""
         records.extend(member_tombstones(group.group_id, member_id))
         group.remove_member(member_id)
         group.target.pop(member_id, None)
         for kind in (TimerKind.CONSUMER_SESSION, TimerKind.CONSUMER_REVOCATION):
             self._manager.deadlines.cancel(self._key(kind, group, member_id))
 
-    def _schedule_timers(self, group: ConsumerGroup, before: ConsumerGroupMember | None,
+    def schedule_timers(self, group: ConsumerGroup, before: ConsumerGroupMember | None,
                          after: ConsumerGroupMember, now_ms: int) -> None:
         deadlines = self._manager.deadlines
-        deadlines.schedule(self._key(TimerKind.CONSUMER_SESSION, group, after.member_id),
-                           now_ms + self._config.group_consumer_session_timeout_ms)
+        session_ms = (after.classic.session_timeout_ms if after.classic is not None
+                      else self._config.group_consumer_session_timeout_ms)
+        deadlines.schedule(self._key(TimerKind.CONSUMER_SESSION, group, after.member_id), now_ms + session_ms)
         revocation = self._key(TimerKind.CONSUMER_REVOCATION, group, after.member_id)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:
             deadlines.cancel(revocation)
@@ -366,14 +389,21 @@ class ConsumerGroups:
             return
         records: list[Record] = []
         self.fence(group, key.member_id, records)
-        out.append(self._manager.append_to(group.group_id, records, now_ms, None))
+        self._maybe_downgrade(group, now_ms, records, out)
+        out.append(self._manager.append_to(key.group_id, records, now_ms, None))
+
+    def _maybe_downgrade(self, group: ConsumerGroup, now_ms: int, records: list[Record], out: list[Effect]) -> None:
+        """The last consumer-protocol member left a group of classic members: a classic group again."""
+        if only_classic_members_left(group):
+            self.on_unloaded([group.group_id])
+            self._downgrade(group, now_ms, records, out)
 
     def on_loaded(self, groups: Iterable[ConsumerGroup], now_ms: int) -> None:
         """Groups replayed by a new coordinator: every member gets a fresh session."""
         for group in groups:
             self.groups[group.group_id] = group
             for member in group.members.values():
-                self._schedule_timers(group, None, member, now_ms)
+                self.schedule_timers(group, None, member, now_ms)
 
     def on_unloaded(self, group_ids: Iterable[str]) -> None:
         for group_id in group_ids:

@@ -23,6 +23,20 @@ STATIC_LEAVE_EPOCH = -2
 """MemberEpoch of a static member leaving for a while (it keeps its assignment for its session)."""
 
 
+@dataclass(frozen=True)
+class ClassicMemberInfo:
+    """What a member speaking the classic protocol in a consumer group also has (Kafka's
+    ClassicMemberMetadata): its session timeout and its JoinGroup protocols (name, metadata)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol the member is answered with: its first (its preferred) one."""
+        return self.protocols[0][0]
+
+
 class MemberState(enum.IntEnum):
     STABLE = 0
     UNREVOKED_PARTITIONS = 1
@@ -46,6 +60,8 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = field(default_factory=lambda: EMPTY)
     partitions_pending_revocation: Assignment = field(default_factory=lambda: EMPTY)
+    classic: ClassicMemberInfo | None = None
+    """Set for a member that joined with JoinGroup (a classic consumer in a consumer group)."""
 
     def with_epoch(self, epoch: int) -> ConsumerGroupMember:
         """The member at `epoch`, remembering the epoch it leaves (a lost answer is tolerated)."""
@@ -62,7 +78,7 @@ class ConsumerGroupMember:
     def metadata_fields(self) -> tuple[object, ...]:
         """What ConsumerGroupMemberMetadataValue stores: a change is written."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
+                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     @property
     def assignment_fields(self) -> tuple[object, ...]:

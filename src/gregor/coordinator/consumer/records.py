@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 from gregor.coordinator.consumer.assignment import Assignment, normalized
 from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
-from gregor.coordinator.consumer.member import ConsumerGroupMember, MemberState
+from gregor.coordinator.consumer.member import ClassicMemberInfo, ConsumerGroupMember, MemberState
 from gregor.coordinator.effects import Record
 from gregor.protocol.messages.group_coordinator_records.consumer_group_current_member_assignment_key import (
     ConsumerGroupCurrentMemberAssignmentKey as CurrentAssignmentKey,
@@ -98,6 +98,11 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Record
         client_host=member.client_host, subscribed_topic_names=list(member.subscribed_topic_names),
         subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor)
+    if member.classic is not None:
+        value.classic_member_metadata = MemberMetadataValue.ClassicMemberMetadata(
+            session_timeout_ms=member.classic.session_timeout_ms, supported_protocols=[
+                MemberMetadataValue.ClassicProtocol(name=name, metadata=metadata)
+                for name, metadata in member.classic.protocols])
     return _member_key(MEMBER_METADATA, MemberMetadataKey, group_id, member.member_id), _encode(VALUE_VERSION, value)
 
 
@@ -234,6 +239,7 @@ class ConsumerGroupReplay:
                 subscribed_topic_names=tuple(metadata.subscribed_topic_names),
                 subscribed_topic_regex=metadata.subscribed_topic_regex,
                 rebalance_timeout_ms=metadata.rebalance_timeout_ms, server_assignor=metadata.server_assignor,
+                classic=_classic(metadata.classic_member_metadata),
                 member_epoch=current.member_epoch, previous_member_epoch=current.previous_member_epoch,
                 state=_state(current.state),
                 assigned_partitions=normalized({tp.topic_id: tp.partitions for tp in current.assigned_partitions}),
@@ -243,6 +249,14 @@ class ConsumerGroupReplay:
             for member_id in [m for m in group.target if m not in group.members]:
                 del group.target[member_id]
         return list(self.groups.values())
+
+
+def _classic(metadata: MemberMetadataValue.ClassicMemberMetadata | None) -> ClassicMemberInfo | None:
+    """The tagged field is absent (decoded as its empty default) for a consumer-protocol member."""
+    if metadata is None or not metadata.supported_protocols:
+        return None
+    return ClassicMemberInfo(metadata.session_timeout_ms,
+                             tuple((protocol.name, bytes(protocol.metadata)) for protocol in metadata.supported_protocols))
 
 
 def _state(value: int) -> MemberState:

@@ -32,12 +32,11 @@ from gregor.coordinator.consumer import offsets as consumer_offsets
 from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
 from gregor.coordinator.consumer.classic_members import ClassicMembers
 from gregor.coordinator.consumer.heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest
-from gregor.coordinator.consumer.migration import CannotUpgrade, to_classic_group, to_consumer_group
+from gregor.coordinator.consumer.migration import CannotUpgrade, downgrade, upgrade
 from gregor.coordinator.consumer.records import group_tombstones as consumer_group_tombstones
 from gregor.coordinator.consumer.results import ConsumerGroupDescription
 from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
-from gregor.coordinator.group_records import group_tombstone
 from gregor.coordinator.group_state import Group, GroupState
 from gregor.coordinator.member import MemberMetadata, Protocols
 from gregor.coordinator.offset_manager import CommitOffsets, OffsetManager
@@ -604,46 +603,14 @@ class GroupCoordinator:
 
     def _give_up_classic_group(self, group_id: str, now_ms: int, records: list[Record],
                                out: list[Effect]) -> ConsumerGroup | None:
-        """A consumer group is created where a classic one may be. An Empty classic group is given
-        up (its metadata tombstoned, its offsets kept); one with members is converted (the online
-        upgrade), or refused with GROUP_ID_NOT_FOUND as Kafka refuses. Parked JoinGroup and SyncGroup
-        requests of its members get REBALANCE_IN_PROGRESS: they rejoin the consumer group."""
-        group = self._manager.groups.get(group_id)
-        if group is None:
-            return None
-        if group.state is GroupState.EMPTY:
-            if group.generation_id > 0:
-                records.append(group_tombstone(group_id))
-            group.generation_id = 0
-            group.protocol_type = group.protocol_name = group.leader_id = None
-            group.subscribed_topics = None
-            return None
+        """A consumer group is created where a classic one may be: see `migration.upgrade`."""
         try:
-            converted = to_consumer_group(group, self._consumer.topics, self.config.group_consumer_max_size, records)
+            return upgrade(self._manager, group_id, self._consumer.topics, now_ms, records, out)
         except CannotUpgrade as error:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, str(error)) from None
-        for member in group.members.values():
-            if (join := group.take_join_token(member)) is not None:
-                out.append(Respond(join, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)))
-            if (sync := group.take_sync_token(member)) is not None:
-                out.append(Respond(sync, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)))
-        self._manager.remove_group(group)
-        holder = self._manager.create_group(group_id, now_ms)
-        holder.offsets, holder.pending_offset_commits = group.offsets, group.pending_offset_commits
-        return converted
 
     def _downgrade(self, group: ConsumerGroup, now_ms: int, records: list[Record], out: list[Effect]) -> None:
-        """The last consumer-protocol member left: the classic members carry on in a classic group,
-        which rebalances at once (its offsets are the consumer group's)."""
-        names = {**{info.topic_id: name for name, info in self._consumer.topics.items()}, **group.topic_names_by_id()}
-        classic = to_classic_group(group, names, now_ms, records)
-        holder = self._manager.groups.get(group.group_id)
-        if holder is not None:
-            classic.offsets, classic.pending_offset_commits = holder.offsets, holder.pending_offset_commits
-        self._manager.groups[group.group_id] = classic
-        for member in classic.members.values():
-            self._rebalancer.schedule_heartbeat(classic, member, now_ms)
-        self._rebalancer.prepare_rebalance(classic, now_ms, out, "the last consumer-protocol member left")
+        downgrade(self._manager, self._rebalancer, group, self._consumer.topics, now_ms, records, out)
 
     def _drop_consumer_group(self, group_id: str, now_ms: int, out: list[Effect]) -> None:
         """An Empty consumer group goes (deleted, or a classic group takes its id); its offsets stay."""

@@ -393,8 +393,9 @@ class ConsumerGroups:
         out.append(self._manager.append_to(key.group_id, records, now_ms, None))
 
     def _maybe_downgrade(self, group: ConsumerGroup, now_ms: int, records: list[Record], out: list[Effect]) -> None:
-        """The last consumer-protocol member left a group of classic members: a classic group again."""
-        if only_classic_members_left(group):
+        """The last consumer-protocol member left a group of classic members: a classic group again
+        (unless it is larger than a classic group may be, `group.max.size`, as Kafka checks)."""
+        if only_classic_members_left(group) and len(group.members) <= self._config.group_max_size:
             self.on_unloaded([group.group_id])
             self._downgrade(group, now_ms, records, out)
 

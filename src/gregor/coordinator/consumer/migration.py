@@ -29,11 +29,15 @@ from gregor.coordinator.consumer.records import (
     target_assignment_record,
     target_epoch_record,
 )
-from gregor.coordinator.effects import Record
+from gregor.coordinator.effects import Effect, Record, Respond
+from gregor.coordinator.group_metadata_manager import GroupMetadataManager
 from gregor.coordinator.group_records import group_metadata_record, group_tombstone
 from gregor.coordinator.group_state import Group, GroupState
 from gregor.coordinator.member import MemberMetadata
+from gregor.coordinator.rebalance import Rebalancer
+from gregor.coordinator.results import JoinResult, SyncResult
 from gregor.coordinator.subscription import CONSUMER_PROTOCOL_TYPE
+from gregor.protocol.error_codes import ErrorCode
 
 
 class CannotUpgrade(Exception):
@@ -101,3 +105,46 @@ def to_classic_group(group: ConsumerGroup, names: Mapping[uuid.UUID, str], now_m
     classic.subscribed_topics = classic.compute_subscribed_topics()
     records.append(group_metadata_record(classic, assignment))
     return classic
+
+
+def upgrade(manager: GroupMetadataManager, group_id: str, topics: Mapping[str, TopicInfo], now_ms: int,
+            records: list[Record], out: list[Effect]) -> ConsumerGroup | None:
+    """Give up the classic group `group_id` for a consumer group: None when there is none or it is
+    Empty (its metadata tombstoned, its offsets kept), else the consumer group it becomes. Parked
+    JoinGroup and SyncGroup requests of its members get REBALANCE_IN_PROGRESS: they rejoin the
+    consumer group. Raises CannotUpgrade when it cannot become one."""
+    group = manager.groups.get(group_id)
+    if group is None:
+        return None
+    if group.state is GroupState.EMPTY:
+        if group.generation_id > 0:
+            records.append(group_tombstone(group_id))
+        group.generation_id = 0
+        group.protocol_type = group.protocol_name = group.leader_id = None
+        group.subscribed_topics = None
+        return None
+    converted = to_consumer_group(group, topics, manager.config.group_consumer_max_size, records)
+    for member in group.members.values():
+        if (join := group.take_join_token(member)) is not None:
+            out.append(Respond(join, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)))
+        if (sync := group.take_sync_token(member)) is not None:
+            out.append(Respond(sync, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)))
+    manager.remove_group(group)
+    holder = manager.create_group(group_id, now_ms)  # the offsets stay, shared with commits in flight
+    holder.offsets, holder.pending_offset_commits = group.offsets, group.pending_offset_commits
+    return converted
+
+
+def downgrade(manager: GroupMetadataManager, rebalancer: Rebalancer, group: ConsumerGroup,
+              topics: Mapping[str, TopicInfo], now_ms: int, records: list[Record], out: list[Effect]) -> None:
+    """The classic members of `group` (its last consumer-protocol member gone) carry on in a
+    classic group, which rebalances at once; its offsets are the consumer group's."""
+    names = {**{info.topic_id: name for name, info in topics.items()}, **group.topic_names_by_id()}
+    classic = to_classic_group(group, names, now_ms, records)
+    holder = manager.groups.get(group.group_id)
+    if holder is not None:
+        classic.offsets, classic.pending_offset_commits = holder.offsets, holder.pending_offset_commits
+    manager.groups[group.group_id] = classic
+    for member in classic.members.values():
+        rebalancer.schedule_heartbeat(classic, member, now_ms)
+    rebalancer.prepare_rebalance(classic, now_ms, out, "the last consumer-protocol member left")

@@ -213,7 +213,9 @@ def test_offset_commits_and_fetches_check_the_member_epoch(h):
 
 def test_group_types_keep_to_their_own_apis(h):
     h.cg("a", 0)
+    # A classic member may join a consumer group, but not without a readable consumer subscription.
     assert h.join_now(group="g").error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join_now(group="g", protocol_type="connect").error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     (described,) = h.coordinator.describe_groups(["g"])
     assert (described.error, described.state) == (ErrorCode.NONE, "Dead"), "not a classic group (below v6)"
     listed = h.coordinator.list_groups()

@@ -1,6 +1,7 @@
 """ConsumerGroupDescribe (key 69), v0: KIP-848 groups with their epochs, assignor and members'
 current and target assignments. A classic group (or none) is GROUP_ID_NOT_FOUND, as in Kafka.
-Authorized operations are not computed (the field keeps its "omitted" default)."""
+Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED otherwise). Authorized operations are not
+computed (the field keeps its "omitted" default)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.consumer.assignment import Assignment
+from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
 API_KEY = 69
@@ -16,8 +19,10 @@ _Response = ConsumerGroupDescribeResponse
 
 
 def handle(context: BrokerContext, request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-    groups = []
-    for d in context.groups.coordinator.consumer_group_describe(request.group_ids):
+    allowed = context.allowed_names(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_ids)
+    groups = [_Response.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id)
+              for group_id in request.group_ids if group_id not in allowed]
+    for d in context.groups.coordinator.consumer_group_describe([g for g in request.group_ids if g in allowed]):
         names = d.topic_names
         groups.append(_Response.DescribedGroup(
             error_code=d.error, error_message=d.error_message, group_id=d.group_id, group_state=d.state,

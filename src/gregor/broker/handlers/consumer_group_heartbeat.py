@@ -4,7 +4,9 @@ Joining, heartbeating, reconciling and leaving are all this request (MemberEpoch
 leaves, -2 a static member leaves for a while). The answer waits for the group's records to be
 written. v1 adds SubscribedTopicRegex and requires the client to choose its member id (KIP-1082);
 v0 members may send an empty one and get an id from the coordinator. While the cluster's
-finalized `group.version` is 0 the protocol is off: UNSUPPORTED_VERSION, as Kafka answers.
+finalized `group.version` is 0 the protocol is off: UNSUPPORTED_VERSION, as Kafka answers. As in
+Kafka, the member needs READ on the group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every topic
+it subscribes to by name (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from gregor.broker.handlers import BrokerContext, Handler
 from gregor.coordinator.consumer.assignment import normalized
 from gregor.coordinator.consumer.heartbeat import HeartbeatRequest
 from gregor.coordinator.consumer.results import HeartbeatResult
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.metadata.features import GROUP_VERSION
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -25,6 +28,12 @@ def handle(context: BrokerContext, request: ConsumerGroupHeartbeatRequest):
     if context.metadata.image.features.get(GROUP_VERSION, 0) < 1:
         return _response(HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION,
                                          "The consumer group protocol is off (group.version 0)."))
+    if not context.allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    names = request.subscribed_topic_names or []
+    if names and len(context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(set(names)):
+        return _response(HeartbeatResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                         "The member is not authorized to describe every subscribed topic."))
     owned = None
     if request.topic_partitions is not None:
         owned = normalized({topic.topic_id: topic.partitions for topic in request.topic_partitions})

@@ -12,7 +12,6 @@ own now. Its session is the one it asked for in JoinGroup.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from typing import Sequence
 
@@ -165,7 +164,3 @@ class ClassicMembers:
             out.append(self._manager.append_to(group.group_id, records, now_ms, None))
         return results, out
 
-
-def new_member_id(bits: int) -> str:
-    """A member id for a classic consumer, as Kafka's coordinator makes one (a UUID)."""
-    return str(uuid.UUID(int=bits, version=4))

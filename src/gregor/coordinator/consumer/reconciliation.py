@@ -20,7 +20,7 @@ import uuid
 from dataclasses import replace
 from typing import Callable
 
-from gregor.coordinator.consumer.assignment import Assignment, contains_all, intersects, normalized
+from gregor.coordinator.consumer.assignment import Assignment, intersects, normalized
 from gregor.coordinator.consumer.member import ConsumerGroupMember, MemberState
 
 OwnerOf = Callable[[uuid.UUID, int], str | None]
@@ -73,7 +73,3 @@ def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, tar
                       partitions_pending_revocation={})
     return member if updated == member else updated
 
-
-def owns_nothing_unassigned(member: ConsumerGroupMember, owned: Assignment) -> bool:
-    """Whether a member's report holds only partitions it was given (a lost answer's retry)."""
-    return contains_all(member.assigned_partitions, owned)

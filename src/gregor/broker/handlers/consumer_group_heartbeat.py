@@ -34,6 +34,9 @@ def handle(context: BrokerContext, request: ConsumerGroupHeartbeatRequest):
     if names and len(context.allowed_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(set(names)):
         return _response(HeartbeatResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                          "The member is not authorized to describe every subscribed topic."))
+    if request.group_id in context.shares.groups.groups:  # one group-id namespace for every group type
+        return _response(HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND,
+                                         f"Group {request.group_id} is not a consumer group."))
     owned = None
     if request.topic_partitions is not None:
         owned = normalized({topic.topic_id: topic.partitions for topic in request.topic_partitions})

@@ -148,3 +148,30 @@ def test_unreachable_broker(unreachable):
         result = gregor(tool, *unreachable, *args, "--timeout", "1500")
         assert result.returncode == 1
         assert "cannot reach the cluster" in one_error_line(result)
+
+
+def test_a_consumer_protocol_group_shows_its_type_epochs_and_assignments(broker, bootstrap, produced):
+    group = f"kip848-{uuid.uuid4().hex[:8]}"
+    member = OracleConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer",
+                             "auto.offset.reset": "earliest"})
+    member.subscribe([produced])
+    for _ in range(100):
+        member.consume(10, 0.1)
+        if len(member.assignment()) == 2:
+            break
+    try:
+        listed = gregor("consumer-groups", *bootstrap, "--list", "--type", "consumer", "--state")
+        assert listed.returncode == 0, listed.stderr
+        assert {"GROUP": group, "TYPE": "consumer", "STATE": "Stable"} in offsets_table(listed.stdout)
+        state = gregor("consumer-groups", *bootstrap, "--describe", "--group", group, "--state", "--verbose")
+        (row,) = offsets_table(state.stdout)
+        assert (row["TYPE"], row["STATE"], row["ASSIGNMENT-STRATEGY"]) == ("consumer", "Stable", "uniform")
+        assert row["GROUP-EPOCH"] == row["TARGET-ASSIGNMENT-EPOCH"] == "1"
+        members = gregor("consumer-groups", *bootstrap, "--describe", "--group", group, "--members", "--verbose")
+        (row,) = offsets_table(members.stdout)
+        assert (row["CURRENT-EPOCH"], row["TARGET-EPOCH"]) == ("1", "1")
+        assert row["CURRENT-ASSIGNMENT"] == row["TARGET-ASSIGNMENT"] == f"{produced}(0,1)"
+    finally:
+        member.close()
+    assert one_error_line(gregor("consumer-groups", *bootstrap, "--list", "--type", "bogus")).endswith(
+        "unknown group type 'bogus'; known: classic, consumer")

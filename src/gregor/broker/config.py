@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Mapping
 
 from gregor.broker.network import ConnectionLimits
 from gregor.metadata.authorizer import STANDARD_AUTHORIZER
+from gregor.coordinator.config import consumer_assignors
 
 LONG_MAX = 9223372036854775807
 
@@ -197,6 +198,13 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Replication factor of __share_group_state."),
         _key("share.coordinator.state.topic.segment.bytes", "int", "104857600",
              "Segment size of __share_group_state."),
+        _key("group.consumer.session.timeout.ms", "int", "45000",
+             "Session timeout of consumer-protocol (KIP-848) group members."),
+        _key("group.consumer.heartbeat.interval.ms", "int", "5000",
+             "Heartbeat interval the coordinator gives consumer-protocol group members."),
+        _key("group.consumer.max.size", "int", "2147483647", "Most members a consumer-protocol group may have."),
+        _key("group.consumer.assignors", "list", "uniform,range",
+             "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default."),
         _key("transaction.state.log.num.partitions", "int", "50", "Partitions of __transaction_state."),
         _key("transaction.state.log.replication.factor", "int", "3",
              "Replication factor of __transaction_state (capped to the brokers registered when it is created)."),
@@ -410,6 +418,13 @@ class BrokerConfig:
         self._validate_share_groups()
         if self.get("log.message.timestamp.type") not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type: must be CreateTime or LogAppendTime")
+        try:
+            consumer_assignors(",".join(self.get("group.consumer.assignors")))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if not 0 < self.get("group.consumer.heartbeat.interval.ms") < self.get("group.consumer.session.timeout.ms"):
+            raise ConfigError("group.consumer.heartbeat.interval.ms must be above 0 and below "
+                              "group.consumer.session.timeout.ms")
         self._validate_console()
         self._validate_peer_security()
 

@@ -24,6 +24,9 @@ from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
+from gregor.coordinator.config import consumer_assignors
+from gregor.coordinator.consumer.group import TopicInfo
+from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.results import JoinResult, OffsetCommitResult, SyncResult
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -37,8 +40,8 @@ log = logging.getLogger("gregor.coordinator")
 OFFSETS_TOPIC = "__consumer_offsets"
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
 R = TypeVar("R")
-Parked = JoinResult | SyncResult | OffsetCommitResult  # what a parked request is answered with
-P = TypeVar("P", JoinResult, SyncResult, OffsetCommitResult)
+Parked = JoinResult | SyncResult | OffsetCommitResult | HeartbeatResult  # what a parked request is answered with
+P = TypeVar("P", JoinResult, SyncResult, OffsetCommitResult, HeartbeatResult)
 
 
 class GroupRuntime:
@@ -58,6 +61,10 @@ class GroupRuntime:
             offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
             offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
             offsets_topic_num_partitions=config.get("offsets.topic.num.partitions"),
+            group_consumer_session_timeout_ms=config.get("group.consumer.session.timeout.ms"),
+            group_consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
+            group_consumer_max_size=config.get("group.consumer.max.size"),
+            group_consumer_assignors=consumer_assignors(",".join(config.get("group.consumer.assignors"))),
         ), random.Random())
         self._parked: dict[object, asyncio.Future[Parked]] = {}
         self._timer = DeadlineTimer(clock, lambda now_ms: self.apply(self.coordinator.tick(now_ms)))
@@ -178,7 +185,11 @@ class GroupRuntime:
         return result
 
     def sync_leadership(self) -> None:
-        """Load the partitions this broker leads and has not loaded; unload those it lost."""
+        """Load the partitions this broker leads and has not loaded; unload those it lost. The
+        coordinator also learns the topics (ids, partition counts) consumer groups assign from:
+        the publisher calls this on every change of topics or partitions."""
+        self.coordinator.set_topics({name: TopicInfo(topic.topic_id, name, len(topic.partitions))
+                                     for name, topic in self._metadata.image.topics.items()})
         topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
         led = set()
         if topic is not None:

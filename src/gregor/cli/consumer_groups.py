@@ -22,7 +22,8 @@ OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFS
 INACTIVE_STATES = ("Empty", "Dead")
 
 EPILOG = """examples:
-  gregor consumer-groups --bootstrap-server localhost:9092 --list --state
+  gregor consumer-groups --bootstrap-server localhost:9092 --list --state --type
+  gregor consumer-groups --bootstrap-server localhost:9092 --describe --group billing --state --verbose
   gregor consumer-groups --bootstrap-server localhost:9092 --describe --group billing
   gregor consumer-groups --bootstrap-server localhost:9092 --describe --group billing --members --verbose
   gregor consumer-groups --bootstrap-server localhost:9092 --describe --all-groups --state
@@ -58,11 +59,16 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser.add_argument("--all-topics", action="store_true", help="with --reset-offsets: every topic "
                                                                    "the group has offsets for")
     parser.add_argument("--members", action="store_true", help="with --describe: the members")
-    parser.add_argument("--verbose", action="store_true", help="with --members: each member's partitions")
+    parser.add_argument("--verbose", action="store_true",
+                        help="with --members: each member's partitions (and, in a consumer-protocol group, its "
+                             "epoch and target); with --state: the group type and epochs")
     parser.add_argument("--offsets", action="store_true", help="with --describe: offsets and lag (the default)")
     parser.add_argument("--state", nargs="?", const="", default=None, metavar="STATES",
                         help="with --describe: the group's state; with --list: show states, or filter by "
                              "comma-separated states")
+    parser.add_argument("--type", nargs="?", const="", default=None, metavar="TYPES",
+                        help="with --list: show group types (classic, consumer), or filter by comma-separated "
+                             "types")
     scenarios = parser.add_argument_group("reset scenarios (exactly one, with --reset-offsets)")
     scenarios.add_argument("--to-earliest", action="store_true", help="to the earliest offset")
     scenarios.add_argument("--to-latest", action="store_true", help="to the log end")
@@ -119,8 +125,10 @@ def _check_options(args: argparse.Namespace, action: str) -> None:
         raise UsageError("give at most one of --members, --offsets, --state")
     if (args.members or args.offsets) and action != "--describe":
         raise UsageError("--members and --offsets work with --describe only")
-    if args.verbose and not args.members:
-        raise UsageError("--verbose works with --describe --members only")
+    if args.verbose and not (args.members or (args.state is not None and action == "--describe")):
+        raise UsageError("--verbose works with --describe --members or --describe --state only")
+    if args.type is not None and action != "--list":
+        raise UsageError("--type works with --list only")
 
 
 def _group_ids(admin: AdminClient, args: argparse.Namespace) -> list[str]:
@@ -145,17 +153,25 @@ def list_groups(admin: AdminClient, args: argparse.Namespace) -> int:
     states = [state.strip() for state in args.state.split(",") if state.strip()] if args.state else None
     listings = admin.list_consumer_groups(states=_canonical_states(states) if states else None)
     listings = sorted(listings, key=lambda listing: listing.group_id)
-    if args.state is None:
+    if args.type:
+        types = {group_type.strip().lower() for group_type in args.type.split(",") if group_type.strip()}
+        unknown = sorted(types - {"classic", "consumer"})
+        if unknown:
+            raise UsageError(f"unknown group type {unknown[0]!r}; known: classic, consumer")
+        listings = [listing for listing in listings if listing.group_type in types]
+    if args.state is None and args.type is None:
         for listing in listings:
             print(listing.group_id)
-    else:
-        print_table([(listing.group_id, listing.state or "Unknown") for listing in listings], ("GROUP", "STATE"))
+        return 0
+    headers = ("GROUP",) + (("TYPE",) if args.type is not None else ()) + (("STATE",) if args.state is not None else ())
+    print_table([(listing.group_id,) + ((listing.group_type,) if args.type is not None else ())
+                 + ((listing.state or "Unknown",) if args.state is not None else ()) for listing in listings], headers)
     return 0
 
 
 def _canonical_states(states: list[str]) -> list[str]:
     """Kafka accepts states in any case; the protocol wants e.g. 'PreparingRebalance'."""
-    known = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+    known = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
     by_lower = {state.lower(): state for state in known}
     unknown = [state for state in states if state.lower() not in by_lower]
     if unknown:
@@ -168,7 +184,7 @@ def describe(admin: AdminClient, args: argparse.Namespace) -> int:
     for group, description in descriptions.items():
         print()
         if args.state is not None:
-            _print_state(description)
+            _print_state(description, args.verbose)
         elif args.members:
             _print_members(description, args.verbose)
         else:
@@ -176,17 +192,27 @@ def describe(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_state(description: ConsumerGroupDescription) -> None:
+def _print_state(description: ConsumerGroupDescription, verbose: bool) -> None:
     coordinator = description.coordinator
     where = f"{coordinator.host}:{coordinator.port} ({coordinator.node_id})" if coordinator else "-"
-    print_table([(description.group_id, where, description.protocol or "", description.state,
+    if not verbose:
+        print_table([(description.group_id, where, description.protocol or "", description.state,
+                      len(description.members))],
+                    ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
+        return
+    print_table([(description.group_id, description.group_type, where, description.protocol or "",
+                  description.state, _or_dash(description.group_epoch), _or_dash(description.assignment_epoch),
                   len(description.members))],
-                ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
+                ("GROUP", "TYPE", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                 "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"))
 
 
 def _print_members(description: ConsumerGroupDescription, verbose: bool) -> None:
     if not description.members:
         print(f"Consumer group '{description.group_id}' has no active members.")
+        return
+    if verbose and description.group_type == "consumer":
+        _print_consumer_protocol_members(description)
         return
     headers = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS") + (("ASSIGNMENT",) if verbose else ())
     rows = []
@@ -198,6 +224,16 @@ def _print_members(description: ConsumerGroupDescription, verbose: bool) -> None
             row += (_assignment_text(assignment),)
         rows.append(row)
     print_table(rows, headers)
+
+
+def _print_consumer_protocol_members(description: ConsumerGroupDescription) -> None:
+    """A KIP-848 group's members with their epochs, current and target assignments (as Kafka's tool)."""
+    rows = [(description.group_id, member.member_id, member.group_instance_id or "-", member.client_host,
+             member.client_id, len(member.assignment or []), _or_dash(member.member_epoch),
+             _assignment_text(member.assignment or []), _or_dash(description.assignment_epoch),
+             _assignment_text(member.target_assignment or [])) for member in description.members]
+    print_table(rows, ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                       "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"))
 
 
 def _assignment_text(assignment: list[TopicPartition]) -> str:

@@ -48,7 +48,8 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.messages import (
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
-    AlterConfigsRequest, ApiKey, ConsumerProtocolAssignment, CreatePartitionsRequest, CreateTopicsRequest,
+    AlterConfigsRequest, ApiKey, ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, CreatePartitionsRequest,
+    CreateTopicsRequest,
     AlterPartitionReassignmentsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
     DescribeQuorumRequest, DescribeTransactionsRequest, ElectLeadersRequest, IncrementalAlterConfigsRequest,
@@ -274,6 +275,8 @@ class ConsumerGroupListing:
     protocol_type: str
     state: str | None
     """None when the broker's ListGroups version (< v4) does not say."""
+    group_type: str = "classic"
+    """"consumer" for a KIP-848 group (ListGroups v5+ says; older brokers only have "classic")."""
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,10 @@ class MemberDescription:
     client_host: str
     assignment: list[TopicPartition] | None
     """Decoded from the consumer protocol; None when the group does not use it."""
+    member_epoch: int | None = None
+    """A KIP-848 member's epoch; None in a classic group."""
+    target_assignment: list[TopicPartition] | None = None
+    """What the broker's assignor wants the KIP-848 member to own; None in a classic group."""
 
 
 @dataclass(frozen=True)
@@ -294,6 +301,10 @@ class ConsumerGroupDescription:
     protocol: str
     members: list[MemberDescription]
     coordinator: Node | None
+    group_type: str = "classic"
+    """"consumer" for a KIP-848 group, described by ConsumerGroupDescribe."""
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -922,7 +933,8 @@ class AdminOperations:
             response = await self._send(request, node, deadline, versions=(4, 5) if states else None)
             if response.error_code != ErrorCode.NONE:
                 raise error_for(response.error_code)
-            return [ConsumerGroupListing(group.group_id, group.protocol_type, group.group_state or None)
+            return [ConsumerGroupListing(group.group_id, group.protocol_type, group.group_state or None,
+                                         group.group_type or "classic")
                     for group in response.groups if group.protocol_type in ("consumer", "")]
 
         async def attempt() -> list[ConsumerGroupListing]:
@@ -963,8 +975,24 @@ class AdminOperations:
         async def send(node: int, pending: list[str]) -> dict[str, Any]:
             response = await self._send(DescribeGroupsRequest(groups=pending), node, deadline)
             coordinator = self._network.cluster.node(node)
-            return {group.group_id: error_for(group.error_code) if group.error_code != ErrorCode.NONE
-                    else _group_description(group, coordinator) for group in response.groups}
+            described: dict[str, Any] = {
+                group.group_id: error_for(group.error_code) if group.error_code != ErrorCode.NONE
+                else _group_description(group, coordinator) for group in response.groups}
+            # DescribeGroups says a KIP-848 group is Dead (GROUP_ID_NOT_FOUND from v6): ask
+            # ConsumerGroupDescribe, where the broker has it (the reverse of Kafka's admin client).
+            others = [group for group, outcome in described.items()
+                      if (isinstance(outcome, KafkaException) and outcome.code == ErrorCode.GROUP_ID_NOT_FOUND)
+                      or (isinstance(outcome, ConsumerGroupDescription) and outcome.state == "Dead")]
+            if others:
+                try:
+                    answer = await self._send(ConsumerGroupDescribeRequest(group_ids=others), node, deadline)
+                except KafkaException as error:
+                    if error.code != ErrorCode.UNSUPPORTED_VERSION:
+                        raise
+                else:
+                    described.update({group.group_id: _consumer_group_description(group, coordinator)
+                                      for group in answer.groups if group.error_code == ErrorCode.NONE})
+            return described
 
         return await self._per_key(
             "describe_consumer_groups", groups,
@@ -1349,6 +1377,22 @@ def _log_dir_description(result: Any) -> LogDirDescription:
             for topic in result.topics for partition in topic.partitions},
         total_bytes=result.total_bytes if result.total_bytes >= 0 else None,
         usable_bytes=result.usable_bytes if result.usable_bytes >= 0 else None)
+
+
+def _consumer_group_description(group: Any, coordinator: Node | None) -> ConsumerGroupDescription:
+    """A KIP-848 group from ConsumerGroupDescribe (its assignor stands in the protocol column)."""
+    def partitions(assignment: Any) -> list[TopicPartition]:
+        return [TopicPartition(topic.topic_name, partition)
+                for topic in assignment.topic_partitions for partition in topic.partitions]
+
+    members = [MemberDescription(
+        member_id=member.member_id, group_instance_id=member.instance_id, client_id=member.client_id,
+        client_host=member.client_host, assignment=partitions(member.assignment), member_epoch=member.member_epoch,
+        target_assignment=partitions(member.target_assignment)) for member in group.members]
+    return ConsumerGroupDescription(
+        group_id=group.group_id, state=group.group_state, protocol_type="consumer", protocol=group.assignor_name,
+        members=members, coordinator=coordinator, group_type="consumer", group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch)
 
 
 def _group_description(group: Any, coordinator: Node | None) -> ConsumerGroupDescription:

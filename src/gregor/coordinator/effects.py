@@ -8,6 +8,7 @@ must be appended in the order they were emitted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.results import JoinResult, OffsetCommitResult, SyncResult
 
 Record = tuple[bytes, bytes | None]
@@ -18,7 +19,7 @@ class Respond:
     """Answer the parked request the broker registered under `token`."""
 
     token: object
-    result: JoinResult | SyncResult | OffsetCommitResult
+    result: JoinResult | SyncResult | OffsetCommitResult | HeartbeatResult
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,15 @@ from dataclasses import replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 from gregor.coordinator.config import GroupCoordinatorConfig
-from gregor.coordinator.effects import Effect, Respond
+from gregor.coordinator.consumer import describe as consumer_describe
+from gregor.coordinator.consumer import offsets as consumer_offsets
+from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
+from gregor.coordinator.consumer.classic_members import ClassicMembers
+from gregor.coordinator.consumer.heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest
+from gregor.coordinator.consumer.migration import CannotUpgrade, downgrade, upgrade
+from gregor.coordinator.consumer.records import group_tombstones as consumer_group_tombstones
+from gregor.coordinator.consumer.results import ConsumerGroupDescription
+from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.coordinator.group_state import Group, GroupState
 from gregor.coordinator.member import MemberMetadata, Protocols
@@ -75,6 +83,8 @@ class GroupCoordinator:
         self._rebalancer = Rebalancer(self._manager)
         self._offsets = OffsetManager(self._manager, self._rebalancer)
         self._txn_offsets = TransactionalOffsets()
+        self._consumer = ConsumerGroups(self._manager, rng, self._downgrade)
+        self._classic_members = ClassicMembers(self._consumer, self._manager)
 
     # -- inspection
 
@@ -84,6 +94,11 @@ class GroupCoordinator:
     @property
     def groups(self) -> Mapping[str, Group]:
         return self._manager.groups
+
+    @property
+    def consumer_groups(self) -> Mapping[str, ConsumerGroup]:
+        """Groups of the consumer protocol (KIP-848), in the same id namespace as `groups`."""
+        return self._manager.consumer_groups
 
     def partition_for(self, group_id: str) -> int:
         """The `__consumer_offsets` partition whose leader coordinates `group_id` (FindCoordinator)."""
@@ -114,6 +129,16 @@ class GroupCoordinator:
                 <= self.config.group_max_session_timeout_ms):
             respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
             return out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return out + self._classic_members.join(
+                    token, consumer_group, member_id=member_id, instance_id=group_instance_id,
+                    protocol_type=protocol_type, protocols=member_protocols, session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms, client_id=client_id, client_host=client_host,
+                    require_known_member_id=require_known_member_id, now_ms=now_ms,
+                    rng_member_id=self._new_member_id(group_instance_id or client_id))
+            self._drop_consumer_group(group_id, now_ms, out)
         is_unknown_member = member_id == UNKNOWN_MEMBER_ID
         group = self._manager.groups.get(group_id)
         if group is None:
@@ -225,6 +250,12 @@ class GroupCoordinator:
             # The rebalance state was lost with the old coordinator: rejoin, without rediscovering
             # the coordinator (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here).
             error = ErrorCode.REBALANCE_IN_PROGRESS
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if error is None and consumer_group is not None:
+            respond(self._classic_members.sync(
+                consumer_group, member_id=member_id, instance_id=group_instance_id, generation_id=generation_id,
+                protocol_type=protocol_type, protocol_name=protocol_name, now_ms=now_ms))
+            return out
         group = self._manager.groups.get(group_id)
         if error is None:
             error = self._sync_error(group, generation_id, member_id, group_instance_id, protocol_type, protocol_name)
@@ -291,6 +322,10 @@ class GroupCoordinator:
             return ErrorCode.NONE  # the group will be known shortly; answer blindly
         if error is not None:
             return error
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._classic_members.heartbeat(consumer_group, member_id=member_id, instance_id=group_instance_id,
+                                                   generation_id=generation_id, now_ms=now_ms)
         group = self._manager.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -312,6 +347,10 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=False)
         if error is not None:
             return LeaveResult(error), out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            left, effects = self._classic_members.leave(consumer_group, members, now_ms)
+            return LeaveResult(ErrorCode.NONE, tuple(left)), effects
         group = self._manager.groups.get(group_id)
         results = []
         for member_id, instance_id, reason in members:
@@ -342,11 +381,13 @@ class GroupCoordinator:
 
     def commit_offsets(self, token: object, *, group_id: str, generation_id: int, member_id: str,
                        group_instance_id: str | None, retention_time_ms: int, offsets: CommitOffsets,
-                       now_ms: int) -> list[Effect]:
+                       now_ms: int, api_version: int = consumer_offsets.FIRST_MEMBER_EPOCH_COMMIT_VERSION
+                       ) -> list[Effect]:
         """OffsetCommit; the answer (per partition) comes once the offsets are written.
 
         `retention_time_ms` is -1 except from v2-v4 clients that set one. Partitions of unknown
-        topics are the broker's to answer (UNKNOWN_TOPIC_OR_PARTITION) before calling this.
+        topics are the broker's to answer (UNKNOWN_TOPIC_OR_PARTITION) before calling this. For a
+        consumer group `generation_id` is the member epoch, checked with `api_version`.
         """
         out: list[Effect] = []
         respond = self._responder(token, out)
@@ -354,17 +395,30 @@ class GroupCoordinator:
         if error is not None:
             respond(OffsetCommitResult({partition: error for partition in offsets}))
             return out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = consumer_offsets.commit_error(consumer_group, member_id, generation_id, api_version)
+            if error is not None:
+                respond(OffsetCommitResult({partition: error for partition in offsets}))
+            else:
+                self._offsets.store(token, self._offsets_holder(group_id, now_ms), retention_time_ms, offsets,
+                                    now_ms, out)
+            return out
         self._offsets.commit(token, self._manager.groups.get(group_id), group_id, generation_id, member_id,
                              group_instance_id, retention_time_ms, offsets, now_ms, out)
         return out
 
     def fetch_offsets(self, *, group_id: str, partitions: Iterable[TopicPartition] | None, require_stable: bool,
-                      now_ms: int) -> OffsetFetchResult:
-        """OffsetFetch; `partitions` None means every partition with a committed offset.
+                      now_ms: int, member_id: str | None = None, member_epoch: int = -1) -> OffsetFetchResult:
+        """OffsetFetch; `partitions` None means every partition with a committed offset. A member
+        of a consumer group (v9+) names itself and its epoch, which are checked.
 
         Reading changes nothing, so `now_ms` is not used; it is taken like everywhere else.
         """
         error = self._manager.status_error(group_id, allow_empty_id=True)
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if error is None and consumer_group is not None:
+            error = consumer_offsets.fetch_error(consumer_group, member_id, member_epoch)
         if error is not None:
             return OffsetFetchResult(error)
         result = self._offsets.fetch(self._manager.groups.get(group_id), partitions, require_stable)
@@ -441,7 +495,24 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=False)
         if error is not None:
             return OffsetDeleteResult(error), out
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._delete_consumer_group_offsets(consumer_group, list(partitions), now_ms, out), out
         return self._offsets.delete(self._manager.groups.get(group_id), partitions, now_ms, out), out
+
+    def _delete_consumer_group_offsets(self, group: ConsumerGroup, partitions: list[TopicPartition], now_ms: int,
+                                       out: list[Effect]) -> OffsetDeleteResult:
+        """A consumer group keeps the offsets of topics its members subscribe to
+        (GROUP_SUBSCRIBED_TO_TOPIC); the others go, as Kafka deletes them."""
+        subscribed = group.subscribed_topic_names(self._consumer.topics) if group.members else set()
+        errors = {partition: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for partition in partitions
+                  if partition[0] in subscribed}
+        eligible = [partition for partition in partitions if partition not in errors]
+        holder = self._manager.groups.get(group.group_id)
+        if holder is not None and eligible:
+            self._manager.cleanup_group(holder, holder.remove_offsets(eligible), now_ms, out)
+        errors.update((partition, ErrorCode.NONE) for partition in eligible)
+        return OffsetDeleteResult(ErrorCode.NONE, errors)
 
     def on_partitions_deleted(self, partitions: Iterable[TopicPartition], now_ms: int) -> list[Effect]:
         """Topic partitions were deleted: drop (and tombstone) every group's offsets for them, as
@@ -462,6 +533,10 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=True)
         if error is not None:
             return GroupDescription(group_id, error)
+        if group_id in self._manager.consumer_groups:
+            # Not a classic group: Kafka answers DescribeGroups below v6 with a Dead group (v6+
+            # says GROUP_ID_NOT_FOUND); admin clients then use ConsumerGroupDescribe.
+            return GroupDescription(group_id, ErrorCode.NONE, GroupState.DEAD.value)
         group = self._manager.groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.NONE, GroupState.DEAD.value)
@@ -475,17 +550,21 @@ class GroupCoordinator:
                                 members)
 
     def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()) -> ListGroupsResult:
-        """ListGroups; filters are case-insensitive and empty means all. Every group here is of
-        type "classic". COORDINATOR_LOAD_IN_PROGRESS (with the groups known so far) while any
-        partition is loading."""
+        """ListGroups; filters are case-insensitive and empty means all. Groups are of type
+        "classic" or "consumer" (KIP-848). COORDINATOR_LOAD_IN_PROGRESS (with the groups known so
+        far) while any partition is loading."""
         states = {state.lower() for state in states_filter}
         types = {group_type.lower() for group_type in types_filter}
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._manager.loading_partitions else ErrorCode.NONE
-        if types and "classic" not in types:
-            return ListGroupsResult(error)
-        return ListGroupsResult(error, tuple(
-            GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
-            for group in self._manager.groups.values() if not states or group.state.value.lower() in states))
+        consumer_groups = self._manager.consumer_groups
+        overviews = [GroupOverview(*row) for row in consumer_describe.listed(
+            group for group in consumer_groups.values() if consumer_describe.matches_filters(group, states, types))]
+        if not types or "classic" in types:
+            overviews[:0] = [GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
+                             for group in self._manager.groups.values()
+                             if group.group_id not in consumer_groups
+                             and (not states or group.state.value.lower() in states)]
+        return ListGroupsResult(error, tuple(overviews))
 
     def delete_groups(self, group_ids: Iterable[str], now_ms: int) -> tuple[dict[str, ErrorCode], list[Effect]]:
         """DeleteGroups: only Empty groups; their offsets and metadata are tombstoned."""
@@ -497,6 +576,15 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=True)
         if error is not None:
             return error
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return ErrorCode.NON_EMPTY_GROUP
+            self._drop_consumer_group(group_id, now_ms, out)
+            holder = self._manager.groups.get(group_id)
+            if holder is not None:
+                self._manager.cleanup_group(holder, holder.remove_offsets(list(holder.offsets)), now_ms, out)
+            return ErrorCode.NONE
         group = self._manager.groups.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -515,7 +603,10 @@ class GroupCoordinator:
         while (key := deadlines.pop_due(now_ms)) is not None:
             if key.kind is TimerKind.OFFSET_EXPIRATION:
                 self._offsets.expire(now_ms, out)
+                self._drop_forgotten_consumer_groups(now_ms, out)
                 deadlines.schedule(key, now_ms + self.config.offsets_retention_check_interval_ms)
+            elif key.kind in (TimerKind.CONSUMER_SESSION, TimerKind.CONSUMER_REVOCATION):
+                self._consumer.on_timer(key, now_ms, out)
             else:
                 self._rebalancer.on_timer(key, self._manager.groups[key.group_id], now_ms, out)
         return out
@@ -544,8 +635,10 @@ class GroupCoordinator:
         partition that is already loaded starts over from the records. `open_transactions`: the
         records of transactions without a marker yet, by producer id (pending offsets again)."""
         out = self.unload_partition(partition, now_ms)
-        for group in self._manager.load(partition, records, now_ms):
+        groups, consumer_groups = self._manager.load(partition, records, now_ms)
+        for group in groups:
             self._rebalancer.on_group_loaded(group, now_ms, out)
+        self._consumer.on_loaded(consumer_groups, now_ms)
         for producer_id, pending in (open_transactions or {}).items():
             for group_id, topic_partition, offset in pending_from_records(pending):
                 self._txn_offsets.add(partition, producer_id, group_id, [(topic_partition, offset)])
@@ -561,4 +654,60 @@ class GroupCoordinator:
         self._txn_offsets.forget_partition(partition)
         for group in self._manager.release(partition):
             self._rebalancer.on_group_unloaded(group, now_ms, out)
+        self._consumer.on_unloaded([group_id for group_id in self._manager.consumer_groups
+                                    if self._manager.partition_for(group_id) == partition])
         return out
+
+    # -- the consumer protocol (KIP-848)
+
+    def set_topics(self, topics: Mapping[str, TopicInfo]) -> None:
+        """The cluster's topics as the broker's metadata now has them; consumer groups see a
+        change (a topic created or deleted, partitions added) at their members' next heartbeat."""
+        self._consumer.topics = topics
+
+    def consumer_group_heartbeat(self, token: object, request: HeartbeatRequest, now_ms: int) -> list[Effect]:
+        """ConsumerGroupHeartbeat; answered with a `Respond(token, HeartbeatResult)` once what it
+        changed is written."""
+        return self._consumer.heartbeat(token, request, now_ms, self._give_up_classic_group)
+
+    def consumer_group_describe(self, group_ids: Iterable[str]) -> list[ConsumerGroupDescription]:
+        results = []
+        for group_id in group_ids:
+            error = self._manager.status_error(group_id, allow_empty_id=True)
+            if error is not None:
+                results.append(ConsumerGroupDescription(group_id, error))
+                continue
+            classic = self._manager.groups.get(group_id)
+            results.append(consumer_describe.describe(
+                group_id, self._manager.consumer_groups.get(group_id),
+                classic is not None and classic.protocol_type is not None,
+                self.config.group_consumer_assignors[0]))
+        return results
+
+    def _give_up_classic_group(self, group_id: str, now_ms: int, records: list[Record],
+                               out: list[Effect]) -> ConsumerGroup | None:
+        """A consumer group is created where a classic one may be: see `migration.upgrade`."""
+        try:
+            return upgrade(self._manager, group_id, self._consumer.topics, now_ms, records, out)
+        except CannotUpgrade as error:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, str(error)) from None
+
+    def _downgrade(self, group: ConsumerGroup, now_ms: int, records: list[Record], out: list[Effect]) -> None:
+        downgrade(self._manager, self._rebalancer, group, self._consumer.topics, now_ms, records, out)
+
+    def _drop_consumer_group(self, group_id: str, now_ms: int, out: list[Effect]) -> None:
+        """An Empty consumer group goes (deleted, or a classic group takes its id); its offsets stay."""
+        self._consumer.on_unloaded([group_id])
+        out.append(self._manager.append_to(group_id, consumer_group_tombstones(group_id), now_ms, None))
+
+    def _drop_forgotten_consumer_groups(self, now_ms: int, out: list[Effect]) -> None:
+        """Consumer groups without members or committed offsets go, as Kafka's cleanup deletes them."""
+        for group_id, group in list(self._manager.consumer_groups.items()):
+            if not group.members and group_id not in self._manager.groups:
+                self._drop_consumer_group(group_id, now_ms, out)
+
+    def _offsets_holder(self, group_id: str, now_ms: int) -> Group:
+        """Committed offsets of a consumer group live, as those of groups that only commit, in an
+        Empty classic group without a protocol type (one offsets table for every group id)."""
+        group = self._manager.groups.get(group_id)
+        return group if group is not None else self._manager.create_group(group_id, now_ms)

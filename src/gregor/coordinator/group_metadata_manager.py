@@ -13,6 +13,8 @@ from typing import Callable, Iterable, Mapping, NamedTuple
 
 from gregor.coordinator.append_errors import group_store_error
 from gregor.coordinator.config import GroupCoordinatorConfig
+from gregor.coordinator.consumer.group import ConsumerGroup
+from gregor.coordinator.consumer.records import ConsumerGroupReplay
 from gregor.coordinator.deadlines import DeadlineQueue
 from gregor.coordinator.effects import AppendRecords, Effect, Record
 from gregor.coordinator.group_records import group_metadata_record, group_tombstone, offset_tombstone, replay
@@ -31,6 +33,8 @@ class TimerKind(enum.Enum):
     JOIN = "join"                      # the end of PreparingRebalance (initial delay or rebalance timeout)
     SYNC = "sync"                      # members that got their JoinGroup answer must SyncGroup by then
     OFFSET_EXPIRATION = "offset-expiration"
+    CONSUMER_SESSION = "consumer-session"        # a consumer-protocol member's session
+    CONSUMER_REVOCATION = "consumer-revocation"  # a consumer-protocol member's time to revoke
 
 
 class TimerKey(NamedTuple):
@@ -43,6 +47,7 @@ class GroupMetadataManager:
     def __init__(self, config: GroupCoordinatorConfig) -> None:
         self.config = config
         self.groups: dict[str, Group] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
         self.deadlines: DeadlineQueue[TimerKey] = DeadlineQueue()
@@ -88,11 +93,16 @@ class GroupMetadataManager:
     def append(self, group: Group, records: Iterable[Record], now_ms: int,
                on_done: AppendCallback | None) -> AppendRecords:
         """A batch for the group's partition; `on_done` runs when the broker reports the outcome."""
+        return self.append_to(group.group_id, records, now_ms, on_done)
+
+    def append_to(self, group_id: str, records: Iterable[Record], now_ms: int,
+                  on_done: AppendCallback | None) -> AppendRecords:
+        """A batch for the partition of `group_id` (of either protocol)."""
         append_id = None
         if on_done is not None:
             append_id = next(self._append_ids)
             self._append_callbacks[append_id] = on_done
-        return AppendRecords(self.partition_for(group.group_id), tuple(records), now_ms, append_id)
+        return AppendRecords(self.partition_for(group_id), tuple(records), now_ms, append_id)
 
     def store_group(self, group: Group, assignment: Mapping[str, bytes], now_ms: int,
                     on_done: AppendCallback | None) -> AppendRecords:
@@ -137,13 +147,17 @@ class GroupMetadataManager:
     def begin_load(self, partition: int) -> None:
         self.loading_partitions.add(partition)
 
-    def load(self, partition: int, records: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> list[Group]:
-        groups = replay(records, now_ms)
+    def load(self, partition: int, records: Iterable[tuple[bytes, bytes | None]],
+             now_ms: int) -> tuple[list[Group], list[ConsumerGroup]]:
+        """The classic and consumer groups of the partition's records, now cached; the caller
+        adds the consumer groups (with their timers)."""
+        consumer = ConsumerGroupReplay()
+        groups = replay(records, now_ms, consumer)
         for group in groups:
             self.groups[group.group_id] = group
         self.loading_partitions.discard(partition)
         self.owned_partitions.add(partition)
-        return groups
+        return groups, consumer.finish()
 
     def release(self, partition: int) -> list[Group]:
         """Stop leading `partition`; returns its groups, still cached, for the caller to unload."""

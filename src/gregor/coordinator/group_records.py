@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Mapping
 
+from gregor.coordinator.consumer.records import KEY_VERSIONS as CONSUMER_KEY_VERSIONS
+from gregor.coordinator.consumer.records import ConsumerGroupReplay
 from gregor.coordinator.effects import Record
 from gregor.coordinator.group_state import Group, GroupState
 from gregor.coordinator.member import MemberMetadata
@@ -75,21 +77,25 @@ def _group_from_value(group_id: str, value: GroupMetadataValue) -> Group:
     return group
 
 
-def replay(records: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> list[Group]:
-    """The groups a partition's records (in offset order) leave behind.
+def replay(records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
+           consumer: ConsumerGroupReplay | None = None) -> list[Group]:
+    """The classic groups a partition's records (in offset order) leave behind; records of
+    consumer-protocol groups (KIP-848) go to `consumer`.
 
     A group known only from offsets gets `now_ms` as the time it became Empty, as in Kafka.
 
-    Records this coordinator cannot read are skipped with a warning: records of the KIP-848
-    consumer protocol (unknown key versions) and malformed bytes, which Kafka would refuse to
-    load the whole partition over.
+    Records this coordinator cannot read are skipped with a warning: unknown key versions and
+    malformed bytes, which Kafka would refuse to load the whole partition over.
     """
     values: dict[str, GroupMetadataValue | None] = {}
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     for key_bytes, value_bytes in records:
         try:
             key = decode_key(key_bytes)
-            if key is None:
+            key_version = int.from_bytes(key_bytes[:2], "big", signed=True)
+            if key is None and consumer is not None and key_version in CONSUMER_KEY_VERSIONS:
+                consumer.apply(key_version, key_bytes, value_bytes)
+            elif key is None:
                 log.warning("skipping a __consumer_offsets record with unknown key version %d",
                             int.from_bytes(key_bytes[:2], "big", signed=True))
             elif isinstance(key, OffsetCommitKey):

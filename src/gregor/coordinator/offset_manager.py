@@ -71,7 +71,7 @@ class OffsetManager:
         if group.state is not GroupState.EMPTY:
             # Stable, or PreparingRebalance where the heartbeat answer tells it to rejoin.
             self._rebalancer.schedule_heartbeat(group, group.members[member_id], now_ms)
-        self._store(token, group, retention_time_ms, offsets, now_ms, out)
+        self.store(token, group, retention_time_ms, offsets, now_ms, out)
 
     @staticmethod
     def _validate(group: Group, generation_id: int, member_id: str,
@@ -86,8 +86,9 @@ class OffsetManager:
         # Only members may commit to a group with members.
         return ErrorCode.UNKNOWN_MEMBER_ID
 
-    def _store(self, token: object, group: Group, retention_time_ms: int, offsets: CommitOffsets, now_ms: int,
-               out: list[Effect]) -> None:
+    def store(self, token: object, group: Group, retention_time_ms: int, offsets: CommitOffsets, now_ms: int,
+              out: list[Effect]) -> None:
+        """Write a validated commit; the answer comes once it is written."""
         expire_ms = None if retention_time_ms == NO_RETENTION_TIME else now_ms + retention_time_ms
         max_bytes = self._config.offset_metadata_max_bytes
         too_large = set()
@@ -168,6 +169,13 @@ class OffsetManager:
     def expire(self, now_ms: int, out: list[Effect]) -> None:
         """The periodic sweep: expired offsets are tombstoned, groups left with nothing dropped."""
         retention_ms = self._config.offsets_retention_ms
+        consumer_groups = self._manager.consumer_groups
         for group in list(self._manager.groups.values()):
-            removed = group.remove_offsets(expired_offsets(group, now_ms, retention_ms))
+            expired = expired_offsets(group, now_ms, retention_ms)
+            consumer_group = consumer_groups.get(group.group_id)
+            if consumer_group is not None and expired:
+                # A consumer group's offsets of topics its members subscribe to never expire.
+                subscribed = consumer_group.subscription_metadata
+                expired = [partition for partition in expired if partition[0] not in subscribed]
+            removed = group.remove_offsets(expired)
             self._manager.cleanup_group(group, removed, now_ms, out)

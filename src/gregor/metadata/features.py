@@ -16,6 +16,8 @@ from typing import Mapping
 METADATA_VERSION = "metadata.version"
 #: share.version 1: share groups (KIP-932) at Kafka 4.1's stable API versions; on in a new cluster.
 SHARE_VERSION = "share.version"
+#: group.version 1: the KIP-848 consumer protocol (ConsumerGroupHeartbeat); on in a new cluster, as Kafka 4.0.
+GROUP_VERSION = "group.version"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,7 @@ SUPPORTED_FEATURES: tuple[Feature, ...] = (
     Feature(METADATA_VERSION, 1, 21, 21),
     Feature(SHARE_VERSION, 0, 1, 1),
     Feature(TRANSACTION_VERSION, 1, 2, 0),
+    Feature(GROUP_VERSION, 0, 1, 1),
 )
 
 

@@ -29,7 +29,8 @@ from gregor.protocol.messages import (
     EndTxnRequest, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 )
 from gregor.protocol.messages import (
-    AlterClientQuotasRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
+    AlterClientQuotasRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
     ElectLeadersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
@@ -244,6 +245,11 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
             WriteShareGroupStateRequest.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=0,
                                                       state_batches=[])])]), 0,
      lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("ConsumerGroupHeartbeat", lambda: ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m-848", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=[TOPIC],
+        topic_partitions=[]), 1, lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("ConsumerGroupDescribe", lambda: ConsumerGroupDescribeRequest(group_ids=[GROUP]), 0,
+     lambda r: r.groups[0].error_code, E.GROUP_AUTHORIZATION_FAILED),
 ]
 AUTHORIZATION_ERRORS = {E.TOPIC_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAILED, E.CLUSTER_AUTHORIZATION_FAILED,
                         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}

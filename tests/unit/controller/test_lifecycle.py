@@ -36,7 +36,8 @@ def test_bootstrap_registers_and_unfences_the_local_broker(node):
 def test_registration_before_bootstrap_is_refused():
     controller = QuorumController(ControllerConfig(node_id=1), random.Random(0))
     assert controller.bootstrap().records == (FeatureLevelRecord(name="metadata.version", feature_level=21),
-                                              FeatureLevelRecord(name="share.version", feature_level=1))
+                                              FeatureLevelRecord(name="share.version", feature_level=1),
+                                              FeatureLevelRecord(name="group.version", feature_level=1))
     assert controller.register_broker(1, endpoints(1)).response.error == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 

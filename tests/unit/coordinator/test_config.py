@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gregor.broker.config import BrokerConfig, ConfigError
 from gregor.coordinator import GroupCoordinatorConfig
+from gregor.coordinator.config import consumer_assignors
 
 
 def test_defaults_are_kafkas() -> None:
@@ -23,3 +25,18 @@ def test_from_properties_reads_the_broker_keys() -> None:
     assert config.group_max_size == 2147483647
     with pytest.raises(ValueError, match="group.max.size"):
         GroupCoordinatorConfig.from_properties({"group.max.size": "many"})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"group.consumer.assignors": "sticky"}, "group.consumer.assignors must list uniform and/or range"),
+    ({"group.consumer.assignors": ""}, "group.consumer.assignors must list uniform and/or range"),
+    ({"group.consumer.heartbeat.interval.ms": "45000"}, "must be above 0 and below group.consumer.session"),
+])
+def test_bad_consumer_protocol_settings_stop_the_broker(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig(overrides)
+
+
+def test_kafkas_assignor_class_names_are_accepted():
+    config = BrokerConfig({"group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor"})
+    assert consumer_assignors(",".join(config.get("group.consumer.assignors"))) == ("range",)

@@ -148,9 +148,10 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
     the embedded single node is in the same process."""
     if not CLIENT_HANDLERS:
         from gregor.broker.handlers import (
-            alter_client_quotas, alter_configs, alter_partition_reassignments, api_versions, create_acls,
-            create_partitions, create_topics, delete_acls, delete_groups, delete_records, delete_topics,
-            describe_acls, describe_client_quotas, describe_cluster, describe_configs, describe_groups,
+            alter_client_quotas, alter_configs, alter_partition_reassignments, api_versions,
+            consumer_group_describe, consumer_group_heartbeat, create_acls, create_partitions,
+            create_topics, delete_acls, delete_groups, delete_records, delete_topics, describe_acls,
+            describe_client_quotas, describe_cluster, describe_configs, describe_groups,
             describe_log_dirs, describe_quorum, elect_leaders, fetch, find_coordinator, heartbeat, init_producer_id,
             join_group, leave_group, list_groups, list_offsets, list_partition_reassignments, metadata,
             offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
@@ -178,7 +179,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *write_share_group_state.HANDLERS, *write_txn_markers.HANDLERS, *describe_producers.HANDLERS,
             *add_partitions_to_txn.HANDLERS, *add_offsets_to_txn.HANDLERS, *end_txn.HANDLERS,
             *list_transactions.HANDLERS, *describe_transactions.HANDLERS, *txn_offset_commit.HANDLERS,
-            *sasl_handshake.HANDLERS, *describe_user_scram_credentials.HANDLERS]
+            *sasl_handshake.HANDLERS, *describe_user_scram_credentials.HANDLERS, *consumer_group_heartbeat.HANDLERS,
+            *consumer_group_describe.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

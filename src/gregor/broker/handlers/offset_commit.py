@@ -2,8 +2,10 @@
 
 Partitions of topics this cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as Kafka
 answers; the rest go to the coordinator together. v9's member epoch is the generation of a
-classic group. The group needs READ (GROUP_AUTHORIZATION_FAILED on every partition otherwise)
-and each topic READ (TOPIC_AUTHORIZATION_FAILED).
+classic group, and the member epoch of a consumer-protocol (KIP-848) group, whose members must
+commit with v9+ (STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH, UNSUPPORTED_VERSION as Kafka). The
+group needs READ (GROUP_AUTHORIZATION_FAILED on every partition otherwise) and each topic READ
+(TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def handle(context: BrokerContext, request: OffsetCommitRequest):
             member_id=request.member_id if version >= 1 else "",
             group_instance_id=request.group_instance_id if version >= 7 else None,
             retention_time_ms=request.retention_time_ms if 2 <= version <= 4 else -1,
-            offsets=offsets, now_ms=context.now_ms)
+            offsets=offsets, now_ms=context.now_ms, api_version=version)
 
     return context.groups.park(call, OffsetCommitResult, respond)
 

@@ -1,10 +1,10 @@
-"""OffsetFetch (key 9), v0–v8: committed offsets of one group (v0–v7) or several (v8).
+"""OffsetFetch (key 9), v0–v9: committed offsets of one group (v0–v7) or several (v8+).
 
 v2+ may ask for all partitions (null topics) and carry a top-level error; v0–v1 put a group
-error on every requested partition instead. v7+ can require stable offsets. v9 (member epochs of
-the new consumer protocol) is not offered. A group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED);
-requested topics without DESCRIBE get TOPIC_AUTHORIZATION_FAILED, and are left out of an
-all-partitions answer.
+error on every requested partition instead. v7+ can require stable offsets. v9 names the member
+and its epoch, which a consumer-protocol (KIP-848) group checks (UNKNOWN_MEMBER_ID,
+STALE_MEMBER_EPOCH). A group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED); requested topics
+without DESCRIBE get TOPIC_AUTHORIZATION_FAILED, and are left out of an all-partitions answer.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ API_KEY = 9
 Row = tuple[int, int, int, str, ErrorCode]
 
 
-def _answer(context: BrokerContext, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, dict[str, list[Row]]]:
+def _answer(context: BrokerContext, group_id: str, topics, require_stable: bool, member_id: str | None = None,
+            member_epoch: int = -1) -> tuple[ErrorCode, dict[str, list[Row]]]:
     """The group's top-level error and, per topic, (partition, offset, leader epoch, metadata, error)."""
     wanted = None if topics is None else [(t.name, index) for t in topics for index in t.partition_indexes]
     rows: dict[str, list[Row]] = {}
@@ -29,7 +30,8 @@ def _answer(context: BrokerContext, group_id: str, topics, require_stable: bool)
             rows.setdefault(name, []).append((index, -1, -1, "", ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return ErrorCode.NONE, rows
     result = context.groups.coordinator.fetch_offsets(group_id=group_id, partitions=wanted,
-                                                            require_stable=require_stable, now_ms=context.now_ms)
+                                                      require_stable=require_stable, now_ms=context.now_ms,
+                                                      member_id=member_id, member_epoch=member_epoch)
     if result.error:
         if context.version >= 2 or wanted is None:
             return result.error, rows
@@ -54,7 +56,8 @@ def handle(context: BrokerContext, request: OffsetFetchRequest) -> OffsetFetchRe
     if context.version >= 8:
         groups = []
         for group in request.groups:
-            error, rows = _answer(context, group.group_id, group.topics, require_stable)
+            member = (group.member_id, group.member_epoch) if context.version >= 9 else (None, -1)
+            error, rows = _answer(context, group.group_id, group.topics, require_stable, *member)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=group.group_id, error_code=error, topics=[
                 OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponse.OffsetFetchResponsePartitions(
@@ -73,4 +76,4 @@ def handle(context: BrokerContext, request: OffsetFetchRequest) -> OffsetFetchRe
         for name, partition_rows in rows.items()])
 
 
-HANDLERS = [Handler(API_KEY, 0, 8, handle)]
+HANDLERS = [Handler(API_KEY, 0, 9, handle)]

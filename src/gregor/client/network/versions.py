@@ -30,6 +30,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_FETCH: (1, 9),
     ApiKey.OFFSET_COMMIT: (2, 9),

@@ -1,0 +1,148 @@
+"""Jepsen's Kafka queue workload, driven by librdkafka (confluent-kafka): idempotent acks=all
+producers writing unique integers (value n to partition n % partitions), consumers in a group
+(subscribe, auto commit) and assign-mode readers (every partition from offset 0), each a thread
+that records what it does in the history. A final reader reads every partition to its end after
+the cluster has healed, so that an acknowledged record nobody read is a loss, not a straggler."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from tools.faults.history import History
+
+
+class Values:
+    """Unique values for all producers."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            return next(self._counter)
+
+
+class ProducerWorker:
+    def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, history: History, values: Values,
+                 rate: float, message_timeout_ms: int = 120000, extra: dict[str, object] | None = None) -> None:
+        self.name, self.topic, self.partitions, self.history, self.values = name, topic, partitions, history, values
+        self.interval = 1.0 / rate
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "linger.ms": 5, "message.timeout.ms": message_timeout_ms,
+                                  "retry.backoff.ms": 100, "socket.timeout.ms": 10000, **(extra or {})})
+        self.pending: dict[int, float] = {}  # value -> invoke time
+        self.acknowledged = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _delivered(self, error: KafkaError | None, message) -> None:
+        value = int(message.value())
+        invoked = self.pending.pop(value, None)
+        if error is None:
+            self.acknowledged += 1
+            self.history.add(self.name, "ok", "send", [message.partition(), message.offset(), value],
+                             latency=round(self.history.now() - invoked, 6) if invoked is not None else None)
+        else:
+            # librdkafka does not say whether a failed record was written: with acks=all and
+            # idempotence a timeout or a retriable error may follow a successful append.
+            self.history.add(self.name, "info", "send", [message.partition(), value, error.name()])
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self.stopping.is_set():
+            value = self.values.next()
+            partition = value % self.partitions
+            self.pending[value] = self.history.now()
+            self.history.add(self.name, "invoke", "send", [partition, value])
+            while True:
+                try:
+                    self.producer.produce(self.topic, str(value).encode(), partition=partition,
+                                          on_delivery=self._delivered)
+                    break
+                except BufferError:
+                    self.producer.poll(0.1)
+            self.producer.poll(0)
+            next_at += self.interval
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                self.stopping.wait(delay)
+                self.producer.poll(0)
+            else:
+                next_at = time.monotonic()
+
+    def finish(self, timeout: float) -> None:
+        """Stop sending and wait up to `timeout` for the records in flight; those still unanswered
+        are indeterminate (`info`)."""
+        self.stopping.set()
+        self.thread.join(30)
+        self.producer.flush(timeout)
+        for value in list(self.pending):
+            self.pending.pop(value, None)
+            self.history.add(self.name, "info", "send", [value % self.partitions, value, "unanswered"])
+
+
+class ConsumerWorker:
+    """A group member (`group` given) or an assign-mode reader of every partition from offset 0."""
+
+    def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, history: History,
+                 group: str | None = None) -> None:
+        self.name, self.topic, self.partitions, self.history, self.group = name, topic, partitions, history, group
+        config: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                                     "session.timeout.ms": 6000, "socket.timeout.ms": 10000}
+        if group is not None:
+            config.update({"group.id": group, "enable.auto.commit": True, "auto.commit.interval.ms": 500})
+        else:
+            config.update({"group.id": f"{name}-unused", "enable.auto.commit": False})
+        self.consumer = Consumer(config)
+        self.read = 0
+        self.positions: dict[int, int] = {}
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _assigned(self, _consumer, partitions: list[TopicPartition]) -> None:
+        self.history.add(self.name, "ok", "assign", sorted(p.partition for p in partitions))
+
+    def _run(self) -> None:
+        if self.group is not None:
+            self.consumer.subscribe([self.topic], on_assign=self._assigned)
+        else:
+            self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+            self.history.add(self.name, "ok", "assign", list(range(self.partitions)))
+        try:
+            while not self.stopping.is_set():
+                self.poll_once(0.2)
+        finally:
+            self.consumer.close()
+
+    def poll_once(self, timeout: float) -> int:
+        records = [[m.partition(), m.offset(), int(m.value())]
+                   for m in self.consumer.consume(200, timeout) if m.error() is None]
+        if records:
+            self.read += len(records)
+            for partition, offset, _ in records:
+                self.positions[partition] = offset + 1
+            self.history.add(self.name, "ok", "poll", records)
+        return len(records)
+
+
+def final_read(bootstrap: str, topic: str, partitions: int, history: History, timeout: float = 120) -> dict[int, int]:
+    """Read every partition from 0 to its high watermark; returns the high watermarks."""
+    reader = ConsumerWorker("final", bootstrap, topic, partitions, history)
+    ends = {p: reader.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(partitions)}
+    reader.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    history.add("final", "ok", "assign", list(range(partitions)))
+    deadline = time.monotonic() + timeout
+    try:
+        while any(reader.positions.get(p, 0) < ends[p] for p in range(partitions)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the final read stopped at {reader.positions}, ends {ends}")
+            reader.poll_once(0.5)
+    finally:
+        reader.consumer.close()
+    return ends

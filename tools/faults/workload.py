@@ -10,7 +10,7 @@ import itertools
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tools.faults.history import History
 
@@ -37,6 +37,7 @@ class ProducerWorker:
                                   "retry.backoff.ms": 100, "socket.timeout.ms": 10000, **(extra or {})})
         self.pending: dict[int, float] = {}  # value -> invoke time
         self.acknowledged = 0
+        self.fatal: str | None = None
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -53,6 +54,13 @@ class ProducerWorker:
             self.history.add(self.name, "info", "send", [message.partition(), value, error.name()])
 
     def _run(self) -> None:
+        try:
+            self._send()
+        except KafkaException as error:  # fatal for the producer (e.g. its sequence lost with a log)
+            self.fatal = str(error)
+            self.history.add(self.name, "info", "fatal", self.fatal)
+
+    def _send(self) -> None:
         next_at = time.monotonic()
         while not self.stopping.is_set():
             value = self.values.next()

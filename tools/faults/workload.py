@@ -34,7 +34,8 @@ class ProducerWorker:
         self.interval = 1.0 / rate
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                                   "linger.ms": 5, "message.timeout.ms": message_timeout_ms,
-                                  "retry.backoff.ms": 100, "socket.timeout.ms": 10000, **(extra or {})})
+                                  "retry.backoff.ms": 100, "socket.timeout.ms": 10000, "log_level": 4,
+                                  **(extra or {})})
         self.pending: dict[int, float] = {}  # value -> invoke time
         self.acknowledged = 0
         self.fatal: str | None = None
@@ -101,7 +102,7 @@ class ConsumerWorker:
                  group: str | None = None) -> None:
         self.name, self.topic, self.partitions, self.history, self.group = name, topic, partitions, history, group
         config: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
-                                     "session.timeout.ms": 6000, "socket.timeout.ms": 10000}
+                                     "session.timeout.ms": 6000, "socket.timeout.ms": 10000, "log_level": 4}
         if group is not None:
             config.update({"group.id": group, "enable.auto.commit": True, "auto.commit.interval.ms": 500})
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tools.faults.checker import ANOMALIES, check
 from tools.faults.history import History
 
+
 def _send(history: History, process: str, partition: int, offset: int, value: int) -> None:
     history.add(process, "invoke", "send", [partition, value])
     history.add(process, "ok", "send", [partition, offset, value], latency=0.01)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
              "nonmonotonic-poll", "poll-skip")
@@ -43,8 +44,8 @@ class Report:
         return not any(self.counts.values())
 
     def summary(self) -> str:
-        lines = [f"sends acknowledged {self.acknowledged}, indeterminate {self.indeterminate}; "
-                 f"distinct values read {self.read_values} in {self.polls} polls"]
+        lines = [(f"sends acknowledged {self.acknowledged}, indeterminate {self.indeterminate}; "
+                  f"distinct values read {self.read_values} in {self.polls} polls")]
         if self.faults:
             lines.append("faults: " + ", ".join(f"{name} {count}" for name, count in sorted(self.faults.items())))
         lines.append("anomalies: " + ", ".join(f"{name} {self.counts[name]}" for name in ANOMALIES))

@@ -11,13 +11,16 @@ import struct
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from gregor.protocol.headers import decode_response_header, encode_request
-from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from gregor.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
 from gregor.protocol.primitives import Reader
 from tools.faults.proxy import Proxy
 

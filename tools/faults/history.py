@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 class History:
@@ -40,8 +41,7 @@ class History:
 
     def write(self, path: str) -> None:
         with self._lock, open(path, "w") as out:
-            for op in self.ops:
-                out.write(json.dumps(op) + "\n")
+            out.writelines(json.dumps(op) + "\n" for op in self.ops)
 
 
 def read(path: str) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ a real cluster does not replay exactly: which node leads when may differ).
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 from tools.faults.cluster import Cluster, Node
 from tools.faults.history import History

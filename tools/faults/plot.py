@@ -38,14 +38,14 @@ def plot(ops: list[dict[str, Any]], path: str) -> None:
 
     sent = Counter(int(op["time"]) for op in ops if op["f"] == "send" and op["type"] == "ok")
     failed = Counter(int(op["time"]) for op in ops if op["f"] == "send" and op["type"] in ("info", "fail"))
-    read = Counter()
+    read: Counter[int] = Counter()
     for op in ops:
         if op["f"] == "poll" and op["type"] == "ok" and op["process"] != "final":
             read[int(op["time"])] += len(op["value"])
     latency = [(op["time"], op["latency"] * 1000) for op in ops
                if op["f"] == "send" and op["type"] == "ok" and op.get("latency") is not None]
     figure, (rates, latencies) = plt.subplots(2, 1, sharex=True, figsize=(12, 6))
-    seconds = range(0, int(max((op["time"] for op in ops), default=0)) + 1)
+    seconds = range(int(max((op["time"] for op in ops), default=0)) + 1)
     rates.plot(seconds, [sent[s] for s in seconds], label="sends acknowledged/s", linewidth=1)
     rates.plot(seconds, [read[s] for s in seconds], label="records read/s", linewidth=1)
     rates.plot(seconds, [failed[s] for s in seconds], label="sends failed or unknown/s", linewidth=1)

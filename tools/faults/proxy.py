@@ -29,11 +29,13 @@ import asyncio
 import os
 import threading
 from collections import defaultdict
-from concurrent.futures import Future
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 CLIENT = "client"
 CHUNK = 65536
+T = TypeVar("T")
 
 
 @dataclass
@@ -60,13 +62,13 @@ class Proxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy", daemon=True)
         self._thread.start()
 
-    def _call(self, coroutine) -> object:
-        future: Future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-        return future.result(30)
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` on the proxy's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(30)
 
     def reserve(self, name: str) -> int:
         """A proxy port for node `name`, listening now; its target is set by `target` before use."""
-        return int(self._call(self._listen(name)))  # type: ignore[call-overload]
+        return self._call(self._listen(name))
 
     def target(self, name: str, port: int) -> None:
         self._upstream[name] = port
@@ -74,7 +76,7 @@ class Proxy:
     async def _listen(self, name: str) -> int:
         server = await asyncio.start_server(lambda r, w: self._accept(name, r, w), self.host, 0)
         self._servers.append(server)
-        port = server.sockets[0].getsockname()[1]
+        port = int(server.sockets[0].getsockname()[1])
         self.ports[name] = port
         return port
 

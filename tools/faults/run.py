@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tools.faults.checker import Report, check
 from tools.faults.cluster import Cluster

@@ -10,7 +10,14 @@ import itertools
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from tools.faults.history import History
 
@@ -129,8 +136,11 @@ class ConsumerWorker:
             self.consumer.close()
 
     def poll_once(self, timeout: float) -> int:
-        records = [[m.partition(), m.offset(), int(m.value())]
-                   for m in self.consumer.consume(200, timeout) if m.error() is None]
+        records: list[list[int]] = []
+        for message in self.consumer.consume(200, timeout):
+            partition, offset, value = message.partition(), message.offset(), message.value()
+            if message.error() is None and partition is not None and offset is not None and value is not None:
+                records.append([partition, offset, int(value)])
         if records:
             self.read += len(records)
             for partition, offset, _ in records:

@@ -13,7 +13,6 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.storage import segment as segment_module
 from gregor.storage.errors import StorageError
 from gregor.storage.log import Log, LogConfig
-
 from tests.unit.storage.helpers import NOW, batch, records_of
 from tests.unit.storage.test_recovery import reads_are_consistent
 

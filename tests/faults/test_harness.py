@@ -12,7 +12,7 @@ import pytest
 
 from tools.faults.run import Settings, run
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.interop, pytest.mark.timeout(300)]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

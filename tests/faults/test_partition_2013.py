@@ -33,7 +33,7 @@ from tools.faults.cluster import Cluster
 from tools.faults.history import History
 from tools.faults.workload import ProducerWorker, Values, final_read
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.interop, pytest.mark.timeout(300)]
 
 TOPIC = "jepsen2013"
 

@@ -15,7 +15,8 @@ producers write unique integers at `--rate` records/s each; `--group-consumers` 
 group and `--readers` assign-mode readers read along. Every operation goes to the history (invoke,
 then ok / fail / info, with times, offsets and values). Faults, one at a time, each lasting a few
 seconds with a healthy pause between: kill (kill -9, restart), pause (SIGSTOP/SIGCONT),
-partition-leader (a leader cut from its followers), partition-controller (the active controller
+partition-leader (a leader cut from its followers), isolate-leader (a leader cut from every other
+node, clients still reaching it), partition-controller (the active controller
 cut from a broker), partition-client (the clients cut from a leader), partition-quorum (the active
 controller cut from the other voters; needs --controllers 3), slow (a link delayed). Afterwards
 every link heals, every node runs, the ISR is full again, the producers drain, and a final reader
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=120.0, help="how long faults go on")
     parser.add_argument("--cycles", type=int, default=None, help="stop after this many faults instead")
-    parser.add_argument("--faults", default="kill,pause,partition-leader,partition-controller,partition-client",
+    parser.add_argument("--faults", default="kill,pause,partition-leader,isolate-leader,partition-controller,"
+                                            "partition-client",
                         help=f"comma-separated, taken in turn: {','.join(FAULTS)}")
     parser.add_argument("--seed", type=int, default=None, help="the schedule's seed (printed; replays the choices)")
     parser.add_argument("--controllers", type=int, default=1)

@@ -32,10 +32,9 @@ def test_kill9_and_sigstop_lose_nothing(tmp_path):
 
 def test_partitions_and_slow_links_lose_nothing(tmp_path):
     history, plot = tmp_path / "history.jsonl", tmp_path / "history.png"
-    outcome = run(_short(tmp_path, ["partition-leader", "partition-controller", "partition-client", "slow"],
-                         seed=2013, history_path=str(history), plot_path=str(plot)))
-    assert outcome.report.faults == {"partition-leader": 1, "partition-controller": 1, "partition-client": 1,
-                                     "slow": 1}
+    faults = ["partition-leader", "isolate-leader", "partition-controller", "partition-client", "slow"]
+    outcome = run(_short(tmp_path, faults, seed=2013, history_path=str(history), plot_path=str(plot)))
+    assert outcome.report.faults == dict.fromkeys(faults, 1)
     assert outcome.report.acknowledged > 100
     assert outcome.report.valid, outcome.report.summary()
     assert plot.read_bytes().startswith(b"\x89PNG")

@@ -3,6 +3,9 @@
     kill                 kill -9 a node (broker or controller), restarted at the heal
     pause                SIGSTOP a node, SIGCONT at the heal
     partition-leader     a partition's leader cut from its followers, both ways
+    isolate-leader       a partition's leader cut from every other node (controllers too) while
+                         the clients still reach it: the controller elects another leader, the old
+                         one must not acknowledge what the new one will not have
     partition-controller the active controller cut from a broker, both ways
     partition-client     the clients cut from a partition's leader, both ways
     partition-quorum     the active controller cut from the other controllers (three voters)
@@ -21,8 +24,8 @@ from tools.faults.cluster import Cluster, Node
 from tools.faults.history import History
 from tools.faults.proxy import CLIENT
 
-FAULTS = ("kill", "pause", "partition-leader", "partition-controller", "partition-client", "partition-quorum",
-          "slow")
+FAULTS = ("kill", "pause", "partition-leader", "isolate-leader", "partition-controller", "partition-client",
+          "partition-quorum", "slow")
 
 
 class Nemesis:
@@ -82,6 +85,11 @@ class Nemesis:
     def _partition_leader(self) -> Callable[[], None]:
         leader, followers = self._leader()
         return self._cut("partition-leader", [leader.name], [n.name for n in followers])
+
+    def _isolate_leader(self) -> Callable[[], None]:
+        leader, followers = self._leader()
+        others = [n.name for n in followers] + [n.name for n in self.cluster.controllers]
+        return self._cut("isolate-leader", [leader.name], others)
 
     def _partition_controller(self) -> Callable[[], None]:
         controller = self.cluster.active_controller()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-COLOURS = {"kill": "tab:red", "pause": "tab:orange", "partition-leader": "tab:purple",
+COLOURS = {"kill": "tab:red", "pause": "tab:orange", "partition-leader": "tab:purple", "isolate-leader": "tab:green",
            "partition-controller": "tab:brown", "partition-client": "tab:pink", "partition-quorum": "tab:olive",
            "slow": "tab:cyan"}
 

@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-consumers", type=int, default=2)
     parser.add_argument("--readers", type=int, default=1)
     parser.add_argument("--rate", type=float, default=100.0, help="records/s per producer")
+    parser.add_argument("--acks", choices=("all", "1"), default="all",
+                        help="1: producers without idempotence (acks=1 may lose acknowledged writes, as in Kafka)")
     parser.add_argument("--fault-seconds", type=float, nargs=2, default=(2.0, 6.0), metavar=("MIN", "MAX"))
     parser.add_argument("--rest-seconds", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"))
     parser.add_argument("--history", default=None, help="write the history here (JSON lines)")
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(root=root, seconds=args.seconds, cycles=args.cycles, faults=faults, seed=seed,
                         brokers=args.brokers, controllers=args.controllers, partitions=args.partitions,
                         producers=args.producers, group_consumers=args.group_consumers, readers=args.readers,
-                        rate=args.rate, fault_seconds=tuple(args.fault_seconds),
+                        rate=args.rate, acks=args.acks, fault_seconds=tuple(args.fault_seconds),
                         rest_seconds=tuple(args.rest_seconds), history_path=args.history, plot_path=args.plot)
     try:
         outcome = run(settings)

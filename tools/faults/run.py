@@ -29,6 +29,7 @@ class Settings:
     group_consumers: int = 2
     readers: int = 1
     rate: float = 100.0  # records/s per producer
+    acks: str = "all"  # "1": a producer without idempotence, to show what acks=1 loses
     fault_seconds: tuple[float, float] = (2.0, 6.0)  # how long each fault lasts
     rest_seconds: tuple[float, float] = (1.0, 3.0)  # healthy time between faults
     cycles: int | None = None  # stop after this many faults (else after `seconds`)
@@ -64,7 +65,7 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
         history.started = time.monotonic()  # the history's clock starts with the workload
         values = Values()
         producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap, topic, settings.partitions, history, values,
-                                    settings.rate) for i in range(settings.producers)]
+                                    settings.rate, extra=_acks(settings.acks)) for i in range(settings.producers)]
         consumers = [ConsumerWorker(f"group-{i}", cluster.bootstrap, topic, settings.partitions, history, "queue-group")
                      for i in range(settings.group_consumers)]
         consumers += [ConsumerWorker(f"reader-{i}", cluster.bootstrap, topic, settings.partitions, history)
@@ -107,3 +108,7 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
         plot(history.ops, settings.plot_path)
     return Outcome(report, history, cycles, elapsed)
 
+
+def _acks(acks: str) -> dict[str, object] | None:
+    """Producer settings for `acks`: idempotence needs acks=all, so other levels go without it."""
+    return None if acks == "all" else {"acks": acks, "enable.idempotence": False}

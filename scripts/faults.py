@@ -41,6 +41,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--faults partition-quorum needs --controllers 3")
     from tools.faults.run import Settings, run
 
+    # SIGTERM (a CI timeout, a kill) unwinds like Ctrl-C, so the servers are stopped by PID.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     root = tempfile.mkdtemp(prefix="gregor-faults-")
     settings = Settings(root=root, seconds=args.seconds, cycles=args.cycles, faults=faults, seed=seed,
@@ -110,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     print(f"seed {seed}: {outcome.cycles} fault cycles in {outcome.seconds:.0f} s")
     print(outcome.report.summary())
-    return 0 if outcome.report.valid else 1
+    print(f"liveness: {len(outcome.stalled)} consumer(s) short of the end {settings.catch_up_seconds:.0f} s "
+          f"after healing" + "".join(f"\n  {line}" for line in outcome.stalled))
+    return 0 if outcome.valid else 1
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ def test_kill9_and_sigstop_lose_nothing(tmp_path):
     assert outcome.report.faults == {"kill": 2, "pause": 1}
     assert outcome.report.acknowledged > 200
     assert outcome.report.valid, outcome.report.summary()
+    assert not outcome.stalled, outcome.stalled
 
 
 def test_partitions_and_slow_links_lose_nothing(tmp_path):
@@ -37,6 +38,7 @@ def test_partitions_and_slow_links_lose_nothing(tmp_path):
     assert outcome.report.faults == dict.fromkeys(faults, 1)
     assert outcome.report.acknowledged > 200
     assert outcome.report.valid, outcome.report.summary()
+    assert not outcome.stalled, outcome.stalled
     assert plot.read_bytes().startswith(b"\x89PNG")
     checked = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "faults.py"), "--check", str(history)],
                              capture_output=True, text=True, timeout=60, check=False)

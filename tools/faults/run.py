@@ -13,7 +13,14 @@ from tools.faults.checker import Report, check
 from tools.faults.cluster import Cluster
 from tools.faults.history import History
 from tools.faults.nemesis import Nemesis
-from tools.faults.workload import ConsumerWorker, ProducerWorker, Values, final_read
+from tools.faults.workload import (
+    ConsumerWorker,
+    ProducerWorker,
+    Values,
+    final_read,
+    high_watermarks,
+    stalled,
+)
 
 
 @dataclass
@@ -34,6 +41,7 @@ class Settings:
     rest_seconds: tuple[float, float] = (1.0, 3.0)  # healthy time between faults
     cycles: int | None = None  # stop after this many faults (else after `seconds`)
     topic_config: dict[str, str] = field(default_factory=lambda: {"min.insync.replicas": "2"})
+    catch_up_seconds: float = 60.0  # after healing, for the consumers to read to the end
     history_path: str | None = None
     plot_path: str | None = None
 
@@ -44,6 +52,11 @@ class Outcome:
     history: History
     cycles: int
     seconds: float
+    stalled: list[str]  # consumers that did not read to the end after healing (liveness)
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.stalled
 
 
 def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
@@ -57,6 +70,7 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
     consumers: list[ConsumerWorker] = []
     started = time.monotonic()
     cycles = 0
+    behind: list[str] = []
     try:
         cluster.start()
         cluster.create_topic(topic, settings.partitions, min(settings.brokers, 3), **settings.topic_config)
@@ -88,11 +102,14 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
         cluster.wait_for_full_isr(topic, min(settings.brokers, 3))
         for producer in producers:
             producer.finish(120)
-        time.sleep(2)  # the consumers read along what the last acknowledgements made visible
+        ends = high_watermarks(cluster.bootstrap, topic, settings.partitions)
+        behind = stalled(consumers, ends, settings.catch_up_seconds)
+        for line in behind:
+            log(f"faults: STALLED (high watermarks {ends}): {line}")
         for consumer in consumers:
             consumer.stopping.set()
             consumer.thread.join(30)
-        ends = final_read(cluster.bootstrap, topic, settings.partitions, history)
+        final_read(cluster.bootstrap, topic, settings.partitions, history)
         log(f"faults: healed; high watermarks {ends}; connections through the proxy "
             + ", ".join(f"{src}->{dst} {n}" for (src, dst), n in sorted(cluster.proxy.connections.items())))
     finally:
@@ -106,7 +123,7 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
     if settings.plot_path:
         from tools.faults.plot import plot
         plot(history.ops, settings.plot_path)
-    return Outcome(report, history, cycles, elapsed)
+    return Outcome(report, history, cycles, elapsed, behind)
 
 
 def _acks(acks: str) -> dict[str, object] | None:

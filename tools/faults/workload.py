@@ -7,6 +7,7 @@ the cluster has healed, so that an acknowledged record nobody read is a loss, no
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 
@@ -109,7 +110,8 @@ class ConsumerWorker:
                  group: str | None = None) -> None:
         self.name, self.topic, self.partitions, self.history, self.group = name, topic, partitions, history, group
         config: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
-                                     "session.timeout.ms": 6000, "socket.timeout.ms": 10000, "log_level": 4}
+                                     "session.timeout.ms": 6000, "socket.timeout.ms": 10000, "log_level": 4,
+                                     "statistics.interval.ms": 2000, "stats_cb": self._statistics}
         if group is not None:
             config.update({"group.id": group, "enable.auto.commit": True, "auto.commit.interval.ms": 500})
         else:
@@ -117,8 +119,19 @@ class ConsumerWorker:
         self.consumer = Consumer(config)
         self.read = 0
         self.positions: dict[int, int] = {}
+        self.state: dict[str, object] = {}  # librdkafka's view, named when the consumer stalls
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _statistics(self, report: str) -> None:
+        statistics = json.loads(report)
+        group = statistics.get("cgrp", {})
+        partitions = statistics.get("topics", {}).get(self.topic, {}).get("partitions", {})
+        self.state = {"group": {key: group.get(key) for key in ("state", "join_state", "rebalance_cnt",
+                                                                "rebalance_reason", "assignment_size")},
+                      "partitions": {p: {key: state.get(key) for key in ("fetch_state", "leader", "next_offset",
+                                                                          "hi_offset", "fetchq_cnt")}
+                                     for p, state in partitions.items() if int(p) >= 0}}
 
     def _assigned(self, _consumer, partitions: list[TopicPartition]) -> None:
         self.history.add(self.name, "ok", "assign", sorted(p.partition for p in partitions))
@@ -165,3 +178,27 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: History, ti
     finally:
         reader.consumer.close()
     return ends
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-watermarks", "log_level": 4})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+    finally:
+        consumer.close()
+
+
+def stalled(consumers: list[ConsumerWorker], ends: dict[int, int], timeout: float) -> list[str]:
+    """Liveness: once the cluster has healed, the group together and each assign-mode reader must
+    read to `ends` within `timeout`; the names (and librdkafka's view) of those that did not."""
+    deadline = time.monotonic() + timeout
+    while True:
+        behind = []
+        group = [c for c in consumers if c.group is not None]
+        if group and any(max(c.positions.get(p, 0) for c in group) < end for p, end in ends.items()):
+            behind += [f"{c.name} at {c.positions}: {c.state}" for c in group]
+        behind += [f"{c.name} at {c.positions}: {c.state}" for c in consumers if c.group is None
+                   and any(c.positions.get(p, 0) < end for p, end in ends.items())]
+        if not behind or time.monotonic() > deadline:
+            return behind
+        time.sleep(0.5)

@@ -29,6 +29,10 @@ CLUSTER_ID = "R3JlZ29yRmF1bHRIYXJuZXNz"
 FAST_FAILOVER = {"broker.heartbeat.interval.ms": "300", "replica.lag.time.max.ms": "3000",
                  "replica.fetch.backoff.ms": "200", "replica.high.watermark.checkpoint.interval.ms": "500"}
 CONTROLLER_SESSION = {"broker.session.timeout.ms": "1500"}
+# With several voters a broker finds a new active controller only once its quorum fetch to the old
+# one fails (controller.quorum.fetch.timeout.ms, 2 s): a shorter session fences every broker at
+# each controller election. Kafka's defaults keep the same order (9 s sessions, 2 s fetch timeout).
+QUORUM_SESSION = {"broker.session.timeout.ms": "4000"}
 
 
 def free_port() -> int:
@@ -140,7 +144,7 @@ class Cluster:
             node.overrides = {"process.roles": "controller", "node.id": str(node.node_id), "cluster.id": CLUSTER_ID,
                               "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                               "controller.listener.names": "CONTROLLER", "controller.quorum.voters": voters,
-                              **CONTROLLER_SESSION}
+                              **(CONTROLLER_SESSION if controllers == 1 else QUORUM_SESSION)}
         replication = str(min(brokers, 3))
         for node in self.brokers.values():
             node.overrides = {"process.roles": "broker", "node.id": str(node.node_id), "cluster.id": CLUSTER_ID,

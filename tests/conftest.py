@@ -35,8 +35,8 @@ sys.dont_write_bytecode = False
 # alternate with the rest, so that they keep the cores busy while real processes wait on sockets.
 _SHARED_BY_PACKAGE = ("tests/spark/", "tests/cli/")
 _SPREAD_BY_TEST = ("tests/sim/raft/test_random_schedules.py", "tests/sim/replication/test_random_schedules.py")
-_LONGEST_FIRST = ("tests/spark/", "tests/chaos/", "tests/cluster/", "tests/console/", "tests/interop/", "tests/client/",
-                  "tests/cli/")
+_LONGEST_FIRST = ("tests/spark/", "tests/chaos/", "tests/faults/", "tests/cluster/", "tests/console/", "tests/interop/",
+                  "tests/client/", "tests/cli/")
 _CPU_BOUND = "tests/sim/"
 
 

@@ -266,6 +266,7 @@ class ControllerServer:
             if not self.raft.leader_caught_up:
                 self._duties_timer.cancel()  # a commit wakes the duties once this node leads
                 continue
+            self.heartbeats.take_over(self.raft.leader_epoch)
             for broker_id in self.heartbeats.expired(self.image, self._clock()):
                 log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",
                          self.node_id, broker_id, self.heartbeats.session_timeout_ms)

@@ -9,7 +9,9 @@ asking to shut down starts a controlled shutdown: the broker stops being an acce
 its leaderships and ISR memberships move, and it is told it may stop once it leads nothing.
 
 Sessions live only in the active controller's memory, as in Kafka: a new active controller
-gives every registered broker a full session from the moment it takes over.
+gives every registered broker a full session from the moment it takes over (`take_over`), also
+when it had been the active controller before: the contacts it kept from that earlier term are
+stale (the brokers have been heartbeating to another controller since).
 """
 
 from __future__ import annotations
@@ -43,6 +45,18 @@ class BrokerHeartbeats:
         self.session_timeout_ms = session_timeout_ms
         self._last_contact: dict[int, int] = {}
         self._heard: set[int] = set()  # brokers that registered or heartbeat to this controller
+        self._term: int | None = None  # the quorum epoch these sessions belong to
+
+    def take_over(self, leader_epoch: int) -> None:
+        """This node is the active controller in `leader_epoch`: sessions from an earlier term are
+        forgotten, so every broker's session starts afresh (at the next `expired`). Without it, a
+        controller elected again fenced every broker at once on the contacts of its previous term,
+        and clients that then saw a Metadata answer listing no broker dropped every connection
+        (found by the fault harness: librdkafka's consumers stayed without a coordinator)."""
+        if leader_epoch != self._term:
+            self._term = leader_epoch
+            self._last_contact.clear()
+            self._heard.clear()
 
     def registered(self, broker_id: int, now_ms: int) -> None:
         """A (re-)registration starts a new session."""

@@ -81,7 +81,7 @@ class Partition:
         self.fetcher: FollowerFetcher | None = None
         self.leader_epoch_start_offset = -1
         self.delayed = DelayedProduces()
-        self._shrink_not_before = 0  # after the controller refused an ISR change
+        self._propose_not_before = 0  # after the controller refused an ISR change
         self._on_high_watermark = on_high_watermark
         self._request_ids = itertools.count(1)
         # set even without a checkpoint: the producer state learns which replayed markers are stable
@@ -131,7 +131,7 @@ class Partition:
                 and registration.partition_epoch <= self.isr_state.partition_epoch):
             return []
         self.replicas = list(registration.replicas)
-        self._shrink_not_before = 0  # a refused ISR change may be proposed again against the new state
+        self._propose_not_before = 0  # a refused ISR change may be proposed again against the new state
         same_epoch = registration.leader_epoch == self.leader_epoch and registration.leader == self.leader_id
         if registration.leader == self.broker_id and self.broker_id in registration.replicas:
             if same_epoch:
@@ -381,7 +381,7 @@ class Partition:
 
     def _maybe_expand_isr(self, follower: RemoteReplica, now_ms: int) -> list[Effect]:
         isr = self.isr_state
-        if isr.pending is not None or follower.broker_id in isr.committed:
+        if isr.pending is not None or follower.broker_id in isr.committed or now_ms < self._propose_not_before:
             return []
         if follower.log_end_offset < self.high_watermark or follower.log_end_offset < self.leader_epoch_start_offset:
             return []
@@ -389,7 +389,7 @@ class Partition:
 
     def _maybe_shrink_isr(self, now_ms: int) -> list[Effect]:
         isr = self.isr_state
-        if isr.pending is not None or now_ms < self._shrink_not_before:
+        if isr.pending is not None or now_ms < self._propose_not_before:
             return []
         leader_end = self.log.log_end_offset
         lag = self.config.replica_lag_time_max_ms
@@ -424,8 +424,12 @@ class Partition:
             pass  # the answer to a proposal sent again since, or settled by the metadata
         elif error in _NOT_APPLIED:
             self.isr_state.abandon(request_id)
-            # proposed again when the next run of Kafka's ISR expiration would, not at once
-            self._shrink_not_before = now_ms + self.config.replica_fetch_backoff_ms
+            # proposed again after a backoff, not at once: an expansion refused because the
+            # follower is fenced (restarted, not yet caught up with the metadata) was otherwise
+            # proposed again on each of its fetches, hundreds of AlterPartitions a second
+            # (found by the fault harness). Kafka's leader skips brokers its metadata shows
+            # fenced or shutting down (KIP-841); the backoff bounds the same retries.
+            self._propose_not_before = now_ms + self.config.replica_fetch_backoff_ms
         else:
             # Kafka's rule: any other answer (no answer, a stale partition epoch, no longer
             # leader) leaves the proposal pending, since a controller may have applied it (a retry
@@ -498,7 +502,7 @@ class Partition:
         isr = self.isr_state
         if isr.pending is not None:
             due.append(isr.pending.resend_ms)
-        may_shrink_at = max(now_ms, self._shrink_not_before) if isr.pending is None else None
+        may_shrink_at = max(now_ms, self._propose_not_before) if isr.pending is None else None
         leader_end = self.log.log_end_offset
         lag = self.config.replica_lag_time_max_ms
         for replica_id in isr.committed:

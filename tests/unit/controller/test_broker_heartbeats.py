@@ -33,6 +33,23 @@ def test_sessions_expire_in_virtual_time_and_start_when_first_seen():
     assert heartbeats.session_active(1, 1500) and not heartbeats.session_active(2, 1500)
 
 
+def test_a_controller_elected_again_gives_every_broker_a_fresh_session():
+    """Contacts kept from an earlier term are stale: the brokers heartbeat to another controller
+    meanwhile. Counting them fenced every broker the moment the controller led again."""
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster()
+    heartbeats.take_over(3)
+    heartbeats.expired(image, 0)
+    for broker in (1, 2, 3, 4):
+        beat(heartbeats, image, broker, 500)
+    heartbeats.take_over(3)  # the same term: sessions go on
+    assert heartbeats.expired(image, 1600) == [1, 2, 3, 4]
+    heartbeats.take_over(5)  # led by others in epoch 4, this controller leads again
+    assert heartbeats.expired(image, 10_000) == []
+    assert heartbeats.next_expiry(image) == 11_001
+    assert not heartbeats.heard_within_session(1, 10_000)
+
+
 def test_the_next_expiry_is_the_first_moment_expired_names_a_broker():
     """The active controller sleeps until `next_expiry` (no period): not a millisecond late."""
     heartbeats = BrokerHeartbeats(1000)

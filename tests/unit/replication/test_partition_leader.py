@@ -130,6 +130,9 @@ def test_a_follower_reaching_the_high_watermark_and_the_epoch_start_is_proposed_
     leader.outbox += leader.partition.on_alter_partition_response(proposal.request_id, ErrorCode.INELIGIBLE_REPLICA,
                                                                   -1, -1, (), leader.now)
     assert leader.partition.isr_state.pending is None and leader.partition.isr == [1, 2]
+    fetch(leader, 3, 1, epoch=3)  # refused (the follower is fenced, say): not again at once
+    assert leader.proposed_isrs() == [(1, 2, 3)]
+    leader.now += leader.partition.config.replica_fetch_backoff_ms
     fetch(leader, 3, 1, epoch=3)
     assert leader.proposed_isrs() == [(1, 2, 3), (1, 2, 3)]
 

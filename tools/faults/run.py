@@ -1,0 +1,131 @@
+"""One fault run: a cluster behind the proxy, the queue workload, fault cycles, healing, a final
+read, the checker. `scripts/faults.py` is its command line; the suite calls `run` with short runs."""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tools.faults.checker import Report, check
+from tools.faults.cluster import Cluster
+from tools.faults.history import History
+from tools.faults.nemesis import Nemesis
+from tools.faults.workload import (
+    ConsumerWorker,
+    ProducerWorker,
+    Values,
+    final_read,
+    high_watermarks,
+    stalled,
+)
+
+
+@dataclass
+class Settings:
+    root: str
+    seconds: float = 60.0
+    faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition-leader"])
+    seed: int = 0
+    brokers: int = 3
+    controllers: int = 1
+    partitions: int = 3
+    producers: int = 2
+    group_consumers: int = 2
+    readers: int = 1
+    rate: float = 100.0  # records/s per producer
+    acks: str = "all"  # "1": a producer without idempotence, to show what acks=1 loses
+    fault_seconds: tuple[float, float] = (2.0, 6.0)  # how long each fault lasts
+    rest_seconds: tuple[float, float] = (1.0, 3.0)  # healthy time between faults
+    cycles: int | None = None  # stop after this many faults (else after `seconds`)
+    topic_config: dict[str, str] = field(default_factory=lambda: {"min.insync.replicas": "2"})
+    catch_up_seconds: float = 60.0  # after healing, for the consumers to read to the end
+    history_path: str | None = None
+    plot_path: str | None = None
+
+
+@dataclass
+class Outcome:
+    report: Report
+    history: History
+    cycles: int
+    seconds: float
+    stalled: list[str]  # consumers that did not read to the end after healing (liveness)
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.stalled
+
+
+def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+        ) -> Outcome:
+    rng = random.Random(settings.seed)
+    topic = "queue"
+    history = History()
+    cluster = Cluster(settings.root, settings.brokers, settings.controllers)
+    workers: list[ProducerWorker | ConsumerWorker] = []
+    producers: list[ProducerWorker] = []
+    consumers: list[ConsumerWorker] = []
+    started = time.monotonic()
+    cycles = 0
+    behind: list[str] = []
+    try:
+        cluster.start()
+        cluster.create_topic(topic, settings.partitions, min(settings.brokers, 3), **settings.topic_config)
+        log(f"faults: seed {settings.seed}; cluster up ({len(cluster.controllers)} controller(s), "
+            f"{len(cluster.brokers)} brokers behind the proxy); faults {','.join(settings.faults)}")
+        history.started = time.monotonic()  # the history's clock starts with the workload
+        values = Values()
+        producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap, topic, settings.partitions, history, values,
+                                    settings.rate, extra=_acks(settings.acks)) for i in range(settings.producers)]
+        consumers = [ConsumerWorker(f"group-{i}", cluster.bootstrap, topic, settings.partitions, history, "queue-group")
+                     for i in range(settings.group_consumers)]
+        consumers += [ConsumerWorker(f"reader-{i}", cluster.bootstrap, topic, settings.partitions, history)
+                      for i in range(settings.readers)]
+        workers = [*producers, *consumers]
+        for worker in workers:
+            worker.thread.start()
+        nemesis = Nemesis(cluster, history, topic, rng)
+        deadline = time.monotonic() + settings.seconds
+        while (time.monotonic() < deadline) if settings.cycles is None else (cycles < settings.cycles):
+            time.sleep(rng.uniform(*settings.rest_seconds))
+            fault = settings.faults[cycles % len(settings.faults)]
+            heal = nemesis.start(fault)
+            time.sleep(rng.uniform(*settings.fault_seconds))
+            heal()
+            cycles += 1
+            log(f"faults: cycle {cycles} {fault}; {sum(p.acknowledged for p in producers)} acknowledged, "
+                f"{sum(c.read for c in consumers)} read")
+        cluster.proxy.heal_all()
+        cluster.wait_for_full_isr(topic, min(settings.brokers, 3))
+        for producer in producers:
+            producer.finish(120)
+        ends = high_watermarks(cluster.bootstrap, topic, settings.partitions)
+        behind = stalled(consumers, ends, settings.catch_up_seconds)
+        for line in behind:
+            log(f"faults: STALLED (high watermarks {ends}): {line}")
+        for consumer in consumers:
+            consumer.stopping.set()
+            consumer.thread.join(30)
+        final_read(cluster.bootstrap, topic, settings.partitions, history)
+        log(f"faults: healed; high watermarks {ends}; connections through the proxy "
+            + ", ".join(f"{src}->{dst} {n}" for (src, dst), n in sorted(cluster.proxy.connections.items())))
+    finally:
+        for worker in workers:
+            worker.stopping.set()
+        cluster.stop()
+    report = check(history.ops)
+    elapsed = time.monotonic() - started
+    if settings.history_path:
+        history.write(settings.history_path)
+    if settings.plot_path:
+        from tools.faults.plot import plot
+        plot(history.ops, settings.plot_path)
+    return Outcome(report, history, cycles, elapsed, behind)
+
+
+def _acks(acks: str) -> dict[str, object] | None:
+    """Producer settings for `acks`: idempotence needs acks=all, so other levels go without it."""
+    return None if acks == "all" else {"acks": acks, "enable.idempotence": False}

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from gregor.metadata.features import SUPPORTED_FEATURES
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
     CreatePartitionsRequest, CreatePartitionsResponse, DeleteTopicsRequest,
@@ -32,8 +33,9 @@ def register(nodes, broker_id: int, incarnation: uuid.UUID | None = None, cluste
         broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation or uuid.UUID(int=broker_id),
         listeners=[BrokerRegistrationRequest.Listener(name="PLAINTEXT", host="127.0.0.1", port=9000 + broker_id,
                                                       security_protocol=0)],
-        features=[BrokerRegistrationRequest.Feature(name="metadata.version", min_supported_version=1,
-                                                    max_supported_version=30)], rack="")
+        features=[BrokerRegistrationRequest.Feature(name=f.name, min_supported_version=f.min_level,
+                                                    max_supported_version=f.max_level)
+                  for f in SUPPORTED_FEATURES], rack="")
     return to_controller(nodes, request, 2, BrokerRegistrationResponse)
 
 

@@ -6,53 +6,18 @@ The codes are Kafka's wire codes (its `ResourceType`, `PatternType`, `AclOperati
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Mapping
 
-
-class AclResourceType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
+from gregor.protocol.acl_codes import (  # re-exported: the names callers import from here
+    AclOperation as AclOperation, AclPermissionType as AclPermissionType, PatternType as PatternType,
+    ResourceType as ResourceType,
+)
 
 
-class AclPatternType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
+#: confluent-kafka's names for Kafka's resource and pattern types.
+AclResourceType = ResourceType
+AclPatternType = PatternType
 
 
 @dataclass(frozen=True)

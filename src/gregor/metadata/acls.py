@@ -1,8 +1,8 @@
 """ACLs as the metadata log holds them (AccessControlEntryRecord), with Kafka's enumerations and
 the filter semantics of DescribeAcls / DeleteAcls (Kafka's `AclBindingFilter.matches`).
 
-The numeric codes are Kafka's wire codes (`ResourceType`, `PatternType`, `AclOperation`,
-`AclPermissionType`), so records written by Kafka and by Gregor read the same.
+The enumerations are Kafka's wire codes (`gregor.protocol.acl_codes`, re-exported here), so
+records written by Kafka and by Gregor read the same.
 """
 
 from __future__ import annotations
@@ -12,54 +12,15 @@ import uuid
 from dataclasses import dataclass
 from typing import TypeVar
 
+from gregor.protocol.acl_codes import (  # re-exported: the names callers import from here
+    AclOperation as AclOperation, AclPermissionType as AclPermissionType, PatternType as PatternType,
+    ResourceType as ResourceType,
+)
+
 WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
 CLUSTER_NAME = "kafka-cluster"
-
-
-class ResourceType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 #: An ALLOW of the key operation also allows these (Kafka's AclEntry implied operations).

@@ -1,8 +1,8 @@
 """Which asyncio event loop runs a Gregor process.
 
 uvloop (libuv under asyncio's API) when it is installed, which it is with Gregor on Linux and
-macOS: measured on a 3-broker cluster under a fixed-rate acks=all load, it takes 15–30 % less CPU
-per request than the default loop (README, "Event loop"). `GREGOR_EVENT_LOOP=asyncio` chooses the
+macOS: on a 3-broker cluster under a fixed-rate acks=all load it gives lower latency for the same
+CPU (README, "Event loop: uvloop beside asyncio"). `GREGOR_EVENT_LOOP=asyncio` chooses the
 default loop; `GREGOR_EVENT_LOOP=uvloop` insists on uvloop and fails where it is missing. uvloop has
 no native `loop.sendfile`: the network edge then calls sendfile itself (`KafkaConnection`).
 """

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, FindCoordinatorRequest, FindCoordinatorResponse,
     MetadataRequest, MetadataResponse, RequestHeader, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
     ShareFetchRequest, ShareFetchResponse,
     ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
@@ -289,3 +290,33 @@ def _accept_offsets_0_to_1(member: str, topic_id) -> ShareAcknowledgeRequest:
     return ShareAcknowledgeRequest(group_id="strict-group", member_id=member, share_session_epoch=1, topics=[
         ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[
             ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[batch])])])
+
+
+def test_a_group_id_belongs_to_one_group_type(share_broker):
+    """A share heartbeat for a consumer-protocol group's id, and a consumer-protocol heartbeat for
+    a share group's id, get GROUP_ID_NOT_FOUND, as Kafka answers: group ids share one namespace."""
+    create_topic(share_broker.bootstrap, "typed", 1)
+    wire = _Wire(share_broker.port)
+    deadline = time.monotonic() + 30
+    while True:  # as a client does: find the coordinator (which creates __consumer_offsets), wait for it
+        wire.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["typed-consumer"]), FindCoordinatorResponse,
+                  10, 4)
+        consumer = wire.call(ConsumerGroupHeartbeatRequest(
+            group_id="typed-consumer", member_id="c1", member_epoch=0, rebalance_timeout_ms=5000,
+            subscribed_topic_names=["typed"], topic_partitions=[]), ConsumerGroupHeartbeatResponse, 68, 0)
+        if consumer.error_code not in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                       ErrorCode.COORDINATOR_NOT_AVAILABLE) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert consumer.error_code == 0, consumer
+    share = wire.call(ShareGroupHeartbeatRequest(group_id="typed-consumer", member_id="s1", member_epoch=0,
+                                                 subscribed_topic_names=["typed"]), ShareGroupHeartbeatResponse, 76)
+    assert share.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    share = wire.call(ShareGroupHeartbeatRequest(group_id="typed-share", member_id="s1", member_epoch=0,
+                                                 subscribed_topic_names=["typed"]), ShareGroupHeartbeatResponse, 76)
+    assert share.error_code == 0, share
+    consumer = wire.call(ConsumerGroupHeartbeatRequest(group_id="typed-share", member_id="c2", member_epoch=0,
+                                                       rebalance_timeout_ms=5000, subscribed_topic_names=["typed"],
+                                                       topic_partitions=[]),
+                         ConsumerGroupHeartbeatResponse, 68, 0)
+    assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND

@@ -4,8 +4,8 @@ Served by the group's coordinator (the leader of its `__consumer_offsets` partit
 group); the decisions are `coordinator.share.ShareGroupCoordinator`'s. The assignment comes
 back whenever the member's epoch moves or it sends its subscription, as topic ids and
 partitions. It needs READ on the group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every
-subscribed topic (TOPIC_AUTHORIZATION_FAILED), as Kafka. A group id taken by a classic group gets
-GROUP_ID_NOT_FOUND; a cluster whose
+subscribed topic (TOPIC_AUTHORIZATION_FAILED), as Kafka. A group id taken by a classic or a
+consumer-protocol (KIP-848) group gets GROUP_ID_NOT_FOUND; a cluster whose
 `share.version` feature is 0 answers UNSUPPORTED_VERSION, as Kafka's. v0 (Kafka 4.0's early
 access) is not offered, as Kafka 4.1 no longer does.
 """
@@ -51,7 +51,8 @@ def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest) -> Shar
     error = shares.coordinator_error(request.group_id) if request.group_id else None
     if error is not None:
         return _error(error, None)
-    if request.group_id in context.groups.coordinator.groups:
+    groups = context.groups.coordinator
+    if request.group_id in groups.groups or request.group_id in groups.consumer_groups:
         return _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a share group.")
     if request.member_epoch != 0 and not request.member_id:
         return _error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
 import time
 
@@ -97,7 +98,13 @@ class ProducerWorker:
         are indeterminate (`info`)."""
         self.stopping.set()
         self.thread.join(30)
-        self.producer.flush(timeout)
+        try:
+            self.producer.flush(timeout)
+        except:  # noqa: E722 - confluent-kafka raises its KafkaError, not an exception class, when
+            # the idempotent producer turns fatal inside flush (its sequence lost with an unclean
+            # election's log): a bare except is the only one that catches it
+            self.fatal = self.fatal or f"fatal while flushing: {sys.exc_info()[1]}"
+            self.history.add(self.name, "info", "fatal", self.fatal)
         for value in list(self.pending):
             self.pending.pop(value, None)
             self.history.add(self.name, "info", "send", [value % self.partitions, value, "unanswered"])

@@ -45,14 +45,6 @@ SUPPORTED_FEATURES: tuple[Feature, ...] = (
 )
 
 
-def supported(name: str) -> Feature | None:
-    """The feature `name` as this build implements it, None if it does not know it."""
-    for feature in SUPPORTED_FEATURES:
-        if feature.name == name:
-            return feature
-    return None
-
-
 def bootstrap_levels(metadata_version: int | None = None) -> dict[str, int]:
     """The finalized levels a new cluster starts with (`metadata_version` overrides its default)."""
     levels = {f.name: f.bootstrap_level for f in SUPPORTED_FEATURES if f.bootstrap_level > 0}

@@ -80,6 +80,8 @@ class Dispatcher(Generic[C]):
         api_key = header.request_api_key
         if isinstance(result, Pipelined):
             return Pipelined(self._finish_pipelined(header, result.awaitable, version, started))
+        if isinstance(result, asyncio.Future):
+            return self._chained(header, result, version, started)
         if inspect.isawaitable(result):
             return self._finish_later(header, result, version, started)
         self._answered(api_key, started)
@@ -96,10 +98,15 @@ class Dispatcher(Generic[C]):
 
     def _finish_pipelined(self, header: RequestHeader, pending: Awaitable[object], version: int,
                           started: float) -> Awaitable[list[bytes] | Throttled | None]:
-        """The encoded answer of a pipelined request; a future answer is chained by a callback,
-        without the task a coroutine would need (one per acks=all produce)."""
+        """The encoded answer of a pipelined request."""
         if not isinstance(pending, asyncio.Future):
             return self._finish_later(header, pending, version, started)
+        return self._chained(header, pending, version, started)
+
+    def _chained(self, header: RequestHeader, pending: asyncio.Future[object], version: int,
+                 started: float) -> asyncio.Future[list[bytes] | Throttled | None]:
+        """The encoded answer of a future one, chained by a callback, without the task a
+        coroutine would need (one per acks=all produce, one per parked fetch)."""
         encoded: asyncio.Future[list[bytes] | Throttled | None] = pending.get_loop().create_future()
 
         def done(answer: asyncio.Future[object]) -> None:
@@ -111,11 +118,21 @@ class Dispatcher(Generic[C]):
             try:
                 response = answer.result()
                 self._answered(header.request_api_key, started)
-                encoded.set_result(None if response is None else self._encode(header, response, version))
+                if isinstance(response, Throttled):
+                    inner = response.answer
+                    encoded.set_result(Throttled(None if inner is None else self._encode(header, inner, version),
+                                                 response.delay_ms))
+                else:
+                    encoded.set_result(None if response is None else self._encode(header, response, version))
             except Exception as error:  # noqa: BLE001 - the connection closes on it, as for a coroutine's
                 encoded.set_exception(error)
 
+        def abandoned(answer: asyncio.Future[list[bytes] | Throttled | None]) -> None:
+            if answer.cancelled():  # the connection went: whatever waits for the answer may stop
+                pending.cancel()
+
         pending.add_done_callback(done)
+        encoded.add_done_callback(abandoned)
         return encoded
 
     def _answered(self, api_key: int, started: float) -> None:

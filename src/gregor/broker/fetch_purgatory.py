@@ -9,11 +9,13 @@ stay in the sans-IO purgatory, which the replication simulator runs too.
 from __future__ import annotations
 
 import asyncio
-from typing import Hashable, Iterable
+from typing import Callable, Hashable, Iterable, TypeVar
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.replication.delayed_fetch import Condition, DelayedFetches
+
+T = TypeVar("T")
 
 
 class FetchPurgatory:
@@ -59,3 +61,30 @@ def _release(futures: list[asyncio.Future[None]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(None)
+
+
+def answer_when_due(due: asyncio.Future[None], answer: Callable[[], T]) -> asyncio.Future[T]:
+    """What `answer()` returns once the parked fetch is `due`, chained by a callback: no task per
+    parked fetch (two per replication round on a leader, one per record a caught-up consumer
+    reads), and the answer leaves a loop iteration sooner. Cancelling the result (its connection
+    went) cancels `due`, which the purgatory then drops."""
+    answered: asyncio.Future[T] = due.get_loop().create_future()
+
+    def served(_: asyncio.Future[None]) -> None:
+        if answered.done():
+            return
+        if due.cancelled():
+            answered.cancel()
+            return
+        try:
+            answered.set_result(answer())
+        except Exception as error:  # noqa: BLE001 - the connection closes on it, as for a coroutine's
+            answered.set_exception(error)
+
+    def abandoned(_: asyncio.Future[T]) -> None:
+        if answered.cancelled():
+            due.cancel()
+
+    due.add_done_callback(served)
+    answered.add_done_callback(abandoned)
+    return answered

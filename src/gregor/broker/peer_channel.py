@@ -13,9 +13,10 @@ A connection to a secured listener (`OutboundSecurity`) is opened with TLS and l
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.protocol.exceptions import DecodeError
@@ -31,6 +32,7 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 CONNECT_TIMEOUT_S = 2.0
 
 ResponseCallback = Callable[[int, int, Any], None]
+LinkResponseCallback = Callable[[int, Any], None]
 
 
 async def read_response_frame(reader: asyncio.StreamReader) -> memoryview:
@@ -126,73 +128,137 @@ class RequestConnection:
                 pass
 
 
-class _PeerConnection:
-    """The connection to one peer and the requests waiting on it: correlation id -> (api key, version)."""
+FailureCallback = Callable[[list[int]], None]
 
-    def __init__(self, node_id: int, host: str, port: int, client_id: str, on_response: ResponseCallback,
-                 security: OutboundSecurity = PLAINTEXT) -> None:
-        self.node_id = node_id
-        self.address = (host, port)
-        self._security = security
+
+class PeerLink(asyncio.Protocol):
+    """A pipelined connection to one peer whose answers are decoded in the event loop's read
+    callback and handed on at once: a follower's next fetch leaves in the same callback that read
+    the leader's answer (through a stream reader and a task per request, each replication round
+    cost a follower four loop iterations and two tasks before its next request left).
+
+    Requests are written as they come, queued while the connection opens (again after any
+    failure). `on_response(correlation_id, response)` gets each answer; `on_failure(ids)` the
+    requests that will never be answered (the connection could not open or broke; a request over
+    its timeout closes the connection, as Kafka's NetworkClient does).
+    """
+
+    def __init__(self, address: tuple[str, int], client_id: str, on_response: LinkResponseCallback,
+                 on_failure: FailureCallback | None = None, security: OutboundSecurity = PLAINTEXT) -> None:
+        self.address = address
         self._client_id = client_id
+        self._security = security
         self._on_response = on_response
+        self._on_failure = on_failure
+        self._transport: asyncio.Transport | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._opening: asyncio.Task | None = None
-        self._pending: dict[int, tuple[int, int]] = {}
-        self._reader_task: asyncio.Task | None = None
+        self._queued: list[bytes] = []
+        self._pending: dict[int, tuple[int, int, asyncio.TimerHandle | None]] = {}
+        self._buffer = bytearray()
+        self._closed = False
 
-    def send(self, correlation_id: int, request: Any, version: int) -> None:
+    def send(self, correlation_id: int, request: Any, version: int, timeout_s: float | None = None) -> None:
+        """Send `request`; its answer or failure comes back through the callbacks, never from here."""
         frame = encode_request(correlation_id, self._client_id, request, version)
-        if self._writer is not None and not self._writer.is_closing():
-            self._pending[correlation_id] = (request.API_KEY, version)
-            self._writer.write(frame)
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(timeout_s, self._timed_out, correlation_id) if timeout_s is not None else None
+        self._pending[correlation_id] = (request.API_KEY, version, timer)
+        if self._transport is not None:
+            self._transport.write(frame)
             return
-        if self._opening is None:
+        self._queued.append(frame)
+        if self._opening is None and not self._closed:
             self._opening = asyncio.ensure_future(self._open())
-        self._opening.add_done_callback(lambda _: self._send_opened(correlation_id, request.API_KEY, version, frame))
-
-    def _send_opened(self, correlation_id: int, api_key: int, version: int, frame: bytes) -> None:
-        if self._writer is None or self._writer.is_closing():
-            return
-        self._pending[correlation_id] = (api_key, version)
-        self._writer.write(frame)
 
     async def _open(self) -> None:
         try:
             reader, writer = await asyncio.wait_for(open_peer(*self.address, self._security, self._client_id),
                                                     CONNECT_TIMEOUT_S)
         except (OSError, asyncio.TimeoutError) as error:
-            log.debug("cannot connect to node %d at %s:%d: %s", self.node_id, *self.address, error)
+            log.debug("cannot connect to %s:%d: %s", *self.address, error)
             self._opening = None
+            self._queued.clear()
+            self._fail_pending()
             return
-        self._writer = writer
         self._opening = None
-        self._reader_task = asyncio.ensure_future(self._read(reader, writer))
+        if self._closed:
+            writer.close()
+            return
+        transport = cast(asyncio.Transport, writer.transport)  # uvloop's are not asyncio.Transport subclasses
+        transport.set_protocol(self)  # the login is over and nothing was asked yet: no bytes are buffered
+        self._transport = transport
+        self._writer = writer  # kept: a stream writer that is collected closes its transport (Python 3.12+)
+        queued, self._queued = self._queued, []
+        transport.writelines(queued)
 
-    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        start = 0
         try:
-            while True:
-                frame = await read_response_frame(reader)
+            while len(buffer) - start >= 4:
+                size = _SIZE.unpack_from(buffer, start)[0]
+                if not 0 < size <= MAX_RESPONSE_BYTES:
+                    raise DecodeError(f"response of {size} bytes")
+                if len(buffer) - start - 4 < size:
+                    break
+                frame = memoryview(buffer[start + 4:start + 4 + size])  # a copy: the answer may keep views of it
+                start += 4 + size
                 correlation_id = _SIZE.unpack_from(frame, 0)[0]
                 expected = self._pending.pop(correlation_id, None)
                 if expected is None:
                     raise DecodeError(f"response to unknown correlation id {correlation_id}")
-                _, response = decode_response(frame, *expected)
-                self._on_response(self.node_id, correlation_id, response)
-        except (OSError, asyncio.IncompleteReadError, DecodeError) as error:
-            log.debug("connection to node %d lost: %s", self.node_id, error)
+                api_key, version, timer = expected
+                if timer is not None:
+                    timer.cancel()
+                _, response = decode_response(frame, api_key, version)
+                self._on_response(correlation_id, response)
+                if self._transport is None:  # the callback closed the link
+                    break
+        except DecodeError as error:
+            log.warning("closing the connection to %s:%d: %s", *self.address, error)
+            self._drop()
         finally:
-            self._pending.clear()
-            writer.close()
-            if self._writer is writer:
-                self._writer = None
+            del buffer[:start]  # answers handed on are never handed on again, whatever a callback raised
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._transport is not None:
+            log.debug("connection to %s:%d lost: %s", *self.address, exc)
+            self._drop()
+
+    def _timed_out(self, correlation_id: int) -> None:
+        if correlation_id in self._pending:
+            log.debug("request %d to %s:%d timed out: closing the connection", correlation_id, *self.address)
+            self._pending[correlation_id] = (*self._pending[correlation_id][:2], None)
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close the connection and fail what it carried; the next request opens a new one."""
+        transport, self._transport, self._writer = self._transport, None, None
+        self._buffer.clear()
+        self._queued.clear()
+        if transport is not None:
+            transport.close()
+        self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        failed = list(self._pending)
+        for _, _, timer in self._pending.values():
+            if timer is not None:
+                timer.cancel()
+        self._pending.clear()
+        if failed and self._on_failure is not None:
+            self._on_failure(failed)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        for task in (self._opening, self._reader_task):
-            if task is not None:
-                task.cancel()
+        """Close for good; the requests still waiting are reported failed."""
+        self._closed = True
+        if self._opening is not None:
+            self._opening.cancel()
+            self._opening = None
+        self._queued.clear()
+        self._drop()
 
 
 class PeerChannel:
@@ -200,7 +266,8 @@ class PeerChannel:
 
     def __init__(self, addresses: dict[int, tuple[str, int]], client_id: str, on_response: ResponseCallback,
                  security: OutboundSecurity = PLAINTEXT) -> None:
-        self._connections = {node_id: _PeerConnection(node_id, host, port, client_id, on_response, security)
+        self._connections = {node_id: PeerLink((host, port), client_id, functools.partial(on_response, node_id),
+                                               security=security)
                              for node_id, (host, port) in addresses.items()}
 
     def send(self, destination: int, correlation_id: int, request: Any, version: int) -> None:

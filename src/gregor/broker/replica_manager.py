@@ -7,7 +7,8 @@ Each hosted `Partition` decides; this carries out its effects:
   puts every partition that follows the same leader into one request, one in flight per leader,
   as Kafka's replica fetcher thread does (the simulator drives the same links). This sends what
   the links have ready on one connection per leader (Fetch v13, so that diverging epochs come
-  back) and hands them the answers; a leader that cannot be reached within
+  back; a `PeerLink`, which hands each answer on in the callback that read it, so the partitions'
+  next fetch leaves from there) and hands them the answers; a leader that cannot be reached within
   replica.socket.timeout.ms + replica.fetch.wait.max.ms is reported as a failure, which the
   partitions retry after replica.fetch.backoff.ms.
 - `ProposeIsr` goes to the active controller as AlterPartition, batched like Kafka's
@@ -32,11 +33,11 @@ from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.controller_channel import answer_as
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.events import BrokerEvents
-from gregor.broker.peer_channel import PLAINTEXT, RequestConnection
+from gregor.broker.peer_channel import PLAINTEXT, PeerLink
 from gregor.broker.services import ControllerGateway, MetadataView
 from gregor.coordinator.deadlines import DeadlineQueue
 from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.exceptions import DecodeError, KafkaError
+from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import FetchRequest
 from gregor.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from gregor.replication.config import ReplicationConfig
@@ -49,7 +50,6 @@ log = logging.getLogger("gregor.replication")
 FETCH_VERSION = 13
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 ALTER_PARTITION_VERSION = 2
-_UNREACHABLE = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, DecodeError)
 
 Key = tuple[str, int]
 
@@ -75,8 +75,9 @@ class ReplicaManager:
         self._controller = controller
         self._events = events
         self._links = FetcherLinks(metadata.node_id, config.replica_fetch_wait_max_ms, self.current)
-        self._connections: dict[int, RequestConnection] = {}
-        self._sending: set[asyncio.Task] = set()
+        self._connections: dict[int, PeerLink] = {}
+        self._in_flight: dict[int, Outgoing] = {}  # correlation id -> the link request it carries
+        self._closed = False
         self._send_scheduled = False
         self._correlation_ids = itertools.count(1)
         self._proposals: dict[Key, tuple[Partition, ProposeIsr]] = {}
@@ -90,10 +91,12 @@ class ReplicaManager:
 
     async def close(self) -> None:
         self._timer.cancel()
-        for task in [*self._tasks, *self._sending]:
+        self._closed = True
+        self._in_flight.clear()
+        for task in self._tasks:
             task.cancel()
-        for connection in self._connections.values():
-            await connection.wait_closed()
+        for link in self._connections.values():
+            link.close()
         self._connections.clear()
 
     def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
@@ -146,36 +149,55 @@ class ReplicaManager:
 
     def _send_ready(self) -> None:
         self._send_scheduled = False
+        if self._closed:
+            return
         for outgoing in self._links.ready():
-            task = asyncio.ensure_future(self._send(outgoing))
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
+            self._send(outgoing)
 
-    async def _send(self, outgoing: Outgoing) -> None:
-        """One link request to its leader; the answer, or the failure to get one, goes back to the links."""
-        node_id = self.metadata.node_id
+    def _send(self, outgoing: Outgoing) -> None:
+        """One link request to its leader; the answer, or the failure to get one, goes back to the
+        links from the connection's callbacks."""
         address = self.metadata.replica_endpoint(outgoing.leader_id)
-        timeout_s = (self.config.replica_socket_timeout_ms + self.config.replica_fetch_wait_max_ms) / 1000
-        try:
-            if address is None:
-                raise OSError(f"broker {outgoing.leader_id} has no {self.metadata.config.inter_broker_listener} "
-                              f"endpoint")
-            connection = self._connections.get(outgoing.leader_id)
-            if connection is None or connection.address != address:
-                if connection is not None:
-                    await connection.wait_closed()
-                connection = self._connections[outgoing.leader_id] = RequestConnection(
-                    *address, self.metadata.config.peer_security.get("inter_broker", PLAINTEXT))
-            response = await asyncio.wait_for(_call(connection, next(self._correlation_ids),
-                                                    f"replica-fetcher-{node_id}", outgoing), timeout_s)
-        except _UNREACHABLE as error:
-            log.debug("replica fetcher %d -> %d: %s", node_id, outgoing.leader_id, error)
-            results = self._links.on_failure(outgoing.leader_id, outgoing.request_id, self._clock())
-        else:
-            results = self._links.on_response(outgoing.leader_id, outgoing.request_id, response, self._clock())
-        for partition, effects in results:
+        if address is None:
+            log.debug("replica fetcher %d -> %d: no %s endpoint", self.metadata.node_id, outgoing.leader_id,
+                      self.metadata.config.inter_broker_listener)
+            asyncio.get_running_loop().call_soon(self._on_failure, [outgoing])
+            return
+        link = self._connections.get(outgoing.leader_id)
+        if link is None or link.address != address:
+            if link is not None:
+                link.close()
+            link = self._connections[outgoing.leader_id] = PeerLink(
+                address, f"replica-fetcher-{self.metadata.node_id}", self._on_response, self._link_failed,
+                self.metadata.config.peer_security.get("inter_broker", PLAINTEXT))
+        correlation_id = next(self._correlation_ids)
+        self._in_flight[correlation_id] = outgoing
+        version = FETCH_VERSION if isinstance(outgoing.request, FetchRequest) else OFFSET_FOR_LEADER_EPOCH_VERSION
+        link.send(correlation_id, outgoing.request, version,
+                  (self.config.replica_socket_timeout_ms + self.config.replica_fetch_wait_max_ms) / 1000)
+
+    def _on_response(self, correlation_id: int, response: Any) -> None:
+        outgoing = self._in_flight.pop(correlation_id, None)
+        if outgoing is None:
+            return
+        for partition, effects in self._links.on_response(outgoing.leader_id, outgoing.request_id, response,
+                                                          self._clock()):
             self.apply(partition, effects)
-        self._schedule_send()  # partitions that asked while the request was out, if none of its own did
+        if self._links.has_ready():  # every partition the answer carried has asked again: at once
+            self._send_ready()
+
+    def _link_failed(self, correlation_ids: list[int]) -> None:
+        self._on_failure([self._in_flight.pop(cid) for cid in correlation_ids if cid in self._in_flight])
+
+    def _on_failure(self, failed: list[Outgoing]) -> None:
+        if not failed:
+            return
+        now_ms = self._clock()
+        for outgoing in failed:
+            log.debug("replica fetcher %d -> %d: no answer", self.metadata.node_id, outgoing.leader_id)
+            for partition, effects in self._links.on_failure(outgoing.leader_id, outgoing.request_id, now_ms):
+                self.apply(partition, effects)
+        self._schedule_send()
 
     def current(self, partition: Partition) -> bool:
         """Whether `partition` is still the one hosted (not deleted or re-created meanwhile)."""
@@ -222,7 +244,3 @@ class ReplicaManager:
                 self.apply(partition, partition.on_alter_partition_response(
                     proposal.request_id, code, answer.leader_epoch, answer.partition_epoch, tuple(answer.isr), current))
 
-
-async def _call(connection: RequestConnection, correlation_id: int, client_id: str, outgoing: Outgoing) -> Any:
-    version = FETCH_VERSION if isinstance(outgoing.request, FetchRequest) else OFFSET_FOR_LEADER_EPOCH_VERSION
-    return await connection.call(correlation_id, client_id, outgoing.request, version)

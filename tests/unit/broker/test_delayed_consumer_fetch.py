@@ -72,7 +72,7 @@ def test_a_fetch_short_of_min_bytes_stays_parked_across_small_appends_and_is_rea
         one = len(batch(1, tag=b"r0"))
         spy = _Spy(monkeypatch)
         waiting = _fetch(node, min_bytes=3 * one, max_wait_ms=60_000)
-        assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
+        assert asyncio.isfuture(waiting), "nothing to send yet: the fetch waits"
         task = asyncio.ensure_future(waiting)
         await asyncio.sleep(0)
         spy.reset()

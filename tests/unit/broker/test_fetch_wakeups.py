@@ -1,7 +1,7 @@
 """Long-polling fetches and the events that should end them.
 
-A waiting fetch runs as a task, which starts a loop iteration after the handler's read; an append
-in that gap must still end the wait at once rather than leave the fetch sleeping out max_wait_ms
+A waiting fetch's answer comes a loop iteration or more after the handler's read; an append in
+that gap must still end the wait at once rather than leave the fetch sleeping out max_wait_ms
 (for a follower, that held every acks=all produce behind it). Both kinds park in their purgatory
 in the same step as their read, so nothing falls in the gap: a follower's is woken by appends
 (not by high-watermark moves), a consumer's by high-watermark moves that give it enough bytes,
@@ -99,7 +99,7 @@ def test_a_follower_fetch_sees_an_append_made_before_it_started_waiting(tmp_path
     async def run() -> bytes:
         partitions = _Partitions(_leader(tmp_path, (1, 2)))
         waiting = handle_replica_fetch(_context(partitions, 13), _fetch(1, 2, 13), 2)
-        assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
+        assert asyncio.isfuture(waiting), "nothing to send yet: the fetch waits"
         assert len(partitions.replica_fetches) == 1, "parked in the same step as its read"
         return await _append_in_the_gap(partitions, waiting)
     assert b"second" in asyncio.run(run())
@@ -124,7 +124,7 @@ def test_a_consumer_fetch_sees_an_append_made_before_it_started_waiting(tmp_path
     async def run() -> bytes:
         partitions = _Partitions(_leader(tmp_path, (1,)))
         waiting = fetch.handle(_context(partitions, version), _fetch(1, -1, version))
-        assert asyncio.iscoroutine(waiting), "nothing to send yet: the fetch waits"
+        assert asyncio.isfuture(waiting), "nothing to send yet: the fetch waits"
         assert len(partitions.consumer_fetches) == 1, "parked in the same step as its read"
         return await _append_in_the_gap(partitions, waiting)
     assert b"second" in asyncio.run(run())

@@ -66,7 +66,7 @@ def test_a_parked_read_committed_fetch_is_answered_when_the_commit_lands(tmp_pat
                                    partition=0, current_leader_epoch=-1, fetch_offset=0,
                                    partition_max_bytes=1 << 20)])])
         waiting = fetch.handle(_context(node, fetch.API_KEY, 13), request)
-        assert asyncio.iscoroutine(waiting), "the open transaction holds the last stable offset at 0"
+        assert asyncio.isfuture(waiting), "the open transaction holds the last stable offset at 0"
         task = asyncio.ensure_future(waiting)
         await asyncio.sleep(0)
         assert not task.done() and len(node.partitions.consumer_fetches) == 1

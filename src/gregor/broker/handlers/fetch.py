@@ -31,6 +31,7 @@ import asyncio
 
 from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
+from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion
@@ -161,13 +162,15 @@ def handle(context: BrokerContext, request: FetchRequest):
     return _when_due(plan, purgatory.park(plan.keys, purgatory.now_ms() + request.max_wait_ms, plan.enough_bytes()))
 
 
-async def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> object:
+def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> asyncio.Future[object]:
     """The answer, read once the fetch is due. It parked in the same step as the read that found
     too little, so no move of a high watermark falls in between."""
-    await due
-    plan.context.now_ms = plan.context.partitions.consumer_fetches.now_ms()
-    topics, _, _ = plan.read()
-    return _response(plan, topics)
+    def read() -> object:
+        plan.context.now_ms = plan.context.partitions.consumer_fetches.now_ms()
+        topics, _, _ = plan.read()
+        return _response(plan, topics)
+
+    return answer_when_due(due, read)
 
 
 def _response(plan: _FetchPlan, topics: list[_Topic]) -> object:

@@ -25,8 +25,8 @@ they share Kafka's.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Coroutine
 
+from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext
 from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
@@ -49,7 +49,7 @@ def _serve(context: BrokerContext, request: FetchRequest, replica_id: int) -> Fo
 
 
 def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
-                         replica_id: int) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
+                         replica_id: int) -> FetchResponse | asyncio.Future[FetchResponse]:
     if (context.connection.listener != context.metadata.config.inter_broker_listener
             or not context.allowed(AclOperation.CLUSTER_ACTION)):
         return _not_authorized(request, context.version >= 13)
@@ -61,11 +61,13 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
     return _when_due(context, request, replica_id, due)
 
 
-async def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int,
-                    due: asyncio.Future[None]) -> FetchResponse:
-    await due
-    context.now_ms = context.partitions.replica_fetches.now_ms()
-    return _serve(context, request, replica_id).response()
+def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int,
+              due: asyncio.Future[None]) -> asyncio.Future[FetchResponse]:
+    def serve() -> FetchResponse:
+        context.now_ms = context.partitions.replica_fetches.now_ms()
+        return _serve(context, request, replica_id).response()
+
+    return answer_when_due(due, serve)
 
 
 def _not_authorized(request: FetchRequest, by_id: bool) -> FetchResponse:

@@ -9,6 +9,7 @@ Kafka's own parser does (librdkafka sends such bytes with some Metadata versions
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -16,7 +17,7 @@ from typing import Any, Awaitable, Callable, Generic, Mapping, TypeVar
 
 from gregor.broker.clock import Clock
 from gregor.broker.handlers import Handler, RequestContext
-from gregor.broker.network import CloseConnection, ConnectionInfo, Pipelined, Throttled
+from gregor.broker.network import CloseConnection, ConnectionInfo, LaterAnswer, Pipelined, Throttled
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
 from gregor.protocol.messages import REQUESTS, RequestHeader
@@ -80,6 +81,9 @@ class Dispatcher(Generic[C]):
         api_key = header.request_api_key
         if isinstance(result, Pipelined):
             return Pipelined(self._finish_pipelined(header, result.awaitable, version, started))
+        if isinstance(result, LaterAnswer):
+            result.encode = functools.partial(self._encode_later, header, version, started)
+            return result
         if isinstance(result, asyncio.Future):
             return self._chained(header, result, version, started)
         if inspect.isawaitable(result):
@@ -89,16 +93,14 @@ class Dispatcher(Generic[C]):
 
     async def _finish_later(self, header: RequestHeader, pending: Awaitable[object], version: int,
                             started: float) -> list[bytes] | Throttled | None:
-        response = await pending
-        self._answered(header.request_api_key, started)
-        if isinstance(response, Throttled):
-            inner = response.answer
-            return Throttled(None if inner is None else self._encode(header, inner, version), response.delay_ms)
-        return None if response is None else self._encode(header, response, version)
+        return self._encode_later(header, version, started, await pending)
 
     def _finish_pipelined(self, header: RequestHeader, pending: Awaitable[object], version: int,
                           started: float) -> Awaitable[list[bytes] | Throttled | None]:
         """The encoded answer of a pipelined request."""
+        if isinstance(pending, LaterAnswer):
+            pending.encode = functools.partial(self._encode_later, header, version, started)
+            return pending
         if not isinstance(pending, asyncio.Future):
             return self._finish_later(header, pending, version, started)
         return self._chained(header, pending, version, started)
@@ -116,14 +118,7 @@ class Dispatcher(Generic[C]):
                 encoded.cancel()
                 return
             try:
-                response = answer.result()
-                self._answered(header.request_api_key, started)
-                if isinstance(response, Throttled):
-                    inner = response.answer
-                    encoded.set_result(Throttled(None if inner is None else self._encode(header, inner, version),
-                                                 response.delay_ms))
-                else:
-                    encoded.set_result(None if response is None else self._encode(header, response, version))
+                encoded.set_result(self._encode_later(header, version, started, answer.result()))
             except Exception as error:  # noqa: BLE001 - the connection closes on it, as for a coroutine's
                 encoded.set_exception(error)
 
@@ -134,6 +129,15 @@ class Dispatcher(Generic[C]):
         pending.add_done_callback(done)
         encoded.add_done_callback(abandoned)
         return encoded
+
+    def _encode_later(self, header: RequestHeader, version: int, started: float,
+                      response: object) -> list[bytes] | Throttled | None:
+        """A `LaterAnswer`'s response, encoded as it is given."""
+        self._answered(header.request_api_key, started)
+        if isinstance(response, Throttled):
+            inner = response.answer
+            return Throttled(None if inner is None else self._encode(header, inner, version), response.delay_ms)
+        return None if response is None else self._encode(header, response, version)
 
     def _answered(self, api_key: int, started: float) -> None:
         if self._on_request is not None:

@@ -9,13 +9,12 @@ stay in the sans-IO purgatory, which the replication simulator runs too.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Hashable, Iterable, TypeVar
+from typing import Callable, Hashable, Iterable
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.deadline_timer import DeadlineTimer
+from gregor.broker.network import LaterAnswer
 from gregor.replication.delayed_fetch import Condition, DelayedFetches
-
-T = TypeVar("T")
 
 
 class FetchPurgatory:
@@ -63,12 +62,12 @@ def _release(futures: list[asyncio.Future[None]]) -> None:
             future.set_result(None)
 
 
-def answer_when_due(due: asyncio.Future[None], answer: Callable[[], T]) -> asyncio.Future[T]:
-    """What `answer()` returns once the parked fetch is `due`, chained by a callback: no task per
+def answer_when_due(due: asyncio.Future[None], answer: Callable[[], object]) -> LaterAnswer:
+    """What `answer()` returns once the parked fetch is `due`, given by a callback: no task per
     parked fetch (two per replication round on a leader, one per record a caught-up consumer
-    reads), and the answer leaves a loop iteration sooner. Cancelling the result (its connection
+    reads), and the answer, encoded as it is given (`LaterAnswer`), leaves a loop iteration sooner. Cancelling the result (its connection
     went) cancels `due`, which the purgatory then drops."""
-    answered: asyncio.Future[T] = due.get_loop().create_future()
+    answered: LaterAnswer = LaterAnswer(loop=due.get_loop())
 
     def served(_: asyncio.Future[None]) -> None:
         if answered.done():
@@ -81,7 +80,7 @@ def answer_when_due(due: asyncio.Future[None], answer: Callable[[], T]) -> async
         except Exception as error:  # noqa: BLE001 - the connection closes on it, as for a coroutine's
             answered.set_exception(error)
 
-    def abandoned(_: asyncio.Future[T]) -> None:
+    def abandoned(_: LaterAnswer) -> None:
         if answered.cancelled():
             due.cancel()
 

@@ -115,6 +115,23 @@ class Pipelined:
         self.awaitable = awaitable
 
 
+class LaterAnswer(asyncio.Future):
+    """A handler's answer that comes later, encoded the moment it is given: the dispatcher sets
+    `encode` when the handler returns it, so the connection's done-callback, the only one
+    scheduled, finds the bytes ready (each future chained to another costs a loop iteration)."""
+
+    encode: Callable[[Any], Any] | None = None
+
+    def set_result(self, result: Any) -> None:
+        if self.encode is not None:
+            try:
+                result = self.encode(result)
+            except Exception as error:  # noqa: BLE001 - the connection closes on it, as on a coroutine's
+                super().set_exception(error)
+                return
+        super().set_result(result)
+
+
 class Throttled:
     """An answer (any of the dispatcher's kinds) from a client over its quota: it is sent as usual,
     and the connection dispatches no further request of the client for `delay_ms` (Kafka mutes

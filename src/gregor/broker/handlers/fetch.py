@@ -34,7 +34,7 @@ from gregor.broker.errors import error_code_of
 from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
-from gregor.broker.network import FileRegion
+from gregor.broker.network import FileRegion, LaterAnswer
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
@@ -162,7 +162,7 @@ def handle(context: BrokerContext, request: FetchRequest):
     return _when_due(plan, purgatory.park(plan.keys, purgatory.now_ms() + request.max_wait_ms, plan.enough_bytes()))
 
 
-def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> asyncio.Future[object]:
+def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> LaterAnswer:
     """The answer, read once the fetch is due. It parked in the same step as the read that found
     too little, so no move of a high watermark falls in between."""
     def read() -> object:

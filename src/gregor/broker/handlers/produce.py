@@ -34,7 +34,7 @@ import functools
 from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
-from gregor.broker.network import Pipelined
+from gregor.broker.network import LaterAnswer, Pipelined
 from gregor.broker.txn_verification import needing_verification, verify
 from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
 from gregor.metadata.acls import AclOperation, ResourceType
@@ -114,10 +114,10 @@ def _writable_topics(context: BrokerContext, request: ProduceRequest) -> tuple[s
 
 
 def _when_replicated(response: ProduceResponse,
-                     waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> asyncio.Future[ProduceResponse]:
+                     waiting: list[tuple[_PartitionResponse, asyncio.Future]]) -> LaterAnswer:
     """The acks=all answer: a future done once every delayed partition is replicated or has
     failed. Callbacks, not a coroutine: no task per acks=all produce (a leader's busiest path)."""
-    answered: asyncio.Future[ProduceResponse] = asyncio.get_running_loop().create_future()
+    answered = LaterAnswer(loop=asyncio.get_running_loop())
     left = [len(waiting)]
 
     def replicated(answer: _PartitionResponse, future: asyncio.Future) -> None:

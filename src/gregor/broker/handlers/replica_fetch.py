@@ -28,6 +28,7 @@ import asyncio
 
 from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext
+from gregor.broker.network import LaterAnswer
 from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
@@ -49,7 +50,7 @@ def _serve(context: BrokerContext, request: FetchRequest, replica_id: int) -> Fo
 
 
 def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
-                         replica_id: int) -> FetchResponse | asyncio.Future[FetchResponse]:
+                         replica_id: int) -> FetchResponse | LaterAnswer:
     if (context.connection.listener != context.metadata.config.inter_broker_listener
             or not context.allowed(AclOperation.CLUSTER_ACTION)):
         return _not_authorized(request, context.version >= 13)
@@ -62,7 +63,7 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
 
 
 def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int,
-              due: asyncio.Future[None]) -> asyncio.Future[FetchResponse]:
+              due: asyncio.Future[None]) -> LaterAnswer:
     def serve() -> FetchResponse:
         context.now_ms = context.partitions.replica_fetches.now_ms()
         return _serve(context, request, replica_id).response()

@@ -1,6 +1,7 @@
 """A cluster whose every link is secured: a controller and two broker-only nodes, the controller
 listener SASL_SSL with PLAIN (brokers register, heartbeat and copy the metadata log over it) and
-the inter-broker listener SASL_SSL (followers fetch over it); clients log in with SCRAM."""
+the inter-broker listener SASL_SSL (followers fetch over it, the transaction coordinator sends
+markers and verifications over it); clients log in with SCRAM or PLAIN."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def secured_cluster(tmp_path, certificates):
                             "listener.name.broker.plain.sasl.jaas.config":
                                 _jaas("node", {"node": "node-secret", "alice": "alice-secret"}),
                             "default.replication.factor": "2", "offsets.topic.replication.factor": "2",
-                            "offsets.topic.num.partitions": "2"}
+                            "offsets.topic.num.partitions": "2", "transaction.state.log.replication.factor": "2",
+                            "transaction.state.log.num.partitions": "2"}
         brokers.append(broker)
     os.makedirs(tmp_path / "controller", exist_ok=True)
     for node in (controller, *brokers):
@@ -105,3 +107,40 @@ def test_replication_and_metadata_over_secured_links(secured_cluster, certificat
     with AdminClient(zoe) as admin:
         partition = admin.describe_topics(["secured"])["secured"].partitions[0]
     assert sorted(partition.isr) == [2, 3]
+
+
+def test_transactions_whose_markers_cross_secured_links(secured_cluster, certificates):
+    """A transaction over both brokers' partitions: the coordinator, on one of them, verifies the
+    other's writes and sends it markers over the SASL_SSL inter-broker listener (they went out
+    in plaintext, and failed, before)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    bootstrap = ",".join(f"127.0.0.1:{broker.port}" for broker in secured_cluster)
+    alice = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": certificates.ca,
+             "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    admin = AdminClient(alice)
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(timeout=10).brokers) < 2:
+        assert time.monotonic() < deadline, "the brokers did not both register"
+        time.sleep(0.2)
+    admin.create_topics([NewTopic("txn-secured", 2, 2)])["txn-secured"].result(30)
+    leaders = {p.leader for p in admin.list_topics("txn-secured", timeout=10).topics["txn-secured"].partitions.values()}
+    assert leaders == {2, 3}, "one partition led by each broker, so one of them is not the coordinator"
+    producer = Producer({**alice, "transactional.id": "secured-copier", "transaction.timeout.ms": 30000})
+    producer.init_transactions(60)
+    for commit in (False, True):
+        producer.begin_transaction()
+        for index in range(10):
+            producer.produce("txn-secured", b"committed" if commit else b"aborted", partition=index % 2)
+        (producer.commit_transaction if commit else producer.abort_transaction)(60)
+    consumer = Consumer({**alice, "group.id": "secured-reader", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition("txn-secured", 0, 0), TopicPartition("txn-secured", 1, 0)])
+    values = []
+    deadline = time.monotonic() + 30
+    while len(values) < 10 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert values == [b"committed"] * 10

@@ -19,7 +19,7 @@ import uuid
 
 from gregor.broker.clock import Clock
 from gregor.broker.config import BrokerConfig
-from gregor.broker.peer_channel import RequestConnection
+from gregor.broker.peer_channel import PLAINTEXT, RequestConnection
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic
 from gregor.coordinator.partitioning import java_string_hashcode, kafka_abs
@@ -166,7 +166,8 @@ class ShareStateStore:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node} has no inter-broker endpoint")
         connection = self._connections.get(node)
         if connection is None or connection.address != address:
-            connection = self._connections[node] = RequestConnection(*address)
+            connection = self._connections[node] = RequestConnection(
+                *address, self._metadata.config.peer_security.get("inter_broker", PLAINTEXT))
         try:
             call = connection.call(next(self._correlation_ids), f"broker-{self._metadata.node_id}", request, 0)
             return await asyncio.wait_for(call, REQUEST_TIMEOUT_S)

@@ -23,7 +23,8 @@ from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.group_runtime import log_records
-from gregor.broker.peer_channel import RequestConnection
+from gregor.broker.peer_channel import PLAINTEXT, RequestConnection
+from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator.transaction import (
@@ -153,6 +154,11 @@ class TransactionRuntime:
             errors.update(answer)
         self.apply(self.coordinator.markers_written(effect.marker_id, errors, self._clock()))
 
+    def _inter_broker_security(self) -> OutboundSecurity:
+        """How markers and verifications reach other brokers: as followers fetch, over the
+        inter-broker listener with its TLS and SASL."""
+        return self._metadata.config.peer_security.get("inter_broker", PLAINTEXT)
+
     async def _send_to(self, leader: int, effect: WriteMarkers,
                        partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         failed = {partition: ErrorCode.NETWORK_EXCEPTION for partition in partitions}
@@ -161,7 +167,7 @@ class TransactionRuntime:
             return {partition: ErrorCode.NOT_LEADER_OR_FOLLOWER for partition in partitions}
         connection = self._connections.get(leader)
         if connection is None or connection.address != address:
-            connection = self._connections[leader] = RequestConnection(*address)
+            connection = self._connections[leader] = RequestConnection(*address, self._inter_broker_security())
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, index in partitions:
             by_topic[topic].append(index)
@@ -200,7 +206,8 @@ class TransactionRuntime:
             return {partition: ErrorCode.COORDINATOR_NOT_AVAILABLE for partition in partitions}
         connection = self._verifiers.get(registration.leader)
         if connection is None or connection.address != address:
-            connection = self._verifiers[registration.leader] = RequestConnection(*address)
+            connection = self._verifiers[registration.leader] = RequestConnection(*address,
+                                                                                  self._inter_broker_security())
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, index in partitions:
             by_topic[topic].append(index)

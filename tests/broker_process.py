@@ -9,7 +9,7 @@ import struct
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import IO, Callable
 
 
 def free_port() -> int:
@@ -39,6 +39,7 @@ class BrokerProcess:
         self.port = free_port()
         self.overrides = dict(overrides or {})
         self.proc: subprocess.Popen | None = None
+        self._log: IO[bytes] | None = None
         self.log_path = os.path.join(os.path.dirname(data_dir), f"broker-{self.port}.log")
 
     @property
@@ -60,6 +61,7 @@ class BrokerProcess:
             if self.ready(self.port):
                 return
             time.sleep(0.1)
+        self.kill9()  # not left running when the test that started it fails here
         raise RuntimeError(f"gregor server did not answer within {timeout}s:\n{self.output()}")
 
     def output(self) -> str:
@@ -74,13 +76,17 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self._log.close()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
 
     def kill9(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        self._log.close()
+        self._close_log()
 
     def pause(self) -> None:
         """SIGSTOP: the process keeps its sockets but answers nothing (a long GC pause, a frozen VM)."""

@@ -45,10 +45,16 @@ class Cluster:
                 **FAST_FAILOVER, **(overrides or {})})
 
     def start(self) -> Cluster:
-        for node in self.controllers:
-            node.start()
-        self._parallel([node.start for node in self.brokers.values()])
-        self.wait_for_brokers(len(self.brokers))
+        """Every node started and the brokers registered; on a failure, the nodes already started
+        are stopped before it is raised (a fixture's teardown does not run when its setup fails)."""
+        try:
+            for node in self.controllers:
+                node.start()
+            self._parallel([node.start for node in self.brokers.values()])
+            self.wait_for_brokers(len(self.brokers))
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_for_brokers(self, count: int, timeout: float = 30) -> None:

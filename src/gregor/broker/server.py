@@ -129,7 +129,8 @@ class Broker:
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota),
-            self.config.get("socket.request.max.bytes"), self.config.connection_limits())
+            self.config.get("socket.request.max.bytes"), self.config.connection_limits(),
+            on_closed=lambda info: self.shares.connection_closed(info.connection_id))
         for endpoint in self.config.client_listeners():
             transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential, self.clock)
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False,

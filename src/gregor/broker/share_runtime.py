@@ -208,6 +208,18 @@ class ShareRuntime:
             if group == group_id:
                 share.release_member(member_id, now)
 
+    def connection_closed(self, connection_id: int) -> None:
+        """A client connection closed: the share sessions it carried close, and their members'
+        records on this broker go back to the group at once (Kafka 4.1's release on disconnect),
+        not when their locks run out."""
+        closed = self.sessions.close_connection(connection_id)
+        for session in closed:
+            log.info("share group %s: member %s's connection closed; its records are released", session.group_id,
+                     session.member_id)
+            self.release_member(session.group_id, session.member_id)
+        if closed:
+            self._background(self.settle())
+
     def settle(self) -> asyncio.Future[list[ErrorCode]] | None:
         """After a change: persist the share-partitions that changed (the writes start now, in
         order; the future, None when there is nothing to write, is done once all are), wake the

@@ -129,7 +129,8 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
         if name is not None:
             forgotten.extend((name, index) for index in topic.partitions)
     added = [(n.topic, n.index) for n in named if n.topic is not None and not n.refused]
-    error, session = context.shares.sessions.update(group_id, member_id, epoch, added, forgotten)
+    error, session = context.shares.sessions.update(group_id, member_id, epoch, added, forgotten,
+                                                    context.connection.connection_id)
     if error or session is None:
         return _top_error(error)
     answer = _Answer(context, request, session)

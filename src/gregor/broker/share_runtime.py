@@ -25,7 +25,7 @@ from gregor.broker.share_state_store import ShareStateStore
 from gregor.coordinator.partitioning import partition_for
 from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConfig, ShareGroupCoordinator
 from gregor.coordinator.share.share_partition import (
-    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig, ShareSnapshot,
+    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig,
 )
 from gregor.coordinator.share.share_session import ShareSessions
 from gregor.metadata.features import SHARE_VERSION
@@ -136,6 +136,12 @@ class ShareRuntime:
             return None
         return entry[1]
 
+    def holds(self, group_id: str, topic: str, index: int, share: object) -> bool:
+        """Whether `share` is still the group's share-partition in memory (not dropped: fenced,
+        the partition moved)."""
+        entry = self._shares.get((group_id, topic, index))
+        return entry is not None and entry[1] is share
+
     async def load(self, group_id: str, topic: str, partition: Partition) -> SharePartition:
         """The group's share-partition of `topic`-`partition`: as persisted, else new at the
         offset `share.auto.offset.reset` names (latest: the high watermark; earliest: the log
@@ -147,12 +153,13 @@ class ShareRuntime:
         found = self.loaded(group_id, topic, partition)
         if found is not None:  # loaded by another request meanwhile
             return found
-        if snapshot is not None:
+        if snapshot is not None and snapshot.start_offset >= 0:
             share = SharePartition.from_snapshot(self.partition_config, snapshot)
-        else:
+        else:  # no state, or initialized without a start offset (in its state epoch)
             earliest = self._config.get("share.auto.offset.reset") == "earliest"
             share = SharePartition(self.partition_config,
-                                   partition.log_start_offset if earliest else partition.high_watermark)
+                                   partition.log_start_offset if earliest else partition.high_watermark,
+                                   snapshot.state_epoch if snapshot is not None else 0)
         share.advance_log_start(partition.log_start_offset)
         self._shares[key] = (epoch, share)
         self._persisted[key] = -1
@@ -232,16 +239,29 @@ class ShareRuntime:
             group_id, topic, index = key
             topic_id = self.topic_id(topic)
             if topic_id is not None:
-                writes.append(asyncio.ensure_future(self._write((group_id, topic_id, index), share.snapshot())))
+                writes.append(asyncio.ensure_future(self._write(key, (group_id, topic_id, index), share)))
             self._partitions.consumer_fetches.check((topic, index))
         self._arm_locks()
         return asyncio.gather(*writes) if writes else None
 
-    async def _write(self, key: tuple[str, uuid.UUID, int], snapshot: ShareSnapshot) -> ErrorCode:
-        error = await self.store.write(key, snapshot)
-        if error:
-            log.warning("share state of group %s, topic id %s, partition %d not persisted: %s", *key, error.name)
+    async def _write(self, key: ShareKey, state_key: tuple[str, uuid.UUID, int], share: SharePartition) -> ErrorCode:
+        error = await self.store.write(state_key, share.snapshot())
+        if error == ErrorCode.FENCED_STATE_EPOCH:
+            log.info("share state of group %s on %s-%d was changed by its coordinator (FENCED_STATE_EPOCH); "
+                     "it is read again", *key)
+            self.forget(key, share)
+        elif error:
+            log.warning("share state of group %s, topic id %s, partition %d not persisted: %s", *state_key,
+                        error.name)
         return error
+
+    def forget(self, key: ShareKey, share: SharePartition | None = None) -> None:
+        """Drop the share-partition from memory (the next request reads its state again); with
+        `share`, only if it is still that one."""
+        entry = self._shares.get(key)
+        if entry is not None and (share is None or entry[1] is share):
+            del self._shares[key]
+            self._persisted.pop(key, None)
 
     def close(self) -> None:
         self._member_timer.cancel()

@@ -98,9 +98,10 @@ class SharePartition:
 
     @classmethod
     def from_snapshot(cls, config: SharePartitionConfig, snapshot: ShareSnapshot) -> SharePartition:
-        """The partition as persisted, in a new state epoch; records that were acquired are
-        available again with the deliveries they already had."""
-        partition = cls(config, snapshot.start_offset, snapshot.state_epoch + 1)
+        """The partition as persisted, in the persisted state epoch (only the group's coordinator
+        moves it: `state_fencing`); records that were acquired are available again with the
+        deliveries they already had."""
+        partition = cls(config, snapshot.start_offset, snapshot.state_epoch)
         for batch in snapshot.batches:
             state = RecordState.AVAILABLE if batch.state == RecordState.ACQUIRED else batch.state
             for offset in range(max(batch.first_offset, snapshot.start_offset), batch.last_offset + 1):

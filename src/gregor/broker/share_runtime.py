@@ -109,6 +109,14 @@ class ShareRuntime:
         topic = self._metadata.image.topics.get(name)
         return None if topic is None else topic.topic_id
 
+    def partition_count(self, name: str) -> int | None:
+        topic = self._metadata.image.topics.get(name)
+        return None if topic is None else len(topic.partitions)
+
+    def leader_epoch(self, name: str, index: int) -> int:
+        registration = self._metadata.image.partition(name, index)
+        return -1 if registration is None else registration.leader_epoch
+
     def _expire_members(self, now_ms: int) -> None:
         for group_id, member_id in self.groups.expire(now_ms):
             log.info("share group %s: member %s left (session timed out)", group_id, member_id)

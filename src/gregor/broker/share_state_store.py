@@ -82,6 +82,15 @@ class ShareStateStore:
         if result.error and result.error != ErrorCode.TOPIC_ALREADY_EXISTS:
             log.error("creating %s failed: %s", STATE_TOPIC, result.message)
 
+    def exists(self) -> bool:
+        """Whether `__share_group_state` exists (without it no group has state anywhere)."""
+        return STATE_TOPIC in self._metadata.image.topics
+
+    def has_leader(self, key: Key) -> bool:
+        """Whether the state partition of `key` has a leader to ask."""
+        registration = self._metadata.image.partition(STATE_TOPIC, self.partition_for(key))
+        return registration is not None and registration.leader >= 0
+
     # -- what a share-partition's leader asks
 
     async def read(self, key: Key) -> ShareSnapshot | None:

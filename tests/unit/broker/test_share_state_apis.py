@@ -43,9 +43,9 @@ async def _started(tmp_path) -> tuple[Broker, Node]:
 
 
 def _initialize(topic_id, epoch: int, start: int) -> InitializeShareGroupStateRequest:
-    return InitializeShareGroupStateRequest(group_id=GROUP, topics=[InitializeShareGroupStateRequest.InitializeStateData(
-        topic_id=topic_id, partitions=[InitializeShareGroupStateRequest.PartitionData(
-            partition=0, state_epoch=epoch, start_offset=start)])])
+    request = InitializeShareGroupStateRequest
+    return request(group_id=GROUP, topics=[request.InitializeStateData(topic_id=topic_id, partitions=[
+        request.PartitionData(partition=0, state_epoch=epoch, start_offset=start)])])
 
 
 def _write(topic_id, epoch: int, start: int) -> WriteShareGroupStateRequest:

@@ -166,7 +166,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             write_share_group_state,
         )
         from gregor.broker.handlers import (
-            delete_share_group_state, initialize_share_group_state, read_share_group_state_summary,
+            alter_share_group_offsets, delete_share_group_offsets, delete_share_group_state,
+            describe_share_group_offsets, initialize_share_group_state, read_share_group_state_summary,
         )
         from gregor.broker.handlers import alter_user_scram_credentials, describe_user_scram_credentials, sasl_handshake
         from gregor.broker.handlers.forward import forwarding
@@ -184,7 +185,9 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *list_transactions.HANDLERS, *describe_transactions.HANDLERS, *txn_offset_commit.HANDLERS,
             *sasl_handshake.HANDLERS, *describe_user_scram_credentials.HANDLERS, *consumer_group_heartbeat.HANDLERS,
             *consumer_group_describe.HANDLERS, *initialize_share_group_state.HANDLERS,
-            *delete_share_group_state.HANDLERS, *read_share_group_state_summary.HANDLERS]
+            *delete_share_group_state.HANDLERS, *read_share_group_state_summary.HANDLERS,
+            *describe_share_group_offsets.HANDLERS, *alter_share_group_offsets.HANDLERS,
+            *delete_share_group_offsets.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

@@ -7,13 +7,13 @@ and returns the member's records here to the group). READ on the group is needed
 which stay out of the session). Acknowledgements are applied first, per partition and
 all-or-nothing (INVALID_RECORD_STATE in AcknowledgeErrorCode for a record the member does not
 hold); then records are acquired from the session's partitions, at most MaxRecords in all,
-starting each time from the partition after the one that started last. Each
-partition answers with the record batches that hold its acquired records and the acquired
-ranges with their delivery counts; a batch may also hold records acquired by others, which the
-client skips. A partition whose state the group's coordinator changed meanwhile (its write
-fenced: FENCED_STATE_EPOCH) answers that error and no records. With nothing acquired and nothing
-acknowledged the fetch parks in the consumer fetch purgatory up to MaxWaitMs, until its
-partitions can give records (the high watermark moved, records were released or timed out). Epoch 0 with acknowledgements, and -1 with
+starting each time from the partition after the one that started last. Each partition answers with
+the record batches that hold its acquired records and the acquired ranges with their delivery
+counts; a batch may also hold records acquired by others, which the client skips. A partition
+whose state the group's coordinator changed meanwhile (its write fenced: FENCED_STATE_EPOCH)
+answers that error and no records. With nothing acquired and nothing acknowledged the fetch parks
+in the consumer fetch purgatory up to MaxWaitMs, until its partitions can give records (the high
+watermark moved, records were released or timed out). Epoch 0 with acknowledgements, and -1 with
 forgotten partitions, are INVALID_REQUEST, as in Kafka. v0 (Kafka 4.0's early access) is not
 offered.
 """

@@ -97,7 +97,7 @@ class Broker:
         self.authorizer = configured_authorizer(config, self.metadata)
         self.quotas = ClientQuotas(self.metadata, config.get("quota.window.num"),
                                    config.get("quota.window.size.seconds") * 1000)
-        self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups)
+        self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups, self.shares)
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
         self.observer: MetadataObserver | None = None

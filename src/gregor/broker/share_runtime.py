@@ -16,6 +16,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Iterator
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
@@ -143,6 +144,13 @@ class ShareRuntime:
         if entry is None or entry[0] != partition.leader_epoch:
             return None
         return entry[1]
+
+    def share_partitions(self) -> Iterator[tuple[ShareKey, SharePartition, Partition]]:
+        """The share-partitions in memory whose partition this broker still leads (for metrics)."""
+        for key, (epoch, share) in list(self._shares.items()):
+            partition = self._partitions.partition(key[1], key[2])
+            if partition is not None and partition.is_leader and partition.leader_epoch == epoch:
+                yield key, share, partition
 
     def holds(self, group_id: str, topic: str, index: int, share: object) -> bool:
         """Whether `share` is still the group's share-partition in memory (not dropped: fenced,

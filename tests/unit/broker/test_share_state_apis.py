@@ -3,7 +3,7 @@ broker: InitializeShareGroupState, WriteShareGroupState and ReadShareGroupState 
 fencing (FENCED_STATE_EPOCH, as Kafka's share coordinator), ReadShareGroupStateSummary, and
 DeleteShareGroupState; what was written is what a fresh load of `__share_group_state` reads; a
 share-partition loaded before its state was re-initialized is fenced by its next write and loads
-the new state."""
+the new state; a share-partition's lag and in-flight records are Prometheus gauges."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import asyncio
 
 from gregor.broker.config import BrokerConfig
 from gregor.broker.server import Broker
+from gregor.coordinator.share.share_partition import Acknowledgement
+from gregor.metrics.broker_metrics import BrokerMetrics
 from gregor.protocol.error_codes import ErrorCode as E
 from gregor.protocol.messages import (
     CreateTopicsRequest, DeleteShareGroupStateRequest, InitializeShareGroupStateRequest, ReadShareGroupStateRequest,
@@ -143,3 +145,36 @@ async def _fenced_share_partition(tmp_path) -> None:
 
 def test_a_share_partition_loaded_before_its_state_was_reinitialized_is_fenced(tmp_path):
     asyncio.run(_fenced_share_partition(tmp_path))
+
+
+async def _share_metrics(tmp_path) -> dict[tuple[str, str], float]:
+    broker, _ = await _started(tmp_path)
+    try:
+        shares = broker.shares
+        partition = broker.partitions.partition("t", 0)
+        assert partition is not None
+        builder = BatchBuilder()
+        for i in range(10):
+            builder.append(0, None, b"v%d" % i)
+        partition.append_as_leader(memoryview(builder.build()), broker.clock(), 1)
+        broker.partitions.on_leader_append(partition, [])
+        await shares.load(GROUP, "t", partition)
+        assert shares.acquire(GROUP, "m", "t", partition, 6, 1 << 20).ranges  # offsets 0-5 acquired
+        assert shares.acknowledge(GROUP, "m", "t", partition, [Acknowledgement(0, 3, (1,))]) == E.NONE
+        await shares.settle()
+        metrics = BrokerMetrics()
+        metrics.watch(broker.scrape_state)
+        samples = {(family.name, sample.labels.get("group", "")): sample.value
+                   for family in metrics.registry.collect() for sample in family.samples
+                   if sample.labels.get("topic") == "t"}
+        return samples
+    finally:
+        await broker.stop()
+
+
+def test_share_partition_lag_and_in_flight_records_are_metrics(tmp_path):
+    samples = asyncio.run(_share_metrics(tmp_path))
+    # start offset 4 (0-3 accepted) of 10 records; 4 and 5 acquired, tracked until acknowledged
+    assert samples[("kafka_sharegroup_lag", GROUP)] == 6
+    assert samples[("kafka_server_sharepartitionmetrics_inflightmessagecount", GROUP)] == 2
+    assert samples[("gregor_sharepartition_acquired_records", GROUP)] == 2

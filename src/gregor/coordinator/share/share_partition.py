@@ -122,6 +122,17 @@ class SharePartition:
     def in_flight(self) -> dict[int, InFlightRecord]:
         return dict(self._records)
 
+    @property
+    def in_flight_count(self) -> int:
+        """Records tracked between the start and end offsets, in any state (Kafka's
+        InFlightMessageCount)."""
+        return len(self._records)
+
+    @property
+    def acquired_count(self) -> int:
+        """Records delivered to a member and not yet acknowledged or timed out."""
+        return sum(1 for rec in self._records.values() if rec.state == RecordState.ACQUIRED)
+
     def acquirable_from(self) -> int | None:
         """The offset a log read for this partition should start at, or None when nothing can be
         acquired now (no available record, and the in-flight window is full)."""

@@ -81,7 +81,15 @@ async def alter(shares: ShareRuntime, group_id: str,
         codes = await asyncio.gather(*(_initialize(shares, group_id, topic, index, offset, count)
                                        for index, offset in partitions.items()))
         results[topic] = dict(zip(partitions, codes))
+    await _persist(shares, group_id)
     return ErrorCode.NONE, results
+
+
+async def _persist(shares: ShareRuntime, group_id: str) -> None:
+    """The group's change (its state topics, its deletion) written to `__consumer_offsets`."""
+    pending = shares.persist_group(group_id)
+    if pending is not None:
+        await pending
 
 
 async def _initialize(shares: ShareRuntime, group_id: str, topic: str, index: int, offset: int,
@@ -112,6 +120,7 @@ async def delete_topics(shares: ShareRuntime, group_id: str,
         results[topic] = await _delete_topic(shares, group_id, topic)
         if not results[topic]:
             group.state_topics.discard(topic)
+    await _persist(shares, group_id)
     return ErrorCode.NONE, results
 
 
@@ -125,7 +134,9 @@ async def delete_group(shares: ShareRuntime, group_id: str) -> ErrorCode:
     failed = [code for code in errors if code and code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     if failed:
         return failed[0]
-    return shares.groups.delete(group_id)
+    error = shares.groups.delete(group_id)
+    await _persist(shares, group_id)
+    return error
 
 
 async def _delete_topic(shares: ShareRuntime, group_id: str, topic: str) -> ErrorCode:

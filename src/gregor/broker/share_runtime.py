@@ -22,6 +22,7 @@ from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
+from gregor.broker.share_group_log import ShareGroupLog
 from gregor.broker.share_state_store import ShareStateStore
 from gregor.coordinator.partitioning import partition_for
 from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConfig, ShareGroupCoordinator
@@ -55,10 +56,10 @@ class ShareRuntime:
         self._metadata = metadata
         self._partitions = partitions
         self._clock = clock
-        self.groups = ShareGroupCoordinator(ShareGroupConfig(
+        self.group_log = ShareGroupLog(config, metadata, partitions, clock, ShareGroupCoordinator(ShareGroupConfig(
             session_timeout_ms=config.get("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
-            max_size=config.get("group.share.max.size")))
+            max_size=config.get("group.share.max.size"))))
         self.partition_config = SharePartitionConfig(
             lock_duration_ms=config.get("group.share.record.lock.duration.ms"),
             delivery_count_limit=config.get("group.share.delivery.count.limit"),
@@ -67,11 +68,22 @@ class ShareRuntime:
         self.store = ShareStateStore(config, metadata, partitions, controller, clock)
         self._shares: dict[ShareKey, tuple[int, SharePartition]] = {}  # (leader epoch it was loaded in, state)
         self._pending: set[asyncio.Future[list[ErrorCode]]] = set()
+        self._pending_writes: set[asyncio.Future[ErrorCode]] = set()
         self._persisted: dict[ShareKey, int] = {}
         self._member_timer = DeadlineTimer(clock, self._expire_members)
         self._lock_timer = DeadlineTimer(clock, self._expire_locks)
 
     # -- membership (on the group's coordinator)
+
+    @property
+    def groups(self) -> ShareGroupCoordinator:
+        """The share groups this broker coordinates, loaded from `__consumer_offsets` first where
+        it became a coordinator (`ShareGroupLog`)."""
+        return self.group_log.synced()
+
+    def persist_group(self, group_id: str) -> asyncio.Future[ErrorCode] | None:
+        """Write the group's changed membership to `__consumer_offsets` (None: nothing changed)."""
+        return self.group_log.persist(group_id)
 
     def enabled(self) -> bool:
         """Whether the cluster has share groups on (`share.version` finalized at 1 or more)."""
@@ -119,9 +131,12 @@ class ShareRuntime:
         return -1 if registration is None else registration.leader_epoch
 
     def _expire_members(self, now_ms: int) -> None:
-        for group_id, member_id in self.groups.expire(now_ms):
+        expired = self.groups.expire(now_ms)
+        for group_id, member_id in expired:
             log.info("share group %s: member %s left (session timed out)", group_id, member_id)
             self.release_member(group_id, member_id)
+        for group_id in dict.fromkeys(group_id for group_id, _ in expired):
+            self._background_write(self.persist_group(group_id))
         self._background(self.settle())
         self._member_timer.arm(self.groups.next_deadline())
 
@@ -289,6 +304,11 @@ class ShareRuntime:
         if pending is not None:
             self._pending.add(pending)
             pending.add_done_callback(self._pending.discard)
+
+    def _background_write(self, pending: asyncio.Future[ErrorCode] | None) -> None:
+        if pending is not None:
+            self._pending_writes.add(pending)
+            pending.add_done_callback(self._pending_writes.discard)
 
     def _forget_partition(self, topic: str, index: int) -> None:
         for key in [k for k in self._shares if k[1] == topic and k[2] == index]:

@@ -4,10 +4,9 @@ offset on partitions, from the share state (`broker.share_offsets`).
 Asked of the group's coordinator (NOT_COORDINATOR elsewhere). DESCRIBE on the group
 (GROUP_AUTHORIZATION_FAILED for the group) and on each topic (TOPIC_AUTHORIZATION_FAILED for its
 partitions) are needed, as Kafka. Topics null: every partition of the topics the group may have
-state on (those its members subscribed to or whose offsets were altered since the coordinator
-started); start offset -1 where the group has no state. An unknown group with null topics is
-GROUP_ID_NOT_FOUND; with topics named, their state is answered (the membership is not persisted:
-docs/share-groups.md). The leader epoch is the partition's current one.
+state on (those its members subscribed to or whose offsets were altered); start offset -1 where
+the group has no state. An unknown group with null topics is GROUP_ID_NOT_FOUND; with topics
+named, their state is answered. The leader epoch is the partition's current one.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ partition counts of subscribed topics bumps the group epoch and recomputes the t
 heartbeat, whose answer carries the assignment. There is nothing to revoke: a partition may be
 shared, so a new assignment applies at once. A member not heard from for
 `group.share.session.timeout.ms` is removed (`expire`, due at `next_deadline()`).
-Membership is kept in memory (see docs/share-groups.md): after a coordinator restart members
-rejoin on UNKNOWN_MEMBER_ID, as librdkafka does.
+The edge persists the groups as Kafka's share group records (`share_group_records`,
+`broker.share_group_log`), so a new coordinator carries on with them.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from typing import Callable
 
 from gregor.broker.clock import Clock
 from gregor.broker.config import BrokerConfig
@@ -34,7 +35,9 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 class ShareGroupLog:
     def __init__(self, config: BrokerConfig, metadata: MetadataView, partitions: PartitionHost, clock: Clock,
-                 coordinator: ShareGroupCoordinator) -> None:
+                 coordinator: ShareGroupCoordinator, on_loaded: Callable[[], None]) -> None:
+        """`on_loaded` is called after groups were replayed (their members' sessions need a timer)."""
+        self._on_loaded = on_loaded
         self._config = config
         self._metadata = metadata
         self._partitions = partitions
@@ -132,3 +135,4 @@ class ShareGroupLog:
                   if partition_for(g, len(self._metadata.image.topics[OFFSETS_TOPIC].partitions)) == index]
         if loaded:
             log.info("loaded %d share group(s) from %s-%d", len(loaded), OFFSETS_TOPIC, index)
+            self._on_loaded()

@@ -56,10 +56,12 @@ class ShareRuntime:
         self._metadata = metadata
         self._partitions = partitions
         self._clock = clock
-        self.group_log = ShareGroupLog(config, metadata, partitions, clock, ShareGroupCoordinator(ShareGroupConfig(
+        coordinator = ShareGroupCoordinator(ShareGroupConfig(
             session_timeout_ms=config.get("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
-            max_size=config.get("group.share.max.size"))))
+            max_size=config.get("group.share.max.size")))
+        self.group_log = ShareGroupLog(config, metadata, partitions, clock, coordinator,
+                                       on_loaded=lambda: self._member_timer.arm(coordinator.next_deadline()))
         self.partition_config = SharePartitionConfig(
             lock_duration_ms=config.get("group.share.record.lock.duration.ms"),
             delivery_count_limit=config.get("group.share.delivery.count.limit"),

@@ -1,7 +1,7 @@
 """A share group survives its coordinator's restart: its membership is written to
 `__consumer_offsets` as Kafka's ShareGroup* records and replayed by the next coordinator, so a
-member heartbeats on with its epoch (not UNKNOWN_MEMBER_ID) and the group describes the same;
-a deleted group stays deleted."""
+member heartbeats on with its epoch (not UNKNOWN_MEMBER_ID) and the group describes the same, a
+member whose client is gone times out there; a deleted group stays deleted."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ ADMIN = "User:ANONYMOUS"
 
 def _config(tmp_path) -> BrokerConfig:
     return BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
-                         "offsets.topic.num.partitions": "1", "share.coordinator.state.topic.num.partitions": "1"})
+                         "offsets.topic.num.partitions": "1", "share.coordinator.state.topic.num.partitions": "1",
+                         "group.share.session.timeout.ms": "1000"})
 
 
 async def _started(tmp_path) -> tuple[Broker, Node]:
@@ -58,8 +59,12 @@ async def _restarts(tmp_path) -> tuple[list, list]:
         after = (await node.call(ADMIN, ShareGroupDescribeRequest(group_ids=["keep"]), 1)).groups[0]
         beat = await node.call(ADMIN, _heartbeat("m-a", again.member_epoch, None), 1)
         assert beat.error_code == E.NONE, beat.error_message
-        for member_id in ("m-a", "m-b"):
-            assert (await node.call(ADMIN, _heartbeat(member_id, -1, None), 1)).error_code == E.NONE
+        for _ in range(6):  # m-b, whose client is gone, times out on the new coordinator too
+            await asyncio.sleep(0.3)
+            assert (await node.call(ADMIN, _heartbeat("m-a", beat.member_epoch, None), 1)).error_code == E.NONE
+        left = (await node.call(ADMIN, ShareGroupDescribeRequest(group_ids=["keep"]), 1)).groups[0]
+        assert [m.member_id for m in left.members] == ["m-a"]
+        assert (await node.call(ADMIN, _heartbeat("m-a", -1, None), 1)).error_code == E.NONE
         deleted = await node.call(ADMIN, DeleteGroupsRequest(groups_names=["keep"]), 2)
         assert deleted.results[0].error_code == E.NONE
     finally:

@@ -27,7 +27,7 @@ from gregor.broker.share_state_store import ShareStateStore
 from gregor.coordinator.partitioning import partition_for
 from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConfig, ShareGroupCoordinator
 from gregor.coordinator.share.share_partition import (
-    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig,
+    Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig, ShareSnapshot,
 )
 from gregor.coordinator.share.share_session import ShareSessions
 from gregor.metadata.features import SHARE_VERSION
@@ -272,13 +272,15 @@ class ShareRuntime:
             group_id, topic, index = key
             topic_id = self.topic_id(topic)
             if topic_id is not None:
-                writes.append(asyncio.ensure_future(self._write(key, (group_id, topic_id, index), share)))
+                writes.append(asyncio.ensure_future(self._write(key, (group_id, topic_id, index), share,
+                                                                share.snapshot())))
             self._partitions.consumer_fetches.check((topic, index))
         self._arm_locks()
         return asyncio.gather(*writes) if writes else None
 
-    async def _write(self, key: ShareKey, state_key: tuple[str, uuid.UUID, int], share: SharePartition) -> ErrorCode:
-        error = await self.store.write(state_key, share.snapshot())
+    async def _write(self, key: ShareKey, state_key: tuple[str, uuid.UUID, int], share: SharePartition,
+                     snapshot: ShareSnapshot) -> ErrorCode:
+        error = await self.store.write(state_key, snapshot)
         if error == ErrorCode.FENCED_STATE_EPOCH:
             log.info("share state of group %s on %s-%d was changed by its coordinator (FENCED_STATE_EPOCH); "
                      "it is read again", *key)

@@ -27,9 +27,9 @@ from tests.interop.test_share_groups import create_topic, poll_until, produce, s
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 LOCK_MS = 60000
-SESSION_MS = 8000
+SESSION_MS = 12000
 WAIT_S = 25  # every wait for a record stays well below LOCK_MS
-BEFORE_SESSION_TIMEOUT_S = 5
+BEFORE_SESSION_TIMEOUT_S = 8  # well below SESSION_MS, with room for a loaded machine
 SETTINGS = {"share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": str(LOCK_MS),
             "group.share.heartbeat.interval.ms": "300", "group.share.session.timeout.ms": str(SESSION_MS),
             "share.coordinator.state.topic.num.partitions": "1", "offsets.topic.num.partitions": "1"}

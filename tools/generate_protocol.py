@@ -13,6 +13,7 @@ kmsg does, so one response object serves every version a client may ask for.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import keyword
 import os
@@ -201,7 +202,10 @@ def parse_fields(raw_fields: list[dict], structs: dict[str, Struct], owner: Stru
 def load_message(path: str) -> Message:
     with open(path, encoding="utf-8") as handle:
         spec = json.loads(strip_comments(handle.read()))
-    patched = protocol_spec_patches.apply(spec)
+    return parse_message(spec, os.path.basename(path), protocol_spec_patches.apply(spec))
+
+
+def parse_message(spec: dict, source: str, patched: bool) -> Message:
     valid = Versions.parse(spec["validVersions"], 0)
     top = valid.high
     structs: dict[str, Struct] = {}
@@ -215,7 +219,7 @@ def load_message(path: str) -> Message:
     return Message(
         name=spec["name"], kind=spec["type"], api_key=spec.get("apiKey"), valid=valid,
         flexible=Versions.parse(spec.get("flexibleVersions", "none"), top), root=root,
-        structs=structs, source=os.path.basename(path), patched=patched,
+        structs=structs, source=source, patched=patched,
     )
 
 
@@ -712,9 +716,13 @@ def generate(spec_dir: str) -> dict[str, str]:
     messages: list[Message] = []
     for family in FAMILIES:
         folder = os.path.join(spec_dir, family)
-        for name in sorted(os.listdir(folder)):
+        added = protocol_spec_patches.ADDED if family == "clients" else {}
+        for name in sorted([*os.listdir(folder), *added]):
             if name.endswith(".json"):
-                message = load_message(os.path.join(folder, name))
+                if name in added:
+                    message = parse_message(copy.deepcopy(added[name]), name, True)
+                else:
+                    message = load_message(os.path.join(folder, name))
                 messages.append(message)
                 package = "" if family == "clients" else family_package(family) + "/"
                 modules.setdefault(package + module_name(message), []).append(message)

@@ -11,6 +11,16 @@ applies it to the parsed JSON before generating, and marks the generated module 
 - ShareFetchRequest v1: `MaxRecords` and `BatchSize` (int32) follow `MaxBytes`;
   `PartitionMaxBytes` is version 0 only.
 - ShareFetchResponse v1: `AcquisitionLockTimeoutMs` (int32) follows the top-level `ErrorMessage`.
+
+APIs the pinned specs lack entirely are stated whole in `ADDED` (family "clients"), as Apache
+Kafka 4.1 defines them (KIP-932's admin APIs, version 0, flexible):
+
+- DescribeShareGroupOffsets (90): per group, per topic (null: every topic with state), per
+  partition the share-partition start offset, leader epoch and error.
+- AlterShareGroupOffsets (91): new start offsets of an empty group; a top-level error, then
+  per topic and partition.
+- DeleteShareGroupOffsets (92): forget an empty group's state on whole topics; a top-level error,
+  then one error per topic.
 """
 
 from __future__ import annotations
@@ -60,3 +70,70 @@ def apply(spec: dict[str, Any]) -> bool:
     if edit is not None:
         edit(spec)
     return True
+
+
+def _field(name: str, type_: str, about: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": type_, "versions": "0+", "about": about, **extra}
+
+
+def _error(about: str) -> list[dict[str, Any]]:
+    return [_field("ErrorCode", "int16", f"The {about} error code, or 0 if there was no error."),
+            _field("ErrorMessage", "string", f"The {about} error message, or null if there was no error.",
+                   nullableVersions="0+", default="null")]
+
+
+def _message(api_key: int, name: str, kind: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"apiKey": api_key, "type": kind, "name": name, "validVersions": "0",
+                            "flexibleVersions": "0+", "fields": fields}
+    if kind == "request":
+        spec["listeners"] = ["broker"]
+    return spec
+
+
+_THROTTLE = _field("ThrottleTimeMs", "int32", "The duration in milliseconds for which the request was throttled "
+                   "due to a quota violation, or zero if the request did not violate any quota.")
+_TOPIC_NAME = _field("TopicName", "string", "The topic name.", entityType="topicName")
+_TOPIC_ID = _field("TopicId", "uuid", "The unique topic ID.")
+_GROUP_ID = _field("GroupId", "string", "The group identifier.", entityType="groupId")
+_PARTITION_INDEX = _field("PartitionIndex", "int32", "The partition index.")
+
+ADDED: dict[str, dict[str, Any]] = {
+    "DescribeShareGroupOffsetsRequest.json": _message(90, "DescribeShareGroupOffsetsRequest", "request", [
+        _field("Groups", "[]DescribeShareGroupOffsetsRequestGroup", "The groups to describe offsets for.", fields=[
+            _GROUP_ID,
+            _field("Topics", "[]DescribeShareGroupOffsetsRequestTopic",
+                   "The topics to describe offsets for, or null for all topic-partitions.", nullableVersions="0+",
+                   fields=[_TOPIC_NAME, _field("Partitions", "[]int32", "The partitions.")])])]),
+    "DescribeShareGroupOffsetsResponse.json": _message(90, "DescribeShareGroupOffsetsResponse", "response", [
+        _THROTTLE,
+        _field("Groups", "[]DescribeShareGroupOffsetsResponseGroup", "The results for each group.", fields=[
+            _GROUP_ID,
+            _field("Topics", "[]DescribeShareGroupOffsetsResponseTopic", "The results for each topic.", fields=[
+                _TOPIC_NAME, _TOPIC_ID,
+                _field("Partitions", "[]DescribeShareGroupOffsetsResponsePartition", "The partitions.", fields=[
+                    _PARTITION_INDEX,
+                    _field("StartOffset", "int64", "The share-partition start offset."),
+                    _field("LeaderEpoch", "int32", "The leader epoch of the partition."),
+                    *_error("partition-level")])]),
+            *_error("group-level")])]),
+    "AlterShareGroupOffsetsRequest.json": _message(91, "AlterShareGroupOffsetsRequest", "request", [
+        _GROUP_ID,
+        _field("Topics", "[]AlterShareGroupOffsetsRequestTopic", "The topics to alter offsets for.", fields=[
+            _TOPIC_NAME,
+            _field("Partitions", "[]AlterShareGroupOffsetsRequestPartition", "Each partition to alter offsets for.",
+                   fields=[_PARTITION_INDEX, _field("StartOffset", "int64", "The share-partition start offset.")])])]),
+    "AlterShareGroupOffsetsResponse.json": _message(91, "AlterShareGroupOffsetsResponse", "response", [
+        _THROTTLE, *_error("top-level"),
+        _field("Responses", "[]AlterShareGroupOffsetsResponseTopic", "The results for each topic.", fields=[
+            _TOPIC_NAME, _TOPIC_ID,
+            _field("Partitions", "[]AlterShareGroupOffsetsResponsePartition", "The partitions.",
+                   fields=[_PARTITION_INDEX, *_error("partition")])])]),
+    "DeleteShareGroupOffsetsRequest.json": _message(92, "DeleteShareGroupOffsetsRequest", "request", [
+        _GROUP_ID,
+        _field("Topics", "[]DeleteShareGroupOffsetsRequestTopic", "The topics to delete offsets for.",
+               fields=[_TOPIC_NAME])]),
+    "DeleteShareGroupOffsetsResponse.json": _message(92, "DeleteShareGroupOffsetsResponse", "response", [
+        _THROTTLE, *_error("top-level"),
+        _field("Responses", "[]DeleteShareGroupOffsetsResponseTopic", "The results for each topic.",
+               fields=[_TOPIC_NAME, _TOPIC_ID, *_error("topic-level")])]),
+}

@@ -590,8 +590,12 @@ class KafkaServer:
     connection limits: counts when a connection is accepted, idleness with a periodic reaper."""
 
     def __init__(self, dispatcher: Dispatcher, max_request_size: int,
-                 limits: ConnectionLimits | None = None) -> None:
+                 limits: ConnectionLimits | None = None,
+                 on_closed: Callable[[ConnectionInfo], None] | None = None) -> None:
+        """`on_closed` is told of every connection that closes (state kept per connection, such
+        as share sessions, goes with it)."""
         self._dispatcher = dispatcher
+        self._on_closed = on_closed
         self._max_request_size = max_request_size
         self._limits = limits or ConnectionLimits()
         self._servers: list[asyncio.base_events.Server] = []
@@ -617,6 +621,8 @@ class KafkaServer:
 
     def _closed(self, connection: KafkaConnection) -> None:
         self.connections.discard(connection)
+        if self._on_closed is not None:
+            self._on_closed(connection.info)
         if connection in self._admitted:
             self._admitted.discard(connection)
             left = self._per_ip[connection.peer_ip] - 1

@@ -15,17 +15,19 @@ from gregor.broker.controller_server import ControllerServer
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import KafkaServer
 from gregor.broker.services import MetadataView
+from gregor.broker.share_runtime import ShareRuntime
 from gregor.controller.replication_control import partition_state, replica_state
 from gregor.replication.partition import Partition
 
 
 class BrokerScrapeState:
     def __init__(self, metadata: MetadataView, partitions: Mapping[tuple[str, int], Partition],
-                 groups: GroupRuntime) -> None:
+                 groups: GroupRuntime, shares: ShareRuntime | None = None) -> None:
         self.node_id = metadata.node_id
         self._metadata = metadata
         self._partitions = partitions
         self._groups = groups
+        self._shares = shares
         self.server: KafkaServer | None = None
         self.controller_server: ControllerServer | None = None
 
@@ -64,3 +66,12 @@ class BrokerScrapeState:
                 partition = self._partitions.get((topic, index))
                 if partition is not None and committed.offset >= 0:
                     yield group_id, topic, index, max(partition.high_watermark - committed.offset, 0)
+
+    def metric_share_partitions(self) -> Iterator[tuple[str, str, int, int, int, int]]:
+        """(group, topic, partition, lag, in-flight, acquired) of each share-partition this broker
+        leads: lag is the high watermark minus the share-partition start offset."""
+        if self._shares is None:
+            return
+        for (group_id, topic, index), share, partition in self._shares.share_partitions():
+            lag = max(partition.high_watermark - share.start_offset, 0)
+            yield group_id, topic, index, lag, share.in_flight_count, share.acquired_count

@@ -97,7 +97,7 @@ class Broker:
         self.authorizer = configured_authorizer(config, self.metadata)
         self.quotas = ClientQuotas(self.metadata, config.get("quota.window.num"),
                                    config.get("quota.window.size.seconds") * 1000)
-        self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups)
+        self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups, self.shares)
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
         self.observer: MetadataObserver | None = None
@@ -129,7 +129,8 @@ class Broker:
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota),
-            self.config.get("socket.request.max.bytes"), self.config.connection_limits())
+            self.config.get("socket.request.max.bytes"), self.config.connection_limits(),
+            on_closed=lambda info: self.shares.connection_closed(info.connection_id))
         for endpoint in self.config.client_listeners():
             transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential, self.clock)
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False,

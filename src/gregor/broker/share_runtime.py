@@ -16,11 +16,13 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Iterator
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost
+from gregor.broker.share_group_log import ShareGroupLog
 from gregor.broker.share_state_store import ShareStateStore
 from gregor.coordinator.partitioning import partition_for
 from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConfig, ShareGroupCoordinator
@@ -54,10 +56,12 @@ class ShareRuntime:
         self._metadata = metadata
         self._partitions = partitions
         self._clock = clock
-        self.groups = ShareGroupCoordinator(ShareGroupConfig(
+        coordinator = ShareGroupCoordinator(ShareGroupConfig(
             session_timeout_ms=config.get("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
             max_size=config.get("group.share.max.size")))
+        self.group_log = ShareGroupLog(config, metadata, partitions, clock, coordinator,
+                                       on_loaded=lambda: self._member_timer.arm(coordinator.next_deadline()))
         self.partition_config = SharePartitionConfig(
             lock_duration_ms=config.get("group.share.record.lock.duration.ms"),
             delivery_count_limit=config.get("group.share.delivery.count.limit"),
@@ -66,11 +70,22 @@ class ShareRuntime:
         self.store = ShareStateStore(config, metadata, partitions, controller, clock)
         self._shares: dict[ShareKey, tuple[int, SharePartition]] = {}  # (leader epoch it was loaded in, state)
         self._pending: set[asyncio.Future[list[ErrorCode]]] = set()
+        self._pending_writes: set[asyncio.Future[ErrorCode]] = set()
         self._persisted: dict[ShareKey, int] = {}
         self._member_timer = DeadlineTimer(clock, self._expire_members)
         self._lock_timer = DeadlineTimer(clock, self._expire_locks)
 
     # -- membership (on the group's coordinator)
+
+    @property
+    def groups(self) -> ShareGroupCoordinator:
+        """The share groups this broker coordinates, loaded from `__consumer_offsets` first where
+        it became a coordinator (`ShareGroupLog`)."""
+        return self.group_log.synced()
+
+    def persist_group(self, group_id: str) -> asyncio.Future[ErrorCode] | None:
+        """Write the group's changed membership to `__consumer_offsets` (None: nothing changed)."""
+        return self.group_log.persist(group_id)
 
     def enabled(self) -> bool:
         """Whether the cluster has share groups on (`share.version` finalized at 1 or more)."""
@@ -109,10 +124,21 @@ class ShareRuntime:
         topic = self._metadata.image.topics.get(name)
         return None if topic is None else topic.topic_id
 
+    def partition_count(self, name: str) -> int | None:
+        topic = self._metadata.image.topics.get(name)
+        return None if topic is None else len(topic.partitions)
+
+    def leader_epoch(self, name: str, index: int) -> int:
+        registration = self._metadata.image.partition(name, index)
+        return -1 if registration is None else registration.leader_epoch
+
     def _expire_members(self, now_ms: int) -> None:
-        for group_id, member_id in self.groups.expire(now_ms):
+        expired = self.groups.expire(now_ms)
+        for group_id, member_id in expired:
             log.info("share group %s: member %s left (session timed out)", group_id, member_id)
             self.release_member(group_id, member_id)
+        for group_id in dict.fromkeys(group_id for group_id, _ in expired):
+            self._background_write(self.persist_group(group_id))
         self._background(self.settle())
         self._member_timer.arm(self.groups.next_deadline())
 
@@ -136,6 +162,19 @@ class ShareRuntime:
             return None
         return entry[1]
 
+    def share_partitions(self) -> Iterator[tuple[ShareKey, SharePartition, Partition]]:
+        """The share-partitions in memory whose partition this broker still leads (for metrics)."""
+        for key, (epoch, share) in list(self._shares.items()):
+            partition = self._partitions.partition(key[1], key[2])
+            if partition is not None and partition.is_leader and partition.leader_epoch == epoch:
+                yield key, share, partition
+
+    def holds(self, group_id: str, topic: str, index: int, share: object) -> bool:
+        """Whether `share` is still the group's share-partition in memory (not dropped: fenced,
+        the partition moved)."""
+        entry = self._shares.get((group_id, topic, index))
+        return entry is not None and entry[1] is share
+
     async def load(self, group_id: str, topic: str, partition: Partition) -> SharePartition:
         """The group's share-partition of `topic`-`partition`: as persisted, else new at the
         offset `share.auto.offset.reset` names (latest: the high watermark; earliest: the log
@@ -147,12 +186,13 @@ class ShareRuntime:
         found = self.loaded(group_id, topic, partition)
         if found is not None:  # loaded by another request meanwhile
             return found
-        if snapshot is not None:
+        if snapshot is not None and snapshot.start_offset >= 0:
             share = SharePartition.from_snapshot(self.partition_config, snapshot)
-        else:
+        else:  # no state, or initialized without a start offset (in its state epoch)
             earliest = self._config.get("share.auto.offset.reset") == "earliest"
             share = SharePartition(self.partition_config,
-                                   partition.log_start_offset if earliest else partition.high_watermark)
+                                   partition.log_start_offset if earliest else partition.high_watermark,
+                                   snapshot.state_epoch if snapshot is not None else 0)
         share.advance_log_start(partition.log_start_offset)
         self._shares[key] = (epoch, share)
         self._persisted[key] = -1
@@ -208,6 +248,18 @@ class ShareRuntime:
             if group == group_id:
                 share.release_member(member_id, now)
 
+    def connection_closed(self, connection_id: int) -> None:
+        """A client connection closed: the share sessions it carried close, and their members'
+        records on this broker go back to the group at once (Kafka 4.1's release on disconnect),
+        not when their locks run out."""
+        closed = self.sessions.close_connection(connection_id)
+        for session in closed:
+            log.info("share group %s: member %s's connection closed; its records are released", session.group_id,
+                     session.member_id)
+            self.release_member(session.group_id, session.member_id)
+        if closed:
+            self._background(self.settle())
+
     def settle(self) -> asyncio.Future[list[ErrorCode]] | None:
         """After a change: persist the share-partitions that changed (the writes start now, in
         order; the future, None when there is nothing to write, is done once all are), wake the
@@ -220,16 +272,31 @@ class ShareRuntime:
             group_id, topic, index = key
             topic_id = self.topic_id(topic)
             if topic_id is not None:
-                writes.append(asyncio.ensure_future(self._write((group_id, topic_id, index), share.snapshot())))
+                writes.append(asyncio.ensure_future(self._write(key, (group_id, topic_id, index), share,
+                                                                share.snapshot())))
             self._partitions.consumer_fetches.check((topic, index))
         self._arm_locks()
         return asyncio.gather(*writes) if writes else None
 
-    async def _write(self, key: tuple[str, uuid.UUID, int], snapshot: ShareSnapshot) -> ErrorCode:
-        error = await self.store.write(key, snapshot)
-        if error:
-            log.warning("share state of group %s, topic id %s, partition %d not persisted: %s", *key, error.name)
+    async def _write(self, key: ShareKey, state_key: tuple[str, uuid.UUID, int], share: SharePartition,
+                     snapshot: ShareSnapshot) -> ErrorCode:
+        error = await self.store.write(state_key, snapshot)
+        if error == ErrorCode.FENCED_STATE_EPOCH:
+            log.info("share state of group %s on %s-%d was changed by its coordinator (FENCED_STATE_EPOCH); "
+                     "it is read again", *key)
+            self.forget(key, share)
+        elif error:
+            log.warning("share state of group %s, topic id %s, partition %d not persisted: %s", *state_key,
+                        error.name)
         return error
+
+    def forget(self, key: ShareKey, share: SharePartition | None = None) -> None:
+        """Drop the share-partition from memory (the next request reads its state again); with
+        `share`, only if it is still that one."""
+        entry = self._shares.get(key)
+        if entry is not None and (share is None or entry[1] is share):
+            del self._shares[key]
+            self._persisted.pop(key, None)
 
     def close(self) -> None:
         self._member_timer.cancel()
@@ -241,6 +308,11 @@ class ShareRuntime:
         if pending is not None:
             self._pending.add(pending)
             pending.add_done_callback(self._pending.discard)
+
+    def _background_write(self, pending: asyncio.Future[ErrorCode] | None) -> None:
+        if pending is not None:
+            self._pending_writes.add(pending)
+            pending.add_done_callback(self._pending_writes.discard)
 
     def _forget_partition(self, topic: str, index: int) -> None:
         for key in [k for k in self._shares if k[1] == topic and k[2] == index]:

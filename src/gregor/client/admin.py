@@ -56,6 +56,9 @@ from gregor.protocol.messages import (
     ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ShareGroupDescribeRequest,
 )
+from gregor.protocol.messages import (
+    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest,
+)
 from gregor.protocol.primitives import ZERO_UUID, Reader
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -540,6 +543,40 @@ class AdminClient:
         """Members, epochs and assignments of share groups (ShareGroupDescribe)."""
         groups = list(group_ids)
         return self._call(lambda deadline: self._operations.describe_share_groups(groups, deadline), timeout)
+
+    def list_share_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None,
+                                 timeout: float | None = None) -> dict[TopicPartition, int | None | KafkaException]:
+        """A share group's start offset on `partitions` (None: every partition it has state on;
+        None as a value: no state there) with DescribeShareGroupOffsets; a group error is raised."""
+        wanted = _partitions_by_topic(partitions) if partitions is not None else None
+        return self._call(lambda deadline: self._operations.share_group_offsets(
+            group_id, lambda node: self._operations.describe_share_offsets(group_id, wanted, node, deadline),
+            deadline), timeout)
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int],
+                                  timeout: float | None = None) -> dict[TopicPartition, KafkaException | None]:
+        """Set an empty share group's start offsets (AlterShareGroupOffsets); each partition's
+        outcome, a group error (NON_EMPTY_GROUP, ...) raised."""
+        by_topic: dict[str, dict[int, int]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, {})[partition] = offset
+        return self._call(lambda deadline: self._operations.share_group_offsets(
+            group_id, lambda node: self._operations.alter_share_offsets(group_id, by_topic, node, deadline),
+            deadline), timeout)
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str],
+                                   timeout: float | None = None) -> dict[str, KafkaException | None]:
+        """Forget an empty share group's state on whole topics (DeleteShareGroupOffsets); each
+        topic's outcome, a group error raised."""
+        names = list(topics)
+        return self._call(lambda deadline: self._operations.share_group_offsets(
+            group_id, lambda node: self._operations.delete_share_offsets(group_id, names, node, deadline),
+            deadline), timeout)
+
+    def delete_share_groups(self, group_ids: Iterable[str], timeout: float | None = None,
+                            ) -> dict[str, KafkaException | None]:
+        """Delete empty share groups and their state (DeleteGroups)."""
+        return self.delete_consumer_groups(group_ids, timeout)
 
     def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None,
                                     require_stable: bool = False, timeout: float | None = None,
@@ -1043,6 +1080,54 @@ class AdminOperations:
         return await self._per_key(
             "delete_consumer_groups", groups,
             lambda pending: self._to_coordinators(pending, deadline, send), deadline)
+
+    async def share_group_offsets(self, group: str, send: Callable[[int], Coroutine[Any, Any, Any]],
+                                  deadline: float) -> Any:
+        """One share group offsets request to the group's coordinator, retried while it moves;
+        the group's error raised."""
+        async def to_node(node: int, _: list[str]) -> dict[str, Any]:
+            return {group: await send(node)}
+
+        outcomes = await self._per_key("share_group_offsets", [group],
+                                       lambda pending: self._to_coordinators(pending, deadline, to_node), deadline)
+        outcome = outcomes[group]
+        if isinstance(outcome, KafkaException):
+            raise outcome
+        return outcome
+
+    async def describe_share_offsets(self, group: str, by_topic: dict[str, list[int]] | None, node: int,
+                                     deadline: float) -> dict[TopicPartition, int | None | KafkaException]:
+        asked = DescribeShareGroupOffsetsRequest
+        request = asked(groups=[asked.DescribeShareGroupOffsetsRequestGroup(
+            group_id=group, topics=None if by_topic is None else [
+                asked.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=p) for t, p in by_topic.items()])])
+        answer = (await self._send(request, node, deadline)).groups[0]
+        if answer.error_code != ErrorCode.NONE:
+            return error_for(answer.error_code, answer.error_message)
+        return {TopicPartition(topic.topic_name, p.partition_index):
+                error_for(p.error_code, p.error_message) if p.error_code != ErrorCode.NONE
+                else (p.start_offset if p.start_offset >= 0 else None)
+                for topic in answer.topics for p in topic.partitions}
+
+    async def alter_share_offsets(self, group: str, by_topic: dict[str, dict[int, int]], node: int,
+                                  deadline: float) -> Any:
+        request = AlterShareGroupOffsetsRequest(group_id=group, topics=[
+            AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition(partition_index=i, start_offset=o)
+                for i, o in partitions.items()]) for topic, partitions in by_topic.items()])
+        response = await self._send(request, node, deadline)
+        if response.error_code != ErrorCode.NONE:
+            return error_for(response.error_code, response.error_message)
+        return {TopicPartition(topic.topic_name, p.partition_index): _error_or_none(p.error_code, p.error_message)
+                for topic in response.responses for p in topic.partitions}
+
+    async def delete_share_offsets(self, group: str, topics: list[str], node: int, deadline: float) -> Any:
+        request = DeleteShareGroupOffsetsRequest(group_id=group, topics=[
+            DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=topic) for topic in topics])
+        response = await self._send(request, node, deadline)
+        if response.error_code != ErrorCode.NONE:
+            return error_for(response.error_code, response.error_message)
+        return {topic.topic_name: _error_or_none(topic.error_code, topic.error_message) for topic in response.responses}
 
     async def list_group_offsets(self, group: str, partitions: list[TopicPartition] | None, require_stable: bool,
                                  deadline: float) -> dict[TopicPartition, OffsetAndMetadata | KafkaException]:

@@ -12,6 +12,7 @@ import logging
 from typing import Iterable, Mapping
 
 from gregor.coordinator.consumer.records import KEY_VERSIONS as CONSUMER_KEY_VERSIONS
+from gregor.coordinator.share.share_group_records import KEY_VERSIONS as SHARE_KEY_VERSIONS
 from gregor.coordinator.consumer.records import ConsumerGroupReplay
 from gregor.coordinator.effects import Record
 from gregor.coordinator.group_state import Group, GroupState
@@ -95,6 +96,8 @@ def replay(records: Iterable[tuple[bytes, bytes | None]], now_ms: int,
             key_version = int.from_bytes(key_bytes[:2], "big", signed=True)
             if key is None and consumer is not None and key_version in CONSUMER_KEY_VERSIONS:
                 consumer.apply(key_version, key_bytes, value_bytes)
+            elif key is None and key_version in SHARE_KEY_VERSIONS:
+                continue  # share groups' records: the share runtime replays them (broker.share_group_log)
             elif key is None:
                 log.warning("skipping a __consumer_offsets record with unknown key version %d",
                             int.from_bytes(key_bytes[:2], "big", signed=True))

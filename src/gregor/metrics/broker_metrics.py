@@ -86,6 +86,8 @@ class BrokerState(Protocol):
 
     def metric_group_lag(self) -> Iterable[tuple[str, str, int, int]]: ...
 
+    def metric_share_partitions(self) -> Iterable[tuple[str, str, int, int, int, int]]: ...
+
     def metric_partition_states(self) -> Mapping[str, int]: ...
 
     def metric_replica_states(self) -> Mapping[str, int]: ...
@@ -191,6 +193,7 @@ class _StateCollector(Collector):
         for group, topic, index, value in state.metric_group_lag():
             lag.add_metric([group, topic, str(index)], value)
         yield lag
+        yield from _share_partition_families(state.metric_share_partitions())
         for name, documentation, counts in (
                 ("gregor_cluster_partitions", "Partitions of the cluster per state of the seed's partition state "
                  "machine (NewPartition, OnlinePartition, OfflinePartition).", state.metric_partition_states()),
@@ -204,3 +207,22 @@ class _StateCollector(Collector):
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _share_partition_families(rows: Iterable[tuple[str, str, int, int, int, int]]) -> Iterator[GaugeMetricFamily]:
+    """Share groups' partitions this broker leads (KIP-932): the lag (Gregor's, named as
+    `kafka_consumergroup_lag`), and Kafka's SharePartitionMetrics InFlightMessageCount beside the
+    records acquired now."""
+    labels = ["group", "topic", "partition"]
+    lag = GaugeMetricFamily("kafka_sharegroup_lag", "High watermark minus the share-partition start offset, per "
+                            "share group and partition.", labels=labels)
+    in_flight = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                                  "Records tracked between the share-partition start and end offsets.", labels=labels)
+    acquired = GaugeMetricFamily("gregor_sharepartition_acquired_records",
+                                 "Records delivered to a member, not yet acknowledged or timed out.", labels=labels)
+    for group, topic, index, lag_value, in_flight_value, acquired_value in rows:
+        key = [group, topic, str(index)]
+        lag.add_metric(key, lag_value)
+        in_flight.add_metric(key, in_flight_value)
+        acquired.add_metric(key, acquired_value)
+    yield from (lag, in_flight, acquired)

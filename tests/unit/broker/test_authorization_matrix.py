@@ -36,7 +36,9 @@ from gregor.protocol.messages import (
     ElectLeadersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
     InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
     MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest, ReadShareGroupStateRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
+    ProduceRequest, ReadShareGroupStateRequest, ReadShareGroupStateSummaryRequest, InitializeShareGroupStateRequest,
+    DeleteShareGroupStateRequest, DescribeShareGroupOffsetsRequest, AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest, SyncGroupRequest, WriteShareGroupStateRequest,
 )
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
@@ -245,6 +247,30 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
             WriteShareGroupStateRequest.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=0,
                                                       state_batches=[])])]), 0,
      lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("InitializeShareGroupState", lambda: InitializeShareGroupStateRequest(group_id=GROUP, topics=[
+        InitializeShareGroupStateRequest.InitializeStateData(topic_id=uuid.uuid4(), partitions=[
+            InitializeShareGroupStateRequest.PartitionData(partition=0, state_epoch=1, start_offset=0)])]), 0,
+     lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("DeleteShareGroupState", lambda: DeleteShareGroupStateRequest(group_id=GROUP, topics=[
+        DeleteShareGroupStateRequest.DeleteStateData(topic_id=uuid.uuid4(), partitions=[
+            DeleteShareGroupStateRequest.PartitionData(partition=0)])]), 0,
+     lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("ReadShareGroupStateSummary", lambda: ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
+        ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=uuid.uuid4(), partitions=[
+            ReadShareGroupStateSummaryRequest.PartitionData(partition=0, leader_epoch=0)])]), 0,
+     lambda r: r.results[0].partitions[0].error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("DescribeShareGroupOffsets", lambda: DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=[
+            DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic(
+                topic_name=TOPIC, partitions=[0])])]),
+     0, lambda r: r.groups[0].error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("AlterShareGroupOffsets", lambda: AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[
+        AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name=TOPIC, partitions=[
+            AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]),
+     0, lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("DeleteShareGroupOffsets", lambda: DeleteShareGroupOffsetsRequest(group_id=GROUP, topics=[
+        DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=TOPIC)]), 0,
+     lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),
     ("ConsumerGroupHeartbeat", lambda: ConsumerGroupHeartbeatRequest(
         group_id=GROUP, member_id="m-848", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=[TOPIC],
         topic_partitions=[]), 1, lambda r: r.error_code, E.GROUP_AUTHORIZATION_FAILED),

@@ -165,6 +165,10 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             read_share_group_state, share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
             write_share_group_state,
         )
+        from gregor.broker.handlers import (
+            alter_share_group_offsets, delete_share_group_offsets, delete_share_group_state,
+            describe_share_group_offsets, initialize_share_group_state, read_share_group_state_summary,
+        )
         from gregor.broker.handlers import alter_user_scram_credentials, describe_user_scram_credentials, sasl_handshake
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
@@ -180,7 +184,10 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *add_partitions_to_txn.HANDLERS, *add_offsets_to_txn.HANDLERS, *end_txn.HANDLERS,
             *list_transactions.HANDLERS, *describe_transactions.HANDLERS, *txn_offset_commit.HANDLERS,
             *sasl_handshake.HANDLERS, *describe_user_scram_credentials.HANDLERS, *consumer_group_heartbeat.HANDLERS,
-            *consumer_group_describe.HANDLERS]
+            *consumer_group_describe.HANDLERS, *initialize_share_group_state.HANDLERS,
+            *delete_share_group_state.HANDLERS, *read_share_group_state_summary.HANDLERS,
+            *describe_share_group_offsets.HANDLERS, *alter_share_group_offsets.HANDLERS,
+            *delete_share_group_offsets.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

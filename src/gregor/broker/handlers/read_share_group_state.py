@@ -1,10 +1,11 @@
-"""ReadShareGroupState (key 84), v0: a share-partition's persisted state, asked of the leader of
-its `__share_group_state` partition by the leader of the topic-partition (inter-broker).
+"""ReadShareGroupState (key 84), v0: a share-partition's persisted state, asked of the leader of its
+`__share_group_state` partition by the leader of the topic-partition (inter-broker).
 
-StartOffset -1 with no batches means no state is persisted (the group starts at
-`share.auto.offset.reset`); NOT_COORDINATOR from a broker that does not lead the state
-partition, CLUSTER_AUTHORIZATION_FAILED without CLUSTER_ACTION (brokers' own request, as in
-Kafka). The leader epoch is not checked (see docs/share-groups.md).
+StartOffset -1 with no batches means the group starts at `share.auto.offset.reset` (no state is
+persisted, or InitializeShareGroupState gave none, in the StateEpoch answered); NOT_COORDINATOR
+from a broker that does not lead the state partition, CLUSTER_AUTHORIZATION_FAILED without
+CLUSTER_ACTION (brokers' own request, as in Kafka). The leader epoch is not checked (see
+docs/share-groups.md).
 """
 
 from __future__ import annotations

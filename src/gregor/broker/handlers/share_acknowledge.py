@@ -39,7 +39,8 @@ def handle(context: BrokerContext, request: ShareAcknowledgeRequest):
         return _top_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if epoch == OPEN_EPOCH:
         return _top_error(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a share session.")
-    error, _ = context.shares.sessions.update(group_id, member_id, epoch, [], [])
+    error, _ = context.shares.sessions.update(group_id, member_id, epoch, [], [],
+                                               context.connection.connection_id)
     if error:
         return _top_error(error)
     named = named_partitions(context, request.topics)

@@ -7,12 +7,13 @@ and returns the member's records here to the group). READ on the group is needed
 which stay out of the session). Acknowledgements are applied first, per partition and
 all-or-nothing (INVALID_RECORD_STATE in AcknowledgeErrorCode for a record the member does not
 hold); then records are acquired from the session's partitions, at most MaxRecords in all,
-starting each time from the partition after the one that started last. Each
-partition answers with the record batches that hold its acquired records and the acquired
-ranges with their delivery counts; a batch may also hold records acquired by others, which the
-client skips. With nothing acquired and nothing acknowledged the fetch parks in the consumer
-fetch purgatory up to MaxWaitMs, until its partitions can give records (the high watermark
-moved, records were released or timed out). Epoch 0 with acknowledgements, and -1 with
+starting each time from the partition after the one that started last. Each partition answers with
+the record batches that hold its acquired records and the acquired ranges with their delivery
+counts; a batch may also hold records acquired by others, which the client skips. A partition
+whose state the group's coordinator changed meanwhile (its write fenced: FENCED_STATE_EPOCH)
+answers that error and no records. With nothing acquired and nothing acknowledged the fetch parks
+in the consumer fetch purgatory up to MaxWaitMs, until its partitions can give records (the high
+watermark moved, records were released or timed out). Epoch 0 with acknowledgements, and -1 with
 forgotten partitions, are INVALID_REQUEST, as in Kafka. v0 (Kafka 4.0's early access) is not
 offered.
 """
@@ -55,6 +56,7 @@ class _Answer:
         self.partitions: dict[tuple[uuid.UUID, int], _Partition] = {}
         self.load_errors: dict[tuple[str, int], ErrorCode] = {}
         self.acknowledged = False
+        self.acquired_from: dict[tuple[uuid.UUID, int], tuple[str, int, object]] = {}  # topic, index, share
 
     def partition(self, topic_id: uuid.UUID, index: int) -> _Partition:
         key = (topic_id, index)
@@ -102,6 +104,11 @@ class _Answer:
         return answered if isinstance(answered, ShareFetchResponse) else await answered
 
     def response(self) -> ShareFetchResponse:
+        shares, group_id = self.context.shares, self.session.group_id
+        for key, (topic, index, share) in self.acquired_from.items():
+            if not shares.holds(group_id, topic, index, share):  # its state was changed meanwhile: fenced
+                data = self.partitions[key]
+                data.records, data.acquired_records, data.error_code = b"", [], ErrorCode.FENCED_STATE_EPOCH
         by_topic: dict[uuid.UUID, list[_Partition]] = {}
         for (topic_id, _), data in self.partitions.items():
             by_topic.setdefault(topic_id, []).append(data)
@@ -129,7 +136,8 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
         if name is not None:
             forgotten.extend((name, index) for index in topic.partitions)
     added = [(n.topic, n.index) for n in named if n.topic is not None and not n.refused]
-    error, session = context.shares.sessions.update(group_id, member_id, epoch, added, forgotten)
+    error, session = context.shares.sessions.update(group_id, member_id, epoch, added, forgotten,
+                                                    context.connection.connection_id)
     if error or session is None:
         return _top_error(error)
     answer = _Answer(context, request, session)
@@ -178,14 +186,13 @@ def _acquire(context: BrokerContext, request: ShareFetchRequest, session: ShareS
         if not got.ranges:
             continue
         data = answer.partition(topic_id, index)
+        answer.acquired_from[(topic_id, index)] = (topic, index, shares.loaded(session.group_id, topic, partition))
         data.records = got.records
         data.acquired_records = [_Acquired(first_offset=r.first_offset, last_offset=r.last_offset,
                                            delivery_count=r.delivery_count) for r in got.ranges]
         data.current_leader = _Leader(leader_id=context.metadata.node_id, leader_epoch=partition.leader_epoch)
         remaining_records -= sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
         remaining_bytes -= len(got.records)
-
-
 
 
 HANDLERS = [Handler(API_KEY, 1, 1, handle)]

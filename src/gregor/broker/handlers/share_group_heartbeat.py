@@ -12,7 +12,11 @@ access) is not offered, as Kafka 4.1 no longer does.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Awaitable
+
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.coordinator.share.share_group import HeartbeatResult
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -31,7 +35,8 @@ def handle(context: BrokerContext, request: ShareGroupHeartbeatRequest):
 async def _after_creating_state_topic(context: BrokerContext,
                                       request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     await context.shares.store.ensure_topic()
-    return _answer(context, request)
+    answer = _answer(context, request)
+    return answer if isinstance(answer, ShareGroupHeartbeatResponse) else await answer
 
 
 def _error(code: ErrorCode, message: str | None) -> ShareGroupHeartbeatResponse:
@@ -39,7 +44,8 @@ def _error(code: ErrorCode, message: str | None) -> ShareGroupHeartbeatResponse:
                                        member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None)
 
 
-def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest
+            ) -> ShareGroupHeartbeatResponse | Awaitable[ShareGroupHeartbeatResponse]:
     shares = context.shares
     if not shares.enabled():
         return _error(ErrorCode.UNSUPPORTED_VERSION, "Share groups are off in this cluster (share.version=0).")
@@ -61,6 +67,24 @@ def _answer(context: BrokerContext, request: ShareGroupHeartbeatRequest) -> Shar
                               context.connection.peer.rsplit(":", 1)[0])
     if result.error:
         return _error(result.error, result.message)
+    pending = shares.persist_group(request.group_id)
+    if pending is not None:
+        return _after_writing(context, result, pending)
+    return _response(context, result)
+
+
+async def _after_writing(context: BrokerContext, result: HeartbeatResult,
+                         pending: asyncio.Future[ErrorCode]) -> ShareGroupHeartbeatResponse:
+    """Answered once the membership change is in `__consumer_offsets`, as Kafka's coordinator
+    answers; a failed write is COORDINATOR_NOT_AVAILABLE (the member retries)."""
+    error = await asyncio.shield(pending)
+    if error:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"The share group could not be written: {error.name}.")
+    return _response(context, result)
+
+
+def _response(context: BrokerContext, result: HeartbeatResult) -> ShareGroupHeartbeatResponse:
+    shares = context.shares
     assignment = None
     if result.assignment is not None:
         topics = []

@@ -9,8 +9,8 @@ partition counts of subscribed topics bumps the group epoch and recomputes the t
 heartbeat, whose answer carries the assignment. There is nothing to revoke: a partition may be
 shared, so a new assignment applies at once. A member not heard from for
 `group.share.session.timeout.ms` is removed (`expire`, due at `next_deadline()`).
-Membership is kept in memory (see docs/share-groups.md): after a coordinator restart members
-rejoin on UNKNOWN_MEMBER_ID, as librdkafka does.
+The edge persists the groups as Kafka's share group records (`share_group_records`,
+`broker.share_group_log`), so a new coordinator carries on with them.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     partition_counts: dict[str, int] = field(default_factory=dict)
     target: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # by member id, at assignment_epoch
+    state_topics: set[str] = field(default_factory=set)  # topics whose partitions may have share state
 
     @property
     def state(self) -> str:
@@ -153,13 +154,23 @@ class ShareGroupCoordinator:
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups for a share group: only an empty one."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.members:
-            return ErrorCode.NON_EMPTY_GROUP
+        error = self.offsets_error(group_id, create=False)
+        if error:
+            return error
         del self.groups[group_id]
         return ErrorCode.NONE
+
+    def offsets_error(self, group_id: str, create: bool) -> ErrorCode:
+        """Whether the group's offsets may be altered or deleted (or it may be deleted): only an
+        empty group's (NON_EMPTY_GROUP), as Kafka. With `create`, an unknown group is made (empty),
+        as AlterShareGroupOffsets does; else it is GROUP_ID_NOT_FOUND."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                return ErrorCode.GROUP_ID_NOT_FOUND
+            self.groups[group_id] = ShareGroup(group_id)
+            return ErrorCode.NONE
+        return ErrorCode.NON_EMPTY_GROUP if group.members else ErrorCode.NONE
 
     @staticmethod
     def _subscribed_topics(group: ShareGroup) -> set[str]:
@@ -169,6 +180,7 @@ class ShareGroupCoordinator:
         group.group_epoch += 1
         counts = partition_counts if partition_counts is not None else group.partition_counts
         group.partition_counts = {topic: counts.get(topic, 0) for topic in self._subscribed_topics(group)}
+        group.state_topics.update(group.partition_counts)
         group.target = simple_assignor.assign({m.member_id: m.subscribed for m in group.members.values()},
                                               group.partition_counts)
         group.assignment_epoch = group.group_epoch

@@ -98,9 +98,10 @@ class SharePartition:
 
     @classmethod
     def from_snapshot(cls, config: SharePartitionConfig, snapshot: ShareSnapshot) -> SharePartition:
-        """The partition as persisted, in a new state epoch; records that were acquired are
-        available again with the deliveries they already had."""
-        partition = cls(config, snapshot.start_offset, snapshot.state_epoch + 1)
+        """The partition as persisted, in the persisted state epoch (only the group's coordinator
+        moves it: `state_fencing`); records that were acquired are available again with the
+        deliveries they already had."""
+        partition = cls(config, snapshot.start_offset, snapshot.state_epoch)
         for batch in snapshot.batches:
             state = RecordState.AVAILABLE if batch.state == RecordState.ACQUIRED else batch.state
             for offset in range(max(batch.first_offset, snapshot.start_offset), batch.last_offset + 1):
@@ -120,6 +121,17 @@ class SharePartition:
 
     def in_flight(self) -> dict[int, InFlightRecord]:
         return dict(self._records)
+
+    @property
+    def in_flight_count(self) -> int:
+        """Records tracked between the start and end offsets, in any state (Kafka's
+        InFlightMessageCount)."""
+        return len(self._records)
+
+    @property
+    def acquired_count(self) -> int:
+        """Records delivered to a member and not yet acknowledged or timed out."""
+        return sum(1 for rec in self._records.values() if rec.state == RecordState.ACQUIRED)
 
     def acquirable_from(self) -> int | None:
         """The offset a log read for this partition should start at, or None when nothing can be

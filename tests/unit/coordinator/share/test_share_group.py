@@ -78,3 +78,17 @@ def test_share_sessions_check_epochs_and_track_partitions():
     assert error == ErrorCode.NONE and list(session.partitions) == [("t", 1)] and session.next_epoch == 2
     error, closed = sessions.update("g", "m", -1, [], [])
     assert error == ErrorCode.NONE and closed is session and sessions.get("g", "m") is None
+
+
+def test_a_share_session_closes_with_the_connection_it_last_used():
+    sessions = ShareSessions()
+    sessions.update("g", "a", 0, [("t", 0)], [], connection_id=7)
+    sessions.update("g", "b", 0, [("t", 0)], [], connection_id=7)
+    sessions.update("g", "c", 0, [("t", 0)], [], connection_id=8)
+    sessions.update("g", "b", 1, [], [], connection_id=9)  # b moved to a new connection
+    assert [s.member_id for s in sessions.close_connection(7)] == ["a"]
+    assert sessions.get("g", "a") is None and sessions.get("g", "b") is not None
+    assert [s.member_id for s in sessions.close_connection(9)] == ["b"]
+    assert sessions.close_connection(9) == [] and sessions.get("g", "c") is not None
+    sessions.update("g", "c", -1, [], [], connection_id=8)  # closed by the client: nothing left on 8
+    assert sessions.close_connection(8) == []

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Collection
 
 from gregor.client.errors import ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError
-from gregor.client.network.backoff import ExponentialBackoff
+from gregor.protocol.backoff import ExponentialBackoff
 from gregor.client.network.cluster import STALE_METADATA_ERRORS, ClusterMetadata
 from gregor.client.network.connection import BrokerConnection
 from gregor.client.network.settings import NetworkSettings

@@ -147,7 +147,10 @@ def _issue(cluster: SecureCluster, directory: str, node_names: list[str]) -> Non
     ca_key_path = os.path.join(directory, "ca.key")
     if os.path.exists(cluster.ca) and os.path.exists(ca_key_path):
         with open(ca_key_path, "rb") as handle:
-            ca_key = serialization.load_pem_private_key(handle.read(), None)
+            loaded = serialization.load_pem_private_key(handle.read(), None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+            raise ToolError(f"{ca_key_path} is not the EC key --secure made: remove {directory} to make new ones")
+        ca_key = loaded
         with open(cluster.ca, "rb") as handle:
             ca_cert = x509.load_pem_x509_certificate(handle.read())
     else:

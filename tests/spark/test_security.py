@@ -33,6 +33,7 @@ def secured(tmp_path_factory):
     process.stop()
 
 
+@pytest.mark.slow
 def test_a_write_and_a_read_over_sasl_ssl(spark, secured):
     topic = "spark-sasl-ssl"
     spark.createDataFrame([(f"v{i}",) for i in range(5)], "value string").write.format("gregor") \

@@ -121,6 +121,8 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Connections the broker keeps open on its listeners; one more is closed when accepted."),
         _key("max.connections.per.ip", "int", "2147483647",
              "Connections kept open from one address; one more is closed when accepted."),
+        _key("max.connection.creation.rate", "int", "2147483647",
+             "Connections per second accepted on the listeners but the inter-broker one; more are served late."),
         _key("max.connections.per.ip.overrides", "string", "",
              "Per-address exceptions to max.connections.per.ip: address:count,... (IP addresses)."),
         _key("num.network.threads", "int", "3", "Accepted for compatibility; Gregor uses one event loop."),
@@ -415,7 +417,7 @@ class BrokerConfig:
             if self.inter_broker_listener not in {e.listener for e in self.client_listeners()}:
                 raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} is not one of the "
                                   f"listeners")
-        for name in ("max.connections", "max.connections.per.ip"):
+        for name in ("max.connections", "max.connections.per.ip", "max.connection.creation.rate"):
             if self.get(name) < 0:
                 raise ConfigError(f"{name}: must be at least 0, got {self.get(name)}")
         self.connection_limits()

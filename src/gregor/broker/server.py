@@ -64,6 +64,7 @@ from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.request_quota import apply_request_quota
 from gregor.broker.scrape_state import BrokerScrapeState
 from gregor.broker.security.listener_tls import ListenerTls
+from gregor.broker.connection_rate import ConnectionRates
 from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
@@ -98,6 +99,9 @@ class Broker:
         self.authorizer = configured_authorizer(config, self.metadata)
         self.quotas = ClientQuotas(self.metadata, config.get("quota.window.num"),
                                    config.get("quota.window.size.seconds") * 1000)
+        self.connection_rates = ConnectionRates(self.metadata, config.get("max.connection.creation.rate"),
+                                                config.inter_broker_listener, config.get("quota.window.num"),
+                                                config.get("quota.window.size.seconds") * 1000)
         self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups)
         self.listener_tls = ListenerTls(config)
         self.bound_ports: dict[str, int] = {}
@@ -132,7 +136,8 @@ class Broker:
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota),
-            self.config.get("socket.request.max.bytes"), self.config.connection_limits())
+            self.config.get("socket.request.max.bytes"), self.config.connection_limits(),
+            lambda listener, ip: self.connection_rates.admit(listener, ip, self.clock()))
         for endpoint in self.config.client_listeners():
             transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential, self.clock)
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False,

@@ -46,6 +46,7 @@ from gregor.broker.broker_metadata import BrokerMetadata
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
+from gregor.broker.connection_rate import ConnectionRates
 from gregor.broker.controller_channel import ControllerChannel, LocalConnection
 from gregor.broker.controller_client import ControllerClient
 from gregor.broker.controller_server import ControllerServer
@@ -64,7 +65,6 @@ from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.request_quota import apply_request_quota
 from gregor.broker.scrape_state import BrokerScrapeState
 from gregor.broker.security.listener_tls import ListenerTls
-from gregor.broker.connection_rate import ConnectionRates
 from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest

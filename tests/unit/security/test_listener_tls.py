@@ -1,5 +1,6 @@
 """A listener's trust store reloaded in place: the handshake moves to the new context, so client
-certificates are checked against the new CAs from the next connection on."""
+certificates are checked against the new CAs from the next connection on; a key store of another
+subject is refused although the listener requires client certificates."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_a_new_trust_store_decides_the_next_handshakes(certificates):
         port = server.sockets[0].getsockname()[1]
         before = [await _handshake(port, certificates, "alice"), await _handshake(port, certificates, "mallory")]
         assert listener_tls.check({"listener.name.ssl.ssl.truststore.location": certificates.path("nope.pem")})
+        refused = listener_tls.check({"listener.name.ssl.ssl.keystore.location": certificates.keystore("alice")})
+        assert refused is not None and "Keystore DistinguishedName does not match" in refused.message
         listener_tls.apply({"listener.name.ssl.ssl.truststore.location": certificates.path("rogue-ca.pem")})
         after = [await _handshake(port, certificates, "alice"), await _handshake(port, certificates, "mallory")]
         server.close()

@@ -40,9 +40,10 @@ State = tuple[tuple[str, object], ...]
 class _Reloadable:
     """One TLS listener: the context it was bound with and the one new handshakes use."""
 
-    def __init__(self, base: ssl.SSLContext, state: State) -> None:
+    def __init__(self, base: ssl.SSLContext, state: State, certificate: bytes | None) -> None:
         self.current = base
         self.state = state
+        self.certificate = certificate  # what `current` presents (DER), for the next change's check
         base.sni_callback = self._select
 
     def _select(self, ssl_object: ssl.SSLObject, _server_name: str | None, base: ssl.SSLContext) -> None:
@@ -76,7 +77,8 @@ class ListenerTls:
     def track(self, listener: str, transport: ListenerTransport) -> None:
         """Make a bound listener's stores reloadable (a plaintext listener has none)."""
         if transport.ssl_context is not None:
-            self._listeners[listener.upper()] = _Reloadable(transport.ssl_context, self._state(listener, {}))
+            self._listeners[listener.upper()] = _Reloadable(transport.ssl_context, self._state(listener, {}),
+                                                            _presented(self._lookup(listener, {})))
 
     def _lookup(self, listener: str, dynamic: Mapping[str, str]) -> Callable[[str], object]:
         prefix = f"listener.name.{listener.lower()}."
@@ -98,13 +100,16 @@ class ListenerTls:
                 state.append((key + "#mtime", None))
         return tuple(state)
 
-    def _build(self, listener: str, dynamic: Mapping[str, str]) -> ssl.SSLContext:
-        """The listener's context from these dynamic keys; TlsConfigError saying why it cannot be."""
-        context = server_context(self._lookup(listener, dynamic))
-        problem = _incompatibility(self._listeners[listener].current, context)
+    def _build(self, listener: str, dynamic: Mapping[str, str]) -> tuple[ssl.SSLContext, bytes | None]:
+        """The listener's context from these dynamic keys and the certificate it presents;
+        TlsConfigError saying why it cannot be used."""
+        lookup = self._lookup(listener, dynamic)
+        context = server_context(lookup)
+        certificate = _presented(lookup)
+        problem = _incompatibility(self._listeners[listener].certificate, certificate)
         if problem:
             raise TlsConfigError(problem)
-        return context
+        return context, certificate
 
     def check(self, dynamic: Mapping[str, str]) -> Refusal | None:
         """Whether this broker's dynamic config, as a change would leave it, gives every TLS
@@ -128,15 +133,20 @@ class ListenerTls:
                 continue
             reloadable.state = state
             try:
-                reloadable.current = self._build(listener, dynamic)
+                reloadable.current, reloadable.certificate = self._build(listener, dynamic)
             except TlsConfigError as error:
                 log.error("listener %s keeps its key and trust stores: %s%s", listener, _FAILED, error)
                 continue
             log.info("listener %s reloaded its key and trust stores; new connections use them", listener)
 
 
-def _certificate(context: ssl.SSLContext) -> bytes | None:
-    """The certificate `context` presents, from a handshake in memory."""
+def _presented(lookup: Callable[[str], object]) -> bytes | None:
+    """The certificate (DER) a listener with these keys presents, from a handshake in memory with
+    a context of the same key store that asks no client certificate."""
+    try:
+        context = server_context(lambda key: "none" if key == "ssl.client.auth" else lookup(key))
+    except TlsConfigError:
+        return None
     client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     client.check_hostname = False
     client.verify_mode = ssl.CERT_NONE
@@ -159,13 +169,12 @@ def _certificate(context: ssl.SSLContext) -> bytes | None:
     return None
 
 
-def _incompatibility(old: ssl.SSLContext, new: ssl.SSLContext) -> str | None:
+def _incompatibility(before: bytes | None, after: bytes | None) -> str | None:
     """Kafka's check of a new keystore: the same subject and subject alternative names."""
     try:
         from cryptography import x509
     except ImportError:  # the check needs the optional cryptography package; without it, none
         return None
-    before, after = _certificate(old), _certificate(new)
     if before is None or after is None:
         return None if before == after else "the new keystore presents no certificate"
     old_cert, new_cert = x509.load_der_x509_certificate(before), x509.load_der_x509_certificate(after)

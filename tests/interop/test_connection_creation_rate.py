@@ -1,4 +1,5 @@
-"""KIP-612 on real sockets: with `connection_creation_rate=3` for the default address, of eight
+"""KIP-612 on real sockets: with `connection_creation_rate=3` for the default address (set with
+`gregor configs --entity-type ips`, as kafka-configs.sh sets it), of eight
 connections opened at once from 127.0.0.1 three are served and the others closed unanswered
 after their throttle; with `max.connection.creation.rate=2` every connection is served, the ones
 over the rate late."""
@@ -7,11 +8,13 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 import pytest
 
 from gregor.protocol.headers import encode_request
 from gregor.protocol.messages import ApiVersionsRequest
+from tests.cli.conftest import in_process
 
 pytestmark = pytest.mark.interop
 
@@ -30,12 +33,15 @@ def _answered(sockets: list[socket.socket]) -> list[bool]:
     return answers
 
 
-def test_an_address_over_its_connection_rate_is_closed(broker_factory):
-    from gregor import AdminClient
-    from gregor.client.acls import QuotaAlteration
+def test_an_address_over_its_connection_rate_is_closed(broker_factory, capsys):
     broker = broker_factory({"quota.window.num": "2", "quota.window.size.seconds": "1"})
-    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
-        assert admin.alter_client_quotas([QuotaAlteration({"ip": None}, {"connection_creation_rate": 3})]) == [None]
+    configs = ("configs", "--bootstrap-server", broker.bootstrap)
+    altered = in_process(capsys, *configs, "--alter", "--entity-type", "ips", "--entity-default",
+                         "--add-config", "connection_creation_rate=3")
+    assert altered.stdout == "Completed updating config for the default ip.\n", altered
+    described = in_process(capsys, *configs, "--describe", "--ip-defaults")
+    assert described.stdout == "Quota configs for the default ip are connection_creation_rate=3.0\n", described
+    time.sleep(2.1)  # the describe's connection leaves the rate's 2-second window
     sockets = [socket.create_connection(("127.0.0.1", broker.port), timeout=30) for _ in range(8)]
     assert sorted(_answered(sockets)) == [False] * 5 + [True] * 3
 

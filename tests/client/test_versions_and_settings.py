@@ -7,7 +7,7 @@ import random
 import pytest
 
 from gregor.client.errors import KafkaException
-from gregor.client.network.backoff import ExponentialBackoff
+from gregor.protocol.backoff import ExponentialBackoff
 from gregor.client.network.settings import NetworkSettings, parse_bootstrap_servers
 from gregor.client.network.versions import BrokerApiVersions
 from gregor.protocol.messages import ApiKey

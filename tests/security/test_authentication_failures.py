@@ -64,6 +64,19 @@ def test_a_wrong_password_fails_the_login(secure_broker):
     assert lines and all("closing connection from 127.0.0.1:" in line for line in lines)
 
 
+def test_a_refused_login_is_raised_at_once_not_after_the_timeout(secure_broker):
+    """As Kafka's clients raise an AuthenticationException at once: the caller gets
+    SASL_AUTHENTICATION_FAILED itself, not the timeout of a client that kept trying brokers."""
+    from gregor import AdminClient
+    from gregor.client.errors import KafkaException
+    config = {**gregor_config(secure_broker, "sasl_ssl-scram-256"), "sasl.password": "not-bobs",
+              "default.api.timeout.ms": 20000}
+    with AdminClient(config) as admin:
+        with pytest.raises(KafkaException) as failed:
+            admin.list_topics()
+    assert failed.value.name == "SASL_AUTHENTICATION_FAILED", failed.value
+
+
 def test_librdkafka_reports_the_brokers_reason(secure_broker):
     from confluent_kafka import KafkaError, Producer
     errors: list = []

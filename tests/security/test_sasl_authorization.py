@@ -55,3 +55,47 @@ def test_the_sasl_principal_is_what_the_authorizer_checks(authorizing_broker):
             bob.describe_user_scram_credentials()
         created = bob.create_topics([NewTopic("bobs-topic", 1, 1)])["bobs-topic"]
         assert isinstance(created, KafkaException) and created.name == "TOPIC_AUTHORIZATION_FAILED"
+
+
+def _librdkafka_admin(bootstrap: str, user: str):
+    from confluent_kafka.admin import AdminClient
+    return AdminClient({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                        "sasl.mechanisms": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-secret"})
+
+
+def test_authorized_operations_are_the_acls_granted(authorizing_broker):
+    """librdkafka decodes the bit fields of DescribeCluster, Metadata and DescribeGroups: bob gets
+    what his ACLs grant (with Kafka's implied DESCRIBE and DESCRIBE_CONFIGS), the super user
+    every operation Kafka supports on the resource type."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import (
+        AclBinding, AclOperation, AclPermissionType, NewTopic, ResourcePatternType, ResourceType,
+    )
+    admin = _librdkafka_admin(authorizing_broker, "admin")
+    admin.create_topics([NewTopic("ops-topic", 1, 1)])["ops-topic"].result(30)
+    grants = [(ResourceType.TOPIC, "ops-topic", AclOperation.READ), (ResourceType.TOPIC, "ops-topic",
+                                                                     AclOperation.ALTER_CONFIGS),
+              (ResourceType.GROUP, "ops-group", AclOperation.READ), (ResourceType.BROKER, "kafka-cluster",
+                                                                     AclOperation.DESCRIBE),
+              (ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE)]
+    for future in admin.create_acls([AclBinding(kind, name, ResourcePatternType.LITERAL, "User:bob", "*", operation,
+                                                AclPermissionType.ALLOW) for kind, name, operation in grants]).values():
+        future.result(30)
+
+    def operations(client) -> tuple[set, set, set]:
+        cluster = client.describe_cluster(include_authorized_operations=True).result(30)
+        topic = client.describe_topics(TopicCollection(["ops-topic"]),
+                                       include_authorized_operations=True)["ops-topic"].result(30)
+        group = client.describe_consumer_groups(["ops-group"], include_authorized_operations=True)["ops-group"]
+        return (set(cluster.authorized_operations), set(topic.authorized_operations),
+                set(group.result(30).authorized_operations))
+
+    O = AclOperation
+    assert operations(_librdkafka_admin(authorizing_broker, "bob")) == (
+        {O.DESCRIBE, O.IDEMPOTENT_WRITE},
+        {O.READ, O.DESCRIBE, O.ALTER_CONFIGS, O.DESCRIBE_CONFIGS},
+        {O.READ, O.DESCRIBE})
+    assert operations(admin) == (
+        {O.CREATE, O.CLUSTER_ACTION, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS, O.IDEMPOTENT_WRITE, O.ALTER, O.DESCRIBE},
+        {O.READ, O.WRITE, O.CREATE, O.DESCRIBE, O.DELETE, O.ALTER, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS},
+        {O.READ, O.DESCRIBE, O.DELETE})

@@ -89,3 +89,19 @@ def test_sink_options():
         with pytest.raises(OptionError) as caught:
             parse_sink_options({"kafka.bootstrap.servers": "h:1", **bad})
         assert caught.value.option == named
+
+
+def test_security_options_pass_through_together():
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'
+    secured = {**BASE, "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
+               "kafka.sasl.jaas.config": jaas, "kafka.ssl.truststore.type": "PEM"}
+    parsed = parse_source_options(secured, streaming=False)
+    assert parsed.read.client_config["security.protocol"] == "SASL_SSL"
+    assert parsed.read.client_config["sasl.jaas.config"] == jaas
+    assert parse_sink_options({"kafka.bootstrap.servers": "h:1", **{k: v for k, v in secured.items()
+                                                                   if k.startswith("kafka.sasl")},
+                               "kafka.security.protocol": "SASL_PLAINTEXT"}).client_config["sasl.mechanism"] == "PLAIN"
+    with pytest.raises(OptionError, match=r"kafka\.\*.*sasl.mechanism=GSSAPI is not supported"):
+        parse_source_options({**BASE, "kafka.security.protocol": "SASL_SSL"}, streaming=False)
+    with pytest.raises(OptionError, match=r"'kafka\.ssl\.keystore\.filename'"):
+        parse_source_options({**secured, "kafka.ssl.keystore.filename": "x"}, streaming=False)

@@ -18,8 +18,9 @@ short burst is averaged as Kafka averages it. A client over its quota is throttl
 all of it), measured as the time their handlers run (`request_quota`); Kafka measures the time of
 its request handler threads, of which it has several.
 
-The user of a quota is the principal's name (`ANONYMOUS` until authentication sets another);
-`controller_mutation_rate` and `connection_creation_rate` are stored but not enforced.
+The user of a quota is the principal's name (`ANONYMOUS` until authentication sets another).
+`controller_mutation_rate` is a token bucket of its own (`controller_mutation_quota`), and
+`connection_creation_rate` a per-IP rate of the listeners (`connection_rate`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from __future__ import annotations
 from collections import deque
 from typing import Mapping, Protocol
 
+from gregor.broker.controller_mutation_quota import ControllerMutationQuota
 from gregor.broker.network import Throttled
 from gregor.metadata.client_quotas import (
-    CLIENT_ID, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, USER, QuotaEntity,
+    CLIENT_ID, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, USER,
+    QuotaEntity,
 )
 from gregor.metadata.image import MetadataImage
 
@@ -177,7 +180,7 @@ def throttled(answer: object, throttle_ms: int) -> object:
 
 
 class ClientQuotas:
-    """The broker's produce and fetch byte-rate quotas."""
+    """The broker's produce and fetch byte-rate, request-time and controller mutation quotas."""
 
     def __init__(self, images: ImageSource | None, samples: int = 11, window_ms: int = 1000) -> None:
         self.enabled = images is not None
@@ -185,6 +188,8 @@ class ClientQuotas:
         self.produce = QuotaManager(PRODUCER_BYTE_RATE, source, samples, window_ms)
         self.fetch = QuotaManager(CONSUMER_BYTE_RATE, source, samples, window_ms)
         self.request = QuotaManager(REQUEST_PERCENTAGE, source, samples, window_ms)
+        self.controller_mutation = ControllerMutationQuota(
+            QuotaManager(CONTROLLER_MUTATION_RATE, source, samples, window_ms), samples * window_ms / 1000)
 
     def record_produce(self, principal: str, client_id: str | None, nbytes: int, now_ms: int) -> int:
         """Count a produce request's record bytes; the client's throttle time in ms."""

@@ -85,12 +85,20 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("ssl.endpoint.identification.algorithm", "string", "https",
              "Host name verification of the broker's own TLS connections to other nodes (https or empty)."),
         _key("sasl.enabled.mechanisms", "list", "GSSAPI",
-             "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured "
-             "JWTs); GSSAPI is refused."),
+             "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (unsecured or "
+             "JWKS-signed JWTs); GSSAPI is refused."),
         _key("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
              "Mechanism this broker's own connections use on a SASL inter-broker listener."),
         _key("sasl.mechanism.controller.protocol", "string", "GSSAPI",
              "Mechanism used on a SASL controller listener."),
+        _key("sasl.oauthbearer.jwks.endpoint.url", "string", None,
+             "file:// URL of the JSON Web Key Set that signed OAUTHBEARER tokens are checked against."),
+        _key("sasl.oauthbearer.expected.audience", "list", "", "Audiences a signed token must name one of (aud)."),
+        _key("sasl.oauthbearer.expected.issuer", "string", None, "Issuer a signed token must name (iss)."),
+        _key("sasl.oauthbearer.scope.claim.name", "string", "scope", "Claim holding a signed token's scope."),
+        _key("sasl.oauthbearer.sub.claim.name", "string", "sub", "Claim holding a signed token's principal."),
+        _key("sasl.oauthbearer.clock.skew.seconds", "int", "30",
+             "Tolerance when checking a signed token's exp, nbf and iat."),
         _key("connection.failed.authentication.delay.ms", "int", "100",
              "How long a connection that failed authentication is held before its answer and close."),
         _key("connections.max.reauth.ms", "long", "0",
@@ -113,6 +121,8 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Connections the broker keeps open on its listeners; one more is closed when accepted."),
         _key("max.connections.per.ip", "int", "2147483647",
              "Connections kept open from one address; one more is closed when accepted."),
+        _key("max.connection.creation.rate", "int", "2147483647",
+             "Connections per second accepted on the listeners but the inter-broker one; more are served late."),
         _key("max.connections.per.ip.overrides", "string", "",
              "Per-address exceptions to max.connections.per.ip: address:count,... (IP addresses)."),
         _key("num.network.threads", "int", "3", "Accepted for compatibility; Gregor uses one event loop."),
@@ -407,7 +417,7 @@ class BrokerConfig:
             if self.inter_broker_listener not in {e.listener for e in self.client_listeners()}:
                 raise ConfigError(f"inter.broker.listener.name: {self.inter_broker_listener} is not one of the "
                                   f"listeners")
-        for name in ("max.connections", "max.connections.per.ip"):
+        for name in ("max.connections", "max.connections.per.ip", "max.connection.creation.rate"):
             if self.get(name) < 0:
                 raise ConfigError(f"{name}: must be at least 0, got {self.get(name)}")
         self.connection_limits()

@@ -183,6 +183,20 @@ class ConnectionLimits:
         return self.per_ip_overrides.get(ip, self.max_per_ip)
 
 
+@dataclass(frozen=True)
+class Held:
+    """A new connection held back by a connection creation rate (KIP-612): its requests wait
+    `delay_s` and are then served (the broker's rate: accepted late), or it is closed then (an
+    IP's rate: Kafka's delayed close, which slows a client's reconnect loop down)."""
+
+    delay_s: float
+    close: bool = False
+
+
+#: Whether a new connection on `listener` from `ip` must be held back; None: serve it now.
+ConnectionRateCheck = Callable[[str, str], "Held | None"]
+
+
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: frame splitting, size limits, ordered responses."""
 
@@ -190,9 +204,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(self, dispatcher: Dispatcher, listener: str, max_request_size: int,
                  on_close: Callable[["KafkaConnection"], None] | None = None,
-                 admit: Callable[["KafkaConnection"], bool] | None = None,
+                 admit: Callable[["KafkaConnection"], "bool | Held"] | None = None,
                  transport: ListenerTransport | None = None) -> None:
-        """`admit` is asked once the peer is known; a connection it refuses is closed at once."""
+        """`admit` is asked once the peer is known; a connection it refuses is closed at once, one
+        it holds waits (`Held`)."""
         self._security = transport or ListenerTransport()
         authenticate = self._security.authenticate
         self._dispatcher = dispatcher if authenticate is None else authenticate(dispatcher)
@@ -234,9 +249,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer_ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.info = ConnectionInfo(peer_text, self._listener, self.connection_id)
         self.last_active = asyncio.get_running_loop().time()
-        if self._admit is not None and not self._admit(self):
+        admitted = self._admit(self) if self._admit is not None else True
+        if admitted is False:
             self._close()
             return
+        if isinstance(admitted, Held):
+            self._muted = asyncio.get_running_loop().call_later(
+                admitted.delay_s, self._close if admitted.close else self._unmute)
         if self._security.ssl_context is not None:
             # not a byte of the handshake may reach the Kafka framing
             transport.pause_reading()  # type: ignore[attr-defined]
@@ -590,7 +609,7 @@ class KafkaServer:
     connection limits: counts when a connection is accepted, idleness with a periodic reaper."""
 
     def __init__(self, dispatcher: Dispatcher, max_request_size: int,
-                 limits: ConnectionLimits | None = None,
+                 limits: ConnectionLimits | None = None, connection_rate: ConnectionRateCheck | None = None,
                  on_closed: Callable[[ConnectionInfo], None] | None = None) -> None:
         """`on_closed` is told of every connection that closes (state kept per connection, such
         as share sessions, goes with it)."""
@@ -598,13 +617,14 @@ class KafkaServer:
         self._on_closed = on_closed
         self._max_request_size = max_request_size
         self._limits = limits or ConnectionLimits()
+        self._connection_rate = connection_rate
         self._servers: list[asyncio.base_events.Server] = []
         self.connections: set[KafkaConnection] = set()
         self._admitted: set[KafkaConnection] = set()
         self._per_ip: dict[str, int] = {}
         self._reaper: asyncio.TimerHandle | None = None
 
-    def _admit(self, connection: KafkaConnection) -> bool:
+    def _admit(self, connection: KafkaConnection) -> bool | Held:
         limits = self._limits
         ip = connection.peer_ip
         if len(self._admitted) >= limits.max_connections:
@@ -615,9 +635,12 @@ class KafkaServer:
             log.warning("closing connection from %s: %d connections open from %s (max.connections.per.ip)",
                         connection.info.peer, self._per_ip[ip], ip)
             return False
+        held = self._connection_rate(connection.info.listener, ip) if self._connection_rate is not None else None
+        if held is not None and held.close:
+            return held  # never counted: it is closed once held
         self._admitted.add(connection)
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
-        return True
+        return held or True
 
     def _closed(self, connection: KafkaConnection) -> None:
         self.connections.discard(connection)

@@ -8,6 +8,8 @@ simulator exercises it, instead of duplicating it here.
 
 A connection to a secured listener (`OutboundSecurity`) is opened with TLS and logs in with SASL
 (`gregor.protocol.sasl_login`) before its first request, as Kafka's brokers do between themselves.
+A peer that refuses or cannot be reached is tried again only after its reconnect backoff
+(`reconnect_backoff.py`), and the failure is logged once, not once per attempt.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 import struct
 from typing import Any, Callable, cast
 
+from gregor.broker.reconnect_backoff import ReconnectBackoff
 from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import decode_response_header, encode_request
@@ -52,6 +56,10 @@ def decode_response(frame: memoryview, api_key: int, version: int) -> tuple[int,
 PLAINTEXT = OutboundSecurity()
 
 
+class LoginRefused(ConnectionRefusedError):
+    """The peer refused this node's SASL login: a configuration to fix, not a peer that is down."""
+
+
 async def open_peer(host: str, port: int, security: OutboundSecurity,
                     client_id: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to another node's listener, secured and logged in as `security` says; an
@@ -75,8 +83,7 @@ async def open_peer(host: str, port: int, security: OutboundSecurity,
             request = login.next(response)
     except SaslLoginError as error:
         writer.close()
-        log.warning("cannot log in to %s:%d: %s", host, port, error)
-        raise ConnectionRefusedError(f"SASL login to {host}:{port} refused: {error}") from None
+        raise LoginRefused(f"SASL login refused: {error}") from None
     except (asyncio.IncompleteReadError, DecodeError) as error:
         writer.close()
         raise ConnectionResetError(f"{host}:{port} closed the connection during the SASL login: {error}") from None
@@ -86,6 +93,42 @@ async def open_peer(host: str, port: int, security: OutboundSecurity,
     return reader, writer
 
 
+class PeerDialer:
+    """Opens connections to one peer, no sooner than its reconnect backoff allows. While it backs
+    off, `open` fails at once (ConnectionRefusedError) without touching the network."""
+
+    def __init__(self, host: str, port: int, security: OutboundSecurity,
+                 backoff: ReconnectBackoff | None = None) -> None:
+        self.address = (host, port)
+        self._security = security
+        self.backoff = backoff or ReconnectBackoff()
+
+    async def open(self, client_id: str,
+                   timeout_s: float | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        loop = asyncio.get_running_loop()
+        host, port = self.address
+        wait_s = self.backoff.wait_s(loop.time())
+        if wait_s > 0:
+            raise ConnectionRefusedError(f"{host}:{port}: next attempt in {wait_s * 1000:.0f} ms, after "
+                                         f"{self.backoff.failures} failed: {self.backoff.reported}")
+        try:
+            streams = await asyncio.wait_for(open_peer(host, port, self._security, client_id), timeout_s)
+        except (OSError, asyncio.TimeoutError) as error:
+            reason = str(error) or f"no connection within {timeout_s} s"
+            if self.backoff.failed(loop.time(), reason):
+                level = logging.WARNING if isinstance(error, (LoginRefused, ssl.SSLError)) else logging.INFO
+                log.log(level, "cannot connect to %s:%d as %s: %s (retrying with backoff, logged again only "
+                        "when this changes)", host, port, client_id, reason)
+            raise
+        except asyncio.CancelledError:
+            self.backoff.failed(loop.time(), "no connection before the request timed out")
+            raise
+        if self.backoff.reported is not None:
+            log.info("connected to %s:%d as %s after %d failed attempts", host, port, client_id, self.backoff.failures)
+        self.backoff.succeeded()
+        return streams
+
+
 class RequestConnection:
     """One connection to a peer carrying one request at a time, each awaited by its caller (the
     broker's requests to the controller, a follower's fetches from a leader). It is opened on
@@ -93,7 +136,7 @@ class RequestConnection:
 
     def __init__(self, host: str, port: int, security: OutboundSecurity = PLAINTEXT) -> None:
         self.address = (host, port)
-        self._security = security
+        self._dialer = PeerDialer(host, port, security)
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
 
@@ -101,7 +144,7 @@ class RequestConnection:
         async with self._lock:
             try:
                 if self._streams is None:
-                    self._streams = await open_peer(*self.address, self._security, client_id)
+                    self._streams = await self._dialer.open(client_id)
                 reader, writer = self._streams
                 writer.write(encode_request(correlation_id, client_id, request, version))
                 await writer.drain()
@@ -146,8 +189,8 @@ class PeerLink(asyncio.Protocol):
     def __init__(self, address: tuple[str, int], client_id: str, on_response: LinkResponseCallback,
                  on_failure: FailureCallback | None = None, security: OutboundSecurity = PLAINTEXT) -> None:
         self.address = address
+        self._dialer = PeerDialer(*address, security)
         self._client_id = client_id
-        self._security = security
         self._on_response = on_response
         self._on_failure = on_failure
         self._transport: asyncio.Transport | None = None
@@ -173,10 +216,8 @@ class PeerLink(asyncio.Protocol):
 
     async def _open(self) -> None:
         try:
-            reader, writer = await asyncio.wait_for(open_peer(*self.address, self._security, self._client_id),
-                                                    CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError) as error:
-            log.debug("cannot connect to %s:%d: %s", *self.address, error)
+            reader, writer = await self._dialer.open(self._client_id, CONNECT_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError):
             self._opening = None
             self._queued.clear()
             self._fail_pending()

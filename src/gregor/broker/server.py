@@ -46,6 +46,7 @@ from gregor.broker.broker_metadata import BrokerMetadata
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import SECURITY_PROTOCOLS, BrokerConfig
 from gregor.broker.config import Endpoint as ListenerEndpoint
+from gregor.broker.connection_rate import ConnectionRates
 from gregor.broker.controller_channel import ControllerChannel, LocalConnection
 from gregor.broker.controller_client import ControllerClient
 from gregor.broker.controller_server import ControllerServer
@@ -63,6 +64,7 @@ from gregor.broker.network import KafkaServer
 from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.request_quota import apply_request_quota
 from gregor.broker.scrape_state import BrokerScrapeState
+from gregor.broker.security.listener_tls import ListenerTls
 from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.operations import Endpoint
 from gregor.protocol.messages.broker_registration import BrokerRegistrationRequest
@@ -97,7 +99,11 @@ class Broker:
         self.authorizer = configured_authorizer(config, self.metadata)
         self.quotas = ClientQuotas(self.metadata, config.get("quota.window.num"),
                                    config.get("quota.window.size.seconds") * 1000)
+        self.connection_rates = ConnectionRates(self.metadata, config.get("max.connection.creation.rate"),
+                                                config.inter_broker_listener, config.get("quota.window.num"),
+                                                config.get("quota.window.size.seconds") * 1000)
         self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups, self.shares)
+        self.listener_tls = ListenerTls(config)
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None
         self.observer: MetadataObserver | None = None
@@ -125,16 +131,19 @@ class Broker:
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
                                   groups=self.groups, metrics=self.events, shares=self.shares,
                                   authorizer=self.authorizer, quotas=self.quotas, transactions=self.transactions,
-                                  transaction_completed=self.groups.transaction_completed)
+                                  transaction_completed=self.groups.transaction_completed,
+                                  listener_tls=self.listener_tls)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota),
             self.config.get("socket.request.max.bytes"), self.config.connection_limits(),
+            lambda listener, ip: self.connection_rates.admit(listener, ip, self.clock()),
             on_closed=lambda info: self.shares.connection_closed(info.connection_id))
         for endpoint in self.config.client_listeners():
             transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential, self.clock)
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False,
                                        transport=transport)
+            self.listener_tls.track(endpoint.listener, transport)
             self.bound_ports[endpoint.listener] = port
         cluster_id = self._cluster_id()
         source: ControllerServer | MetadataObserver
@@ -151,6 +160,7 @@ class Broker:
         logs = self.partitions.load_logs(cleaner_config(self.config))
         self.partitions.start()
         source.install(self.publisher)
+        source.install(self.listener_tls)
         endpoints = [Endpoint(e.listener, e.host, self._advertised_port(e), self._security_protocol(e.listener))
                      for e in self.config.advertised_client_listeners()]
         await self._join_cluster(cluster_id, endpoints, source.raft)

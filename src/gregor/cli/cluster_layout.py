@@ -7,6 +7,7 @@ ids, ports and directories, each node's server.properties, and the cluster's ide
     DIR/broker-1/server.log                the process's stdout and stderr
     ...
     DIR/controller-101/...                 node.id=101, CONTROLLER://127.0.0.1:P+N
+    DIR/tls/, DIR/client.properties, ...   with --secure (cluster_security)
 
 Brokers have node ids 1..N and ports P..P+N-1; controllers (the metadata quorum's voters) have
 node ids 101..100+M and the M ports after the brokers'. The shape and the cluster id are fixed
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from gregor.broker.config import BrokerConfig, ConfigError, read_properties
+from gregor.cli.cluster_security import BROKER_LISTENER, SecureCluster
 from gregor.cli.common import ToolError, UsageError
 from gregor.controller.quorum_controller import generate_cluster_id
 
@@ -110,16 +112,21 @@ def cluster_defaults(brokers: int) -> dict[str, str]:
             "transaction.state.log.replication.factor": factor, "group.initial.rebalance.delay.ms": "0"}
 
 
-def sections(node: Node, cluster: list[Node], cluster_id: str,
-             overrides: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
-    """A node's server.properties as (comment, keys) sections: its wiring, the cluster defaults,
-    then --override. Defaults and overrides go to controllers too: the active controller places
-    new topics (default.replication.factor, num.partitions) and answers with their configs."""
+def sections(node: Node, cluster: list[Node], cluster_id: str, overrides: Mapping[str, str],
+             secure: SecureCluster | None = None) -> list[tuple[str, dict[str, str]]]:
+    """A node's server.properties as (comment, keys) sections: its wiring (secured with --secure),
+    the cluster defaults, then --override. Defaults and overrides go to controllers too: the active
+    controller places new topics (default.replication.factor, num.partitions) and answers with
+    their configs."""
     voters = ",".join(f"{n.node_id}@{n.address}" for n in cluster if n.role == "controller")
-    listener = "CONTROLLER" if node.role == "controller" else "PLAINTEXT"
+    listener = "CONTROLLER" if node.role == "controller" else BROKER_LISTENER if secure else "PLAINTEXT"
     wiring = {"node.id": str(node.node_id), "process.roles": node.role, "listeners": f"{listener}://{node.address}",
               "controller.listener.names": "CONTROLLER", "controller.quorum.voters": voters,
               "cluster.id": cluster_id, "log.dirs": node.data_dir}
+    if secure is not None:
+        if node.role == "broker":
+            wiring["inter.broker.listener.name"] = BROKER_LISTENER
+        wiring.update(secure.node_keys(node.name, node.role))
     brokers = sum(1 for n in cluster if n.role == "broker")
     return [("this node in the cluster", wiring),
             ("development defaults; min.insync.replicas stays Kafka's 1, so acks=all writes go on\n"
@@ -128,9 +135,10 @@ def sections(node: Node, cluster: list[Node], cluster_id: str,
             ("--override", dict(overrides))]
 
 
-def properties(node: Node, cluster: list[Node], cluster_id: str, overrides: Mapping[str, str]) -> dict[str, str]:
+def properties(node: Node, cluster: list[Node], cluster_id: str, overrides: Mapping[str, str],
+               secure: SecureCluster | None = None) -> dict[str, str]:
     merged: dict[str, str] = {}
-    for _, keys in sections(node, cluster, cluster_id, overrides):
+    for _, keys in sections(node, cluster, cluster_id, overrides, secure):
         merged.update(keys)
     return merged
 
@@ -150,12 +158,13 @@ def validate(node: Node, props: Mapping[str, str]) -> None:
         raise UsageError(f"{node.name} would not start: {error}") from None
 
 
-def render(node: Node, cluster: list[Node], cluster_id: str, overrides: Mapping[str, str]) -> str:
+def render(node: Node, cluster: list[Node], cluster_id: str, overrides: Mapping[str, str],
+           secure: SecureCluster | None = None) -> str:
     root = os.path.dirname(node.directory)
     lines = [f"# {node.role} {node.node_id} of the local cluster in {root}, written by `gregor cluster start`",
              "# at each start (change settings with its --override). To run this node by hand:",
              f"#   gregor server --config {node.config_path} --log-file {node.log_path}"]
-    for comment, keys in sections(node, cluster, cluster_id, overrides):
+    for comment, keys in sections(node, cluster, cluster_id, overrides, secure):
         if keys:
             lines += ["", "# " + comment.replace("\n", "\n# ")] + [f"{key}={value}" for key, value in keys.items()]
     return "\n".join(lines) + "\n"
@@ -191,13 +200,15 @@ def _shape(brokers: int, controllers: int) -> str:
     return f"{brokers} broker{'s' * (brokers != 1)} and {controllers} controller{'s' * (controllers != 1)}"
 
 
-def check(cluster: list[Node], cluster_id: str, overrides: Mapping[str, str]) -> None:
+def check(cluster: list[Node], cluster_id: str, overrides: Mapping[str, str],
+          secure: SecureCluster | None = None) -> None:
     """Check every node's properties as the node will check them."""
     for node in cluster:
-        validate(node, properties(node, cluster, cluster_id, overrides))
+        validate(node, properties(node, cluster, cluster_id, overrides, secure))
 
 
-def write(cluster: list[Node], cluster_id: str, overrides: Mapping[str, str]) -> None:
+def write(cluster: list[Node], cluster_id: str, overrides: Mapping[str, str],
+          secure: SecureCluster | None = None) -> None:
     """DIR/cluster.properties (once) and every node's server.properties and directory."""
     root = os.path.dirname(cluster[0].directory)
     path = os.path.join(root, CLUSTER_FILE)
@@ -209,5 +220,7 @@ def write(cluster: list[Node], cluster_id: str, overrides: Mapping[str, str]) ->
                          f"cluster.id={cluster_id}\nbrokers={brokers}\ncontrollers={len(cluster) - brokers}\n")
     for node in cluster:
         os.makedirs(node.directory, exist_ok=True)
-        with open(node.config_path, "w", encoding="utf-8") as handle:
-            handle.write(render(node, cluster, cluster_id, overrides))
+        # --secure puts passwords in the JAAS keys: readable by the owner only
+        descriptor = os.open(node.config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if secure else 0o644)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(render(node, cluster, cluster_id, overrides, secure))

@@ -22,8 +22,11 @@ from collections import deque
 from typing import Callable, Sequence
 
 from gregor.cli import cluster_layout as layout
+from gregor.cli import cluster_security
+from gregor.cli.cluster_security import SecureCluster
 from gregor.cli.common import EXIT_FAILURE, EXIT_OK, ToolError, UsageError, guarded, key_value
 from gregor.client import AdminClient, KafkaException
+from gregor.client.scram_credentials import UserScramCredentialUpsertion
 
 STOP_GRACE_S = 30.0
 POLL_S = 0.2
@@ -40,6 +43,13 @@ examples:
   gregor cluster start --brokers 5 --controllers 3 --dir /tmp/demo --base-port 19092
   gregor cluster start --override min.insync.replicas=2 num.partitions=6
   gregor cluster start --base-port 0                    # any free ports (printed when it is up)
+  gregor cluster start --secure --dir /tmp/secure       # SASL_SSL everywhere; writes client.properties
+
+--secure: a CA and node certificates under DIR/tls/, every listener SASL_SSL (PLAIN between the
+controllers and the nodes, SCRAM-SHA-512 for clients and between brokers), and the login of the
+`client` user in DIR/client.properties (Java's keys, for Gregor's client and --command-config) and
+DIR/librdkafka.properties (for confluent-kafka and kcat -F). A cluster keeps the security it was
+first started with.
 """
 
 
@@ -57,6 +67,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="first port: brokers on P.., controllers after them (default 9092; 0: free ports)")
     parser.add_argument("--override", metavar="KEY=VALUE", type=key_value, nargs="+", action="extend", default=[],
                         help="a server config for every node, e.g. min.insync.replicas=2 (repeatable)")
+    parser.add_argument("--secure", action="store_true",
+                        help="TLS and SASL on every listener, with generated certificates and users (see below)")
     parser.add_argument("--timeout", metavar="MS", type=int, default=60000,
                         help="how long the cluster may take to come up, in ms (default 60000)")
     parser.set_defaults(run=run_start)
@@ -73,13 +85,28 @@ def run_start(args: argparse.Namespace) -> int:
     nodes = layout.nodes(root, args.brokers, args.controllers, ports)
     restarted = cluster_id is not None
     cluster_id = cluster_id or layout.new_cluster_id()
-    layout.check(nodes, cluster_id, overrides)
+    secure = _security(root, nodes, args.secure, restarted)
+    layout.check(nodes, cluster_id, overrides, secure)
     layout.check_ports_free(nodes)
     try:
-        layout.write(nodes, cluster_id, overrides)
+        layout.write(nodes, cluster_id, overrides, secure)
     except OSError as error:
         raise ToolError(f"cannot write the cluster's files under {root}: {error.strerror or error}") from None
-    return LocalCluster(nodes, cluster_id).run(restarted, args.timeout / 1000)
+    return LocalCluster(nodes, cluster_id, secure).run(restarted, args.timeout / 1000)
+
+
+def _security(root: str, nodes: list[layout.Node], secure: bool, restarted: bool) -> SecureCluster | None:
+    """The --secure material (made on the first start); a restart keeps the cluster's security."""
+    was_secure = os.path.isdir(os.path.join(root, cluster_security.TLS_DIR))
+    if restarted and was_secure != secure:
+        raise ToolError(f"{root} holds a cluster started {'with' if was_secure else 'without'} --secure: start it "
+                        f"the same way, or use another --dir")
+    if not secure:
+        return None
+    try:
+        return cluster_security.prepare(root, [node.name for node in nodes])
+    except OSError as error:
+        raise ToolError(f"cannot write the cluster's certificates under {root}: {error.strerror or error}") from None
 
 
 def _check_counts(args: argparse.Namespace) -> None:
@@ -154,9 +181,11 @@ class StartupFailed(Exception):
 
 
 class LocalCluster:
-    def __init__(self, nodes: Sequence[layout.Node], cluster_id: str) -> None:
+    def __init__(self, nodes: Sequence[layout.Node], cluster_id: str, secure: SecureCluster | None = None) -> None:
         self.nodes = list(nodes)
         self.cluster_id = cluster_id
+        self.secure = secure
+        self.client_files = ("", "")  # with --secure: DIR/client.properties, DIR/librdkafka.properties
         self.processes = [NodeProcess(node) for node in nodes]
         self.brokers = [p for p in self.processes if p.node.role == "broker"]
         self.controllers = [p for p in self.processes if p.node.role == "controller"]
@@ -191,6 +220,8 @@ class LocalCluster:
             self._start_and_wait(self.controllers, deadline)
             self._start_and_wait(self.brokers, deadline)
             self._wait_registered(deadline)
+            if self.secure is not None and not self.stop_requested:
+                self._create_users(deadline)
         except StartupFailed as failure:
             _error(str(failure))
             return EXIT_FAILURE
@@ -228,7 +259,7 @@ class LocalCluster:
         """Until DescribeCluster, which lists the unfenced brokers, lists them all."""
         wanted = {p.node.node_id for p in self.brokers}
         shown = -1
-        with AdminClient({"bootstrap.servers": self.bootstrap, "default.api.timeout.ms": 2000}) as admin:
+        with AdminClient({**self._admin_config(), "default.api.timeout.ms": 2000}) as admin:
             while not self.stop_requested:
                 try:
                     registered = wanted & {node.node_id for node in admin.describe_cluster(timeout=2).nodes}
@@ -242,14 +273,51 @@ class LocalCluster:
                 self._check_alive(deadline, f"{shown} of {len(wanted)} brokers registered")
                 time.sleep(POLL_S)
 
+    def _admin_config(self) -> dict[str, str]:
+        if self.secure is None:
+            return {"bootstrap.servers": self.bootstrap}
+        return self.secure.admin_config(self.bootstrap)
+
+    def _create_users(self, deadline: float) -> None:
+        """SCRAM credentials of `broker` (followers fetch with it) and `client`, created as `admin`
+        (upserts: a restart sets the same passwords again), then the client's files, written once
+        a SCRAM login works."""
+        assert self.secure is not None
+        upserts = [UserScramCredentialUpsertion(user, cluster_security.SCRAM, self.secure.passwords[user])
+                   for user in ("broker", "client")]
+        with AdminClient({**self._admin_config(), "default.api.timeout.ms": 10000}) as admin:
+            failed = {user: error for user, error in admin.alter_user_scram_credentials(upserts).items() if error}
+        if failed:
+            raise StartupFailed(f"cannot create the SCRAM users: {failed}")
+        config = {**self.secure.client_config(self.bootstrap), "default.api.timeout.ms": "2000"}
+        while not self.stop_requested:
+            try:
+                with AdminClient(config) as admin:
+                    admin.describe_cluster(timeout=2)
+                break
+            except KafkaException:
+                self._check_alive(deadline, "the client user cannot log in yet")
+                time.sleep(POLL_S)
+        self.client_files = self.secure.write_client_files(self.bootstrap)
+        _say("  SCRAM users created: broker, client")
+
     def _print_usage(self, root: str) -> None:
         factor = min(3, len(self.brokers))
-        _say(f"Bootstrap servers: {self.bootstrap}\n\n"
+        login = ""
+        tool_flags = ""
+        if self.secure is not None:
+            java, librdkafka = self.client_files
+            login = (f"Every listener is SASL_SSL. The client login (user client, {cluster_security.SCRAM}):\n"
+                     f"  {java} (Gregor's client; --command-config of the tools)\n"
+                     f"  {librdkafka} (confluent-kafka, kcat -F)\n\n")
+            tool_flags = f" --command-config {java}"
+        kcat = f"kcat -F {self.client_files[1]}" if self.secure is not None else f"kcat -b {self.bootstrap}"
+        _say(f"Bootstrap servers: {self.bootstrap}\n\n{login}"
              f"Try:\n"
-             f"  gregor topics --bootstrap-server {self.bootstrap} --create --topic demo "
+             f"  gregor topics --bootstrap-server {self.bootstrap}{tool_flags} --create --topic demo "
              f"--partitions 6 --replication-factor {factor}\n"
-             f"  gregor cluster status --bootstrap-server {self.bootstrap}\n"
-             f"  kcat -b {self.bootstrap} -L\n\n"
+             f"  gregor cluster status --bootstrap-server {self.bootstrap}{tool_flags}\n"
+             f"  {kcat} -L\n\n"
              f"Config, data and server.log of each node under {root}/<node>/. "
              f"Press Ctrl-C to stop the cluster.")
 

@@ -16,7 +16,7 @@ from gregor.client.admin import (
 )
 
 ENTITY_TYPES = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}
-QUOTA_ENTITY_TYPES = ("users", "clients")
+QUOTA_ENTITY_TYPES = ("users", "clients", "ips")
 DYNAMIC_SOURCES = {
     ResourceType.TOPIC: {ConfigSource.DYNAMIC_TOPIC_CONFIG},
     ResourceType.BROKER: {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG},
@@ -50,7 +50,7 @@ def register(tools: argparse._SubParsersAction) -> None:
     actions.add_argument("--describe", action="store_true", help="show configs")
     actions.add_argument("--alter", action="store_true", help="set or delete configs")
     parser.add_argument("--entity-type", choices=sorted([*ENTITY_TYPES, *QUOTA_ENTITY_TYPES]),
-                        help="topics, brokers, users or clients")
+                        help="topics, brokers, users, clients or ips")
     parser.add_argument("--entity-name", metavar="NAME", help="the topic name, broker id, user or client id")
     parser.add_argument("--entity-default", action="store_true",
                         help="with brokers: the cluster-wide default; with users or clients: the default quota")
@@ -58,6 +58,8 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser.add_argument("--user-defaults", action="store_true", help="the default user quotas")
     parser.add_argument("--client", metavar="ID", help="a client id's quotas")
     parser.add_argument("--client-defaults", action="store_true", help="the default client-id quotas")
+    parser.add_argument("--ip", metavar="ADDRESS", help="an IP address's quotas (connection_creation_rate)")
+    parser.add_argument("--ip-defaults", action="store_true", help="the default IP address quotas")
     parser.add_argument("--topic", metavar="TOPIC", help="shorthand for --entity-type topics --entity-name TOPIC")
     parser.add_argument("--broker", metavar="ID", help="shorthand for --entity-type brokers --entity-name ID")
     parser.add_argument("--broker-defaults", action="store_true",
@@ -96,7 +98,7 @@ def _quotas(args: argparse.Namespace, action: str, entity: list[quota_configs.Co
     """A user's or client id's quotas; for one user, its SCRAM credentials too (the SCRAM-SHA-*
     keys), as kafka-configs.sh sends them with AlterUserScramCredentials."""
     if args.topic is not None or args.broker is not None or args.broker_defaults or args.all:
-        raise UsageError("a quota entity (users, clients) cannot be combined with --topic, --broker or --all")
+        raise UsageError("a quota entity (users, clients, ips) cannot be combined with --topic, --broker or --all")
     users_only = [kind for kind, _, _ in entity] == [quota_configs.USER]
     scram_user = entity[0][2] if users_only and entity[0][1] == quota_configs.MATCH_EXACT else None
     admin = open_admin(args)

@@ -1,8 +1,11 @@
-"""`gregor configs` for client quotas (users and client ids), as kafka-configs.sh manages them.
+"""`gregor configs` for client quotas (users, client ids and IP addresses), as kafka-configs.sh
+manages them.
 
 An entity is a user, a client id, or both: `--entity-type users|clients` with `--entity-name` or
 `--entity-default`, or the shorthands `--user NAME`, `--user-defaults`, `--client NAME`,
-`--client-defaults` (combine --user and --client for a user's quota on one client id).
+`--client-defaults` (combine --user and --client for a user's quota on one client id); or an
+address, `--entity-type ips` (or `--ip ADDRESS`, `--ip-defaults`), whose quota is
+connection_creation_rate.
 `--describe --entity-type users` without a name lists every named user's quotas. Quota values
 are Kafka's keys (producer_byte_rate, consumer_byte_rate, request_percentage,
 controller_mutation_rate).
@@ -16,9 +19,10 @@ from gregor.cli.common import ToolError, UsageError, explain, read_properties_fi
 from gregor.client import AdminClient
 from gregor.client.acls import QuotaAlteration
 
-USER, CLIENT_ID = "user", "client-id"
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
-KINDS = {"users": USER, "clients": CLIENT_ID}
+KINDS = {"users": USER, "clients": CLIENT_ID, "ips": IP}
+_LABELS = {USER: "user-principal", CLIENT_ID: "client-id", IP: "ip"}
 
 #: (entity type, match type, name): DescribeClientQuotas' filter components
 Component = tuple[str, int, "str | None"]
@@ -38,10 +42,11 @@ def quota_components(args: argparse.Namespace) -> list[Component] | None:
             components[kind] = (kind, MATCH_EXACT, args.entity_name)
         else:
             components[kind] = (kind, MATCH_SPECIFIED, None)
-    for kind, name, default in ((USER, args.user, args.user_defaults), (CLIENT_ID, args.client, args.client_defaults)):
+    for kind, name, default, flag in ((USER, args.user, args.user_defaults, "user"),
+                                      (CLIENT_ID, args.client, args.client_defaults, "client"),
+                                      (IP, args.ip, args.ip_defaults, "ip")):
         if name is None and not default:
             continue
-        flag = "user" if kind == USER else "client"
         if kind in components or (name is not None and default):
             raise UsageError(f"name the {kind} once: one of --entity-name, --{flag}, --{flag}-defaults")
         components[kind] = (kind, MATCH_DEFAULT, None) if default else (kind, MATCH_EXACT, name)
@@ -49,8 +54,8 @@ def quota_components(args: argparse.Namespace) -> list[Component] | None:
 
 
 def _label(entity: dict[str, str | None]) -> str:
-    parts = [("the default " if name is None else "") + ("user-principal" if kind == USER else "client-id")
-             + ("" if name is None else f" '{name}'") for kind, name in sorted(entity.items(), reverse=True)]
+    parts = [("the default " if name is None else "") + _LABELS[kind] + ("" if name is None else f" '{name}'")
+             for kind, name in sorted(entity.items(), reverse=True)]
     return ", ".join(parts)
 
 

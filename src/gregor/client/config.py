@@ -21,7 +21,8 @@ Deliberate differences from the Java client
   and ignores it). A key of another role ("group.id" given to a producer) is named as such.
 - ``security.protocol`` PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; ``sasl.mechanism`` PLAIN,
   SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER with an unsecured token made from the
-  ``unsecuredLogin*`` options of ``sasl.jaas.config`` (GSSAPI, Java's default, raises). TLS key
+  ``unsecuredLogin*`` options of ``sasl.jaas.config``, or a signed token read from the file that
+  ``sasl.oauthbearer.token.endpoint.url=file://...`` names (GSSAPI, Java's default, raises). TLS key
   material as PEM or PKCS12 (``ssl.truststore.*``, ``ssl.keystore.*``; JKS raises). The login is
   ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule with username and password) or, as
   librdkafka names them, ``sasl.username`` and ``sasl.password``. Other ``ssl.*`` / ``sasl.*``
@@ -271,7 +272,7 @@ def _sasl_mechanism(name: str, value: str) -> str:
     mechanism = value.strip().upper()
     if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"):
         raise ConfigError(f"{name}={value} is not supported: Gregor's client speaks PLAIN, SCRAM-SHA-256, "
-                          f"SCRAM-SHA-512 and OAUTHBEARER (unsecured JWTs)")
+                          f"SCRAM-SHA-512 and OAUTHBEARER")
     return mechanism
 
 
@@ -318,6 +319,8 @@ _COMMON = (
     ConfigKey("sasl.jaas.config", _STR, None),
     ConfigKey("sasl.username", _STR, None),
     ConfigKey("sasl.password", _STR, None),
+    ConfigKey("sasl.oauthbearer.token.endpoint.url", _STR, None),
+    ConfigKey("sasl.login.callback.handler.class", _STR, None),
     ConfigKey("ssl.truststore.type", _STR, "JKS"),
     ConfigKey("ssl.truststore.location", _STR, None),
     ConfigKey("ssl.truststore.password", _STR, None),
@@ -412,7 +415,7 @@ _TABLES: dict[Role, Mapping[str, ConfigKey]] = {
 _UNSUPPORTED_PREFIXES = {
     "ssl.": "this TLS setting is not supported by Gregor's client (see docs/security.md for the ssl.* keys it reads)",
     "sasl.": "this SASL setting is not supported by Gregor's client (it reads sasl.mechanism, sasl.jaas.config, "
-             "sasl.username and sasl.password)",
+             "sasl.username, sasl.password and sasl.oauthbearer.token.endpoint.url)",
 }
 _JAVA_METRICS = "Gregor's client has no Java (JMX) metrics reporting"
 _UNSUPPORTED = {

@@ -31,8 +31,9 @@ from gregor.metadata import features
 from gregor.metadata.acls import AclFilter, StandardAcl
 from gregor.metadata.delta import MetadataDelta
 from gregor.metadata.image import TOPIC_RESOURCE, MetadataImage
+from gregor.metadata.listener_configs import validate_dynamic_broker_config
 from gregor.metadata.topic_configs import (
-    ConfigEntry, describe_topic_config, validate_broker_log_config, validate_topic_configs,
+    ConfigEntry, describe_topic_config, validate_topic_configs,
 )
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
@@ -77,7 +78,8 @@ class ControllerConfig:
 
     `broker_config` is the static broker config (server.properties keys explicitly set), used
     for the effective configs a CreateTopics answer carries; `broker_config_validator` checks
-    dynamic BROKER-resource keys (default: the broker synonyms of topic configs).
+    dynamic BROKER-resource keys (default: the broker synonyms of topic configs and the listeners'
+    key and trust stores).
     """
 
     node_id: int
@@ -85,7 +87,7 @@ class ControllerConfig:
     default_replication_factor: int = 1
     delete_topic_enable: bool = True
     broker_config: Mapping[str, str] = field(default_factory=dict)
-    broker_config_validator: Callable[[str, str | None], str | None] = validate_broker_log_config
+    broker_config_validator: Callable[[str, str | None], str | None] = validate_dynamic_broker_config
     metadata_version: int = METADATA_VERSION
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 _SEPARATOR = "\x01"
 
@@ -49,6 +49,14 @@ def parse_client_message(message: bytes) -> tuple[str, str]:
     if not auth.startswith("Bearer "):
         raise TokenError("Invalid OAUTHBEARER client first message: no auth=Bearer token")
     return authzid, auth[len("Bearer "):].strip()
+
+
+class TokenValidator(Protocol):
+    """How a listener checks OAUTHBEARER tokens: unsecured JWTs here, signed ones against a key set
+    on the broker (`gregor.broker.security.jwks_validator`)."""
+
+    def validate(self, token: str, now_ms: int) -> tuple[str, int]:
+        """The token's principal name and expiry (epoch ms); TokenError saying why it is refused."""
 
 
 @dataclass(frozen=True)

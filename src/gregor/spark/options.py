@@ -45,6 +45,8 @@ _REFUSED_CLIENT_KEYS = {
         "interceptor.classes": "interceptors would see only the records of one Spark task",
     },
 }
+_SECURITY_KEYS = frozenset({"security.protocol", "sasl.mechanism"})
+"""Keys whose check alone fails for want of the others (a SASL protocol needs a login)."""
 _DURATION = re.compile(r"\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*", re.IGNORECASE)
 _DURATION_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}
 
@@ -96,22 +98,26 @@ class _Options:
         return None if value is None else str(value).strip()
 
     def client_config(self, role: Role) -> dict[str, Any]:
-        """The `kafka.*` options without the prefix, each checked by the client's key table."""
+        """The `kafka.*` options without the prefix, checked by the client's key table. They are
+        checked together (`kafka.security.protocol=SASL_SSL` needs its `kafka.sasl.*` login), and
+        a failure is put on the one option that fails alone when there is one."""
         config = {key[len("kafka."):]: value for key, value in self._values.items() if key.startswith("kafka.")}
         if not config.get("bootstrap.servers"):
             raise OptionError("kafka.bootstrap.servers", "required: the brokers to connect to, e.g. 127.0.0.1:9092")
-        for key, value in config.items():
+        for key in config:
             reason = _REFUSED_CLIENT_KEYS[role].get(key)
             if reason is not None:
                 raise OptionError(f"kafka.{key}", f"not supported: {reason}")
-            try:
-                parse_config(role, {"bootstrap.servers": config["bootstrap.servers"], key: value})
-            except ConfigError as error:
-                raise OptionError(f"kafka.{key}", str(error)) from None
         try:
             parse_config(role, config)
-        except ConfigError as error:
-            raise OptionError("kafka.*", str(error)) from None
+        except ConfigError as together:
+            for key, value in config.items():
+                try:
+                    parse_config(role, {"bootstrap.servers": config["bootstrap.servers"], key: value})
+                except ConfigError as error:
+                    if key not in _SECURITY_KEYS:
+                        raise OptionError(f"kafka.{key}", str(error)) from None
+            raise OptionError("kafka.*", str(together)) from None
         return config
 
     def boolean(self, name: str, default: bool) -> bool:

@@ -65,3 +65,22 @@ def test_the_client_makes_a_token_from_its_jaas_options():
     assert exchange.principal == "User:alice"
     with pytest.raises(ConfigError, match="unsecuredLoginStringClaim_sub"):
         ClientSecurity.from_config({**config, "sasl.jaas.config": "x.OAuthBearerLoginModule required;"})
+
+
+def test_the_client_reads_a_signed_token_from_a_file(tmp_path):
+    base = {"bootstrap.servers": "localhost:9092", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+            "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"}
+    token = tmp_path / "token.jwt"
+    token.write_text("header.claims.signature\n")
+    security = ClientSecurity.from_config(parse_config(Role.PRODUCER, {
+        **base, "sasl.oauthbearer.token.endpoint.url": f"file://{token}"}))
+    assert security.login_secret(NOW_S) == "header.claims.signature"
+    token.write_text("rotated.claims.signature")
+    assert security.login_secret(NOW_S) == "rotated.claims.signature"  # read at each login
+    for extra, message in [({"sasl.oauthbearer.token.endpoint.url": "https://issuer.example/token"},
+                            "does not log in to an OAuth token endpoint"),
+                           ({"sasl.oauthbearer.token.endpoint.url": f"file://{tmp_path}/missing"},
+                            "cannot read the OAUTHBEARER token file"),
+                           ({"sasl.login.callback.handler.class": "com.example.Handler"}, "loads no classes")]:
+        with pytest.raises(ConfigError, match=message):
+            ClientSecurity.from_config(parse_config(Role.PRODUCER, {**base, **extra}))

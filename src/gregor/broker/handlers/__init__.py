@@ -16,6 +16,7 @@ from gregor.broker.client_quotas import UNLIMITED_QUOTAS, ClientQuotas
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import CloseConnection, ConnectionInfo
+from gregor.broker.security.listener_tls import ListenerTls
 from gregor.broker.services import ControllerGateway, MetadataView, PartitionHost, QuorumService
 from gregor.broker.share_runtime import ShareRuntime
 from gregor.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
@@ -63,13 +64,14 @@ class BrokerServices:
     quotas: ClientQuotas = UNLIMITED_QUOTAS
     transaction_completed: TransactionCompleted | None = None
     transactions: TransactionRuntime | None = None
+    listener_tls: ListenerTls | None = None  # the TLS listeners' reloadable stores
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
     __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "shares", "authorizer", "quotas",
-                 "_transactions", "transaction_completed")
+                 "_transactions", "transaction_completed", "listener_tls")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -84,6 +86,7 @@ class BrokerContext(RequestContext):
         self.quotas = services.quotas
         self._transactions = services.transactions
         self.transaction_completed = services.transaction_completed
+        self.listener_tls = services.listener_tls
 
     @property
     def transactions(self) -> TransactionRuntime:

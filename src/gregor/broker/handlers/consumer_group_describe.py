@@ -1,7 +1,7 @@
 """ConsumerGroupDescribe (key 69), v0: KIP-848 groups with their epochs, assignor and members'
 current and target assignments. A classic group (or none) is GROUP_ID_NOT_FOUND, as in Kafka.
-Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED otherwise). Authorized operations are not
-computed (the field keeps its "omitted" default)."""
+Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED otherwise); its authorized operations are
+answered when asked."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Mapping
 import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.broker.handlers.authorized_operations import OMITTED, authorized_operations
 from gregor.coordinator.consumer.assignment import Assignment
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
@@ -27,6 +28,8 @@ def handle(context: BrokerContext, request: ConsumerGroupDescribeRequest) -> Con
         groups.append(_Response.DescribedGroup(
             error_code=d.error, error_message=d.error_message, group_id=d.group_id, group_state=d.state,
             group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name,
+            authorized_operations=authorized_operations(context, ResourceType.GROUP, d.group_id)
+            if request.include_authorized_operations else OMITTED,
             members=[_Response.Member(
                 member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
                 client_id=m.client_id, client_host=m.client_host,

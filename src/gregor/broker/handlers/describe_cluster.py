@@ -1,16 +1,16 @@
 """DescribeCluster (key 60), v0–v1: brokers, controller and cluster id for admin clients (CLUSTER
-DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED)."""
+DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED), and the cluster's authorized operations when asked."""
 
 from __future__ import annotations
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.broker.handlers.authorized_operations import OMITTED, authorized_operations
 from gregor.broker.network import CloseConnection
-from gregor.metadata.acls import AclOperation
+from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 
 API_KEY = 60
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def handle(context: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
@@ -26,7 +26,8 @@ def handle(context: BrokerContext, request: DescribeClusterRequest) -> DescribeC
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE, endpoint_type=1, cluster_id=cluster_id,
         controller_id=metadata.controller_id, brokers=brokers,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=authorized_operations(context, ResourceType.CLUSTER)
+        if request.include_cluster_authorized_operations else OMITTED,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gregor.broker.config import BROKER_CONFIG_KEYS
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from gregor.metadata.listener_configs import listener_ssl_key
 from gregor.metadata.topic_configs import ConfigSource, ConfigType
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
@@ -112,7 +113,9 @@ def _broker_entry(context: BrokerContext, request: DescribeConfigsRequest, name:
     key = BROKER_CONFIG_KEYS.get(name)
     config_type = BROKER_CONFIG_TYPES.get(key.type, ConfigType.STRING) if key else ConfigType.STRING
     read_only = key.read_only if key else False
-    sensitive = key is not None and key.type == "password"
+    store_key = listener_ssl_key(name)  # a listener's dynamic store key: a password like its global key
+    typed = key or (BROKER_CONFIG_KEYS.get(store_key[1]) if store_key else None)
+    sensitive = typed is not None and typed.type == "password"
     if sensitive:
         value = None  # Kafka never sends a password (key store passwords, inline keys) back
     entry = _entry(context, request, name, value, source, config_type, read_only,

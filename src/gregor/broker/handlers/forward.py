@@ -18,7 +18,9 @@ from gregor.broker.handlers import (
     BrokerContext, Handler, QuorumContext, alter_client_quotas, alter_partition_reassignments,
     alter_user_scram_credentials, create_acls, delete_acls, elect_leaders, list_partition_reassignments,
 )
+from gregor.broker.handlers import alter_listener_stores, mutation_quota
 from gregor.broker.handlers.forward_authorization import screen
+from gregor.broker.network import Throttled
 from gregor.protocol.exceptions import KafkaError
 from gregor.protocol.messages import (
     AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
@@ -84,17 +86,34 @@ ERROR_ANSWERS: dict[int, Callable[[Any, int, str], Any]] = {
 }
 
 
-async def _forward(context: BrokerContext, request: Any) -> Message:
+async def _forward(context: BrokerContext, request: Any) -> Message | Throttled:
     error_answer = ERROR_ANSWERS[request.API_KEY]
     screened = screen(context, request, error_answer)
     if screened.request is None:
         return screened.merged(screened.refused.pop(0))
     request = screened.request
+    if request.API_KEY in alter_listener_stores.SCREENED:
+        request, refused = alter_listener_stores.screen(context, request, error_answer)
+        screened.refused.extend(refused)
+        screened.response_list = "responses"
+        if request is None:
+            return screened.merged(screened.refused.pop(0))
+    if request.API_KEY in mutation_quota.SCREENED:
+        original = request
+        request, refused = mutation_quota.screen(context, original, error_answer)
+        screened.refused.extend(refused)
+        screened.response_list = mutation_quota.response_list(original.API_KEY)
+        if request is None:
+            return mutation_quota.throttled(context, original, screened.merged(screened.refused.pop(0)))
     timeout_ms = getattr(request, "timeout_ms", DEFAULT_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
     try:
         answer = await context.controller.send_to_controller(request, context.version, timeout_ms / 1000)
     except KafkaError as error:
         answer = error_answer(request, error.code, str(error))
+    if request.API_KEY in alter_listener_stores.SCREENED:
+        alter_listener_stores.reload_after(context, request, answer)
+    if request.API_KEY in mutation_quota.SCREENED:
+        return mutation_quota.throttled(context, request, screened.merged(answer))
     return screened.merged(answer)
 
 

@@ -12,7 +12,9 @@ encoded at those versions).
 
 Authorization (Kafka's KafkaApis): a topic the principal may not DESCRIBE is left out of an
 all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named (whether it exists or not);
-auto-creation needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED.
+auto-creation needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED. When
+asked (v8+), each topic answered (not refused) carries its authorized operations, and v8–v10 the
+cluster's (`authorized_operations`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.broker.handlers.authorized_operations import OMITTED, authorized_operations
 from gregor.broker.services import MetadataView
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
@@ -29,7 +32,7 @@ API_KEY = 3
 MIN_VERSION, MAX_VERSION = 0, 12
 
 ZERO_UUID = uuid.UUID(int=0)
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 _Broker = MetadataResponse.MetadataResponseBroker
@@ -38,6 +41,28 @@ _Partition = MetadataResponse.MetadataResponsePartition
 
 
 def handle(context: BrokerContext, request: MetadataRequest):
+    result = _handle(context, request)
+    if not (request.include_topic_authorized_operations or request.include_cluster_authorized_operations):
+        return result
+    if isinstance(result, MetadataResponse):
+        return _with_operations(context, request, result)
+
+    async def after_creating() -> MetadataResponse:
+        return _with_operations(context, request, await result)
+    return after_creating()
+
+
+def _with_operations(context: BrokerContext, request: MetadataRequest, response: MetadataResponse) -> MetadataResponse:
+    if request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authorized_operations(context, ResourceType.CLUSTER)
+    if request.include_topic_authorized_operations:
+        for topic in response.topics:
+            if topic.name and topic.error_code not in (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUEST):
+                topic.topic_authorized_operations = authorized_operations(context, ResourceType.TOPIC, topic.name)
+    return response
+
+
+def _handle(context: BrokerContext, request: MetadataRequest):
     metadata = context.metadata
     version = context.version
     requested_topics = request.topics

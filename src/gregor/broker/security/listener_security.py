@@ -4,9 +4,9 @@ A listener's protocol comes from `listener.security.protocol.map`; its keys are 
 unless `listener.name.<listener>.<key>` overrides them. What a listener needs is checked here, so
 that a broker that cannot honour its configuration refuses to start with one line instead of
 serving something weaker: a TLS listener without a key, a SASL listener whose mechanisms Gregor
-does not serve (GSSAPI, Kafka's default), PLAIN without its JAAS users, keys for signed OAUTHBEARER
-tokens (Gregor checks only unsecured ones), a per-listener key Gregor does not read, or a listener
-prefix naming no listener.
+does not serve (GSSAPI, Kafka's default), PLAIN without its JAAS users, a JWKS for OAUTHBEARER
+that a listener would not use (or cannot read), a per-listener key Gregor does not read, or a
+listener prefix naming no listener.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from gregor.protocol.jaas import JaasConfig, parse_jaas
 from gregor.broker.security.principal_mapping import PrincipalMapper
 from gregor.broker.security.sasl_authenticator import SaslAuthenticator, SaslSettings
 from gregor.broker.security.sasl_mechanisms import OAUTHBEARER, PLAIN, SUPPORTED_MECHANISMS
-from gregor.protocol.oauthbearer import UnsecuredValidator
+from gregor.broker.security.jwks_validator import VALIDATOR_HANDLERS, JwksError, JwksValidator, load_jwks
+from gregor.protocol.oauthbearer import TokenValidator, UnsecuredValidator
 from gregor.protocol.tls import TlsConfigError, client_context, server_context
 from gregor.protocol.scram import ScramCredential
 
@@ -45,6 +46,12 @@ LISTENER_KEYS = frozenset({
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
 })
 _JAAS_KEYS = frozenset(f"{mechanism.lower()}.sasl.jaas.config" for mechanism in SUPPORTED_MECHANISMS)
+_OAUTHBEARER_HANDLER = "oauthbearer.sasl.server.callback.handler.class"
+#: Kafka's keys for signed OAUTHBEARER tokens that Gregor reads (globally); any other is refused.
+OAUTHBEARER_KEYS = frozenset({
+    "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds",
+})
 
 
 
@@ -63,7 +70,7 @@ class ListenerSecurity:
     mechanisms: tuple[str, ...] = ()
     jaas: Mapping[str, JaasConfig] = field(default_factory=dict)  # by mechanism
     failure_delay_s: float = 0.1
-    oauthbearer: UnsecuredValidator = UnsecuredValidator()
+    oauthbearer: TokenValidator = UnsecuredValidator()
     max_reauth_ms: int = 0
 
     def transport(self, scram_credential: Callable[[str, str], ScramCredential | None],
@@ -148,17 +155,46 @@ def resolve(config: BrokerConfig, listener: str) -> ListenerSecurity:
     delay = config.get("connection.failed.authentication.delay.ms")
     if delay < 0:
         raise SecurityConfigError(f"connection.failed.authentication.delay.ms: must be at least 0, got {delay}")
-    validator = UnsecuredValidator()
+    validator: TokenValidator = UnsecuredValidator()
     if OAUTHBEARER in mechanisms:
-        try:
-            validator = UnsecuredValidator.from_options(jaas[OAUTHBEARER].options if OAUTHBEARER in jaas else {})
-        except ValueError as error:
-            raise SecurityConfigError(f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config: {error}") \
-                from None
-        log.warning("listener %s accepts unsigned OAUTHBEARER tokens (unsecured JWTs): anyone can claim any "
-                    "principal; for development only", listener)
+        validator = _oauthbearer_validator(config, listener, jaas)
     return ListenerSecurity(listener, protocol, context, None, mechanisms, jaas, delay / 1000, validator,
                             max_reauth_ms)
+
+
+def _oauthbearer_validator(config: BrokerConfig, listener: str, jaas: Mapping[str, JaasConfig]) -> TokenValidator:
+    """Kafka's choice: signed tokens checked against the JWKS when the listener's server callback
+    handler is OAuthBearerValidatorCallbackHandler, else unsecured JWTs."""
+    handler_key = f"listener.name.{listener.lower()}.{_OAUTHBEARER_HANDLER}"
+    handler = config.listener_value(listener, _OAUTHBEARER_HANDLER)
+    url = config.get("sasl.oauthbearer.jwks.endpoint.url")
+    if handler:
+        if handler not in VALIDATOR_HANDLERS:
+            raise SecurityConfigError(f"{handler_key}: Gregor loads no callback handler classes; it serves Kafka's "
+                                      f"OAuthBearerValidatorCallbackHandler (signed tokens, JWKS) or, without this "
+                                      f"key, unsecured JWTs")
+        if not url:
+            raise SecurityConfigError(f"sasl.oauthbearer.jwks.endpoint.url: listener {listener} validates signed "
+                                      f"OAUTHBEARER tokens ({handler_key}) and needs the key set's file:// URL")
+        try:
+            keys = load_jwks(str(url))
+        except ImportError:
+            raise SecurityConfigError("sasl.oauthbearer.jwks.endpoint.url: checking signed tokens needs the "
+                                      "cryptography package (pip install 'gregor-streaming[oauthbearer]')") from None
+        except JwksError as error:
+            raise SecurityConfigError(f"sasl.oauthbearer.jwks.endpoint.url: {error}") from None
+        return JwksValidator(tuple(keys), tuple(config.get("sasl.oauthbearer.expected.audience") or ()),
+                             config.get("sasl.oauthbearer.expected.issuer"),
+                             config.get("sasl.oauthbearer.scope.claim.name"),
+                             config.get("sasl.oauthbearer.sub.claim.name"),
+                             config.get("sasl.oauthbearer.clock.skew.seconds"))
+    try:
+        validator = UnsecuredValidator.from_options(jaas[OAUTHBEARER].options if OAUTHBEARER in jaas else {})
+    except ValueError as error:
+        raise SecurityConfigError(f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config: {error}") from None
+    log.warning("listener %s accepts unsigned OAUTHBEARER tokens (unsecured JWTs): anyone can claim any "
+                "principal; for development only", listener)
+    return validator
 
 
 def check_listener_prefixes(config: BrokerConfig) -> None:
@@ -171,7 +207,7 @@ def check_listener_prefixes(config: BrokerConfig) -> None:
         listener, _, rest = key[len("listener.name."):].partition(".")
         if listener.lower() not in names:
             raise SecurityConfigError(f"{key}: no listener named {listener.upper()} in listeners")
-        if rest not in LISTENER_KEYS and rest.lower() not in _JAAS_KEYS:
+        if rest not in LISTENER_KEYS and rest.lower() not in _JAAS_KEYS and rest.lower() != _OAUTHBEARER_HANDLER:
             raise SecurityConfigError(f"{key}: Gregor does not honour {rest} per listener (it reads "
                                       f"ssl.*, sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config there)")
 
@@ -179,11 +215,18 @@ def check_listener_prefixes(config: BrokerConfig) -> None:
 def resolve_all(config: BrokerConfig) -> dict[str, ListenerSecurity]:
     """Every listener's security, by listener name."""
     check_listener_prefixes(config)
-    validated = sorted(key for key in config.originals if key.lower().startswith("sasl.oauthbearer."))
-    if validated:
-        raise SecurityConfigError(f"{validated[0]}: Gregor's OAUTHBEARER accepts unsecured JWTs only (Kafka's "
-                                  f"development validator); signed tokens (JWKS, issuer, audience) are not checked")
-    return {endpoint.listener: resolve(config, endpoint.listener) for endpoint in config.listeners}
+    unread = sorted(key for key in config.originals
+                    if key.lower().startswith("sasl.oauthbearer.") and key not in OAUTHBEARER_KEYS)
+    if unread:
+        raise SecurityConfigError(f"{unread[0]}: Gregor does not read this key (it validates signed OAUTHBEARER "
+                                  f"tokens with {', '.join(sorted(OAUTHBEARER_KEYS))})")
+    resolved = {endpoint.listener: resolve(config, endpoint.listener) for endpoint in config.listeners}
+    if config.get("sasl.oauthbearer.jwks.endpoint.url") and not any(
+            isinstance(security.oauthbearer, JwksValidator) for security in resolved.values()):
+        raise SecurityConfigError(f"sasl.oauthbearer.jwks.endpoint.url: no listener validates signed OAUTHBEARER "
+                                  f"tokens with it (they would be taken unsecured); set listener.name.<listener>."
+                                  f"{_OAUTHBEARER_HANDLER}={sorted(VALIDATOR_HANDLERS)[0]}")
+    return resolved
 
 
 @dataclass(frozen=True)

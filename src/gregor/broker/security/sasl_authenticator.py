@@ -29,7 +29,7 @@ from gregor.broker.security.sasl_mechanisms import (
     OAUTHBEARER, PLAIN, SCRAM_MECHANISMS, OAuthBearerExchange, PlainExchange, SaslExchange, SaslFailure,
     ScramExchange,
 )
-from gregor.protocol.oauthbearer import UnsecuredValidator
+from gregor.protocol.oauthbearer import TokenValidator, UnsecuredValidator
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError
 from gregor.protocol.headers import encode_response, parse_request_header
@@ -56,7 +56,7 @@ class SaslSettings:
     plain_users: Mapping[str, str]
     scram_credential: Callable[[str, str], ScramCredential | None]
     failure_delay_s: float = 0.1
-    oauthbearer: UnsecuredValidator = UnsecuredValidator()
+    oauthbearer: TokenValidator = UnsecuredValidator()
     now_ms: Callable[[], int] = lambda: 0
     max_reauth_ms: int = 0
 

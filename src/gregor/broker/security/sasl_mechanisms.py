@@ -2,7 +2,8 @@
 
 PLAIN checks a user's password against the listener's JAAS `user_<name>` entries (Kafka's
 default callback); SCRAM-SHA-256/512 against the credentials in the metadata log; OAUTHBEARER
-accepts unsecured JWTs (Kafka's development-only default validator, its JAAS options). Each exchange
+accepts unsecured JWTs (Kafka's development-only default validator, its JAAS options) or tokens
+signed by a key of the configured JWKS (`jwks_validator.py`). Each exchange
 answers one token at a time until `principal` is set; `SaslFailure` ends it (the broker answers
 SASL_AUTHENTICATION_FAILED and closes the connection).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hmac
 from typing import Callable, Mapping, Protocol
 
-from gregor.protocol.oauthbearer import TokenError, UnsecuredValidator, parse_client_message
+from gregor.protocol.oauthbearer import TokenError, TokenValidator, parse_client_message
 from gregor.protocol.scram import ScramCredential, ScramError, ScramServer
 
 PLAIN = "PLAIN"
@@ -86,11 +87,11 @@ class ScramExchange:
 
 
 class OAuthBearerExchange:
-    """OAUTHBEARER (RFC 7628) with an unsecured JWT: one client message; a token that does not
+    """OAUTHBEARER (RFC 7628): one client message holding the token; a token that does not
     validate is answered with RFC 7628's error JSON, and the client's acknowledgement (a bare
     separator) ends the exchange in failure, as Kafka's OAuthBearerSaslServer does."""
 
-    def __init__(self, validator: UnsecuredValidator, now_ms: Callable[[], int]) -> None:
+    def __init__(self, validator: TokenValidator, now_ms: Callable[[], int]) -> None:
         self._validator = validator
         self._now_ms = now_ms
         self._failure: str | None = None

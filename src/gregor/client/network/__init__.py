@@ -16,7 +16,7 @@ lives on that thread's loop and is used only from coroutines or callbacks runnin
 synchronous user-facing methods reach them through `NetworkThread.run/submit/spawn/call_soon`.
 """
 
-from gregor.client.network.backoff import ExponentialBackoff
+from gregor.protocol.backoff import ExponentialBackoff
 from gregor.client.network.client import NetworkClient
 from gregor.client.network.cluster import (
     STALE_METADATA_ERRORS, ByPartition, ClusterMetadata, Node, PartitionMetadata, TopicMetadata, TopicPartition,

@@ -26,12 +26,17 @@ from dataclasses import dataclass
 from typing import Any, Collection
 
 from gregor.client.errors import ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError
-from gregor.client.network.backoff import ExponentialBackoff
 from gregor.client.network.cluster import STALE_METADATA_ERRORS, ClusterMetadata
 from gregor.client.network.connection import BrokerConnection
 from gregor.client.network.settings import NetworkSettings
+from gregor.protocol.backoff import ExponentialBackoff
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import MetadataRequest
+
+#: A refused login is the caller's to fix, not a broker to try again: Kafka's clients raise it at
+#: once (an AuthenticationException), instead of trying other brokers until the deadline.
+AUTHENTICATION_ERRORS = frozenset({ErrorCode.SASL_AUTHENTICATION_FAILED, ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+                                   ErrorCode.ILLEGAL_SASL_STATE})
 
 
 @dataclass
@@ -164,7 +169,7 @@ class NetworkClient:
             try:
                 return await self.connection(node_id, deadline=deadline)
             except KafkaException as error:
-                if error.code == ClientErrorCode._DESTROY:
+                if error.code == ClientErrorCode._DESTROY or error.code in AUTHENTICATION_ERRORS:
                     raise
                 last_error = error
             if loop.time() >= deadline or self._all_backing_off_past(deadline):

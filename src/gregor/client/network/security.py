@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ssl
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
 from gregor.client.config import ConfigError
 from gregor.protocol.jaas import parse_jaas
 from gregor.protocol.oauthbearer import unsecured_token
-from gregor.protocol.sasl_login import SaslLogin
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.sasl_login import SaslLogin, SaslLoginError
 from gregor.protocol.tls import TlsConfigError, client_context
 
 Send = Callable[[Any], Awaitable[Any]]
@@ -31,9 +34,12 @@ class ClientSecurity:
     password: str = ""
     token_claims: Mapping[str, Any] | None = None  # OAUTHBEARER: the unsecured JWT's claims but iat/exp
     token_lifetime_s: int = 3600
+    token_file: str | None = None  # OAUTHBEARER: a file holding a signed token, read at each login
 
     def login_secret(self, now_s: float) -> str:
-        """The password, or for OAUTHBEARER a fresh unsecured token."""
+        """The password, or for OAUTHBEARER the token file's current token or a fresh unsecured token."""
+        if self.token_file is not None:
+            return _read_token(self.token_file)
         if self.token_claims is None:
             return self.password
         return unsecured_token({**self.token_claims, "iat": int(now_s), "exp": int(now_s) + self.token_lifetime_s})
@@ -51,6 +57,9 @@ class ClientSecurity:
         if not protocol.startswith("SASL_"):
             return cls(protocol, context)
         if config["sasl.mechanism"] == "OAUTHBEARER":
+            token_file = _token_file(config)
+            if token_file is not None:
+                return cls(protocol, context, "OAUTHBEARER", token_file=token_file)
             return cls(protocol, context, "OAUTHBEARER", *_unsecured_claims(config.get("sasl.jaas.config")))
         username, password = config.get("sasl.username"), config.get("sasl.password")
         if config.get("sasl.jaas.config"):
@@ -75,6 +84,47 @@ async def authenticate(security: ClientSecurity, send: Send, where: str) -> int:
     while request is not None:
         request = login.next(await send(request))
     return login.session_lifetime_ms
+
+
+_LOGIN_HANDLERS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+)
+
+
+def _token_file(config: Mapping[str, Any]) -> str | None:
+    """The file of `sasl.oauthbearer.token.endpoint.url=file://...` (Java's client reads a signed
+    token from such a file at each login), None without the key; ConfigError for another scheme,
+    a login callback handler other than Kafka's, or a file that cannot be read."""
+    handler = config.get("sasl.login.callback.handler.class")
+    if handler and handler not in _LOGIN_HANDLERS:
+        raise ConfigError(f"sasl.login.callback.handler.class={handler}: Gregor's client loads no classes; it reads "
+                          f"the token file of sasl.oauthbearer.token.endpoint.url as {_LOGIN_HANDLERS[0]} does")
+    url = config.get("sasl.oauthbearer.token.endpoint.url")
+    if not url:
+        return None
+    parsed = urllib.parse.urlparse(str(url))
+    if parsed.scheme != "file":
+        raise ConfigError(f"sasl.oauthbearer.token.endpoint.url={url}: Gregor's client reads a token from a file:// "
+                          f"URL; it does not log in to an OAuth token endpoint")
+    path = urllib.request.url2pathname(parsed.path)
+    try:
+        _read_token(path)
+    except SaslLoginError as error:
+        raise ConfigError(f"sasl.oauthbearer.token.endpoint.url: {error}") from None
+    return path
+
+
+def _read_token(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            token = handle.read().strip()
+    except OSError as error:
+        raise SaslLoginError(ErrorCode.SASL_AUTHENTICATION_FAILED,
+                             f"cannot read the OAUTHBEARER token file {path}: {error.strerror or error}") from None
+    if not token:
+        raise SaslLoginError(ErrorCode.SASL_AUTHENTICATION_FAILED, f"the OAUTHBEARER token file {path} is empty")
+    return token
 
 
 def _unsecured_claims(jaas_text: str | None) -> tuple[str, str, dict[str, Any], int]:

@@ -3,7 +3,8 @@
 `reconnect.backoff.ms` → `reconnect.backoff.max.ms`, `retry.backoff.ms` → `retry.backoff.max.ms`
 and `socket.connection.setup.timeout.ms` → `.max.ms` all grow the same way: doubling per
 consecutive failure, capped, with ±20 % jitter so that many clients do not retry in lockstep.
-The random source is injected so that tests and simulations are reproducible.
+The random source is injected so that tests and simulations are reproducible. Gregor's client and
+a broker's own links to other nodes (`gregor.broker.reconnect_backoff`) both use it.
 """
 
 from __future__ import annotations

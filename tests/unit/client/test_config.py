@@ -179,7 +179,7 @@ def test_assignor_java_names_become_protocol_names() -> None:
     ({"group_id": "g"}, {}, "'group_id' is a consumer setting; a producer does not take it"),
     ({"default.api.timeout.ms": 1}, {}, "is a consumer and admin setting; a producer does not take it"),
     ({"ssl.truststore.password.file": "/x"}, {}, "ssl.truststore.password.file: this TLS setting is not supported"),
-    ({}, {"sasl_login_callback_handler_class": "X"}, "sasl_login_callback_handler_class: this SASL setting is not"),
+    ({}, {"sasl_kerberos_service_name": "kafka"}, "sasl_kerberos_service_name: this SASL setting is not"),
     ({"metric.reporters": "x"}, {}, "metric.reporters: Gregor's client has no Java \\(JMX\\) metrics"),
 ])
 def test_unknown_keys_are_named_with_a_suggestion(config: dict[str, object], kwargs: dict[str, object],

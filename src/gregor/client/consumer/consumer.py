@@ -73,9 +73,9 @@ class Consumer(ConsumerBase):
         self._thread = NetworkThread(name=f"gregor-{self.client_id}")
         self._thread.run(self._start(), _GRACE_SECONDS)
         self._fetch_task = self._thread.spawn(self._fetcher.run(), name=f"{self.client_id}-fetcher")
-        if self._membership is not None:
-            self._heartbeat_task = self._thread.spawn(self._membership.heartbeat_loop(),
-                                                      name=f"{self.client_id}-heartbeat")
+        group = self._member or self._membership
+        if group is not None:
+            self._heartbeat_task = self._thread.spawn(group.heartbeat_loop(), name=f"{self.client_id}-heartbeat")
 
     async def _start(self) -> None:
         self._network.start()
@@ -121,6 +121,8 @@ class Consumer(ConsumerBase):
             else:
                 self._want(self._subscriptions.topics)
             self._listener = listener
+            if self._member is not None:
+                self._thread.run(self._member.subscribe(*self._member_subscription()), _GRACE_SECONDS)
         finally:
             self._release()
 
@@ -189,8 +191,7 @@ class Consumer(ConsumerBase):
         the group, auto commits and positions looked after in between."""
         self._check_subscribed()
         deadline = time.monotonic() + max(timeout, 0.0)
-        if self._membership is not None:
-            self._membership.last_poll = time.monotonic()
+        self._note_poll()
         while True:
             self._check_wakeup()
             self._run_commit_completions()
@@ -239,6 +240,9 @@ class Consumer(ConsumerBase):
     # -- group membership (application thread) --
 
     def _poll_group(self, deadline: float) -> None:
+        if self._member is not None:
+            self._poll_consumer_group()
+            return
         self._group_changed()
         if self._rebalance is not None or self._rebalance_needed():
             self._rejoin(deadline)
@@ -270,6 +274,26 @@ class Consumer(ConsumerBase):
                 changes = self._assignment_changes(data)
                 self._apply_changes(changes)
                 self._after_assignment(changes)
+
+    def _poll_consumer_group(self) -> None:
+        """KIP-848: report lost partitions and rejoin after a fencing, and run the reconciliation
+        step the coordinator's target asks for (commit and revoke, then assign), as Java's
+        consumer runs them inside poll; the next heartbeat acknowledges it."""
+        member = self._member
+        lost = self._member_out_of_group()
+        if lost is not None:
+            self._apply_changes(lost)
+            self._thread.run(member.rejoin(), _GRACE_SECONDS)
+        step = self._thread.run(member.next_step(), _GRACE_SECONDS)
+        if step is None:
+            return
+        changes = self._member_changes(step)
+        try:
+            if changes.revoked and self._auto_commit:
+                self._commit_quietly(changes.revoked)
+            self._apply_changes(changes)
+        finally:
+            self._thread.run(member.step_done(step), _GRACE_SECONDS)
 
     def _prepare_join(self) -> list[tuple[str, bytes]]:
         """Revoke what the protocol gives up before joining (listener, auto commit) and build
@@ -305,6 +329,13 @@ class Consumer(ConsumerBase):
     def _leave_group(self, reason: str) -> None:
         membership = self._membership
         if membership is None or not self._subscriptions.group_managed:
+            return
+        if self._member is not None:
+            changes = self._member_leaving()
+            if changes.revoked and self._auto_commit:
+                self._commit_quietly(changes.revoked)
+            self._apply_changes(changes)
+            self._thread.run(self._member.leave(reason), _GRACE_SECONDS * 2)
             return
         if self._rebalance is not None:
             self._rebalance.cancel()

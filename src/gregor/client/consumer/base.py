@@ -57,8 +57,6 @@ class ConsumerBase:
     def __init__(self, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> None:
         parsed = parse_config(Role.CONSUMER, config, **kwargs)
         consumer_protocol = parsed["group.protocol"].lower() == "consumer"
-        if consumer_protocol:
-            _refuse_classic_keys(config, kwargs)
         self.client_id = parsed["client.id"] or f"consumer-{parsed['group.id'] or 'standalone'}-{next(_CLIENT_NUMBERS)}"
         self._config = parsed
         self._group_id: str | None = parsed["group.id"] or None
@@ -419,19 +417,6 @@ class ConsumerBase:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.client_id}{' closed' if self._closed else ''}>"
-
-
-# Kafka's consumer refuses these with group.protocol=consumer: the broker owns them (its
-# group.consumer.* keys) and `group.remote.assignor` names the broker's assignor.
-_CLASSIC_ONLY_KEYS = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
-
-
-def _refuse_classic_keys(config: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> None:
-    given = set(config or {}) | {key.replace("_", ".") for key in kwargs}
-    for key in _CLASSIC_ONLY_KEYS:
-        if key in given:
-            raise ConfigError(f"{key} is not supported with group.protocol=consumer: the broker decides it "
-                              f"(its group.consumer.* keys; group.remote.assignor picks the broker's assignor)")
 
 
 def _make_assignor(item: Any) -> PartitionAssignor:

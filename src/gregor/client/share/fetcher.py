@@ -224,6 +224,7 @@ class ShareFetcher:
             if error.code == ClientErrorCode._DESTROY:
                 raise
             log.debug("ShareFetch to node %d failed: %s", node, error)
+            self.network.request_metadata_update()  # the broker may be gone and its partitions led elsewhere
             session.reset()
             self._fail(acks, error)
             await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)

@@ -238,14 +238,17 @@ class ShareFetcher:
             await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
             return
         session.answered(wanted)
-        self._take_response(response, acks)
+        if self._take_response(response, acks):
+            await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)  # until metadata moves on
 
-    def _take_response(self, response: Any, acks: dict[TopicPartition, dict[int, int]]) -> None:
+    def _take_response(self, response: Any, acks: dict[TopicPartition, dict[int, int]]) -> bool:
+        """Buffer the records and queue the results; True when a partition answered with an error."""
         names = {metadata.topic_id: name for name, metadata in self.network.cluster.topics.items()
                  if metadata.topic_id is not None}
         records: list[ShareConsumerRecord] = []
         follow_up: list[tuple[TopicPartition, int, int]] = []
         results: list[AcknowledgementResult] = []
+        failed = False
         for topic in response.responses:
             name = names.get(topic.topic_id)
             if name is None:
@@ -256,6 +259,7 @@ class ShareFetcher:
                     results.append(_result(partition, acks.pop(partition), data.acknowledge_error_code,
                                            data.acknowledge_error_message))
                 if data.error_code != ErrorCode.NONE:
+                    failed = True
                     if data.error_code in STALE_METADATA_ERRORS:
                         self.network.request_metadata_update()
                     log.debug("ShareFetch of %s-%d: %s", name, data.partition_index, error_for(data.error_code).name)
@@ -277,6 +281,7 @@ class ShareFetcher:
             self.acknowledge(follow_up)
         if (records or results) and self.on_data is not None:
             self.on_data()
+        return failed
 
     def _fail(self, acks: dict[TopicPartition, dict[int, int]], error: KafkaException) -> None:
         if acks:

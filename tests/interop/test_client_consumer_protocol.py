@@ -81,6 +81,7 @@ def test_classic_only_keys_are_refused_and_the_assignor_is_checked(broker_factor
         consumer.close()
 
 
+@pytest.mark.slow
 def test_three_members_split_six_partitions_and_one_closed_hands_over(broker_factory):
     broker = broker_factory(SETTINGS)
     create_topic(broker.bootstrap, "split", 6)
@@ -122,6 +123,7 @@ def test_three_members_split_six_partitions_and_one_closed_hands_over(broker_fac
         member.consumer.close()
 
 
+@pytest.mark.slow
 def test_a_regex_subscription_is_matched_by_the_broker(broker_factory):
     broker = broker_factory(SETTINGS)
     create_topic(broker.bootstrap, "rx-a", 2)
@@ -134,6 +136,7 @@ def test_a_regex_subscription_is_matched_by_the_broker(broker_factory):
     member.consumer.close()
 
 
+@pytest.mark.slow
 def test_gregor_and_librdkafka_members_share_a_group(broker_factory):
     broker = broker_factory(SETTINGS)
     create_topic(broker.bootstrap, "mixed", 6)
@@ -216,6 +219,7 @@ def test_a_killed_member_is_fenced_after_its_session_and_the_others_go_on(broker
             victim.wait()
 
 
+@pytest.mark.slow
 def test_the_asyncio_consumer_joins_reconciles_and_leaves(broker_factory):
     broker = broker_factory(SETTINGS)
     create_topic(broker.bootstrap, "aio-split", 4)

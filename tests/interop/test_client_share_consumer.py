@@ -160,6 +160,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_killed_consumers_records_come_back_to_another(share_broker):  # noqa: F811
     topic, group = names()
     create_topic(share_broker.bootstrap, topic, 2)

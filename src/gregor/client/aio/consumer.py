@@ -30,6 +30,7 @@ from gregor.client.aio.binding import LoopBinding, check_timeout
 from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
 from gregor.client.consumer.records import ConsumerRecord, ConsumerRecords, RecordChunk
+from gregor.client.consumer.subscription import SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.client.network import ByPartition, PartitionMetadata, TopicPartition
 
@@ -299,6 +300,8 @@ class Consumer(ConsumerBase):
         if lost is not None:
             await self._apply_changes(lost)
             await member.rejoin()
+        if self._subscriptions.kind is SubscriptionType.AUTO_PATTERN:
+            self._match_pattern()  # what subscription() reports; the broker matches the regex itself
         step = await member.next_step()
         if step is None:
             return

@@ -13,7 +13,7 @@ from gregor.client.aio.binding import LoopBinding, check_timeout
 from gregor.client.consumer.records import ConsumerRecords
 from gregor.client.errors import KafkaException
 from gregor.client.network import TopicPartition
-from gregor.client.share.base import ShareConsumerBase
+from gregor.client.share.base import ShareConsumerBase, failed
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,10 @@ class ShareConsumer(ShareConsumerBase):
         acknowledged = self._acknowledged()
 
         async def commit() -> None:
-            results = await self._fetcher.commit(acknowledged, time.monotonic() + self._default_timeout)
+            try:
+                results = await self._fetcher.commit(acknowledged, time.monotonic() + self._default_timeout)
+            except KafkaException as error:
+                results = failed(acknowledged, error)
             with self._fetcher.lock:
                 self._fetcher.results.extend(results)
         self._spawn(commit(), "commit")

@@ -22,6 +22,7 @@ from gregor.client.admin import OffsetAndMetadata, OffsetSpec
 from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
 from gregor.client.consumer.records import ConsumerRecords, RecordChunk
+from gregor.client.consumer.subscription import SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import ByPartition, NetworkThread, PartitionMetadata, TopicPartition
 
@@ -284,6 +285,8 @@ class Consumer(ConsumerBase):
         if lost is not None:
             self._apply_changes(lost)
             self._thread.run(member.rejoin(), _GRACE_SECONDS)
+        if self._subscriptions.kind is SubscriptionType.AUTO_PATTERN:
+            self._match_pattern()  # what subscription() reports; the broker matches the regex itself
         step = self._thread.run(member.next_step(), _GRACE_SECONDS)
         if step is None:
             return

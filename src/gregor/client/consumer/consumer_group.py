@@ -140,9 +140,9 @@ class ConsumerGroupMember(CoordinatorLink):
             if code in _COMMIT_FENCED:
                 raise KafkaException(code, "commit cannot be completed: this member was fenced from group "
                                            f"{self.group_id!r} and its partitions may belong to another member")
-            error = error_for(code, f"OffsetCommit of group {self.group_id!r}")
-            if code != ErrorCode.STALE_MEMBER_EPOCH and not error.retriable or time.monotonic() >= deadline:
-                raise error
+            failure = error_for(code, f"OffsetCommit of group {self.group_id!r}")
+            if code != ErrorCode.STALE_MEMBER_EPOCH and not failure.retriable or time.monotonic() >= deadline:
+                raise failure
             await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
 
     # -- the heartbeat task --

@@ -169,8 +169,8 @@ class ConsumerMembership:
         joining = self.member_epoch == JOIN_EPOCH
         leaving = self.state is MemberState.LEAVING
         full = sent is None or joining
-        topics_changed = full or sent.topics != self.topics or sent.regex != self.regex
-        owned_changed = full or sent.owned != self.owned
+        topics_changed = sent is None or full or sent.topics != self.topics or sent.regex != self.regex
+        owned_changed = sent is None or full or sent.owned != self.owned
         request = ConsumerGroupHeartbeatRequest(
             group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
             instance_id=self.instance_id, rack_id=self.rack_id if full and not leaving else None,

@@ -174,3 +174,15 @@ class ShareConsumerBase:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.client_id}{' closed' if self._closed else ''}>"
+
+
+def failed(acknowledgements: Iterable[tuple[TopicPartition, int, int]], error: BaseException
+           ) -> list[AcknowledgementResult]:
+    """Results saying that `acknowledgements` were not applied, for a commit that failed as a whole
+    (a failure that is not a KafkaException, which would be a bug, is reported as _STATE)."""
+    by_partition: dict[TopicPartition, set[int]] = {}
+    for partition, offset, _ in acknowledgements:
+        by_partition.setdefault(partition, set()).add(offset)
+    cause = error if isinstance(error, KafkaException) else KafkaException(
+        ClientErrorCode._STATE, f"acknowledgement commit failed: {error!r}")
+    return [AcknowledgementResult(partition, frozenset(offsets), cause) for partition, offsets in by_partition.items()]

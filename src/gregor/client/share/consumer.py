@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 from gregor.client.consumer.records import ConsumerRecords
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import NetworkThread, TopicPartition
-from gregor.client.share.base import ShareConsumerBase
+from gregor.client.share.base import ShareConsumerBase, failed
 
 log = logging.getLogger(__name__)
 _GRACE_SECONDS = 5.0
@@ -94,13 +94,15 @@ class ShareConsumer(ShareConsumerBase):
     def commit_async(self) -> None:
         """As `commit_sync` without waiting; the commit callback hears the outcome in a later call."""
         self._check_open()
-        future = self._thread.submit(self._fetcher.commit(self._acknowledged(),
-                                                          time.monotonic() + self._default_timeout))
+        acknowledged = self._acknowledged()
+        future = self._thread.submit(self._fetcher.commit(acknowledged, time.monotonic() + self._default_timeout))
 
         def done(finished: Any) -> None:
-            if not finished.cancelled() and finished.exception() is None:
-                with self._fetcher.lock:
-                    self._fetcher.results.extend(finished.result())
+            if finished.cancelled():
+                return
+            error = finished.exception()
+            with self._fetcher.lock:
+                self._fetcher.results.extend(finished.result() if error is None else failed(acknowledged, error))
         future.add_done_callback(done)
 
     def _commit(self, timeout: float) -> dict[TopicPartition, KafkaException | None]:

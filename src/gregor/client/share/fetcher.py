@@ -230,11 +230,11 @@ class ShareFetcher:
             await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
             return
         if response.error_code != ErrorCode.NONE:
-            error = error_for(response.error_code, f"ShareFetch: {response.error_message or ''}".rstrip(": "))
-            log.debug("ShareFetch to node %d answered %s", node, error)
+            failure = error_for(response.error_code, f"ShareFetch: {response.error_message or ''}".rstrip(": "))
+            log.debug("ShareFetch to node %d answered %s", node, failure)
             if response.error_code in SESSION_ERRORS:
                 session.reset()
-            self._fail(acks, error)
+            self._fail(acks, failure)
             await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
             return
         session.answered(wanted)
@@ -347,8 +347,8 @@ class ShareFetcher:
             if response.error_code != ErrorCode.NONE:
                 if response.error_code in SESSION_ERRORS:
                     session.reset()
-                error = error_for(response.error_code, response.error_message)
-                return [AcknowledgementResult(p, frozenset(offsets), error) for p, offsets in acks.items()]
+                failure = error_for(response.error_code, response.error_message)
+                return [AcknowledgementResult(p, frozenset(offsets), failure) for p, offsets in acks.items()]
             if not closing:
                 session.answered()
             names = {metadata.topic_id: name for name, metadata in self.network.cluster.topics.items()

@@ -54,6 +54,13 @@ def test_config_and_state_errors():
     try:
         with pytest.raises(KafkaException, match="not subscribed"):
             consumer.poll(0)
+        consumer.subscribe(["t"])
+        polling = threading.Thread(target=consumer.poll, args=(1.0,))
+        polling.start()
+        time.sleep(0.2)
+        with pytest.raises(KafkaException, match="not safe for multi-threaded access"):
+            consumer.poll(0)
+        polling.join()
     finally:
         consumer.close()
     with pytest.raises(KafkaException, match="closed"):

@@ -25,6 +25,7 @@ from gregor.client.consumer.records import ConsumerRecords, RecordChunk
 from gregor.client.consumer.subscription import SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import ByPartition, NetworkThread, PartitionMetadata, TopicPartition
+from gregor.client.thread_owner import ThreadOwner
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,7 @@ class Consumer(ConsumerBase):
         self._rebalance: concurrent.futures.Future | None = None
         self._commit_completions: list[Callable[[], None]] = []
         self._completions_lock = threading.Lock()
-        self._owner: int | None = None
-        self._owner_depth = 0
-        self._owner_lock = threading.Lock()
+        self._owner = ThreadOwner("Consumer")
         self._woken = False
         self._thread = NetworkThread(name=f"gregor-{self.client_id}")
         self._thread.run(self._start(), _GRACE_SECONDS)
@@ -88,20 +87,10 @@ class Consumer(ConsumerBase):
     # -- the one-thread rule --
 
     def _acquire(self) -> None:
-        me = threading.get_ident()
-        with self._owner_lock:
-            if self._owner is not None and self._owner != me:
-                raise KafkaException(ClientErrorCode._STATE,
-                                     "Consumer is not safe for multi-threaded access: another thread is using it; "
-                                     "use one consumer per thread (only wakeup() may be called from elsewhere)")
-            self._owner = me
-            self._owner_depth += 1
+        self._owner.acquire()
 
     def _release(self) -> None:
-        with self._owner_lock:
-            self._owner_depth -= 1
-            if self._owner_depth == 0:
-                self._owner = None
+        self._owner.release()
 
     def _enter(self) -> None:
         self._acquire()

@@ -13,7 +13,10 @@ from typing import Any, Iterable, Mapping
 from gregor.client.consumer.records import ConsumerRecords
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import NetworkThread, TopicPartition
+from gregor.client.share.acknowledgements import AcknowledgeType
 from gregor.client.share.base import ShareConsumerBase, failed
+from gregor.client.share.records import ShareConsumerRecord
+from gregor.client.thread_owner import ThreadOwner
 
 log = logging.getLogger(__name__)
 _GRACE_SECONDS = 5.0
@@ -28,6 +31,7 @@ class ShareConsumer(ShareConsumerBase):
         super().__init__(config, kwargs)
         self._data_ready = threading.Condition()
         self._woken = False
+        self._owner = ThreadOwner("ShareConsumer")
         self._fetcher.on_data = self._notify
         self._thread = NetworkThread(name=f"gregor-{self.client_id}")
         self._thread.run(self._start(), _GRACE_SECONDS)
@@ -43,26 +47,32 @@ class ShareConsumer(ShareConsumerBase):
 
     def subscribe(self, topics: Iterable[str] | str) -> None:
         """Join the share group for `topics` (names; a new call replaces the subscription)."""
-        self._check_open()
-        self._topics = self._subscription_arg(topics)
-        if not self._topics:
-            self.unsubscribe()
-            return
-        self._network.cluster.wanted_topics.update(self._topics)
-        self._thread.call_soon(self._network.request_metadata_update)
-        self._thread.run(self._member.subscribe(self._topics), _GRACE_SECONDS)
+        with self._owner:
+            self._check_open()
+            self._topics = self._subscription_arg(topics)
+            if not self._topics:
+                self.unsubscribe()
+                return
+            self._network.cluster.wanted_topics.update(self._topics)
+            self._thread.call_soon(self._network.request_metadata_update)
+            self._thread.run(self._member.subscribe(self._topics), _GRACE_SECONDS)
 
     def unsubscribe(self) -> None:
         """Acknowledge what was delivered (implicit mode), and leave the group."""
-        self._check_open()
-        self._topics = ()
-        self._commit(self._default_timeout)
-        self._thread.run(self._member.leave(), _GRACE_SECONDS * 2)
+        with self._owner:
+            self._check_open()
+            self._topics = ()
+            self._commit(self._default_timeout)
+            self._thread.run(self._member.leave(), _GRACE_SECONDS * 2)
 
     def poll(self, timeout: float = 0.0) -> ConsumerRecords:
         """Records acquired for this member (each with `delivery_count`), waiting up to `timeout`
         seconds for some. First acknowledges the last poll's records (implicit mode) or checks
         they all were (explicit mode)."""
+        with self._owner:
+            return self._poll(timeout)
+
+    def _poll(self, timeout: float) -> ConsumerRecords:
         self._check_open()
         self._check_subscribed()
         self._before_poll()
@@ -88,13 +98,20 @@ class ShareConsumer(ShareConsumerBase):
     def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, KafkaException | None]:
         """Send the acknowledgements now (implicit mode: the last poll's records, accepted) and
         wait for the brokers: the outcome per partition (None: applied)."""
-        self._check_open()
-        return self._commit(self._default_timeout if timeout is None else timeout)
+        with self._owner:
+            self._check_open()
+            return self._commit(self._default_timeout if timeout is None else timeout)
+
+    def acknowledge(self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        """Explicit mode: ACCEPT, RELEASE or REJECT a record of the last poll (see the base's)."""
+        with self._owner:
+            super().acknowledge(record, type)
 
     def commit_async(self) -> None:
         """As `commit_sync` without waiting; the commit callback hears the outcome in a later call."""
-        self._check_open()
-        acknowledged = self._acknowledged()
+        with self._owner:
+            self._check_open()
+            acknowledged = self._acknowledged()
         future = self._thread.submit(self._fetcher.commit(acknowledged, time.monotonic() + self._default_timeout))
 
         def done(finished: Any) -> None:
@@ -123,6 +140,10 @@ class ShareConsumer(ShareConsumerBase):
     def close(self, timeout: float | None = None) -> None:
         """Acknowledge what was delivered (implicit mode), close the share sessions (the brokers
         release the records acquired and not delivered) and leave the group. Idempotent."""
+        with self._owner:
+            self._close(timeout)
+
+    def _close(self, timeout: float | None) -> None:
         if self._closed:
             return
         self._closed = True

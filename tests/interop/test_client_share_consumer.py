@@ -15,6 +15,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import ShareConsumer as ConfluentShareConsumer
 
 from gregor import aio
@@ -153,6 +154,30 @@ def test_close_releases_what_the_member_holds_to_the_others(share_broker):  # no
         assert {r.delivery_count for r in again} == {2}
     finally:
         other.close()
+
+
+def test_an_undecodable_record_is_rejected_and_raised_by_poll(share_broker):  # noqa: F811
+    topic, group = names()
+    create_topic(share_broker.bootstrap, topic, 1)
+    producer = ConfluentProducer({"bootstrap.servers": share_broker.bootstrap})
+    for value in (b'{"n": 1}', b"{broken", b'{"n": 3}'):
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(10) == 0
+    consumer = gregor_share(share_broker.bootstrap, group, topic, value_deserializer="json")
+    try:
+        values: list = []
+        raised: list[KafkaException] = []
+        deadline = time.monotonic() + 30
+        while len(values) < 2 or not raised:
+            assert time.monotonic() < deadline, f"values {values}, raised {raised}"
+            try:
+                values.extend(r.value for r in consumer.poll(0.2))
+            except KafkaException as error:
+                raised.append(error)
+        assert values == [{"n": 1}, {"n": 3}] and raised[0].name == "_BAD_MSG"
+        assert consumer.poll(1.0).count() == 0, "the rejected record came back"
+    finally:
+        consumer.close()
 
 
 MEMBER_SCRIPT = """

@@ -9,7 +9,7 @@ import pytest
 
 from gregor.client import AcknowledgeType, KafkaException, ShareConsumerRecord
 from gregor.client.network import TopicPartition
-from gregor.client.serialization import BytesDeserializer
+from gregor.client.serialization import BytesDeserializer, resolve_deserializer
 from gregor.client.share.acknowledgements import GAP, acknowledgement_batches
 from gregor.client.share.base import ShareConsumerBase
 from gregor.client.share.membership import ShareMembership, ShareMemberState
@@ -80,11 +80,27 @@ def test_acquired_records_keep_this_members_ranges_and_report_gaps_and_unseen():
     data = builder.build()
     ranges = [ShareFetchResponse.AcquiredRecords(first_offset=11, last_offset=12, delivery_count=1),
               ShareFetchResponse.AcquiredRecords(first_offset=14, last_offset=17, delivery_count=3)]
-    records, gaps, unseen = acquired_records(TP, data, ranges, key_deserializer=BytesDeserializer(),
-                                             value_deserializer=BytesDeserializer(), check_crcs=True)
-    assert [(r.offset, r.value, r.delivery_count) for r in records] == [
+    found = acquired_records(TP, data, ranges, key_deserializer=BytesDeserializer(),
+                             value_deserializer=BytesDeserializer(), check_crcs=True)
+    assert [(r.offset, r.value, r.delivery_count) for r in found.records] == [
         (11, b"v1", 1), (12, b"v2", 1), (14, b"v4", 3), (15, b"v5", 3)]
-    assert gaps == [] and unseen == [16, 17], "offsets past the answer's last batch were not seen"
+    assert found.gaps == [] and found.unseen == [16, 17], "offsets past the answer's last batch were not seen"
+
+
+def test_undecodable_records_are_rejected_and_corrupt_batches_released():
+    builder = BatchBuilder(base_offset=0)
+    for value in (b"1", b"not json", b"3"):
+        builder.append(1_700_000_000_000, None, value)
+    data = bytearray(builder.build())
+    ranges = [ShareFetchResponse.AcquiredRecords(first_offset=0, last_offset=2, delivery_count=1)]
+    found = acquired_records(TP, bytes(data), ranges, key_deserializer=BytesDeserializer(),
+                             value_deserializer=resolve_deserializer("json", "value.deserializer"), check_crcs=True)
+    assert [r.value for r in found.records] == [1, 3] and found.undecodable == [1]
+    assert found.errors[0].name == "_BAD_MSG" and "offset 1 of t-0" in str(found.errors[0])
+    data[-1] ^= 0xFF
+    corrupt = acquired_records(TP, bytes(data), ranges, key_deserializer=BytesDeserializer(),
+                               value_deserializer=BytesDeserializer(), check_crcs=True)
+    assert not corrupt.records and corrupt.unseen == [0, 1, 2] and corrupt.errors[0].name == "CORRUPT_MESSAGE"
 
 
 class Base(ShareConsumerBase):

@@ -84,6 +84,9 @@ class ShareConsumer(ShareConsumerBase):
             self._run_callbacks()
             if self._membership.fatal is not None:
                 raise self._membership.fatal
+            error = self._fetcher.take_error()
+            if error is not None:
+                raise error
             records = self._fetcher.take(self._max_poll_records)
             if records:
                 self._fetcher.wakeup_threadsafe()

@@ -71,6 +71,8 @@ class ShareFetcher:
         self.buffer: collections.deque[ShareConsumerRecord] = collections.deque()
         self.pending: dict[TopicPartition, dict[int, int]] = {}
         self.results: list[AcknowledgementResult] = []
+        self.errors: list[KafkaException] = []
+        """Records that could not be handed over (undecodable, corrupt), for the next poll to raise."""
         self.on_data: Callable[[], None] | None = None
         self.sessions: dict[int, ShareSession] = {}
         self._session_locks: dict[int, asyncio.Lock] = {}
@@ -92,6 +94,10 @@ class ShareFetcher:
         with self.lock:
             count = min(max_records, len(self.buffer))
             return [self.buffer.popleft() for _ in range(count)]
+
+    def take_error(self) -> KafkaException | None:
+        with self.lock:
+            return self.errors.pop(0) if self.errors else None
 
     def take_results(self) -> list[AcknowledgementResult]:
         with self.lock:
@@ -248,6 +254,7 @@ class ShareFetcher:
         records: list[ShareConsumerRecord] = []
         follow_up: list[tuple[TopicPartition, int, int]] = []
         results: list[AcknowledgementResult] = []
+        errors: list[KafkaException] = []
         failed = False
         for topic in response.responses:
             name = names.get(topic.topic_id)
@@ -264,12 +271,14 @@ class ShareFetcher:
                         self.network.request_metadata_update()
                     log.debug("ShareFetch of %s-%d: %s", name, data.partition_index, error_for(data.error_code).name)
                     continue
-                found, gaps, unseen = acquired_records(
+                found = acquired_records(
                     partition, data.records, data.acquired_records, key_deserializer=self.key_deserializer,
                     value_deserializer=self.value_deserializer, check_crcs=self.settings.check_crcs)
-                records.extend(found)
-                follow_up.extend((partition, offset, GAP) for offset in gaps)
-                follow_up.extend((partition, offset, AcknowledgeType.RELEASE) for offset in unseen)
+                records.extend(found.records)
+                errors.extend(found.errors)
+                follow_up.extend((partition, offset, GAP) for offset in found.gaps)
+                follow_up.extend((partition, offset, AcknowledgeType.RELEASE) for offset in found.unseen)
+                follow_up.extend((partition, offset, AcknowledgeType.REJECT) for offset in found.undecodable)
         for partition, left in acks.items():  # not answered for: the broker did not apply them
             results.append(AcknowledgementResult(partition, frozenset(left), KafkaException(
                 ErrorCode.UNKNOWN_SERVER_ERROR, f"ShareFetch did not answer for {partition.topic}-"
@@ -277,9 +286,10 @@ class ShareFetcher:
         with self.lock:
             self.buffer.extend(records)
             self.results.extend(results)
+            self.errors.extend(errors)
         if follow_up:
             self.acknowledge(follow_up)
-        if (records or results) and self.on_data is not None:
+        if (records or results or errors) and self.on_data is not None:
             self.on_data()
         return failed
 

@@ -190,6 +190,7 @@ class ShareFetcher:
                 await self._fetch_in_session(node, session, wanted)
         except Exception:
             log.exception("share fetch from node %d failed", node)
+            await asyncio.sleep(self.network.settings.retry_backoff_ms / 1000)
         finally:
             self._fetching.discard(node)
             self.wakeup()

@@ -50,7 +50,8 @@ class Listener(ConsumerRebalanceListener):
 
 class GregorMember:
     def __init__(self, bootstrap: str, group: str, topics, **extra) -> None:
-        self.consumer = gregor_consumer(bootstrap, group, **extra)
+        self.consumer = gregor_consumer(bootstrap, group, **{key.replace("_", "."): value
+                                                             for key, value in extra.items()})
         self.listener = Listener()
         self.records: list[tuple[int, int]] = []
         self.consumer.subscribe(topics, listener=self.listener)
@@ -158,6 +159,26 @@ def test_gregor_and_librdkafka_members_share_a_group(broker_factory):
     wait_until(lambda: sorted(len(m.owned) for m in gregor) == [3, 3], 20, "the Gregor members to take over",
                lambda: [m.poll() for m in gregor])
     for member in gregor:
+        member.consumer.close()
+
+
+@pytest.mark.slow
+def test_a_member_that_stops_polling_leaves_and_its_next_poll_rejoins(broker_factory):
+    broker = broker_factory(SETTINGS)
+    create_topic(broker.bootstrap, "idle", 2)
+    idle = GregorMember(broker.bootstrap, "idlers", ["idle"], max_poll_interval_ms=1500)
+    busy = GregorMember(broker.bootstrap, "idlers", ["idle"])
+
+    def poll_both() -> None:
+        idle.poll()
+        busy.poll()
+
+    wait_until(lambda: (len(idle.owned), len(busy.owned)) == (1, 1), 30, "one partition each", poll_both)
+    wait_until(lambda: len(busy.owned) == 2, 20, "the idle member's partition to move", busy.poll)
+    idle.poll()  # reports the partition lost and rejoins
+    assert len(idle.listener.lost) == 1 and not idle.owned
+    wait_until(lambda: (len(idle.owned), len(busy.owned)) == (1, 1), 30, "the rejoined member's share", poll_both)
+    for member in (idle, busy):
         member.consumer.close()
 
 

@@ -68,6 +68,17 @@ def test_reconcile_revoke_then_assign_then_acknowledge_then_stable():
     assert step.epoch == 2
 
 
+def test_an_empty_first_assignment_is_still_a_step_later_equal_targets_are_not():
+    m = member()
+    joined(m, {})
+    step = m.reconciliation(NAMES)
+    assert step is not None and not step.assigned and not step.revoked, "on_partitions_assigned([]) after a join"
+    m.reconciled(step, 0.0)
+    m.heartbeat(0.0)
+    m.on_response(answer(2, {}), 0.0)
+    assert m.reconciliation(NAMES) is None and m.state is MemberState.STABLE
+
+
 def test_unknown_topic_ids_wait_for_metadata():
     m = member()
     joined(m, {T1: [0], T2: [0]})

@@ -69,7 +69,9 @@ _RETRIABLE_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_
 @dataclass(frozen=True)
 class Reconciliation:
     """One step toward the target: give up `revoked` (commit, listener), then own `target`
-    (`assigned` are the new ones); `epoch` is the member epoch the step was made for."""
+    (`assigned` are the new ones); `epoch` is the member epoch the step was made for. The first
+    step after joining may change nothing: on_partitions_assigned is still called (with no
+    partitions), as Java's consumer calls it after every join."""
 
     epoch: int
     owned: frozenset[TopicPartition]
@@ -123,6 +125,7 @@ class ConsumerMembership:
         self._topic_ids: dict[str, Any] = {}
         self._target_seq = 0
         self._reconciling = False
+        self._joined = False  # the first target since joining is always a step (its listener call)
 
     # -- transitions --
 
@@ -142,6 +145,7 @@ class ConsumerMembership:
         self._to(MemberState.JOINING)
         self.member_epoch = JOIN_EPOCH
         self._sent = None
+        self._joined = True
 
     def leave(self, now: float) -> bool:
         """Leave the group with the next heartbeat (epoch -1, or -2 for a static member); False
@@ -265,12 +269,13 @@ class ConsumerMembership:
             owned_unresolved = {p for p in self.owned if p.topic not in topic_names.values()}
             target |= owned_unresolved
         step = Reconciliation(self.member_epoch, self.owned, frozenset(target), self._target_seq)
-        if not step.revoked and not step.assigned:
+        if not step.revoked and not step.assigned and not (self._joined and not unresolved):
             if not unresolved:
                 self._to(MemberState.ACKNOWLEDGING if self._sent is None or self._sent.owned != self.owned
                          else MemberState.STABLE)
             return None
         self._reconciling = True
+        self._joined = False
         return step
 
     def reconciled(self, step: Reconciliation, now: float) -> None:

@@ -52,9 +52,13 @@ class ShareConsumer(ShareConsumerBase):
         await self.close()
 
     def subscribe(self, topics: Iterable[str] | str) -> None:
-        """Join the share group for `topics` (names; a new call replaces the subscription)."""
+        """Join the share group for `topics` (names; a new call replaces the subscription, and no
+        topics leaves the group, in a task, as `unsubscribe`)."""
         self._ready()
         self._topics = self._subscription_arg(topics)
+        if not self._topics:
+            self._spawn(self.unsubscribe(), "unsubscribe")
+            return
         self._network.cluster.wanted_topics.update(self._topics)
         self._network.request_metadata_update()
         self._spawn(self._member.subscribe(self._topics), "subscribe")

@@ -100,15 +100,14 @@ class ConsumerMembership:
     """The member's identity, epoch, target and owned partitions, and its heartbeat schedule."""
 
     def __init__(self, group_id: str, *, instance_id: str | None, rack_id: str | None,
-                 rebalance_timeout_ms: int, server_assignor: str | None, retry_backoff_ms: int,
-                 member_id: str | None = None) -> None:
+                 rebalance_timeout_ms: int, server_assignor: str | None, retry_backoff_ms: int) -> None:
         self.group_id = group_id
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
         self.retry_backoff = retry_backoff_ms / 1000
-        self.member_id = member_id or str(uuid.uuid4())
+        self.member_id = str(uuid.uuid4())
         self.member_epoch = JOIN_EPOCH
         self.state = MemberState.UNSUBSCRIBED
         self.heartbeat_interval = 0.0

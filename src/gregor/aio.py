@@ -4,12 +4,13 @@ synchronous `gregor.client` as `redis.asyncio` sits beside `redis`. The code liv
 package: it adds no layer to the table of DESIGN.md)."""
 
 from gregor.client.aio import (
-    AdminClient, Consumer, ConsumerRebalanceListener, ConsumerRecord, ConsumerRecords, KafkaConnectionError,
-    KafkaError, KafkaException, KafkaTimeoutError, OffsetAndMetadata, Producer, RecordMetadata, TopicPartition,
+    AcknowledgeType, AdminClient, Consumer, ConsumerRebalanceListener, ConsumerRecord, ConsumerRecords,
+    KafkaConnectionError, KafkaError, KafkaException, KafkaTimeoutError, OffsetAndMetadata, Producer, RecordMetadata,
+    ShareConsumer, ShareConsumerRecord, TopicPartition,
 )
 
 __all__ = [
-    "AdminClient", "Consumer", "ConsumerRebalanceListener", "ConsumerRecord", "ConsumerRecords",
+    "AcknowledgeType", "AdminClient", "Consumer", "ConsumerRebalanceListener", "ConsumerRecord", "ConsumerRecords",
     "KafkaConnectionError", "KafkaError", "KafkaException", "KafkaTimeoutError", "OffsetAndMetadata",
-    "Producer", "RecordMetadata", "TopicPartition",
+    "Producer", "RecordMetadata", "ShareConsumer", "ShareConsumerRecord", "TopicPartition",
 ]

@@ -65,8 +65,8 @@ def test_unknown_keys_are_refused_by_name():
         Consumer({"bootstrap.servers": "127.0.0.1:9", "no.such.key": 1})
     with pytest.raises(ConfigError, match="linger.ms"):
         Consumer(bootstrap_servers="127.0.0.1:9", linger_ms=5)
-    with pytest.raises(ConfigError, match="group.protocol"):
-        Consumer(bootstrap_servers="127.0.0.1:9", group_protocol="consumer")
+    with pytest.raises(ConfigError, match="heartbeat.interval.ms"):
+        Consumer(bootstrap_servers="127.0.0.1:9", group_protocol="consumer", heartbeat_interval_ms=500)
 
 
 def test_calls_out_of_order_are_state_or_argument_errors():

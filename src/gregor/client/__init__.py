@@ -10,8 +10,10 @@ from gregor.client.errors import (
 )
 from gregor.client.network import TopicPartition
 from gregor.client.producer import Producer, ProducerRecord, RecordMetadata
+from gregor.client.share import AcknowledgeType, ShareConsumer, ShareConsumerRecord
 
 __all__ = [
+    "AcknowledgeType",
     "AdminClient",
     "ClientErrorCode",
     "Consumer",
@@ -26,6 +28,8 @@ __all__ = [
     "Producer",
     "ProducerRecord",
     "RecordMetadata",
+    "ShareConsumer",
+    "ShareConsumerRecord",
     "TopicPartition",
     "UnknownTopicOrPartitionError",
     "WakeupException",

@@ -1130,7 +1130,9 @@ class AdminOperations:
         return {topic.topic_name: _error_or_none(topic.error_code, topic.error_message) for topic in response.responses}
 
     async def list_group_offsets(self, group: str, partitions: list[TopicPartition] | None, require_stable: bool,
-                                 deadline: float) -> dict[TopicPartition, OffsetAndMetadata | KafkaException]:
+                                 deadline: float, *, member: tuple[str, int] | None = None,
+                                 ) -> dict[TopicPartition, OffsetAndMetadata | KafkaException]:
+        """`member`: (member id, epoch) of a KIP-848 consumer asking for its own group (OffsetFetch v9)."""
         by_topic = _partitions_by_topic(partitions) if partitions is not None else None
         request = OffsetFetchRequest(
             group_id=group, require_stable=require_stable,
@@ -1138,10 +1140,11 @@ class AdminOperations:
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=indexes)
                 for topic, indexes in by_topic.items()],
             groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
-                group_id=group, topics=None if by_topic is None else [
+                group_id=group, member_id=member[0] if member else None, member_epoch=member[1] if member else -1,
+                topics=None if by_topic is None else [
                     OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=indexes)
                     for topic, indexes in by_topic.items()])])
-        lowest = 7 if require_stable else (2 if partitions is None else 1)
+        lowest = 9 if member else 7 if require_stable else (2 if partitions is None else 1)
 
         async def send(node: int) -> dict[TopicPartition, Any]:
             response = await self._send(request, node, deadline, versions=(lowest, 9))

@@ -65,11 +65,12 @@ class ConfigError(ValueError):
 
 
 class Role(enum.Enum):
-    """The three kinds of client; each has its own key table."""
+    """The kinds of client; each has its own key table."""
 
     PRODUCER = "producer"
     CONSUMER = "consumer"
     ADMIN = "admin"
+    SHARE_CONSUMER = "share consumer"
 
 
 class ConfigType(enum.Enum):
@@ -395,6 +396,22 @@ _CONSUMER = (
     ConfigKey("default.api.timeout.ms", _INT, 60000, _AT_LEAST_0),
 )
 
+# Java's ShareConsumerConfig: the consumer's keys less those of offsets and the classic group.
+_SHARE_CONSUMER = (
+    ConfigKey("group.id", _STR, None),
+    ConfigKey("share.acknowledgement.mode", _STR, "implicit", _one_of("implicit", "explicit")),
+    ConfigKey("max.poll.records", _INT, 500, _at_least(1)),
+    ConfigKey("fetch.min.bytes", _INT, 1, _AT_LEAST_0),
+    ConfigKey("fetch.max.bytes", _INT, 52428800, _AT_LEAST_0),
+    ConfigKey("fetch.max.wait.ms", _INT, 500, _AT_LEAST_0),
+    ConfigKey("max.partition.fetch.bytes", _INT, 1048576, _AT_LEAST_0),
+    ConfigKey("check.crcs", _BOOL, True),
+    ConfigKey("client.rack", _STR, ""),
+    ConfigKey("key.deserializer", _CLASS, "bytes"),
+    ConfigKey("value.deserializer", _CLASS, "bytes"),
+    ConfigKey("default.api.timeout.ms", _INT, 60000, _AT_LEAST_0),
+)
+
 _ADMIN = (
     ConfigKey("connections.max.idle.ms", _LONG, 300000),
     ConfigKey("retries", _INT, INT_MAX, _between(0, INT_MAX)),
@@ -410,6 +427,7 @@ _TABLES: dict[Role, Mapping[str, ConfigKey]] = {
     Role.PRODUCER: _table(_PRODUCER),
     Role.CONSUMER: _table(_CONSUMER),
     Role.ADMIN: _table(_ADMIN),
+    Role.SHARE_CONSUMER: _table(_SHARE_CONSUMER),
 }
 
 _UNSUPPORTED_PREFIXES = {
@@ -510,6 +528,8 @@ def _unknown_key(role: Role, key: str, spelling: str, as_keyword: bool) -> Confi
     if dotted in _TABLES[role]:
         return ConfigError(f"{message}; did you mean {dotted!r}?")
     owners = [other.value for other, table in _TABLES.items() if dotted in table]
+    if Role.CONSUMER.value in owners and Role.SHARE_CONSUMER.value in owners:
+        owners.remove(Role.SHARE_CONSUMER.value)  # the share consumer's keys are the consumer's
     if owners:
         return ConfigError(f"{spelling!r} is a {' and '.join(owners)} setting; "
                            f"a {role.value} does not take it")
@@ -570,9 +590,24 @@ def _check_consumer(values: dict[str, Any], explicit: frozenset[str]) -> None:
             raise ConfigError("enable.auto.commit cannot be true without a group.id")
     if values["group.protocol"] == "classic" and values["group.remote.assignor"]:
         raise ConfigError("group.remote.assignor cannot be set when group.protocol=classic")
+    if values["group.protocol"] == "consumer":
+        for key in _CLASSIC_ONLY:
+            if key in explicit:
+                raise ConfigError(f"{key} is not supported with group.protocol=consumer: the broker decides it "
+                                  f"(its group.consumer.* keys; group.remote.assignor picks the broker's assignor)")
+
+
+# Kafka's consumer refuses these with group.protocol=consumer (checkGroupProtocolConfigs).
+_CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+
+
+def _check_share_consumer(values: dict[str, Any], explicit: frozenset[str]) -> None:
+    if not values["group.id"]:
+        raise ConfigError("group.id is required: a share consumer is always a member of a share group")
 
 
 _ROLE_RULES: dict[Role, Callable[[dict[str, Any], frozenset[str]], None]] = {
     Role.PRODUCER: _check_producer,
     Role.CONSUMER: _check_consumer,
+    Role.SHARE_CONSUMER: _check_share_consumer,
 }

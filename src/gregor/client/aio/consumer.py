@@ -30,6 +30,7 @@ from gregor.client.aio.binding import LoopBinding, check_timeout
 from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
 from gregor.client.consumer.records import ConsumerRecord, ConsumerRecords, RecordChunk
+from gregor.client.consumer.subscription import SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.client.network import ByPartition, PartitionMetadata, TopicPartition
 
@@ -62,8 +63,11 @@ class Consumer(ConsumerBase):
         if self._binding.bind():
             self._network.start()
             self._spawn(self._fetcher.run(), "fetcher")
-            if self._membership is not None:
-                self._spawn(self._membership.heartbeat_loop(), "heartbeat")
+            group = self._member or self._membership
+            if group is not None:
+                self._spawn(group.heartbeat_loop(), "heartbeat")
+            if self._member is not None:
+                self._member.on_change = self._data.set
 
     def _spawn(self, coro: Any, what: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=f"{self.client_id}-{what}")
@@ -96,6 +100,8 @@ class Consumer(ConsumerBase):
         else:
             self._spawn(self._want_topics(self._subscriptions.topics), "metadata")
         self._listener = listener
+        if self._member is not None:
+            self._spawn(self._member.subscribe(*self._member_subscription()), "subscribe")
 
     def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Read exactly these partitions, without a group (positions from committed offsets when
@@ -230,8 +236,7 @@ class Consumer(ConsumerBase):
         self._check_subscribed()
         self._rewind_pending()
         deadline = None if timeout is None else time.monotonic() + timeout
-        if self._membership is not None:
-            self._membership.last_poll = time.monotonic()
+        self._note_poll()
         while True:
             if self._closed:
                 raise KafkaException(ClientErrorCode._STATE, "the consumer is closed")
@@ -267,6 +272,9 @@ class Consumer(ConsumerBase):
     async def _poll_group(self, deadline: float | None) -> None:
         """Drive the rebalance until this member is stable or `deadline` passes (the rebalance
         then goes on in its task and a later poll takes it up)."""
+        if self._member is not None:
+            await self._poll_consumer_group()
+            return
         self._group_changed()
         while self._rebalance is not None or self._rebalance_needed():
             if self._rebalance is None:
@@ -282,6 +290,28 @@ class Consumer(ConsumerBase):
             error = task.exception()
             if error is not None:
                 raise error
+
+    async def _poll_consumer_group(self) -> None:
+        """KIP-848: as the sync consumer's (lost partitions and rejoining after a fencing, then the
+        reconciliation step: commit and revoke, then assign), awaiting a coroutine listener."""
+        member = self._member
+        assert member is not None
+        lost = self._member_out_of_group()
+        if lost is not None:
+            await self._apply_changes(lost)
+            await member.rejoin()
+        if self._subscriptions.kind is SubscriptionType.AUTO_PATTERN:
+            self._match_pattern()  # what subscription() reports; the broker matches the regex itself
+        step = await member.next_step()
+        if step is None:
+            return
+        changes = self._member_changes(step)
+        try:
+            if changes.revoked and self._auto_commit:
+                await self._commit_quietly(changes.revoked)
+            await self._apply_changes(changes)
+        finally:
+            await member.step_done(step)
 
     async def _rebalance_round(self) -> None:
         """One rebalance of this member, from revoking to assigning, with the listener told."""
@@ -321,6 +351,13 @@ class Consumer(ConsumerBase):
     async def _leave_group(self, reason: str) -> None:
         membership = self._membership
         if membership is None or not self._subscriptions.group_managed:
+            return
+        if self._member is not None:
+            changes = self._member_leaving()
+            if changes.revoked and self._auto_commit:
+                await self._commit_quietly(changes.revoked)
+            await self._apply_changes(changes)
+            await self._member.leave(reason)
             return
         if self._rebalance is not None:
             self._rebalance.cancel()

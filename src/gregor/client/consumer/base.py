@@ -11,6 +11,7 @@ subclasses, since only they know whether a listener method is a coroutine and ho
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import re
@@ -25,6 +26,8 @@ from gregor.client.assignors import (
     encode_assignment, encode_subscription,
 )
 from gregor.client.config import ConfigError, Role, parse_config
+from gregor.client.consumer.consumer_group import ConsumerGroupMember
+from gregor.client.consumer.consumer_membership import ConsumerMembership, Reconciliation
 from gregor.client.consumer.coordinator import GroupMembership, MemberState
 from gregor.client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchSettings, Fetcher
 from gregor.client.consumer.subscription import SubscriptionState, SubscriptionType
@@ -32,6 +35,7 @@ from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.client.interceptors import ConsumerInterceptors, resolve_consumer_interceptors
 from gregor.client.network import ByPartition, NetworkClient, NetworkSettings, TopicPartition
 from gregor.client.serialization import resolve_deserializer
+from gregor.protocol.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +56,7 @@ class ConsumerBase:
 
     def __init__(self, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> None:
         parsed = parse_config(Role.CONSUMER, config, **kwargs)
-        if parsed["group.protocol"].lower() != "classic":
-            raise ConfigError("group.protocol: only the classic group protocol is implemented (KIP-848's "
-                              "'consumer' protocol is not)")
+        consumer_protocol = parsed["group.protocol"].lower() == "consumer"
         self.client_id = parsed["client.id"] or f"consumer-{parsed['group.id'] or 'standalone'}-{next(_CLIENT_NUMBERS)}"
         self._config = parsed
         self._group_id: str | None = parsed["group.id"] or None
@@ -89,6 +91,10 @@ class ConsumerBase:
             self._network, self._group_id, parsed["group.instance.id"],
             session_timeout_ms=parsed["session.timeout.ms"], rebalance_timeout_ms=parsed["max.poll.interval.ms"],
             heartbeat_interval_ms=parsed["heartbeat.interval.ms"])
+        self._member = ConsumerGroupMember(self._network, ConsumerMembership(
+            self._group_id, instance_id=parsed["group.instance.id"], rack_id=parsed["client.rack"] or None,
+            rebalance_timeout_ms=parsed["max.poll.interval.ms"], server_assignor=parsed["group.remote.assignor"],
+            retry_backoff_ms=parsed["retry.backoff.ms"])) if consumer_protocol and self._group_id is not None else None
 
     # -- subscriptions --
 
@@ -109,9 +115,17 @@ class ConsumerBase:
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or any(not isinstance(name, str) or not name.strip() for name in names):
             raise KafkaException(ClientErrorCode._INVALID_ARG, f"topic names must be non-empty: {names!r}")
-        if self._subscriptions.subscribe(names):
+        if self._subscriptions.subscribe(names) and self._member is None:
             self._membership.rejoin_needed = True
         return False
+
+    def _member_subscription(self) -> tuple[tuple[str, ...] | None, str | None]:
+        """What a KIP-848 member tells the coordinator: topic names, or the pattern (matched by
+        the broker, as librdkafka's consumer protocol does)."""
+        pattern = self._subscriptions.pattern
+        if self._subscriptions.kind is SubscriptionType.AUTO_PATTERN and pattern is not None:
+            return None, pattern.pattern
+        return tuple(sorted(self._subscriptions.topics)), None
 
     def _match_pattern(self) -> None:
         """Subscribe to the topics of the cluster metadata that the pattern matches."""
@@ -119,7 +133,7 @@ class ConsumerBase:
         pattern = self._subscriptions.pattern
         matched = [name for name, metadata in cluster.topics.items()
                    if pattern.fullmatch(name) and not (metadata.is_internal and self._exclude_internal)]
-        if self._subscriptions.set_topics(matched) and self._membership is not None:
+        if self._subscriptions.set_topics(matched) and self._membership is not None and self._member is None:
             self._membership.rejoin_needed = True
 
     async def _want_topics(self, topics: Iterable[str]) -> None:
@@ -223,12 +237,49 @@ class ConsumerBase:
 
     def _own(self, changes: RebalanceChanges) -> None:
         """What the member owns after `changes` (called between the revoked/lost and the
-        assigned listener calls); records of partitions it gave up are dropped."""
+        assigned listener calls, so that the listener may seek); records of partitions it gave up
+        are dropped."""
         gone = self._owned.difference(changes.owned)
+        changed = self._owned != changes.owned
         self._owned = frozenset(changes.owned)
-        if gone:
+        if changed:
             self._subscriptions.assign_from_group(self._owned)
+        if gone:
             self._fetcher.clear_buffer()
+
+    # -- the consumer protocol (KIP-848) --
+
+    def _note_poll(self) -> None:
+        """The application polled (a member that stops polling leaves after max.poll.interval.ms)."""
+        if self._membership is not None:
+            self._membership.last_poll = time.monotonic()
+        if self._member is not None:
+            self._member.last_poll = time.monotonic()
+
+    def _member_out_of_group(self) -> RebalanceChanges | None:
+        """The lost partitions to report when the member was fenced or timed out of the group
+        (before it rejoins), else None; raises the member's fatal error."""
+        member = self._member
+        if member.fatal is not None:
+            raise member.fatal
+        if not (member.membership.fenced or member.poll_timeout_expired):
+            return None
+        log.info("group %s: member %s is out of the group; it loses %s and rejoins", member.group_id,
+                 member.membership.member_id, ", ".join(f"{p.topic}-{p.partition}" for p in sorted(self._owned))
+                 or "nothing")
+        return RebalanceChanges(owned=frozenset(), lost=tuple(sorted(self._owned)) or None)
+
+    def _member_changes(self, step: Reconciliation) -> RebalanceChanges:
+        """The listener calls of one reconciliation step: revoked (if any), then assigned."""
+        log.info("group %s epoch %d: member %s revokes %s, is assigned %s", self._group_id, step.epoch,
+                 self._member.membership.member_id,
+                 ", ".join(f"{p.topic}-{p.partition}" for p in sorted(step.revoked)) or "nothing",
+                 ", ".join(f"{p.topic}-{p.partition}" for p in sorted(step.assigned)) or "nothing")
+        return RebalanceChanges(owned=step.target, revoked=tuple(sorted(step.revoked)) or None,
+                                assigned=tuple(sorted(step.assigned)))
+
+    def _member_leaving(self) -> RebalanceChanges:
+        return RebalanceChanges(owned=frozenset(), revoked=tuple(sorted(self._owned)) or None)
 
     def _after_assignment(self, changes: RebalanceChanges) -> None:
         if changes.rejoin:
@@ -243,6 +294,8 @@ class ConsumerBase:
         if not self._auto_commit or time.monotonic() < self._next_auto_commit:
             return False
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+        if self._member is not None and self._subscriptions.group_managed:
+            return self._member.membership.can_commit
         return not (self._membership is not None and self._subscriptions.group_managed
                     and (rebalancing or self._membership.state is not MemberState.STABLE))
 
@@ -290,8 +343,19 @@ class ConsumerBase:
         return await self._operations.list_offsets(specs, isolation, deadline)
 
     async def _committed(self, partitions: list[TopicPartition], deadline: float) -> dict[TopicPartition, Any]:
-        found = await self._operations.list_group_offsets(
-            self._group_id, partitions, self._isolation == READ_COMMITTED, deadline)
+        while True:
+            member = None
+            if self._member is not None and self._subscriptions.group_managed and self._member.membership.can_commit:
+                member = (self._member.membership.member_id, self._member.membership.member_epoch)
+            try:
+                found = await self._operations.list_group_offsets(
+                    self._group_id, partitions, self._isolation == READ_COMMITTED, deadline, member=member)
+                break
+            except KafkaException as error:
+                # A heartbeat bumped the member's epoch meanwhile: ask again with the new one, as Java does.
+                if error.code != ErrorCode.STALE_MEMBER_EPOCH or time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(self._network.settings.retry_backoff_ms / 1000)
         result = {}
         for partition, value in found.items():
             if isinstance(value, KafkaException):
@@ -313,6 +377,9 @@ class ConsumerBase:
 
     async def _commit(self, offsets: dict[TopicPartition, OffsetAndMetadata], deadline: float) -> None:
         request = {partition: (value.offset, value.leader_epoch, value.metadata) for partition, value in offsets.items()}
+        if self._member is not None and self._subscriptions.group_managed:
+            await self._member.commit(request, deadline)
+            return
         await self._membership.commit(request, deadline, with_generation=self._subscriptions.group_managed)
 
     def _seek_target(self, offset: int | OffsetAndMetadata) -> tuple[int, int | None]:

@@ -22,8 +22,10 @@ from gregor.client.admin import OffsetAndMetadata, OffsetSpec
 from gregor.client.assignors import RebalanceChanges
 from gregor.client.consumer.base import ConsumerBase, OffsetAndTimestamp, partitions_arg
 from gregor.client.consumer.records import ConsumerRecords, RecordChunk
+from gregor.client.consumer.subscription import SubscriptionType
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.network import ByPartition, NetworkThread, PartitionMetadata, TopicPartition
+from gregor.client.thread_owner import ThreadOwner
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +68,14 @@ class Consumer(ConsumerBase):
         self._rebalance: concurrent.futures.Future | None = None
         self._commit_completions: list[Callable[[], None]] = []
         self._completions_lock = threading.Lock()
-        self._owner: int | None = None
-        self._owner_depth = 0
-        self._owner_lock = threading.Lock()
+        self._owner = ThreadOwner("Consumer")
         self._woken = False
         self._thread = NetworkThread(name=f"gregor-{self.client_id}")
         self._thread.run(self._start(), _GRACE_SECONDS)
         self._fetch_task = self._thread.spawn(self._fetcher.run(), name=f"{self.client_id}-fetcher")
-        if self._membership is not None:
-            self._heartbeat_task = self._thread.spawn(self._membership.heartbeat_loop(),
-                                                      name=f"{self.client_id}-heartbeat")
+        group = self._member or self._membership
+        if group is not None:
+            self._heartbeat_task = self._thread.spawn(group.heartbeat_loop(), name=f"{self.client_id}-heartbeat")
 
     async def _start(self) -> None:
         self._network.start()
@@ -87,20 +87,10 @@ class Consumer(ConsumerBase):
     # -- the one-thread rule --
 
     def _acquire(self) -> None:
-        me = threading.get_ident()
-        with self._owner_lock:
-            if self._owner is not None and self._owner != me:
-                raise KafkaException(ClientErrorCode._STATE,
-                                     "Consumer is not safe for multi-threaded access: another thread is using it; "
-                                     "use one consumer per thread (only wakeup() may be called from elsewhere)")
-            self._owner = me
-            self._owner_depth += 1
+        self._owner.acquire()
 
     def _release(self) -> None:
-        with self._owner_lock:
-            self._owner_depth -= 1
-            if self._owner_depth == 0:
-                self._owner = None
+        self._owner.release()
 
     def _enter(self) -> None:
         self._acquire()
@@ -121,6 +111,8 @@ class Consumer(ConsumerBase):
             else:
                 self._want(self._subscriptions.topics)
             self._listener = listener
+            if self._member is not None:
+                self._thread.run(self._member.subscribe(*self._member_subscription()), _GRACE_SECONDS)
         finally:
             self._release()
 
@@ -189,8 +181,7 @@ class Consumer(ConsumerBase):
         the group, auto commits and positions looked after in between."""
         self._check_subscribed()
         deadline = time.monotonic() + max(timeout, 0.0)
-        if self._membership is not None:
-            self._membership.last_poll = time.monotonic()
+        self._note_poll()
         while True:
             self._check_wakeup()
             self._run_commit_completions()
@@ -239,6 +230,9 @@ class Consumer(ConsumerBase):
     # -- group membership (application thread) --
 
     def _poll_group(self, deadline: float) -> None:
+        if self._member is not None:
+            self._poll_consumer_group()
+            return
         self._group_changed()
         if self._rebalance is not None or self._rebalance_needed():
             self._rejoin(deadline)
@@ -270,6 +264,28 @@ class Consumer(ConsumerBase):
                 changes = self._assignment_changes(data)
                 self._apply_changes(changes)
                 self._after_assignment(changes)
+
+    def _poll_consumer_group(self) -> None:
+        """KIP-848: report lost partitions and rejoin after a fencing, and run the reconciliation
+        step the coordinator's target asks for (commit and revoke, then assign), as Java's
+        consumer runs them inside poll; the next heartbeat acknowledges it."""
+        member = self._member
+        lost = self._member_out_of_group()
+        if lost is not None:
+            self._apply_changes(lost)
+            self._thread.run(member.rejoin(), _GRACE_SECONDS)
+        if self._subscriptions.kind is SubscriptionType.AUTO_PATTERN:
+            self._match_pattern()  # what subscription() reports; the broker matches the regex itself
+        step = self._thread.run(member.next_step(), _GRACE_SECONDS)
+        if step is None:
+            return
+        changes = self._member_changes(step)
+        try:
+            if changes.revoked and self._auto_commit:
+                self._commit_quietly(changes.revoked)
+            self._apply_changes(changes)
+        finally:
+            self._thread.run(member.step_done(step), _GRACE_SECONDS)
 
     def _prepare_join(self) -> list[tuple[str, bytes]]:
         """Revoke what the protocol gives up before joining (listener, auto commit) and build
@@ -305,6 +321,13 @@ class Consumer(ConsumerBase):
     def _leave_group(self, reason: str) -> None:
         membership = self._membership
         if membership is None or not self._subscriptions.group_managed:
+            return
+        if self._member is not None:
+            changes = self._member_leaving()
+            if changes.revoked and self._auto_commit:
+                self._commit_quietly(changes.revoked)
+            self._apply_changes(changes)
+            self._thread.run(self._member.leave(reason), _GRACE_SECONDS * 2)
             return
         if self._rebalance is not None:
             self._rebalance.cancel()

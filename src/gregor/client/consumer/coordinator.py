@@ -42,29 +42,13 @@ class MemberState(enum.Enum):
     STABLE = "stable"
 
 
-class GroupMembership:
-    def __init__(self, network: NetworkClient, group_id: str, instance_id: str | None, *,
-                 session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+class CoordinatorLink:
+    """Requests to a group's coordinator, found (and found again when it moved) on the way."""
+
+    def __init__(self, network: NetworkClient, group_id: str) -> None:
         self.network = network
         self.coordinators = Coordinators(network)
         self.group_id = group_id
-        self.instance_id = instance_id
-        self.session_timeout_ms = session_timeout_ms
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.member_id = ""
-        self.generation = -1
-        self.protocol_name: str | None = None
-        self.leader_id = ""
-        self.state = MemberState.UNJOINED
-        self.rejoin_needed = True
-        self.generation_reset = False
-        self.fatal: KafkaException | None = None
-        self.last_poll = time.monotonic()
-        self.poll_timeout_expired = False
-        self._heartbeat_wakeup: asyncio.Event | None = None
-
-    # -- requests --
 
     async def coordinator(self, deadline: float) -> int:
         """The group's coordinator, asked again while the brokers answer with a retriable error
@@ -91,6 +75,31 @@ class GroupMembership:
     def _check_moved(self, code: int) -> None:
         if code in COORDINATOR_MOVED_ERRORS:
             self.coordinators.invalidate(self.group_id)
+
+    @staticmethod
+    def _remaining_ms(deadline: float) -> float:
+        return max((deadline - time.monotonic()) * 1000, 1.0)
+
+
+class GroupMembership(CoordinatorLink):
+    def __init__(self, network: NetworkClient, group_id: str, instance_id: str | None, *,
+                 session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        super().__init__(network, group_id)
+        self.instance_id = instance_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.member_id = ""
+        self.generation = -1
+        self.protocol_name: str | None = None
+        self.leader_id = ""
+        self.state = MemberState.UNJOINED
+        self.rejoin_needed = True
+        self.generation_reset = False
+        self.fatal: KafkaException | None = None
+        self.last_poll = time.monotonic()
+        self.poll_timeout_expired = False
+        self._heartbeat_wakeup: asyncio.Event | None = None
 
     async def join(self, protocols: list[tuple[str, bytes]], deadline: float) -> Any:
         """JoinGroup until the coordinator answers with a generation (retrying the member-id
@@ -275,7 +284,3 @@ class GroupMembership:
             if code == ErrorCode.FENCED_INSTANCE_ID:
                 self.fatal = error_for(code, f"group {self.group_id!r}: another consumer uses this group.instance.id")
                 self.state = MemberState.UNJOINED
-
-    @staticmethod
-    def _remaining_ms(deadline: float) -> float:
-        return max((deadline - time.monotonic()) * 1000, 1.0)

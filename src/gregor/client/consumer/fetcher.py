@@ -129,7 +129,7 @@ class CompletedFetch:
             return
         aborted_producers: set[int] = set()
         pending_aborts = collections.deque(self._aborted)
-        for header, start, end in _entries(data):
+        for header, start, end in record_entries(data):
             if header is None:
                 yield header, start, end
                 continue
@@ -210,7 +210,7 @@ class CompletedFetch:
                 yield (message.offset, message.timestamp, message.key, message.value, []), -1, message.timestamp_type
 
 
-def _entries(data: bytes | memoryview) -> Iterator[tuple[BatchHeader | None, int, int]]:
+def record_entries(data: bytes | memoryview) -> Iterator[tuple[BatchHeader | None, int, int]]:
     """(v2 batch header, or None for a legacy v0/v1 entry; start; end) of each complete entry.
     A fetch may end inside an entry (the size limits cut it): that tail is not returned."""
     position, size = 0, len(data)

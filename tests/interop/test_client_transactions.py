@@ -246,3 +246,41 @@ def test_the_asyncio_producer_commits_aborts_and_is_fenced(broker):
     asyncio.run(scenario())
     assert read_gregor(broker.bootstrap, topic, 3) == [b"a0", b"a1", b"a2"]
     assert read_confluent(broker.bootstrap, topic, 3) == [b"a0", b"a1", b"a2"]
+
+
+def test_a_transaction_handed_over_is_committed_or_aborted_by_another_producer(broker):
+    """Two-phase commit across processes (Flink's sink, the Spark exactly-once sink): the writer
+    flushes and hands over its id and epoch, the committer resumes and ends the transaction."""
+    topic = new_topic(broker.bootstrap)
+    txn_id = f"handover-{uuid.uuid4().hex[:6]}"
+    handles = []
+    for value in (b"kept", b"dropped"):
+        writer = transactional(broker.bootstrap, txn_id)
+        writer.init_transactions(30)
+        writer.begin_transaction()
+        writer.send(topic, value)
+        writer.flush(10)
+        handles.append(writer.transaction_handle())
+        writer.close()  # the transaction stays open
+        committer = transactional(broker.bootstrap, txn_id)
+        try:
+            committer.resume_transaction(handles[-1])
+            with pytest.raises(IllegalStateError, match="resumed"):
+                committer.send(topic, b"more")
+            if value == b"kept":
+                committer.commit_transaction(30)
+            else:
+                committer.abort_transaction(30)
+        finally:
+            committer.close()
+    assert handles[1].producer_epoch > handles[0].producer_epoch
+    # a stale handle (an epoch a newer producer has moved past) cannot commit
+    stale = transactional(broker.bootstrap, txn_id)
+    try:
+        stale.resume_transaction(handles[0])
+        with pytest.raises(ProducerFencedError):
+            stale.commit_transaction(30)
+    finally:
+        stale.close()
+    assert read_gregor(broker.bootstrap, topic, 1) == [b"kept"]
+    assert read_confluent(broker.bootstrap, topic, 1) == [b"kept"]

@@ -31,7 +31,7 @@ from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, encode
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
 from gregor.client.producer.sender import Sender, SenderSettings
-from gregor.client.producer.transaction_manager import TransactionManager
+from gregor.client.producer.transaction_manager import TransactionHandle, TransactionManager
 from gregor.client.producer.transaction_requests import TransactionRequests
 from gregor.client.serialization import BytesSerializer, SerializationTypeError, resolve_serializer
 from gregor.protocol.error_codes import ErrorCode
@@ -350,6 +350,28 @@ class ProducerBase(abc.ABC):
     def _begin_transaction(self) -> None:
         manager, _ = self._transactions("begin_transaction")
         manager.begin_transaction()
+
+    def transaction_handle(self) -> TransactionHandle:
+        """The open transaction's transactional id, producer id and epoch, for another process to
+        commit or abort it with `resume_transaction` (two-phase commit, as Flink's Kafka sink).
+        Call it after `flush()`; then close this producer without ending the transaction."""
+        manager, _ = self._transactions("transaction_handle")
+        manager.check_in_transaction("transaction_handle")
+        identity = self._sender.identity
+        return TransactionHandle(manager.transactional_id, identity.producer_id, identity.producer_epoch)
+
+    def resume_transaction(self, handle: TransactionHandle) -> None:
+        """Take over the open transaction of `handle` (from `transaction_handle()` of a producer
+        with the same transactional.id, in any process) instead of `init_transactions()`: only
+        `commit_transaction()` or `abort_transaction()` may follow. A commit raises
+        ProducerFencedError when the transaction was aborted meanwhile (timed out, or a newer
+        producer initialized the id): its records are gone."""
+        manager, _ = self._transactions("resume_transaction")
+        if handle.transactional_id != manager.transactional_id:
+            raise KafkaException(ClientErrorCode._INVALID_ARG, f"the handle is for transactional id "
+                                 f"{handle.transactional_id!r}, this producer has {manager.transactional_id!r}")
+        manager.resume()
+        self._sender.identity.set(handle.producer_id, handle.producer_epoch)
 
     async def _init_transactions(self, deadline: float) -> None:
         manager, requests = self._transactions("init_transactions")

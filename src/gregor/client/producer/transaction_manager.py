@@ -17,12 +17,19 @@ An abort that must bump the epoch (KIP-360: a sequence gap, UNKNOWN_PRODUCER_ID)
 transaction with InitProducerId(transactional id, producer id, epoch) instead of EndTxn: the
 coordinator aborts it and answers with the next epoch, so the producer goes on without a gap.
 A call that ran out of time leaves the state as it was, so the same call can be made again.
+
+Two-phase commit across processes (what Flink's Kafka sink does, and the Spark exactly-once sink):
+one producer writes and flushes, hands its `TransactionHandle` (transactional id, producer id,
+epoch) to another process and is closed without ending the transaction; there a producer with the
+same transactional id is `resume`d from UNINITIALIZED straight into IN_TRANSACTION, and can only
+commit or abort it (EndTxn under the handle's id and epoch).
 """
 
 from __future__ import annotations
 
 import enum
 import threading
+from dataclasses import dataclass
 from typing import Iterable
 
 from gregor.client.errors import ClientErrorCode, IllegalStateError, KafkaException, transaction_error
@@ -52,6 +59,15 @@ TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
     S.ABORTABLE_ERROR: frozenset({S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR}),
     S.FATAL_ERROR: frozenset(TxnState),
 }
+
+
+@dataclass(frozen=True)
+class TransactionHandle:
+    """What another process needs to commit or abort a producer's open transaction."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 class Outcome(enum.Enum):
@@ -106,6 +122,7 @@ class TransactionManager:
         self.transaction_started = False
         self._in_transaction: set[TopicPartition] = set()
         self._pending: set[TopicPartition] = set()
+        self._resumed = False
         self._lock = threading.Lock()
 
     # -- the API's calls --
@@ -121,11 +138,22 @@ class TransactionManager:
             self._pending.clear()
             self.transaction_started = False
 
+    def resume(self) -> None:
+        """Take over a transaction another producer left open (see the module doc)."""
+        with self._lock:
+            if self.state is not TxnState.UNINITIALIZED:
+                raise _illegal(f"cannot resume_transaction in state {self.state.value}: only a new producer can")
+            self.state = TxnState.IN_TRANSACTION
+            self.transaction_started = True
+            self._resumed = True
+
     def check_send(self) -> None:
         """Raise unless a record may be sent now (inside a transaction without an error)."""
         state = self.state
-        if state is TxnState.IN_TRANSACTION:
+        if state is TxnState.IN_TRANSACTION and not self._resumed:
             return
+        if self._resumed and state is TxnState.IN_TRANSACTION:
+            raise _illegal("cannot send in a resumed transaction: it can only be committed or aborted")
         with self._lock:
             self._raise_failed("send")
             raise _illegal(_state_message("send", self.state))
@@ -252,6 +280,7 @@ class TransactionManager:
                 message=f"cannot {call}: the transaction must be aborted ({error.error.message})"))
 
     def _reset_transaction(self) -> None:
+        self._resumed = False
         self._in_transaction.clear()
         self._pending.clear()
         self.transaction_started = False

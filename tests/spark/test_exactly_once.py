@@ -13,7 +13,7 @@ import pytest
 
 from gregor.client import ProducerFencedError
 from gregor.spark.errors import OptionError
-from gregor.spark.exactly_once import commit_transactions, write_in_transaction
+from gregor.spark.exactly_once import commit_transactions, committed_marker, transactional_id, write_in_transaction
 from gregor.spark.options import parse_sink_options
 from gregor.spark.writer import TaskIdentity
 from tests.spark.test_write import consume_all
@@ -39,6 +39,9 @@ def test_markers_make_reruns_write_each_batch_once(broker, new_topic):
     assert committed_values(broker, topic, 0) == []  # open until the driver commits
     commit_transactions([first], options, 0)
     assert committed_values(broker, topic, 2) == [b"a", b"b"]
+    txn_id = transactional_id(options, 0)
+    assert committed_marker(options, txn_id, "q") == 0
+    assert committed_marker(options, txn_id, "a-new-query-with-the-same-prefix") is None
 
     again = write_in_transaction(iter(rows(b"a", b"b")), options, task)  # batch 0 re-run after a crash
     assert again.handle is None and again.records == 0

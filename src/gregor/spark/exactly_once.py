@@ -6,8 +6,10 @@ B uses the transactional id `<transactionalIdPrefix>-<p>`, the same in every bat
 attempt. `init_transactions` fences an older attempt of the task (a retry, a zombie) and aborts a
 transaction it left open. The task then reads its batch marker: the offset that the sink-owned
 group `<transactionalIdPrefix>-<p>` committed for partition 0 of the output topic is the last
-micro-batch whose transaction for p was committed. If it is B or later, the batch's rows for p
-are in the topic already (a re-run after a crash during the driver's commit) and the task writes
+micro-batch whose transaction for p was committed, and its metadata the query id (stable across
+restarts from one checkpoint; a marker of another query, such as an earlier one with a fresh
+checkpoint and the same prefix, is ignored). If it is B or later, the batch's rows for p are in
+the topic already (a re-run after a crash during the driver's commit) and the task writes
 nothing. Otherwise it sends its rows and, in the same transaction, commits the marker B
 (`send_offsets_to_transaction`), flushes, and returns its `TransactionHandle` (id, producer id,
 epoch) without ending the transaction.
@@ -32,7 +34,9 @@ from typing import Callable, Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from gregor.client import AdminClient, ConsumerGroupMetadata, KafkaException, Producer, TopicPartition
+from gregor.client import (
+    AdminClient, ConsumerGroupMetadata, KafkaException, OffsetAndMetadata, Producer, TopicPartition,
+)
 from gregor.client.config import Role, config_keys
 from gregor.client.producer import TransactionHandle
 from gregor.spark.options import SinkOptions
@@ -67,7 +71,7 @@ def write_in_transaction(batches: Iterator[pa.RecordBatch], options: SinkOptions
     producer = Producer({**options.client_config, "transactional.id": txn_id})
     try:
         producer.init_transactions()
-        marker = committed_marker(options, txn_id)
+        marker = committed_marker(options, txn_id, task.query_id or "")
         if marker is not None and marker >= task.batch_id:
             log.info("gregor sink: %s already committed micro-batch %d (marker %d); writing nothing",
                      txn_id, task.batch_id, marker)
@@ -75,8 +79,9 @@ def write_in_transaction(batches: Iterator[pa.RecordBatch], options: SinkOptions
         producer.begin_transaction()
         try:
             futures = send_rows(producer, batches, options.topic)
-            producer.send_offsets_to_transaction({TopicPartition(options.topic, 0): task.batch_id},
-                                                 ConsumerGroupMetadata(txn_id))
+            producer.send_offsets_to_transaction(
+                {TopicPartition(options.topic, 0): OffsetAndMetadata(task.batch_id, task.query_id or "")},
+                ConsumerGroupMetadata(txn_id))
             producer.flush()
             collect(futures, report)
             report.handle = producer.transaction_handle()
@@ -88,8 +93,8 @@ def write_in_transaction(batches: Iterator[pa.RecordBatch], options: SinkOptions
     return report
 
 
-def committed_marker(options: SinkOptions, group_id: str) -> int | None:
-    """The last micro-batch committed by the task owning `group_id`, or None."""
+def committed_marker(options: SinkOptions, group_id: str, query_id: str) -> int | None:
+    """The last micro-batch of query `query_id` committed by the task owning `group_id`, or None."""
     admin_keys = config_keys(Role.ADMIN)
     admin = AdminClient({key: value for key, value in options.client_config.items() if key in admin_keys})
     try:
@@ -100,7 +105,9 @@ def committed_marker(options: SinkOptions, group_id: str) -> int | None:
     committed = found.get(TopicPartition(options.topic, 0))
     if isinstance(committed, KafkaException):
         raise committed
-    return None if committed is None or committed.offset < 0 else committed.offset
+    if committed is None or committed.offset < 0 or (committed.metadata or "") != query_id:
+        return None
+    return committed.offset
 
 
 def commit_transactions(messages: Sequence[WriterCommitMessage | None], options: SinkOptions, batch_id: int) -> None:

@@ -127,6 +127,9 @@ class TransactionRequests:
         except KafkaException as error:
             if error.code == ClientErrorCode._DESTROY:
                 raise
+            if error.code > 0 and classify(error.code) in (Outcome.FATAL, Outcome.FENCED) and not error.retriable:
+                self.manager.fail(error.code, f"AddPartitionsToTxn: {error.error.message}", classify(error.code))
+                return 0.0
             self._maybe_moved(error)
             log.debug("AddPartitionsToTxn failed, will retry: %s", error)
             return backoff

@@ -29,7 +29,7 @@ def copy_query(spark: SparkSession, bootstrap: str, source: str, target: str, ch
     frame: DataFrame = (spark.readStream.format("gregor").option("kafka.bootstrap.servers", bootstrap)
                         .option("subscribe", source).option("startingOffsets", "earliest")
                         .option("maxOffsetsPerTrigger", PER_TRIGGER).load())
-    slowly = F.udf(_slowly, BinaryType())
+    slowly = F.udf(_slowly, BinaryType(), useArrow=False)
     writer = (frame.select("key", slowly("value").alias("value")).writeStream.format("gregor")
               .option("kafka.bootstrap.servers", bootstrap).option("topic", target)
               .option("deliveryGuarantee", "exactly-once").option("transactionalIdPrefix", prefix)

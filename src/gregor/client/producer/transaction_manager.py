@@ -12,6 +12,7 @@ States and the calls that move between them (Java's names):
     IN_TRANSACTION | ABORTABLE_ERROR --abort_transaction--> ABORTING_TRANSACTION --EndTxn--> READY
     IN_TRANSACTION | COMMITTING_TRANSACTION --abortable error--> ABORTABLE_ERROR
     any --fatal error (fenced, not authorized, ...)--> FATAL_ERROR (only close() is left)
+    UNINITIALIZED --resume_transaction--> IN_TRANSACTION (commit or abort only; see below)
 
 An abort that must bump the epoch (KIP-360: a sequence gap, UNKNOWN_PRODUCER_ID) ends the
 transaction with InitProducerId(transactional id, producer id, epoch) instead of EndTxn: the

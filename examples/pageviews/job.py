@@ -6,10 +6,13 @@ Three queries share the parsed stream, each with its own checkpoint:
 - `parquet`: closed windows to Parquet (append mode). Spark's file sink records each micro-batch
   in `_spark_metadata`, so after a crash and restart every window is in the table exactly once
   for readers that go through that log (`spark.read.parquet`).
-- `topic`: the same windows to a Gregor topic, key `<window start ms>|<page>`, value JSON. The
-  sink is at-least-once: a micro-batch re-run after a crash sends its windows again.
+- `topic`: the same windows to a Gregor topic, key `<window start ms>|<page>`, value JSON, with
+  the exactly-once sink (`deliveryGuarantee=exactly-once`): each micro-batch is one transaction
+  per task, committed by the driver, so after a crash and restart a read_committed consumer finds
+  every window once.
 - `dead-letters`: records that are not valid events (not JSON, or without page, user or time) to a
-  dead-letter topic, keyed by where they came from (`topic-partition@offset`), never dropped.
+  dead-letter topic, keyed by where they came from (`topic-partition@offset`), never dropped;
+  exactly once as well.
 
 The watermark delay (`WATERMARK`) must exceed how late events arrive (events.MAX_LATENESS_MS):
 later events would be left out of windows already closed.
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 WATERMARK = "1 minute"
 WINDOW = "1 minute"
@@ -89,6 +92,11 @@ def windowed_counts(views: DataFrame) -> DataFrame:
                     "page", "views", "users"))
 
 
+def exactly_once(writer: DataStreamWriter, prefix: str) -> DataStreamWriter:
+    """The sink's exactly-once mode; `prefix` names the tasks' transactional ids (one per query)."""
+    return writer.option("deliveryGuarantee", "exactly-once").option("transactionalIdPrefix", prefix)
+
+
 def start(spark: SparkSession, demo: Demo, *, available_now: bool = True,
           max_offsets_per_trigger: int | None = None) -> list[StreamingQuery]:
     """Start the three queries; with `available_now` they stop once everything in the topic is done."""
@@ -107,12 +115,13 @@ def start(spark: SparkSession, demo: Demo, *, available_now: bool = True,
     return [
         trigger(counts.writeStream.queryName("parquet").format("parquet").outputMode("append")
                 .option("path", demo.parquet_dir).option("checkpointLocation", demo.checkpoint("parquet"))).start(),
-        trigger(as_records.writeStream.queryName("topic").format("gregor").outputMode("append")
-                .option("kafka.bootstrap.servers", demo.bootstrap).option("topic", demo.results_topic)
-                .option("checkpointLocation", demo.checkpoint("topic"))).start(),
-        trigger(dead_letters.writeStream.queryName("dead-letters").format("gregor").outputMode("append")
-                .option("kafka.bootstrap.servers", demo.bootstrap).option("topic", demo.dead_letter_topic)
-                .option("checkpointLocation", demo.checkpoint("dead-letters"))).start(),
+        trigger(exactly_once(as_records.writeStream.queryName("topic").format("gregor").outputMode("append")
+                             .option("kafka.bootstrap.servers", demo.bootstrap).option("topic", demo.results_topic)
+                             .option("checkpointLocation", demo.checkpoint("topic")), "pageviews-per-minute")).start(),
+        trigger(exactly_once(dead_letters.writeStream.queryName("dead-letters").format("gregor").outputMode("append")
+                             .option("kafka.bootstrap.servers", demo.bootstrap).option("topic", demo.dead_letter_topic)
+                             .option("checkpointLocation", demo.checkpoint("dead-letters")), "pageviews-dead-letters"))
+        .start(),
     ]
 
 

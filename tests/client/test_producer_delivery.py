@@ -275,7 +275,7 @@ def test_keyless_records_stick_to_one_partition_per_batch(fake, producer_factory
     ({"enable.idempotence": True, "acks": 0}, "acks must be all"),
     ({"enable.idempotence": True, "retries": 0}, "retries must not be 0"),
     ({"max.in.flight.requests.per.connection": 6}, "max.in.flight.requests.per.connection"),
-    ({"transactional.id": "t"}, "transactions are not supported"),
+    ({"transactional.id": "t", "enable.idempotence": False}, "transactional.id needs enable.idempotence"),
     ({"lingr.ms": 5}, "lingr.ms"),
     ({"delivery.timeout.ms": 100, "request.timeout.ms": 1000}, "delivery.timeout.ms must be at least"),
 ])

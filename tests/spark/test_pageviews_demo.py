@@ -1,10 +1,10 @@
 """The page-view demo (examples/pageviews) run as a user runs it, in a subprocess: its window
 counts against counts computed here from the same seeded events, invalid records set aside in the
 dead-letter topic, and a kill -9 of the streaming job mid-run followed by a restart from its
-checkpoint (Parquet exactly once through `_spark_metadata`; the topic at least once, duplicates
-only from the re-run micro-batch). The restart runs the same job (`job.run`) in the tests' Spark
-session, which is warm already, rather than in a third new JVM. Topics are read back with
-confluent-kafka."""
+checkpoint (Parquet exactly once through `_spark_metadata`; the topics exactly once for
+read_committed consumers, through the sink's transactions). The restart runs the same job
+(`job.run`) in the tests' Spark session, which is warm already, rather than in a third new JVM.
+Topics are read back with confluent-kafka (read_committed)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ import pytest
 
 from examples.pageviews import events
 from examples.pageviews.job import Demo, run
-from examples.pageviews.show import topic_size
 from tests.spark.test_write import consume_all
 
 pytestmark = pytest.mark.slow
@@ -71,13 +70,14 @@ def test_one_command_counts_every_closed_window_and_sets_invalid_records_aside(s
     expected = closed_windows(generated)
     assert len(expected) >= 2 * len(events.PAGES)
     assert parquet_windows(spark, demo) == sorted(expected.items())
-    results = consume_all(demo, demo.results_topic, len(expected))
+    results = consume_all(demo, demo.results_topic, len(expected), isolation="read_committed")
     assert sorted((record["key"].decode(), json.loads(record["value"])) for record in results) == \
         sorted(expected.items())
-    dead = consume_all(demo, demo.dead_letter_topic, INVALID)
+    dead = consume_all(demo, demo.dead_letter_topic, INVALID, isolation="read_committed")
     assert sorted(record["value"] for record in dead) == sorted(generated.invalid)
     assert all(record["key"].decode().startswith(f"{demo.views_topic}-") for record in dead)
     assert f"{len(expected)} closed windows" in output
+    assert f"{len(expected)} records in topic {demo.results_topic} (read_committed), each window once" in output
     assert f"{INVALID} invalid records set aside" in output
 
 
@@ -104,23 +104,17 @@ def test_a_job_killed_mid_run_resumes_from_its_checkpoint(spark, broker_factory,
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the driver and its JVM: a crash, not a stop
         first.wait()
-    written_before_restart = topic_size(demo.bootstrap, demo.results_topic)
     run(spark, demo, max_offsets_per_trigger=PER_TRIGGER)  # what `job` runs, from the same checkpoints
 
-    expected = closed_windows(events.generate(SEED, EVENTS, MINUTES, INVALID))
+    generated = events.generate(SEED, EVENTS, MINUTES, INVALID)
+    expected = closed_windows(generated)
     assert parquet_windows(spark, demo) == sorted(expected.items())
 
     results = [(record["key"].decode(), json.loads(record["value"]))
-               for record in consume_all(demo, demo.results_topic, len(expected))]
-    assert {key for key, _ in results} == set(expected)
-    assert all(value == expected[key] for key, value in results)
-    earlier, later = results[:written_before_restart], results[written_before_restart:]
-    twice = {key for key, _ in earlier} & {key for key, _ in later}
-    assert len(results) == len(expected) + len(twice)
-    # the duplicates are the tail of what the killed job wrote and the head of what the restarted
-    # job wrote first: the one micro-batch that was in the offset log but not in the commit log
-    assert all(key in twice for key, _ in earlier[len(earlier) - len(twice):])
-    assert all(key in twice for key, _ in later[:len(twice)])
+               for record in consume_all(demo, demo.results_topic, len(expected), isolation="read_committed")]
+    assert sorted(results) == sorted(expected.items())  # every closed window once, none twice
+    dead = consume_all(demo, demo.dead_letter_topic, INVALID, isolation="read_committed")
+    assert sorted(record["value"] for record in dead) == sorted(generated.invalid)
 
 
 def test_a_missing_java_is_one_clear_line(tmp_path):

@@ -18,11 +18,11 @@ from tests.spark.conftest import produce
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
 
-def consume_all(broker, topic: str, expected: int) -> list[dict]:
+def consume_all(broker, topic: str, expected: int, isolation: str = "read_uncommitted") -> list[dict]:
     """Every record of `topic` via librdkafka (assigned partitions, no group): waits until
     `expected` arrived, then drains the rest."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"oracle-{topic}",
-                                         "enable.auto.commit": False})
+                                         "enable.auto.commit": False, "isolation.level": isolation})
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in partitions])
     found = []

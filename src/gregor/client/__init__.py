@@ -5,9 +5,11 @@ from gregor.client.consumer import (
     Consumer, ConsumerRebalanceListener, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, WakeupException,
 )
 from gregor.client.errors import (
-    ClientErrorCode, KafkaConnectionError, KafkaError, KafkaException, KafkaTimeoutError,
+    ClientErrorCode, IllegalStateError, InvalidProducerEpochError, KafkaConnectionError, KafkaError,
+    KafkaException, KafkaTimeoutError, ProducerFencedError, TransactionAbortableError,
     UnknownTopicOrPartitionError,
 )
+from gregor.client.group_metadata import ConsumerGroupMetadata
 from gregor.client.network import TopicPartition
 from gregor.client.producer import Producer, ProducerRecord, RecordMetadata
 from gregor.client.share import AcknowledgeType, ShareConsumer, ShareConsumerRecord
@@ -17,20 +19,25 @@ __all__ = [
     "AdminClient",
     "ClientErrorCode",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerRecords",
+    "IllegalStateError",
+    "InvalidProducerEpochError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaException",
     "KafkaTimeoutError",
     "OffsetAndMetadata",
     "Producer",
+    "ProducerFencedError",
     "ProducerRecord",
     "RecordMetadata",
     "ShareConsumer",
     "ShareConsumerRecord",
     "TopicPartition",
+    "TransactionAbortableError",
     "UnknownTopicOrPartitionError",
     "WakeupException",
 ]

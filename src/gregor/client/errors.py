@@ -27,7 +27,9 @@ underscore, with librdkafka's values, so code written for confluent-kafka reads 
 
 `fatal` marks errors after which the client instance cannot go on (an idempotent or
 transactional producer that was fenced); no error is fatal by its code alone, the component
-that knows the context sets it with `KafkaError.of(code, fatal=True)`.
+that knows the context sets it with `KafkaError.of(code, fatal=True)`. `txn_requires_abort`
+marks errors that leave a transactional producer's transaction needing `abort_transaction()`
+(librdkafka's name for Java's abortable errors).
 """
 
 from __future__ import annotations
@@ -105,15 +107,18 @@ class KafkaError:
     message: str
     retriable: bool
     fatal: bool = False
+    txn_requires_abort: bool = False
 
     @classmethod
-    def of(cls, code: int, message: str | None = None, *, fatal: bool = False) -> KafkaError:
+    def of(cls, code: int, message: str | None = None, *, fatal: bool = False,
+           txn_requires_abort: bool = False) -> KafkaError:
         """The error for a Kafka or client error code; the message defaults to a description."""
         code = int(code)
         name, retriable = _name_and_retriable(code)
         if not message:
             message = _DESCRIPTIONS.get(code, "") if code < 0 else ""
-        return cls(code=code, name=name, message=message, retriable=retriable, fatal=fatal)
+        return cls(code=code, name=name, message=message, retriable=retriable and not (fatal or txn_requires_abort),
+                   fatal=fatal, txn_requires_abort=txn_requires_abort)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.message}" if self.message else self.name
@@ -159,6 +164,27 @@ class UnknownTopicOrPartitionError(KafkaException):
     """The topic or partition does not exist (UNKNOWN_TOPIC_OR_PARTITION and friends)."""
 
 
+class IllegalStateError(KafkaException):
+    """The call is not allowed in the client's current state (`_STATE`; Java's IllegalStateException),
+    such as `commit_transaction()` with no transaction begun."""
+
+
+class TransactionAbortableError(KafkaException):
+    """The current transaction cannot commit; `abort_transaction()` is the only transactional call
+    allowed until it succeeds, and the producer can then begin a new one (Java's abortable errors,
+    TRANSACTION_ABORTABLE among them). `.error.txn_requires_abort` is True."""
+
+
+class InvalidProducerEpochError(TransactionAbortableError):
+    """A partition leader refused a produce with an old epoch (INVALID_PRODUCER_EPOCH, KIP-588):
+    abortable; the abort then finds out from the coordinator whether the producer was fenced."""
+
+
+class ProducerFencedError(KafkaException):
+    """Another producer with the same `transactional.id` took over (PRODUCER_FENCED, or an old
+    epoch at the transaction coordinator): fatal, the producer can only be closed."""
+
+
 _EXCEPTION_CLASSES: dict[int, type[KafkaException]] = {
     ClientErrorCode._TIMED_OUT: KafkaTimeoutError,
     ClientErrorCode._MSG_TIMED_OUT: KafkaTimeoutError,
@@ -170,9 +196,25 @@ _EXCEPTION_CLASSES: dict[int, type[KafkaException]] = {
     ErrorCode.UNKNOWN_TOPIC_ID: UnknownTopicOrPartitionError,
     ClientErrorCode._UNKNOWN_TOPIC: UnknownTopicOrPartitionError,
     ClientErrorCode._UNKNOWN_PARTITION: UnknownTopicOrPartitionError,
+    ErrorCode.PRODUCER_FENCED: ProducerFencedError,
+    ErrorCode.INVALID_PRODUCER_EPOCH: InvalidProducerEpochError,
+    ErrorCode.TRANSACTION_ABORTABLE: TransactionAbortableError,
+    ClientErrorCode._STATE: IllegalStateError,
 }
 
 
 def error_for(code: int, message: str | None = None) -> KafkaException:
     """The exception to raise for an error code, as the most specific subclass there is."""
     return _EXCEPTION_CLASSES.get(code, KafkaException)(KafkaError.of(code, message))
+
+
+def transaction_error(code: int, message: str, *, fatal: bool = False, abortable: bool = False) -> KafkaException:
+    """The exception for an error that ended a transaction's hope: fatal ones (the producer must be
+    closed) keep their own class; abortable ones are TransactionAbortableError (or its subclass)."""
+    error = KafkaError.of(code, message, fatal=fatal, txn_requires_abort=abortable and not fatal)
+    cls = _EXCEPTION_CLASSES.get(code, KafkaException)
+    if error.txn_requires_abort and not issubclass(cls, TransactionAbortableError):
+        cls = TransactionAbortableError
+    elif error.fatal and issubclass(cls, TransactionAbortableError):
+        cls = ProducerFencedError if code == ErrorCode.INVALID_PRODUCER_EPOCH else KafkaException
+    return cls(error)

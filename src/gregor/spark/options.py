@@ -26,7 +26,11 @@ _SOURCE_OPTIONS = (
     "endingOffsetsByTimestamp", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "kafkaConsumer.pollTimeoutMs",
 )
-_SINK_OPTIONS = ("kafka.bootstrap.servers", "topic")
+_SINK_OPTIONS = ("kafka.bootstrap.servers", "topic", "deliveryGuarantee", "transactionalIdPrefix")
+AT_LEAST_ONCE, EXACTLY_ONCE = "at-least-once", "exactly-once"
+#: The transaction timeout an exactly-once sink asks for unless kafka.transaction.timeout.ms is set:
+#: a batch's transactions stay open from its tasks' first record to the driver's commit.
+EXACTLY_ONCE_TRANSACTION_TIMEOUT_MS = 900_000
 _ENGINE_OPTIONS = ("path", "checkpointLocation", "queryName")
 """Options Spark itself may pass along to a data source; they mean nothing to the connector."""
 
@@ -41,7 +45,8 @@ _REFUSED_CLIENT_KEYS = {
     Role.PRODUCER: {
         "key.serializer": "keys are written as binary; cast the key column to string or binary",
         "value.serializer": "values are written as binary; cast the value column to string or binary",
-        "transactional.id": "the sink is at-least-once; exactly-once writes wait for Gregor's transactions",
+        "transactional.id": "the sink derives one per task; set deliveryGuarantee=exactly-once and "
+                            "transactionalIdPrefix",
         "interceptor.classes": "interceptors would see only the records of one Spark task",
     },
 }
@@ -77,10 +82,16 @@ class SourceOptions:
 
 @dataclass(frozen=True)
 class SinkOptions:
-    """A write, checked; `topic` (when set) wins over the rows' topic column."""
+    """A write, checked; `topic` (when set) wins over the rows' topic column. With
+    `transactional_id_prefix` set the (streaming) write is exactly-once."""
 
     client_config: dict[str, Any] = field(default_factory=dict)
     topic: str | None = None
+    transactional_id_prefix: str | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.transactional_id_prefix is not None
 
 
 class _Options:
@@ -271,10 +282,34 @@ def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOp
                          options.duration_ms("maxTriggerDelay", 15 * 60 * 1000))
 
 
-def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
+def parse_sink_options(raw: Mapping[str, str], *, streaming: bool = True) -> SinkOptions:
     """Check the sink options (`kafka.*` go to the Producer)."""
     options = _Options(raw, _SINK_OPTIONS)
     topic = options.get("topic")
     if topic == "":
         raise OptionError("topic", "must not be empty")
-    return SinkOptions(options.client_config(Role.PRODUCER), topic)
+    config = options.client_config(Role.PRODUCER)
+    guarantee = (options.get("deliveryGuarantee") or AT_LEAST_ONCE).lower()
+    prefix = options.get("transactionalIdPrefix")
+    if guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE):
+        raise OptionError("deliveryGuarantee", f"expected {AT_LEAST_ONCE} or {EXACTLY_ONCE}, got {guarantee!r}")
+    if guarantee == AT_LEAST_ONCE:
+        if prefix is not None:
+            raise OptionError("transactionalIdPrefix", f"only used with deliveryGuarantee={EXACTLY_ONCE}")
+        return SinkOptions(config, topic)
+    if not streaming:
+        raise OptionError("deliveryGuarantee", f"{EXACTLY_ONCE} applies to streaming writes (writeStream); "
+                                               f"a batch write has no micro-batch to commit atomically")
+    if not prefix:
+        raise OptionError("transactionalIdPrefix", f"required with deliveryGuarantee={EXACTLY_ONCE}: each task "
+                                                   f"uses the transactional id <prefix>-<partition id>; choose one "
+                                                   f"per query, stable across its restarts")
+    if topic is None:
+        raise OptionError("topic", f"required with deliveryGuarantee={EXACTLY_ONCE}: the batch markers are "
+                                   f"committed against it (the rows' topic column is not supported in that mode)")
+    config.setdefault("transaction.timeout.ms", EXACTLY_ONCE_TRANSACTION_TIMEOUT_MS)
+    try:
+        parse_config(Role.PRODUCER, {**config, "transactional.id": f"{prefix}-0"})
+    except ConfigError as error:
+        raise OptionError("kafka.*", f"with deliveryGuarantee={EXACTLY_ONCE}: {error}") from None
+    return SinkOptions(config, topic, prefix)

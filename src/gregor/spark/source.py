@@ -41,7 +41,7 @@ class GregorDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:
             raise OptionError("mode", "a topic cannot be overwritten; write with mode('append')")
-        options = parse_sink_options(self.options)
+        options = parse_sink_options(self.options, streaming=False)
         check_sink_schema(schema, options.topic)
         return BatchWriter(options)
 

@@ -118,19 +118,30 @@ def write_batches(batches: Iterator[pa.RecordBatch], options: SinkOptions) -> Wr
     the broker acknowledged each; raise the first failure (Spark then retries the task, which is
     where at-least-once may duplicate)."""
     report = WriteReport(TaskIdentity.current())
-    futures: list[ColumnsFuture] = []
     with Producer(options.client_config) as producer:
-        for batch in batches:
-            for topic, table in _by_topic(batch, options.topic):
-                _check_headers(table, topic)
-                futures.append(producer.send_columns(topic, table))
-            if any(future.done() and _failed(future) for future in futures):
-                break
+        futures = send_rows(producer, batches, options.topic)
         producer.flush()
+    collect(futures, report)
+    return report
+
+
+def send_rows(producer: Producer, batches: Iterator[pa.RecordBatch], topic_option: str | None) -> list[ColumnsFuture]:
+    """Queue every row with `send_columns`, stopping early once a send has failed."""
+    futures: list[ColumnsFuture] = []
+    for batch in batches:
+        for topic, table in _by_topic(batch, topic_option):
+            _check_headers(table, topic)
+            futures.append(producer.send_columns(topic, table))
+        if any(future.done() and _failed(future) for future in futures):
+            break
+    return futures
+
+
+def collect(futures: list[ColumnsFuture], report: WriteReport) -> None:
+    """Add where each batch landed to the report; raise the first failure."""
     for future in futures:
         for landed in future.get(0):
             report.add_batch(landed)
-    return report
 
 
 def _failed(future: ColumnsFuture) -> bool:

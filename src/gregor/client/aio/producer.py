@@ -12,6 +12,10 @@ that was queued stays queued and is delivered like any other (as with aiokafka, 
 taking it back out of a batch); a cancelled wait for metadata or buffer space queues nothing.
 Requests are written whole by the sender and connection, never by the cancelled task, so no
 request is left half-written.
+
+Transactions (`transactional.id`) as the sync producer: `await init_transactions()`,
+`begin_transaction()`, sends, `await send_offsets_to_transaction(...)`, `await
+commit_transaction()` / `await abort_transaction()`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any, Mapping
 from gregor.client.aio.binding import LoopBinding, check_optional_int, check_timeout
 from gregor.client.aio.memory import AsyncBufferMemory, NoRoom
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
-from gregor.client.network import PartitionMetadata
+from gregor.client.group_metadata import ConsumerGroupMetadata
+from gregor.client.network import PartitionMetadata, TopicPartition
 from gregor.client.producer.base import HeadersArg, PreparedRecord, ProducerBase, ProducerRecord, Route, header_items
 from gregor.client.producer.future import (
     BatchMetadata, BatchResult, Callback, RecordFuture, RecordMetadata, batch_metadata,
@@ -242,6 +247,39 @@ class Producer(ProducerBase):
                                             f"flush did not complete within {timeout} s") from None
         finally:
             self._accumulator.end_flush()
+
+    # -- transactions (the sync producer's semantics) --
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Register `transactional.id` (fencing older producers with it); once, before the first
+        transaction. `timeout` in seconds defaults to max.block.ms."""
+        self._check_open()
+        self._start()
+        await self._init_transactions(self._txn_deadline(check_timeout(timeout)))
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit or abort belong to it."""
+        self._begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any],
+                                          group_metadata: ConsumerGroupMetadata | str,
+                                          timeout: float | None = None) -> None:
+        """Commit a group's offsets with the transaction (pass `consumer.group_metadata()`)."""
+        self._check_open()
+        self._start()
+        await self._send_offsets_to_transaction(offsets, group_metadata, self._txn_deadline(check_timeout(timeout)))
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush the transaction's records and commit it (errors as the sync producer's)."""
+        self._check_open()
+        self._start()
+        await self._commit_transaction(self._txn_deadline(check_timeout(timeout)))
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: unsent records fail, sent ones stay invisible to read_committed."""
+        self._check_open()
+        self._start()
+        await self._abort_transaction(self._txn_deadline(check_timeout(timeout)))
 
     async def close(self, timeout: float | None = None) -> None:
         """Send what is queued (for up to `timeout` seconds, default forever), fail the rest with

@@ -31,7 +31,8 @@ from gregor.client.consumer.consumer_membership import ConsumerMembership, Recon
 from gregor.client.consumer.coordinator import GroupMembership, MemberState
 from gregor.client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchSettings, Fetcher
 from gregor.client.consumer.subscription import SubscriptionState, SubscriptionType
-from gregor.client.errors import ClientErrorCode, KafkaException
+from gregor.client.errors import ClientErrorCode, IllegalStateError, KafkaException
+from gregor.client.group_metadata import ConsumerGroupMetadata
 from gregor.client.interceptors import ConsumerInterceptors, resolve_consumer_interceptors
 from gregor.client.network import ByPartition, NetworkClient, NetworkSettings, TopicPartition
 from gregor.client.serialization import resolve_deserializer
@@ -405,6 +406,17 @@ class ConsumerBase:
             else:
                 result[partition] = listed.offset
         return result
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id, generation, member id and group instance id for a transactional
+        producer's `send_offsets_to_transaction` (Java's Consumer.groupMetadata()); raises
+        IllegalStateError without a `group.id`."""
+        if self._membership is None:
+            raise IllegalStateError(ClientErrorCode._STATE,
+                                    "group_metadata() needs a consumer with a group.id")
+        membership = self._membership
+        return ConsumerGroupMetadata(membership.group_id, membership.generation, membership.member_id,
+                                     membership.instance_id)
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._subscriptions.assignment)

@@ -142,16 +142,18 @@ class RecordAccumulator:
 
     # -- the sender (network thread) --
 
-    def ready(self, cluster: ClusterMetadata, now: float) -> tuple[set[int], float, bool]:
+    def ready(self, cluster: ClusterMetadata, now: float,
+              sendable: Callable[[TopicPartition], bool] | None = None) -> tuple[set[int], float, bool]:
         """Leaders with a sendable batch, seconds until the next batch may become sendable, and
-        whether some queued partition has no known leader."""
+        whether some queued partition has no known leader. `sendable` leaves out partitions that
+        may not be sent to yet (a transactional producer's, before AddPartitionsToTxn)."""
         ready_nodes: set[int] = set()
         next_check = float("inf")
         unknown_leader = False
         sending_all = self._flushes > 0 or self.closing
         with self._lock:
             for topic_partition, queue in self._queues.items():
-                if not queue:
+                if not queue or (sendable is not None and not sendable(topic_partition)):
                     continue
                 first = queue[0]
                 metadata = cluster.partition(topic_partition)
@@ -211,9 +213,9 @@ class RecordAccumulator:
         self._node_ready_at[node] = now
 
     def drain(self, cluster: ClusterMetadata, nodes: Iterable[int], max_request_size: int,
-              now: float) -> dict[int, list[ProducerBatch]]:
-        """Take the first sendable batch of each partition led by `nodes`, up to
-        `max_request_size` bytes per node (at least one batch)."""
+              now: float, sendable: Callable[[TopicPartition], bool] | None = None) -> dict[int, list[ProducerBatch]]:
+        """Take the first sendable batch of each partition led by `nodes` (and allowed by
+        `sendable`), up to `max_request_size` bytes per node (at least one batch)."""
         wanted = set(nodes)
         drained: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
@@ -224,7 +226,7 @@ class RecordAccumulator:
             start = self._drain_start % len(items)
             self._drain_start += 1
             for topic_partition, queue in items[start:] + items[:start]:
-                if not queue:
+                if not queue or (sendable is not None and not sendable(topic_partition)):
                     continue
                 first = queue[0]
                 if first.attempts and first.retry_at > now:

@@ -1,5 +1,7 @@
 """What the synchronous and the asyncio producer share: configuration, routing, serialization,
-partitioning and the append to the record accumulator, with no waiting in it.
+partitioning and the append to the record accumulator, with no waiting in it; and the
+transactional calls as coroutines on the network loop (the sync producer runs them on its
+network thread, the asyncio one awaits them).
 
 A send has two steps that may have to wait: for a topic's metadata (up to `max.block.ms`) and
 for `buffer.memory`. The subclasses wait in their own way (the sync `Producer` blocks its
@@ -10,13 +12,15 @@ encode, place and queue a record identically (murmur2 keys, sticky partitions, s
 from __future__ import annotations
 
 import abc
+import asyncio
 import itertools
 import random
 import time
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from gregor.client.config import ConfigError, Role, parse_config
-from gregor.client.errors import ClientErrorCode, KafkaException, error_for
+from gregor.client.config import Role, parse_config
+from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError, error_for
+from gregor.client.group_metadata import ConsumerGroupMetadata
 from gregor.client.interceptors import ProducerInterceptors, resolve_producer_interceptors
 from gregor.client.network import NetworkClient, NetworkSettings, TopicMetadata, TopicPartition
 from gregor.client.partitioner import (
@@ -27,6 +31,8 @@ from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, encode
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
 from gregor.client.producer.sender import Sender, SenderSettings
+from gregor.client.producer.transaction_manager import TransactionHandle, TransactionManager
+from gregor.client.producer.transaction_requests import TransactionRequests
 from gregor.client.serialization import BytesSerializer, SerializationTypeError, resolve_serializer
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.compression import Compression
@@ -85,9 +91,6 @@ class ProducerBase(abc.ABC):
     def __init__(self, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any],
                  memory: type[BufferMemory] = BufferMemory) -> None:
         parsed = parse_config(Role.PRODUCER, config, **kwargs)
-        if parsed["transactional.id"] is not None:
-            raise ConfigError("transactional.id: transactions are not supported by Gregor's producer yet; "
-                              "leave it unset for the idempotent producer")
         self.client_id = parsed["client.id"] or f"producer-{next(_CLIENT_NUMBERS)}"
         self._max_block_s = parsed["max.block.ms"] / 1000
         self._max_request_size = parsed["max.request.size"]
@@ -123,7 +126,14 @@ class ProducerBase(abc.ABC):
             max_in_flight=parsed["max.in.flight.requests.per.connection"],
             max_request_size=self._max_request_size, compression=_COMPRESSION[compression_name],
             compression_level=None if level is None or level < 0 else level,
-            idempotent=parsed["enable.idempotence"], transaction_timeout_ms=parsed["transaction.timeout.ms"]))
+            idempotent=parsed["enable.idempotence"], transaction_timeout_ms=parsed["transaction.timeout.ms"],
+            transactional_id=parsed["transactional.id"]))
+        self._txn: TransactionManager | None = None
+        if parsed["transactional.id"] is not None:
+            self._txn = TransactionManager(parsed["transactional.id"])
+            self._sender.transactions = TransactionRequests(
+                self._network, self._txn, self._sender.identity, parsed["transaction.timeout.ms"],
+                parsed["request.timeout.ms"])
         self._routes: dict[str, Route] = {}
         self._closed = False
 
@@ -235,6 +245,9 @@ class ProducerBase(abc.ABC):
                                  f"more than {key_name} ({limit})")
         if timestamp is None:
             timestamp = int(time.time() * 1000)
+        if self._txn is not None:
+            self._txn.check_send()
+            self._txn.add_partition(route.partitions[chosen])
         try:
             future, batch_full, new_batch = self._accumulator.append(
                 route.partitions[chosen], timestamp, key_bytes, value_bytes, encoded_headers, callback, deadline)
@@ -297,11 +310,15 @@ class ProducerBase(abc.ABC):
                                            self._keys_place_records)
         plan: list[tuple[TopicPartition, EncodedBatch]] = []
         batch_size = self._accumulator.batch_size
+        if self._txn is not None:
+            self._txn.check_send()
         for chosen, rows in groups:
             encoded = encoding.encode_batches(rows, encoding.batch_bounds(rows, batch_size))
             for batch in encoded:
                 target = chosen if chosen >= 0 else self._partition_for_batch(topic, route, len(batch.records))
                 plan.append((route.partitions[target], batch))
+                if self._txn is not None:
+                    self._txn.add_partition(route.partitions[target])
         return plan
 
     def _partition_for_batch(self, topic: str, route: Route, size: int) -> int:
@@ -317,6 +334,104 @@ class ProducerBase(abc.ABC):
         sticky.record_appended(size, route.num_partitions, route.available, enable_switch=True)
         return chosen
 
+    # -- transactions (coroutines on the network loop) --
+
+    def _transactions(self, call: str) -> tuple[TransactionManager, TransactionRequests]:
+        self._check_open()
+        if self._txn is None or self._sender.transactions is None:
+            raise KafkaException(ClientErrorCode._STATE, f"{call} needs a transactional producer: "
+                                                         f"set transactional.id")
+        return self._txn, self._sender.transactions
+
+    def _txn_deadline(self, timeout: float | None) -> float:
+        """`timeout` seconds from now; None means max.block.ms, as the Java client's default."""
+        return time.monotonic() + (self._max_block_s if timeout is None else timeout)
+
+    def _begin_transaction(self) -> None:
+        manager, _ = self._transactions("begin_transaction")
+        manager.begin_transaction()
+
+    def transaction_handle(self) -> TransactionHandle:
+        """The open transaction's transactional id, producer id and epoch, for another process to
+        commit or abort it with `resume_transaction` (two-phase commit, as Flink's Kafka sink).
+        Call it after `flush()`; then close this producer without ending the transaction."""
+        manager, _ = self._transactions("transaction_handle")
+        manager.check_in_transaction("transaction_handle")
+        identity = self._sender.identity
+        return TransactionHandle(manager.transactional_id, identity.producer_id, identity.producer_epoch)
+
+    def resume_transaction(self, handle: TransactionHandle) -> None:
+        """Take over the open transaction of `handle` (from `transaction_handle()` of a producer
+        with the same transactional.id, in any process) instead of `init_transactions()`: only
+        `commit_transaction()` or `abort_transaction()` may follow. A commit raises
+        ProducerFencedError when the transaction was aborted meanwhile (timed out, or a newer
+        producer initialized the id): its records are gone."""
+        manager, _ = self._transactions("resume_transaction")
+        if handle.transactional_id != manager.transactional_id:
+            raise KafkaException(ClientErrorCode._INVALID_ARG, f"the handle is for transactional id "
+                                 f"{handle.transactional_id!r}, this producer has {manager.transactional_id!r}")
+        manager.resume()
+        self._sender.identity.set(handle.producer_id, handle.producer_epoch)
+
+    async def _init_transactions(self, deadline: float) -> None:
+        manager, requests = self._transactions("init_transactions")
+        manager.begin_init()
+        await requests.init_producer_id(deadline)
+        manager.initialized()
+        self._sender.wakeup()
+
+    async def _send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any],
+                                           group_metadata: ConsumerGroupMetadata | str, deadline: float) -> None:
+        manager, requests = self._transactions("send_offsets_to_transaction")
+        group = ConsumerGroupMetadata(group_metadata) if isinstance(group_metadata, str) else group_metadata
+        if not isinstance(group, ConsumerGroupMetadata) or not group.group_id:
+            raise KafkaException(ClientErrorCode._INVALID_ARG, "group_metadata must be a consumer's "
+                                                               "group_metadata() (or a non-empty group id)")
+        normalized = _txn_offsets(offsets)
+        manager.check_in_transaction("send_offsets_to_transaction")
+        await requests.add_offsets(group.group_id, deadline)
+        await requests.txn_offset_commit(normalized, group, deadline)
+
+    async def _commit_transaction(self, deadline: float) -> None:
+        manager, requests = self._transactions("commit_transaction")
+        manager.begin_commit()
+        await self._await_batches(deadline, flush=True)
+        manager.begin_commit()  # raises the error of a record that failed in the transaction
+        if manager.transaction_started:
+            await requests.end_txn(True, deadline)
+        manager.completed()
+
+    async def _abort_transaction(self, deadline: float) -> None:
+        manager, requests = self._transactions("abort_transaction")
+        manager.begin_abort()
+        self._sender.wakeup()  # fails the batches not sent yet
+        await self._await_batches(deadline, flush=False)
+        if manager.epoch_bump_required:
+            await requests.init_producer_id(deadline)
+            manager.initialized()
+        else:
+            if manager.transaction_started:
+                await requests.end_txn(False, deadline)
+            manager.completed()
+
+    async def _await_batches(self, deadline: float, *, flush: bool) -> None:
+        """Wait (on the network loop) until every batch queued now is acknowledged or failed;
+        `flush` makes them sendable at once, as `flush()` does."""
+        batches = self._accumulator.begin_flush() if flush else self._accumulator.incomplete()
+        try:
+            self._sender.wakeup()
+            waits = [_completion(batch.result) for batch in batches]
+            if waits:
+                try:
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                        await asyncio.gather(*waits)
+                except TimeoutError:
+                    raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT, "the transaction's records were not all "
+                                                                        "acknowledged in time") from None
+        finally:
+            if flush:
+                self._accumulator.end_flush()
+
     @abc.abstractmethod
     def _wake_sender(self) -> None:
         """Wake the sender task from the thread that appended."""
@@ -327,6 +442,37 @@ class ProducerBase(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.client_id}{' closed' if self._closed else ''}>"
+
+
+def _txn_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[TopicPartition, tuple[int, int | None, str]]:
+    """`send_offsets_to_transaction`'s offsets (an int or an OffsetAndMetadata per partition) as
+    (offset, leader epoch, metadata), checked."""
+    normalized: dict[TopicPartition, tuple[int, int | None, str]] = {}
+    for key, item in offsets.items():
+        topic, partition = key
+        if isinstance(item, int):
+            normalized[TopicPartition(topic, partition)] = (item, None, "")
+        elif hasattr(item, "offset"):
+            normalized[TopicPartition(topic, partition)] = (
+                item.offset, getattr(item, "leader_epoch", None), getattr(item, "metadata", "") or "")
+        else:
+            raise KafkaException(ClientErrorCode._INVALID_ARG, f"the offset for {topic}-{partition} must be an int "
+                                                               f"or an OffsetAndMetadata, not {type(item).__name__}")
+        if normalized[TopicPartition(topic, partition)][0] < 0:
+            raise KafkaException(ClientErrorCode._INVALID_ARG, f"the offset for {topic}-{partition} is negative")
+    return normalized
+
+
+def _completion(result: Any) -> asyncio.Future[None]:
+    """A future of the running loop that is done when the batch result is."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done() -> None:
+        if not future.done():
+            future.set_result(None)
+    if not result.add_done_callback(done):
+        done()
+    return future
 
 
 def header_items(headers: HeadersArg | Sequence[tuple[str, Any]]) -> tuple[tuple[str, bytes | None], ...]:

@@ -20,6 +20,7 @@ from gregor.records.crc import crc32c
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _CRC = struct.Struct(">I")
+_TRANSACTIONAL = 0x10  # the batch attribute bit of a transactional batch
 _CRC_OFFSET, _ATTRIBUTES_OFFSET = 17, 21
 
 Headers = Sequence[tuple[str, "bytes | None"]]
@@ -154,13 +155,15 @@ class ProducerBatch:
     def size(self) -> int:
         return BATCH_HEADER_SIZE + len(self.records)
 
-    def build(self, compression: int, compression_level: int | None = None) -> bytes:
-        """The batch's v2 bytes with the producer id, epoch and sequence it holds now."""
+    def build(self, compression: int, compression_level: int | None = None, transactional: bool = False) -> bytes:
+        """The batch's v2 bytes with the producer id, epoch and sequence it holds now (and the
+        transactional attribute for a transactional producer's batch)."""
         payload = compress(compression, bytes(self.records), level=compression_level) \
             if compression else self.records
         count = self.count
         out = bytearray(_HEADER.pack(
-            0, BATCH_HEADER_SIZE - 12 + len(payload), -1, 2, 0, compression, count - 1,
+            0, BATCH_HEADER_SIZE - 12 + len(payload), -1, 2, 0,
+            compression | _TRANSACTIONAL if transactional else compression, count - 1,
             self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
             self.base_sequence, count))
         out += payload

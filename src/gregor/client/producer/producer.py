@@ -5,6 +5,11 @@ topic it has not seen), serializers, the partitioner, then an append to the reco
 which encodes the record into its partition's open batch (those steps live in `base`, shared
 with the asyncio producer). A `Sender` on the producer's network thread ships the batches.
 Many threads may share one producer.
+
+With `transactional.id` it is the Java client's transactional producer: `init_transactions()`
+once, then `begin_transaction()`, sends (and `send_offsets_to_transaction(offsets,
+consumer.group_metadata())` for a consume-transform-produce loop), and `commit_transaction()` or
+`abort_transaction()`. Each waits on the network thread; see `transaction_manager` for the states.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import time
 from typing import Any, Mapping
 
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
-from gregor.client.network import NetworkThread, PartitionMetadata
+from gregor.client.group_metadata import ConsumerGroupMetadata
+from gregor.client.network import NetworkThread, PartitionMetadata, TopicPartition
 from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, header_items
 from gregor.client.producer.future import Callback, ColumnsFuture, RecordFuture
 
@@ -139,6 +145,44 @@ class Producer(ProducerBase):
                                             f"flush did not complete within {timeout} s")
         finally:
             self._accumulator.end_flush()
+
+    # -- transactions --
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register `transactional.id` with its coordinator: get the producer id and epoch, fence
+        older producers with the same id and end (abort) a transaction one left open. Call once,
+        before the first transaction; `timeout` seconds (default max.block.ms), after which the
+        call may be made again (KafkaTimeoutError)."""
+        self._run_transactional(self._init_transactions, timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit or abort belong to it."""
+        self._begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Commit a consumer group's offsets (`{TopicPartition: offset or OffsetAndMetadata}`,
+        the next offset to read) as part of the transaction: they become the group's committed
+        offsets only if it commits. Pass `consumer.group_metadata()` so that a consumer fenced by
+        a rebalance cannot commit (a plain group id skips that check, as Java's deprecated form)."""
+        self._run_transactional(lambda deadline: self._send_offsets_to_transaction(
+            offsets, group_metadata, deadline), timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush the transaction's records and commit it. Raises TransactionAbortableError when a
+        record or request of it failed (then call abort_transaction), ProducerFencedError when a
+        newer producer took the transactional id, KafkaTimeoutError (call it again)."""
+        self._run_transactional(self._commit_transaction, timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not sent yet fail, the sent ones are never shown to
+        read_committed consumers, and the group offsets sent with it are dropped."""
+        self._run_transactional(self._abort_transaction, timeout)
+
+    def _run_transactional(self, call: Any, timeout: float | None) -> None:
+        deadline = self._txn_deadline(timeout)
+        self._thread.run(call(deadline), max(deadline - time.monotonic(), 0) + _GRACE_SECONDS)
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued (for up to `timeout` seconds, default forever), fail the rest

@@ -8,6 +8,12 @@ until the next linger deadline or a wakeup (a batch filled, a flush, a response,
 Responses are handled as the Java client's Sender does: retriable errors put the batch back
 (with backoff, until `retries` or `delivery.timeout.ms` run out), stale-metadata errors ask for
 a metadata refresh, DUPLICATE_SEQUENCE_NUMBER counts as success.
+
+A transactional producer's sender (`transactions` set) sends a partition's batches only once
+AddPartitionsToTxn has added it to the transaction, marks its batches transactional, never takes
+a new identity on its own (init_transactions and an abort's epoch bump do), and tells the
+`TransactionManager` of every failed batch: the transaction can then only be aborted, and
+the batches still queued fail with the transaction's error.
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gregor.client.errors import ClientErrorCode, KafkaConnectionError, KafkaError, KafkaException, error_for
+from gregor.client.errors import (
+    ClientErrorCode, KafkaConnectionError, KafkaError, KafkaException, error_for, transaction_error,
+)
 from gregor.client.network import STALE_METADATA_ERRORS, NetworkClient
 from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import ProducerBatch
 from gregor.client.producer.idempotence import ProducerIdentity
+from gregor.client.producer.transaction_requests import TransactionRequests
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import InitProducerIdRequest, ProduceRequest
 
@@ -32,6 +41,8 @@ PRODUCE_VERSIONS = (3, 11)  # record batch v2 and up; v12+ (topic ids, KIP-890) 
 INIT_PRODUCER_ID_VERSIONS = (0, 4)
 _SEQUENCE_ERRORS = frozenset({ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                               ErrorCode.INVALID_PRODUCER_EPOCH})
+_FATAL_IN_TRANSACTION = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                   ErrorCode.INVALID_TXN_STATE})
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class SenderSettings:
     compression_level: int | None
     idempotent: bool
     transaction_timeout_ms: int
+    transactional_id: str | None = None
 
 
 class Sender:
@@ -60,6 +72,7 @@ class Sender:
         self._forced = False
         self.sleeping_until = 0.0  # time.monotonic(); read by sending threads to decide on a wakeup
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.transactions: TransactionRequests | None = None
 
     # -- control, from any thread through the loop --
 
@@ -112,7 +125,22 @@ class Sender:
                 ClientErrorCode._MSG_TIMED_OUT,
                 f"{batch.count} record(s) for {batch.topic}-{batch.partition} expired after "
                 f"{self.accumulator.delivery_timeout_s * 1000:.0f} ms (delivery.timeout.ms)"))
-        if self.settings.idempotent and not self.identity.known:
+        transactions = self.transactions
+        sendable = None
+        add_delay = 0.0
+        if transactions is not None:
+            manager = transactions.manager
+            if manager.failed:
+                self._fail_queued(manager.last_error)
+            if not self.identity.known:
+                return 3600.0  # init_transactions gives the identity (and wakes us)
+            pending = manager.pending_partitions()
+            if pending:
+                add_delay = await transactions.add_partitions(pending)
+                if manager.failed:
+                    self._fail_queued(manager.last_error)
+            sendable = manager.is_sendable
+        elif self.settings.idempotent and not self.identity.known:
             if any(self._in_flight.values()):
                 return 3600.0  # batches sent under the old identity come back first (a response wakes us)
             if self.accumulator.has_incomplete():
@@ -121,15 +149,15 @@ class Sender:
         cluster = self.network.cluster
         self.accumulator.report_load(cluster)
         while True:
-            ready, next_check, unknown_leader = self.accumulator.ready(cluster, now)
-            sendable = []
+            ready, next_check, unknown_leader = self.accumulator.ready(cluster, now, sendable)
+            nodes = []
             for node in ready:
                 can_drain = self._in_flight.get(node, 0) < self.settings.max_in_flight
                 self.accumulator.node_polled(node, now, can_drain)
                 if can_drain:
-                    sendable.append(node)
-            drained = self.accumulator.drain(cluster, sendable, self.settings.max_request_size, now) \
-                if sendable else {}
+                    nodes.append(node)
+            drained = self.accumulator.drain(cluster, nodes, self.settings.max_request_size, now, sendable) \
+                if nodes else {}
             for node, batches in drained.items():
                 self._send(node, batches)
             if not drained:
@@ -137,7 +165,16 @@ class Sender:
         if unknown_leader:
             self.network.request_metadata_update()
             next_check = min(next_check, self.network.settings.retry_backoff_ms / 1000)
+        if add_delay:
+            next_check = min(next_check, add_delay)
         return 3600.0 if next_check == float("inf") else max(next_check, 0.0)
+
+    def _fail_queued(self, error: KafkaException | None) -> None:
+        """Fail the batches not sent yet of a transaction that cannot commit (Java's
+        abortUndrainedBatches)."""
+        for batch in self.accumulator.abort_queued():
+            self._complete(batch, error or KafkaException(
+                ClientErrorCode._STATE, "the transaction was aborted before the record was sent"))
 
     async def _init_producer_id(self) -> float:
         request = InitProducerIdRequest(transactional_id=None,
@@ -165,13 +202,15 @@ class Sender:
         if self.settings.idempotent:
             for batch in batches:
                 self.identity.stamp(batch)
+        transactional = self.transactions is not None
         by_topic: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
         for batch in batches:
             by_topic.setdefault(batch.topic, []).append(ProduceRequest.PartitionProduceData(
                 index=batch.partition,
-                records=batch.build(self.settings.compression, self.settings.compression_level)))
+                records=batch.build(self.settings.compression, self.settings.compression_level, transactional)))
         request = ProduceRequest(
-            acks=self.settings.acks, timeout_ms=self.settings.request_timeout_ms,
+            transactional_id=self.settings.transactional_id, acks=self.settings.acks,
+            timeout_ms=self.settings.request_timeout_ms,
             topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=partitions)
                         for topic, partitions in by_topic.items()])
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
@@ -231,6 +270,12 @@ class Sender:
         error = error_for(code, f"{where}: {message}" if message else where)
         if code in STALE_METADATA_ERRORS:
             self.network.request_metadata_update()
+        if self.transactions is not None and (code in _SEQUENCE_ERRORS or code in _FATAL_IN_TRANSACTION):
+            # Not retried: the transaction must be aborted (an old epoch: InvalidProducerEpochError,
+            # KIP-588; a sequence gap: the abort bumps the epoch) or the producer is done.
+            self._complete(batch, transaction_error(code, f"{where}: {message}" if message else where,
+                                                    fatal=code in _FATAL_IN_TRANSACTION, abortable=True))
+            return
         if self.settings.idempotent:
             if batch.producer_id != self.identity.producer_id and code in _SEQUENCE_ERRORS:
                 batch.base_sequence = -1  # sent under an identity given up since: sequence it anew
@@ -272,8 +317,10 @@ class Sender:
         self.accumulator.reenqueue(batch)
 
     def _give_up(self, batch: ProducerBatch, error: KafkaException) -> None:
-        """Fail a batch; a sequenced one leaves a gap, so the identity must be renewed."""
-        if self.settings.idempotent and batch.base_sequence >= 0 and batch.producer_id == self.identity.producer_id:
+        """Fail a batch; a sequenced one leaves a gap, so the identity must be renewed (by the
+        transaction's abort, for a transactional producer)."""
+        if self.settings.idempotent and self.transactions is None and batch.base_sequence >= 0 \
+                and batch.producer_id == self.identity.producer_id:
             self.identity.reset()
         self._complete(batch, error)
 
@@ -284,6 +331,10 @@ class Sender:
         self.accumulator.finished(batch)
 
     def _complete(self, batch: ProducerBatch, error: KafkaException) -> None:
+        if self.transactions is not None and error.code != ClientErrorCode._DESTROY:
+            # a sequenced batch that failed leaves a gap (or may have been written): the abort
+            # bumps the epoch so that sequences start again (KIP-360)
+            self.transactions.manager.batch_failed(error, sequenced=batch.base_sequence >= 0)
         batch.in_flight = False
         self.identity.acknowledged(batch)
         batch.complete(-1, -1, error)

@@ -16,10 +16,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from gregor.controller import acl_control, client_quota_control
+from gregor.controller import acl_control, client_quota_control, feature_control
 from gregor.controller.acl_control import AclCreationResult, AclDeletionResult
 from gregor.controller.client_quota_control import QuotaAlteration, QuotaAlterationResult
 from gregor.controller.config_control import ConfigurationControl
+from gregor.controller.feature_control import FeatureUpdate, FeatureUpdateResult
 from gregor.controller.operations import (
     AlterConfigsResource, AlterConfigsResult, BrokerRegistrationReply, ControllerResult, CreatableTopic,
     CreatePartitionsResult, CreateTopicResult, DeleteTopicResult, Endpoint, IncrementalAlterConfigsResource,
@@ -111,6 +112,11 @@ class QuorumController:
         levels = features.bootstrap_levels(self.config.metadata_version)
         return ControllerResult(None, tuple(FeatureLevelRecord(name=name, feature_level=level)
                                             for name, level in levels.items()))
+
+    def update_features(self, updates: Sequence[FeatureUpdate],
+                        validate_only: bool = False) -> ControllerResult[FeatureUpdateResult]:
+        """UpdateFeatures: every update or none (`gregor.controller.feature_control`)."""
+        return feature_control.update_features(self.image, updates, validate_only, self.config.node_id)
 
     def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None = None,
                         incarnation_id: uuid.UUID | None = None,

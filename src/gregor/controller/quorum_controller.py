@@ -90,6 +90,8 @@ class ControllerConfig:
     broker_config: Mapping[str, str] = field(default_factory=dict)
     broker_config_validator: Callable[[str, str | None], str | None] = validate_dynamic_broker_config
     metadata_version: int = METADATA_VERSION
+    #: The records a formatted node's bootstrap.checkpoint holds (`bootstrap_metadata`); empty: the defaults.
+    bootstrap_records: tuple[Any, ...] = ()
 
 
 class QuorumController:
@@ -106,9 +108,12 @@ class QuorumController:
 
     def bootstrap(self) -> ControllerResult[None]:
         """The records a new cluster starts with (its finalized feature levels, metadata.version
-        among them); none once metadata.version is set."""
+        among them, and any SCRAM credentials): the formatted bootstrap metadata, else this build's
+        defaults; none once metadata.version is set."""
         if self.image.metadata_version:
             return ControllerResult(None)
+        if self.config.bootstrap_records:
+            return ControllerResult(None, self.config.bootstrap_records)
         levels = features.bootstrap_levels(self.config.metadata_version)
         return ControllerResult(None, tuple(FeatureLevelRecord(name=name, feature_level=level)
                                             for name, level in levels.items()))

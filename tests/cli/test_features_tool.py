@@ -35,7 +35,10 @@ def test_describe_upgrade_dry_run_and_disable(capsys, own_broker):
     before = _described(features(capsys, own_broker, "describe"))
     assert before["metadata.version"] == {"SupportedMinVersion": "3.0-IV1", "SupportedMaxVersion": "3.9-IV0",
                                           "FinalizedVersionLevel": "3.9-IV0", "Epoch": before["metadata.version"]["Epoch"]}
-    assert before["transaction.version"]["FinalizedVersionLevel"] == "0"
+    assert before["transaction.version"]["FinalizedVersionLevel"] == "2"
+    off = features(capsys, own_broker, "disable", "--feature", "transaction.version")
+    assert (off.returncode, off.stdout) == (0, "transaction.version was disabled.\n")
+    assert _described(features(capsys, own_broker, "describe"))["transaction.version"]["FinalizedVersionLevel"] == "0"
     dry = features(capsys, own_broker, "upgrade", "--feature", "transaction.version=2", "--dry-run")
     assert (dry.returncode, dry.stdout) == (0, "transaction.version can be upgraded to 2.\n")
     done = features(capsys, own_broker, "upgrade", "--feature", "transaction.version=2")
@@ -45,9 +48,6 @@ def test_describe_upgrade_dry_run_and_disable(capsys, own_broker):
     assert int(after["transaction.version"]["Epoch"]) > int(before["transaction.version"]["Epoch"])
     down = features(capsys, own_broker, "downgrade", "--feature", "transaction.version=1")
     assert (down.returncode, down.stdout) == (0, "transaction.version was downgraded to 1.\n")
-    off = features(capsys, own_broker, "disable", "--feature", "transaction.version")
-    assert (off.returncode, off.stdout) == (0, "transaction.version was disabled.\n")
-    assert _described(features(capsys, own_broker, "describe"))["transaction.version"]["FinalizedVersionLevel"] == "0"
 
 
 def test_refused_updates_print_kafkas_lines_and_exit_1(capsys, own_broker):
@@ -58,7 +58,7 @@ def test_refused_updates_print_kafkas_lines_and_exit_1(capsys, own_broker):
     assert one_error_line(refused) == "gregor features: error: 1 out of 1 operation(s) failed."
     same = features(capsys, own_broker, "upgrade", "--release-version", "3.9-IV0", "--dry-run")
     assert same.stdout.splitlines() == ["group.version can be upgraded to 1.", "metadata.version can be upgraded to 21.",
-                                        "share.version can be upgraded to 1."]
+                                        "share.version can be upgraded to 1.", "transaction.version can be upgraded to 2."]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -81,7 +81,7 @@ def test_bad_input_is_one_line_and_exit_1(capsys, args, message):
 
 def test_version_mapping_and_feature_dependencies_need_no_cluster(capsys):
     latest = in_process(capsys, "features", "version-mapping")
-    assert latest.stdout.splitlines() == ["metadata.version=21 (3.9-IV0)", "share.version=1", "transaction.version=0",
+    assert latest.stdout.splitlines() == ["metadata.version=21 (3.9-IV0)", "share.version=1", "transaction.version=2",
                                           "group.version=1"]
     older = in_process(capsys, "features", "version-mapping", "--release-version", "3.7")
     assert older.stdout.splitlines()[0] == "metadata.version=19 (3.7-IV4)"

@@ -29,7 +29,7 @@ def test_a_formatted_node_bootstraps_its_cluster_id_features_and_scram_users(cap
     data = tmp_path / "data"
     config = _properties(tmp_path, data)
     formatted = in_process(capsys, "storage", "format", "-t", CLUSTER_ID, "-c", config, "--feature",
-                           "transaction.version=2", "--feature", "share.version=0",
+                           "transaction.version=1", "--feature", "share.version=0",
                            "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]",
                            "-S", 'SCRAM-SHA-512=[name=bob,iterations=8192,password="bob-secret"]')
     assert (formatted.returncode, formatted.stdout) == (
@@ -48,7 +48,7 @@ def test_a_formatted_node_bootstraps_its_cluster_id_features_and_scram_users(cap
         with AdminClient({"bootstrap.servers": process.bootstrap}) as admin:
             assert admin.describe_cluster(timeout=10).cluster_id == CLUSTER_ID
             finalized = admin.describe_features(timeout=10).finalized_features
-            assert finalized == {"metadata.version": 21, "group.version": 1, "transaction.version": 2}
+            assert finalized == {"metadata.version": 21, "group.version": 1, "transaction.version": 1}
             users = admin.describe_user_scram_credentials(timeout=10)
             assert {user: [(c.mechanism, c.iterations) for c in creds] for user, creds in users.items()} == {
                 "alice": [("SCRAM-SHA-256", 4096)], "bob": [("SCRAM-SHA-512", 8192)]}

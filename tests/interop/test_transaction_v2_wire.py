@@ -1,7 +1,7 @@
-"""Transaction protocol v2 (KIP-890 part 2) on the wire with Gregor's codec: once transaction.version
-2 is finalized (UpdateFeatures), Produce v12 adds a partition to the transaction itself, TxnOffsetCommit
+"""Transaction protocol v2 (KIP-890 part 2) on the wire with Gregor's codec: with transaction.version
+2 finalized (a new cluster's level), Produce v12 adds a partition to the transaction itself, TxnOffsetCommit
 v5 adds the group's offsets partition, EndTxn v5 bumps the epoch, and a late write of the previous
-epoch is refused after EndTxn; at level 0 the same versions keep the classic protocol."""
+epoch is refused after EndTxn; at level 0 (UpdateFeatures) the same versions keep the classic protocol."""
 
 from __future__ import annotations
 
@@ -58,18 +58,23 @@ def completed(port: int, txn_id: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def v2_topic(broker):
-    name = f"tv2-{uuid.uuid4().hex[:8]}"
-    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
-        assert not isinstance(admin.create_topics([NewTopic(name, 2, 1)], timeout=10)[name], Exception)
+def finalize_transaction_version(broker, level: int) -> None:
     kafka = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
-        assert kafka.update_features({"transaction.version": 2}) == {"transaction.version": "OK"}
-        yield name
+        kind = "UPGRADE" if level == 2 else "SAFE_DOWNGRADE"
+        assert kafka.update_features({"transaction.version": (kind, level)}) == {"transaction.version": "OK"}
     finally:
-        kafka.update_features({"transaction.version": ("SAFE_DOWNGRADE", 0)})
         kafka.close()
+
+
+@pytest.fixture
+def v2_topic(broker):
+    """A topic on a cluster at transaction.version 2 (a new cluster's level)."""
+    name = f"tv2-{uuid.uuid4().hex[:8]}"
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        assert admin.describe_features(timeout=10).finalized_features["transaction.version"] == 2
+        assert not isinstance(admin.create_topics([NewTopic(name, 2, 1)], timeout=10)[name], Exception)
+    return name
 
 
 def test_v2_produce_adds_partitions_end_txn_bumps_and_a_late_write_is_refused(broker, v2_topic):
@@ -101,12 +106,12 @@ def test_v2_produce_adds_partitions_end_txn_bumps_and_a_late_write_is_refused(br
     assert (aborted.error_code, aborted.producer_epoch) == (E.NONE, epoch + 2)
 
 
-def test_at_transaction_version_0_produce_v12_does_not_add_partitions(broker):
+def test_at_transaction_version_0_produce_v12_does_not_add_partitions(broker, v2_topic):
     port, txn_id = broker.port, f"tv0-{uuid.uuid4().hex[:8]}"
-    name = f"tv0-{uuid.uuid4().hex[:8]}"
-    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
-        assert admin.describe_features(timeout=10).finalized_features.get("transaction.version", 0) == 0
-        assert not isinstance(admin.create_topics([NewTopic(name, 1, 1)], timeout=10)[name], Exception)
-    pid, epoch = init(port, txn_id)
-    assert produce(port, txn_id, name, 0, batch([b"a"], pid, epoch, 0)) == E.INVALID_TXN_STATE
-    assert state(port, txn_id) == ("Empty", [])
+    finalize_transaction_version(broker, 0)
+    try:
+        pid, epoch = init(port, txn_id)
+        assert produce(port, txn_id, v2_topic, 0, batch([b"a"], pid, epoch, 0)) == E.INVALID_TXN_STATE
+        assert state(port, txn_id) == ("Empty", [])
+    finally:
+        finalize_transaction_version(broker, 2)

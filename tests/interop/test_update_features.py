@@ -21,19 +21,22 @@ def kafka_admin(broker):
     admin.close()
 
 
-def test_kafka_python_upgrades_and_disables_a_feature_and_the_epoch_moves(kafka_admin):
+def test_kafka_python_downgrades_upgrades_and_disables_a_feature_and_the_epoch_moves(kafka_admin):
     before = kafka_admin.describe_features()
-    assert "finalized" not in before.get("transaction.version", {})
-    assert kafka_admin.update_features({"transaction.version": 2}, validate_only=True) == {"transaction.version": "OK"}
-    assert "finalized" not in kafka_admin.describe_features().get("transaction.version", {})
-    assert kafka_admin.update_features({"transaction.version": 2}) == {"transaction.version": "OK"}
-    after = kafka_admin.describe_features()
-    assert after["transaction.version"]["finalized"] == (2, 2)
-    assert after["transaction.version"]["finalized_epoch"] > before["metadata.version"]["finalized_epoch"]
+    assert before["transaction.version"]["finalized"] == (2, 2)
+    assert kafka_admin.update_features({"transaction.version": ("SAFE_DOWNGRADE", 1)}, validate_only=True) == {
+        "transaction.version": "OK"}
+    assert kafka_admin.describe_features()["transaction.version"]["finalized"] == (2, 2)
+    assert kafka_admin.update_features({"transaction.version": ("SAFE_DOWNGRADE", 1)}) == {"transaction.version": "OK"}
+    lowered = kafka_admin.describe_features()
+    assert lowered["transaction.version"]["finalized"] == (1, 1)
+    assert lowered["transaction.version"]["finalized_epoch"] > before["metadata.version"]["finalized_epoch"]
     assert kafka_admin.update_features({"transaction.version": ("SAFE_DOWNGRADE", 0)}) == {"transaction.version": "OK"}
     disabled = kafka_admin.describe_features()
     assert "finalized" not in disabled["transaction.version"]
-    assert disabled["metadata.version"]["finalized_epoch"] > after["metadata.version"]["finalized_epoch"]
+    assert disabled["metadata.version"]["finalized_epoch"] > lowered["metadata.version"]["finalized_epoch"]
+    assert kafka_admin.update_features({"transaction.version": 2}) == {"transaction.version": "OK"}
+    assert kafka_admin.describe_features()["transaction.version"]["finalized"] == (2, 2)
 
 
 def test_kafka_python_gets_invalid_update_version_for_a_metadata_version_downgrade(kafka_admin):

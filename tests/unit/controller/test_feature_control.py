@@ -35,13 +35,13 @@ def cluster(broker_ranges=(BUILD_RANGES, BUILD_RANGES)) -> MetadataImage:
     return replayed(MetadataImage(), records)
 
 
-def test_an_upgrade_becomes_a_feature_level_record_and_a_snapshot_keeps_it():
+def test_an_update_becomes_a_feature_level_record_and_a_snapshot_keeps_it():
     image = cluster()
-    result = update_features(image, [FeatureUpdate("transaction.version", 2)], False, 1)
+    result = update_features(image, [FeatureUpdate("transaction.version", 1, UpgradeType.SAFE_DOWNGRADE)], False, 1)
     assert result.response.error == ErrorCode.NONE
-    assert result.records == (FeatureLevelRecord(name="transaction.version", feature_level=2),)
+    assert result.records == (FeatureLevelRecord(name="transaction.version", feature_level=1),)
     upgraded = replayed(image, result.records)
-    assert upgraded.features["transaction.version"] == 2
+    assert upgraded.features["transaction.version"] == 1
     assert replayed(MetadataImage(), image_records(upgraded)).features == upgraded.features
     assert replayed(MetadataImage(), image_records(upgraded)).brokers[1].supported_features == BUILD_RANGES
 
@@ -60,7 +60,8 @@ def test_disable_and_downgrade_need_a_downgrade_type():
     disabled = update_features(image, [FeatureUpdate("group.version", 0, UpgradeType.SAFE_DOWNGRADE)], False, 1)
     assert disabled.response.error == ErrorCode.NONE
     assert "group.version" not in replayed(image, disabled.records).features
-    newer = update_features(image, [FeatureUpdate("transaction.version", 2, UpgradeType.SAFE_DOWNGRADE)], False, 1)
+    lowered = replayed(image, [FeatureLevelRecord(name="transaction.version", feature_level=1)])
+    newer = update_features(lowered, [FeatureUpdate("transaction.version", 2, UpgradeType.SAFE_DOWNGRADE)], False, 1)
     assert newer.response.message.endswith("Can't downgrade to a newer version.")
 
 

@@ -60,7 +60,10 @@ class TransactionRuntime:
             transaction_state_log_num_partitions=config.get("transaction.state.log.num.partitions"),
             transaction_max_timeout_ms=config.get("transaction.max.timeout.ms"),
             transaction_abort_timed_out_transaction_cleanup_interval_ms=config.get(
-                "transaction.abort.timed.out.transaction.cleanup.interval.ms")))
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            transactional_id_expiration_ms=config.get("transactional.id.expiration.ms"),
+            transaction_remove_expired_transaction_cleanup_interval_ms=config.get(
+                "transaction.remove.expired.transaction.cleanup.interval.ms")))
         self._parked: dict[object, asyncio.Future[TxnResult]] = {}
         self._timer = DeadlineTimer(clock, lambda now_ms: self.apply(self.coordinator.tick(now_ms)))
         self._loaded: dict[int, int] = {}

@@ -2,9 +2,10 @@
 3 brokers, replication factor 3, min.insync.replicas 2. A copier (librdkafka's transactional
 producer with a read_committed consumer, send_offsets_to_transaction) copies an input topic of
 GREGOR_TXN_RECORDS records (default 100,000) in transactions of a few hundred while brokers are
-killed (-9) and restarted, the transaction coordinator among them. Afterwards a read_committed
+killed (-9) and restarted, four times, the transaction coordinator twice. Afterwards a read_committed
 consumer finds the output equal to the input: none missing, none duplicated, in order per
-partition. The counts are printed.
+partition. The counts are printed. Before it starts, transaction.version goes to 1 and back to 2 through
+UpdateFeatures sent to broker-only nodes (forwarded to the controller) and every broker reports it.
 
 The copier recovers as Kafka's TransactionalMessageCopier does: an abortable error aborts the
 transaction and rewinds the consumer to the group's committed offsets; a fatal one (the producer
@@ -20,6 +21,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka.admin import KafkaAdminClient
 
 from gregor.client import AdminClient as GregorAdmin
 from tests.cluster.brokers import Cluster
@@ -30,7 +32,8 @@ PARTITIONS = 3
 INPUT, OUTPUT, GROUP = "txn-input", "txn-output", "txn-copier"
 RECORDS = int(os.environ.get("GREGOR_TXN_RECORDS", "100000"))
 TRANSACTION_SIZE = 500
-KILL_EVERY_S, DOWN_S = 4.0, 1.0
+KILL_EVERY_S, DOWN_S, KILLS = 4.0, 1.0, 4
+QUIET = {"log_level": 2}  # the connection errors of every kill are expected
 
 
 def fill_input(bootstrap: str) -> dict[int, list[bytes]]:
@@ -55,7 +58,7 @@ class Copier:
         self.bootstrap = bootstrap
         self.transactional_id = f"copier-{uuid.uuid4().hex[:6]}"
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
-                                  "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+                                  "isolation.level": "read_committed", "auto.offset.reset": "earliest", **QUIET})
         self.assignment = [TopicPartition(INPUT, p, 0) for p in range(PARTITIONS)]
         self.consumer.assign(self.assignment)
         self.producer = self._new_producer()
@@ -63,7 +66,7 @@ class Copier:
 
     def _new_producer(self) -> Producer:
         producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
-                             "transaction.timeout.ms": 60000, "linger.ms": 5, "message.timeout.ms": 60000})
+                             "transaction.timeout.ms": 60000, "linger.ms": 5, "message.timeout.ms": 60000, **QUIET})
         producer.init_transactions(120)
         return producer
 
@@ -88,33 +91,38 @@ class Copier:
                     self.producer.produce(OUTPUT, message.value(), partition=message.partition())
                 self.producer.send_offsets_to_transaction(
                     self.consumer.position(self.consumer.assignment()), self.consumer.consumer_group_metadata(), 60)
-                self._commit()
+                self._commit(deadline)
                 self.committed += 1
             except KafkaException as exception:
                 self._recover(exception.args[0])
 
-    def _commit(self) -> None:
+    def _commit(self, deadline: float) -> None:
+        """commit_transaction again after a retriable error (librdkafka's contract), until the deadline."""
         while True:
             try:
                 self.producer.commit_transaction(60)
                 return
             except KafkaException as exception:
-                if not exception.args[0].retriable():
+                if not exception.args[0].retriable() or time.monotonic() > deadline:
                     raise
 
     def _recover(self, error) -> None:
         if error.txn_requires_abort():
-            self.producer.abort_transaction(60)
-            self.aborted += 1
-        else:
-            self.producer = self._new_producer()
-            self.new_producers += 1
+            try:
+                self.producer.abort_transaction(60)
+                self.aborted += 1
+                self._rewind()
+                return
+            except KafkaException:
+                pass  # the abort failed too: a new producer fences this one
+        self.producer = self._new_producer()
+        self.new_producers += 1
         self._rewind()
 
 
 class Killer:
-    """kill -9 one broker every KILL_EVERY_S seconds, the transaction coordinator every other time,
-    and restart it DOWN_S later."""
+    """kill -9 one broker every KILL_EVERY_S seconds, KILLS times, the transaction coordinator every
+    other time, and restart it DOWN_S later."""
 
     def __init__(self, cluster: Cluster, transactional_id: str) -> None:
         self.cluster = cluster
@@ -130,7 +138,7 @@ class Killer:
 
     def _run(self) -> None:
         ids = sorted(self.cluster.brokers)
-        while not self.stopping.wait(KILL_EVERY_S):
+        while len(self.kills) < KILLS and not self.stopping.wait(KILL_EVERY_S):
             coordinator = self._coordinator() if len(self.kills) % 2 == 0 else None
             victim = coordinator if coordinator in self.cluster.brokers else ids[len(self.kills) % len(ids)]
             self.kills.append((victim, victim == coordinator))
@@ -156,11 +164,38 @@ def read_committed(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int
     return got
 
 
+def features_agree(cluster: Cluster) -> dict[str, int]:
+    """Every broker's finalized levels (ApiVersions), which must be the same on all."""
+    seen = []
+    for node in cluster.brokers.values():
+        with GregorAdmin({"bootstrap.servers": node.bootstrap}) as admin:
+            seen.append(dict(admin.describe_features(timeout=10).finalized_features))
+    assert all(levels == seen[0] for levels in seen), seen
+    return seen[0]
+
+
+def update_through(node, updates: dict) -> None:
+    """UpdateFeatures sent to a broker-only node, which forwards it to the active controller."""
+    admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
+    try:
+        assert admin.update_features(updates) == {name: "OK" for name in updates}
+    finally:
+        admin.close()
+
+
 def test_copier_output_equals_its_input_while_brokers_are_killed(tmp_path):
     cluster = Cluster(tmp_path, overrides={"min.insync.replicas": "2", "transaction.state.log.num.partitions": "3",
                                            "transaction.state.log.replication.factor": "3"})
     cluster.start()
     try:
+        first, second = list(cluster.brokers.values())[:2]
+        assert features_agree(cluster)["transaction.version"] == 2
+        update_through(first, {"transaction.version": ("SAFE_DOWNGRADE", 1)})
+        deadline = time.monotonic() + 10
+        while features_agree(cluster)["transaction.version"] != 1:  # every observer replays the record
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        update_through(second, {"transaction.version": 2})
         cluster.create_topic(INPUT, PARTITIONS)
         cluster.create_topic(OUTPUT, PARTITIONS)
         started = time.monotonic()

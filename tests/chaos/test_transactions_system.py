@@ -5,7 +5,8 @@ GREGOR_TXN_RECORDS records (default 100,000) in transactions of a few hundred wh
 killed (-9) and restarted, four times, the transaction coordinator twice. Afterwards a read_committed
 consumer finds the output equal to the input: none missing, none duplicated, in order per
 partition. The counts are printed. Before it starts, transaction.version goes to 1 and back to 2 through
-UpdateFeatures sent to broker-only nodes (forwarded to the controller) and every broker reports it.
+UpdateFeatures sent to broker-only nodes (forwarded to the controller) and every broker reports it,
+and a transaction protocol v2 write goes to a partition leader that is not the coordinator.
 
 The copier recovers as Kafka's TransactionalMessageCopier does: an abortable error aborts the
 transaction and rewinds the consumer to the group's committed offsets; a fatal one (the producer
@@ -24,12 +25,17 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from gregor.client import AdminClient as GregorAdmin
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from tests.cluster.brokers import Cluster
+from tests.interop.test_transaction_v2_wire import end, produce, state
+from tests.interop.test_transaction_wire import init
+from tests.txn_wire import batch, call
 
 pytestmark = [pytest.mark.slow, pytest.mark.interop, pytest.mark.timeout(300)]
 
 PARTITIONS = 3
-INPUT, OUTPUT, GROUP = "txn-input", "txn-output", "txn-copier"
+INPUT, OUTPUT, GROUP, V2_TOPIC = "txn-input", "txn-output", "txn-copier", "txn-v2"
 RECORDS = int(os.environ.get("GREGOR_TXN_RECORDS", "100000"))
 TRANSACTION_SIZE = 500
 KILL_EVERY_S, DOWN_S, KILLS = 4.0, 1.0, 4
@@ -183,6 +189,26 @@ def update_through(node, updates: dict) -> None:
         admin.close()
 
 
+def v2_write_across_brokers(cluster: Cluster) -> None:
+    """Transaction protocol v2 where the partition leader is not the coordinator: Produce v12 makes
+    the leader add the partition with AddPartitionsToTxn v4 (not verifyOnly) over the network."""
+    any_port = next(iter(cluster.brokers.values())).port
+    txn_id = f"v2-{uuid.uuid4().hex[:6]}"
+    deadline = time.monotonic() + 30
+    while (found := call(any_port, FindCoordinatorRequest(key=txn_id, key_type=1), 3,
+                         FindCoordinatorResponse)).error_code:
+        assert time.monotonic() < deadline, ErrorCode(found.error_code)
+        time.sleep(0.2)
+    coordinator = found.port
+    pid, epoch = init(coordinator, txn_id)
+    states = cluster.wait_for_full_isr(V2_TOPIC)
+    partition, (leader, _, _) = next((p, s) for p, s in sorted(states.items()) if s[0] != found.node_id)
+    assert produce(cluster.brokers[leader].port, txn_id, V2_TOPIC, partition, batch([b"v2"], pid, epoch, 0)) == 0
+    assert state(coordinator, txn_id) == ("Ongoing", [(V2_TOPIC, partition)])
+    ended = end(coordinator, txn_id, pid, epoch)
+    assert (ended.error_code, ended.producer_epoch) == (0, epoch + 1)
+
+
 def test_copier_output_equals_its_input_while_brokers_are_killed(tmp_path):
     cluster = Cluster(tmp_path, overrides={"min.insync.replicas": "2", "transaction.state.log.num.partitions": "3",
                                            "transaction.state.log.replication.factor": "3"})
@@ -196,6 +222,8 @@ def test_copier_output_equals_its_input_while_brokers_are_killed(tmp_path):
             assert time.monotonic() < deadline
             time.sleep(0.1)
         update_through(second, {"transaction.version": 2})
+        cluster.create_topic(V2_TOPIC, PARTITIONS)
+        v2_write_across_brokers(cluster)
         cluster.create_topic(INPUT, PARTITIONS)
         cluster.create_topic(OUTPUT, PARTITIONS)
         started = time.monotonic()

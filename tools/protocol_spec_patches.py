@@ -12,6 +12,12 @@ applies it to the parsed JSON before generating, and marks the generated module 
   `PartitionMaxBytes` is version 0 only.
 - ShareFetchResponse v1: `AcquisitionLockTimeoutMs` (int32) follows the top-level `ErrorMessage`.
 
+Apache Kafka 4.0.0 also added a version that is the previous one on the wire and tells the broker
+the client speaks transaction protocol v2 (KIP-890 part 2), which the pinned snapshot lacks:
+
+- Produce v12: a transactional write also adds its partition to the transaction (AddPartitionsToTxn's work).
+- TxnOffsetCommit v5: the commit also adds the group's offsets partition (AddOffsetsToTxn's work).
+
 APIs the pinned specs lack entirely are stated whole in `ADDED` (family "clients"), as Apache
 Kafka 4.1 defines them (KIP-932's admin APIs, version 0, flexible):
 
@@ -59,9 +65,16 @@ def _share_fetch_response(spec: dict[str, Any]) -> None:
 _EDITS = {"ShareFetchRequest": _share_fetch_request, "ShareFetchResponse": _share_fetch_response}
 
 
+_TRANSACTION_V2_VERSIONS = {"ProduceRequest": "0-12", "ProduceResponse": "0-12", "TxnOffsetCommitRequest": "0-5",
+                            "TxnOffsetCommitResponse": "0-5"}
+
+
 def apply(spec: dict[str, Any]) -> bool:
     """Bring `spec` to the versions above in place; True when it was changed."""
     name = spec["name"]
+    if name in _TRANSACTION_V2_VERSIONS:
+        spec["validVersions"] = _TRANSACTION_V2_VERSIONS[name]
+        return True
     if name not in _V1_SAME and name not in _EDITS:
         return False
     spec["validVersions"] = "0-1"

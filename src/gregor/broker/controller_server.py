@@ -7,7 +7,7 @@ ControllerServer does. The voters elect a leader among themselves, replicate the
 Fetch, and elect another when the leader dies or is cut off.
 
 The active controller (the quorum leader) also runs the controller: it bootstraps a new
-cluster's metadata.version, registers brokers (fenced until their heartbeats show they caught
+cluster's metadata.version (from the formatted `bootstrap.checkpoint`, else the defaults), registers brokers (fenced until their heartbeats show they caught
 up), keeps their sessions and fences those that go silent, and checks leaders' ISR proposals
 (AlterPartition). Operations run one at a time: each decides on the committed image, appends
 its records and waits until the quorum commits them, so no decision ever rests on records that
@@ -33,6 +33,7 @@ from gregor.broker.handlers import QuorumContext, quorum_handlers
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
+from gregor.broker.storage_format import read_bootstrap
 from gregor.broker.network import KafkaServer
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.peer_channel import PLAINTEXT
@@ -82,7 +83,8 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
         default_num_partitions=config.get("num.partitions"),
         default_replication_factor=config.get("default.replication.factor"),
         delete_topic_enable=config.get("delete.topic.enable"),
-        broker_config=config.originals)
+        broker_config=config.originals,
+        bootstrap_records=read_bootstrap(config.metadata_log_dir))
 
 
 class ControllerServer:

@@ -1,6 +1,6 @@
 """`meta.properties` in each log directory: the node id and the cluster id the data belongs to.
 
-Kafka's storage tool writes it when formatting; Gregor writes it on first start. A node that
+`gregor storage format` writes it, as Kafka's storage tool; without it Gregor writes it on first start. A node that
 generates its own cluster id is only right when it is alone: the voters of a quorum must share
 one (raft refuses a request from another cluster), so they take it from `cluster.id`.
 """
@@ -48,9 +48,17 @@ def ensure_cluster_id(log_dirs: Sequence[str], node_id: int, configured: str | N
                               "same value on every node (e.g. --override cluster.id=<22-character id>)")
         cluster_id = generate_cluster_id(random.Random())
     for directory in log_dirs:
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, META_PROPERTIES)
-        if not os.path.exists(path):
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
+        if not os.path.exists(os.path.join(directory, META_PROPERTIES)):
+            write_meta_properties(directory, node_id, cluster_id)
     return cluster_id
+
+
+def write_meta_properties(directory: str, node_id: int, cluster_id: str) -> None:
+    """Kafka's KRaft meta.properties (version 1), written whole or not at all."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, META_PROPERTIES)
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(path + ".tmp", path)

@@ -1,7 +1,7 @@
 """What the Prometheus endpoint reads of a broker at each scrape (`gregor.metrics`' BrokerState).
 
 State metrics are computed when scraped, on the event loop's thread, from the components that
-hold the state: the hosted partitions, the committed image, the group coordinator, the client
+hold the state: the hosted partitions, the committed image, the group and transaction coordinators, the client
 listener's connections and, on a node that runs one, the controller. The network server and the
 controller are set when the broker starts them.
 """
@@ -16,18 +16,21 @@ from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import KafkaServer
 from gregor.broker.services import MetadataView
 from gregor.broker.share_runtime import ShareRuntime
+from gregor.broker.transaction_runtime import TransactionRuntime
 from gregor.controller.replication_control import partition_state, replica_state
 from gregor.replication.partition import Partition
 
 
 class BrokerScrapeState:
     def __init__(self, metadata: MetadataView, partitions: Mapping[tuple[str, int], Partition],
-                 groups: GroupRuntime, shares: ShareRuntime | None = None) -> None:
+                 groups: GroupRuntime, shares: ShareRuntime | None = None,
+                 transactions: TransactionRuntime | None = None) -> None:
         self.node_id = metadata.node_id
         self._metadata = metadata
         self._partitions = partitions
         self._groups = groups
         self._shares = shares
+        self._transactions = transactions
         self.server: KafkaServer | None = None
         self.controller_server: ControllerServer | None = None
 
@@ -75,3 +78,17 @@ class BrokerScrapeState:
         for (group_id, topic, index), share, partition in self._shares.share_partitions():
             lag = max(partition.high_watermark - share.start_offset, 0)
             yield group_id, topic, index, lag, share.in_flight_count, share.acquired_count
+
+    def metric_transaction_states(self) -> dict[str, int]:
+        """The transactions this broker coordinates, per state (Ongoing, PrepareCommit, ...)."""
+        if self._transactions is None:
+            return {}
+        return dict(Counter(txn.state.display_name for txn in self._transactions.coordinator.transactions.values()))
+
+    def metric_transaction_outcomes(self) -> dict[str, int]:
+        """Transactions completed by this coordinator since it started, and transactional ids expired."""
+        if self._transactions is None:
+            return {}
+        coordinator = self._transactions.coordinator
+        return {"committed": coordinator.completed["CompleteCommit"], "aborted": coordinator.completed["CompleteAbort"],
+                "expired": coordinator.expired}

@@ -102,7 +102,8 @@ class Broker:
         self.connection_rates = ConnectionRates(self.metadata, config.get("max.connection.creation.rate"),
                                                 config.inter_broker_listener, config.get("quota.window.num"),
                                                 config.get("quota.window.size.seconds") * 1000)
-        self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups, self.shares)
+        self.scrape_state = BrokerScrapeState(self.metadata, self.partitions.partitions, self.groups, self.shares,
+                                              self.transactions)
         self.listener_tls = ListenerTls(config)
         self.bound_ports: dict[str, int] = {}
         self._server: KafkaServer | None = None

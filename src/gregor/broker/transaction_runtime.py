@@ -60,7 +60,10 @@ class TransactionRuntime:
             transaction_state_log_num_partitions=config.get("transaction.state.log.num.partitions"),
             transaction_max_timeout_ms=config.get("transaction.max.timeout.ms"),
             transaction_abort_timed_out_transaction_cleanup_interval_ms=config.get(
-                "transaction.abort.timed.out.transaction.cleanup.interval.ms")))
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            transactional_id_expiration_ms=config.get("transactional.id.expiration.ms"),
+            transaction_remove_expired_transaction_cleanup_interval_ms=config.get(
+                "transaction.remove.expired.transaction.cleanup.interval.ms")))
         self._parked: dict[object, asyncio.Future[TxnResult]] = {}
         self._timer = DeadlineTimer(clock, lambda now_ms: self.apply(self.coordinator.tick(now_ms)))
         self._loaded: dict[int, int] = {}
@@ -191,14 +194,21 @@ class TransactionRuntime:
     # -- verification (KIP-890 part 1)
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                     partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+                     partitions: list[TopicPartition], add: bool = False) -> dict[TopicPartition, ErrorCode]:
         """Is each partition in the producer's ongoing transaction? Asked of the coordinator here
-        or, with AddPartitionsToTxn v4 verifyOnly, of the broker that is; NONE where it is."""
+        or, with AddPartitionsToTxn v4 verifyOnly, of the broker that is; NONE where it is.
+        `add` (transaction protocol v2, KIP-890 part 2): add the partitions to the transaction
+        instead of only asking (v4 without verifyOnly), NONE once the coordinator wrote them."""
         image = self._metadata.image
         registration = image.partition(TRANSACTION_TOPIC, self.coordinator.partition_for(transactional_id))
         if registration is None or registration.leader < 0:
             return {partition: ErrorCode.COORDINATOR_NOT_AVAILABLE for partition in partitions}
         if registration.leader == self._metadata.node_id:
+            if add:
+                result = await self.park(lambda token: self.coordinator.add_partitions(
+                    token, transactional_id=transactional_id, producer_id=producer_id,
+                    producer_epoch=producer_epoch, partitions=partitions, now_ms=self._clock()))
+                return {partition: result.error for partition in partitions}
             return self.coordinator.verify_partitions(transactional_id=transactional_id, producer_id=producer_id,
                                                       producer_epoch=producer_epoch, partitions=partitions)
         address = self._metadata.replica_endpoint(registration.leader)
@@ -213,7 +223,7 @@ class TransactionRuntime:
             by_topic[topic].append(index)
         request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
-            verify_only=True, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=indexes)
+            verify_only=not add, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=indexes)
                                       for topic, indexes in by_topic.items()])])
         try:
             response = await asyncio.wait_for(connection.call(

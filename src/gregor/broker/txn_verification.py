@@ -39,13 +39,22 @@ def produce_error(error: ErrorCode) -> ErrorCode:
     return _PRODUCE_ERRORS.get(error, error)
 
 
-def needing_verification(context: BrokerContext, request: ProduceRequest
+def adds_partitions(context: BrokerContext, request: ProduceRequest) -> bool:
+    """Transaction protocol v2 (KIP-890 part 2): a Produce v12+ transactional write adds its
+    partition to the transaction itself, once the cluster's `transaction.version` is 2. Below
+    that level the client must have added it (AddPartitionsToTxn), as before."""
+    return (request.transactional_id is not None and context.version >= 12
+            and context.transactions.transaction_version >= 2)
+
+
+def needing_verification(context: BrokerContext, request: ProduceRequest, adding: bool = False
                          ) -> tuple[int, int, list[TopicPartition]] | None:
     """(producer id, epoch, partitions) whose transactional writes would open a transaction on a
     partition this broker leads; None when nothing needs asking. A partition where the producer's
-    transaction is already open in the same epoch was verified by its first write."""
-    if request.transactional_id is None or not context.metadata.config.get(
-            "transaction.partition.verification.enable"):
+    transaction is already open in the same epoch was verified (or added) by its first write.
+    `adding` writes are asked about whatever `transaction.partition.verification.enable` says."""
+    if request.transactional_id is None or not (adding or context.metadata.config.get(
+            "transaction.partition.verification.enable")):
         return None
     producer: tuple[int, int] | None = None
     wanted: list[TopicPartition] = []
@@ -72,7 +81,9 @@ def needing_verification(context: BrokerContext, request: ProduceRequest
 
 
 async def verify(context: BrokerContext, transactional_id: str, producer_id: int, producer_epoch: int,
-                 partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-    """Each partition's produce error (NONE: in the transaction) from the coordinator's answer."""
-    answers = await context.transactions.verify(transactional_id, producer_id, producer_epoch, list(partitions))
+                 partitions: Iterable[TopicPartition], add: bool = False) -> dict[TopicPartition, ErrorCode]:
+    """Each partition's produce error (NONE: in the transaction, or added to it when `add`) from
+    the coordinator's answer."""
+    answers = await context.transactions.verify(transactional_id, producer_id, producer_epoch, list(partitions),
+                                                add)
     return {partition: produce_error(error) for partition, error in answers.items()}

@@ -7,8 +7,9 @@ import sys
 
 from gregor import __version__
 from gregor.cli import (
-    acls, cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, get_offsets,
-    leader_election, log_dirs, perf, reassign_partitions, server, share_groups, topics, transactions, web_console,
+    acls, cluster, configs, console_consumer, console_producer, consumer_groups, delete_records, dump_log, features,
+    get_offsets, leader_election, log_dirs, perf, reassign_partitions, server, share_groups, storage, topics,
+    transactions, web_console,
 )
 from gregor.cli.common import ToolParser
 
@@ -35,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     reassign_partitions.register(tools)
     log_dirs.register(tools)
     transactions.register(tools)
+    features.register(tools)
+    storage.register(tools)
     perf.register(tools)
     cluster.register(tools)
     web_console.register(tools)

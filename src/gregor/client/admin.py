@@ -29,10 +29,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence, TypeVar
 
-from gregor.client import admin_security
+from gregor.client import admin_security, features
 from gregor.client.acls import AclBinding, AclBindingFilter, QuotaAlteration, QuotaEntity
 from gregor.client.config import Role, parse_config
 from gregor.client.share_groups import ShareGroupDescription, ShareGroupListing, share_group_description
+from gregor.client.features import FeatureMetadata, FeatureUpdate
 from gregor.client.errors import (
     ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError, error_for,
 )
@@ -453,6 +454,17 @@ class AdminClient:
     def describe_metadata_quorum(self, timeout: float | None = None) -> QuorumInfo:
         """The KRaft metadata quorum (DescribeQuorum), as `kafka-metadata-quorum.sh describe` shows it."""
         return self._call(self._operations.describe_metadata_quorum, timeout)
+
+    def describe_features(self, timeout: float | None = None) -> FeatureMetadata:
+        """The features a broker supports and the levels the cluster finalized (ApiVersions v3+)."""
+        return self._call(lambda deadline: features.describe_features(self._operations, deadline), timeout)
+
+    def update_features(self, updates: Mapping[str, FeatureUpdate], validate_only: bool = False,
+                        timeout: float | None = None) -> dict[str, KafkaException | None]:
+        """Finalize features at new levels, all or none (UpdateFeatures); each feature's outcome."""
+        wanted = dict(updates)
+        return self._call(lambda deadline: features.update_features(self._operations, wanted, validate_only,
+                                                                    deadline), timeout)
 
     # ACLs and client quotas
 

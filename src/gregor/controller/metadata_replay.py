@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Sequence
 
 from gregor.metadata.image import MetadataImage
 from gregor.metadata.loader import MetadataLoader
@@ -40,7 +41,11 @@ class SnapshotPolicy:
 
 
 def encode_snapshot(image: MetadataImage, now_ms: int) -> bytes:
-    records = image_records(image)
+    return encode_records(image_records(image), now_ms)
+
+
+def encode_records(records: Sequence[Message], now_ms: int) -> bytes:
+    """Metadata records as v2 batches of framed records (a snapshot's or bootstrap.checkpoint's data)."""
     batches = []
     for start in range(0, len(records), RECORDS_PER_BATCH):
         builder = BatchBuilder()

@@ -16,10 +16,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from gregor.controller import acl_control, client_quota_control
+from gregor.controller import acl_control, client_quota_control, feature_control
 from gregor.controller.acl_control import AclCreationResult, AclDeletionResult
 from gregor.controller.client_quota_control import QuotaAlteration, QuotaAlterationResult
 from gregor.controller.config_control import ConfigurationControl
+from gregor.controller.feature_control import FeatureUpdate, FeatureUpdateResult
 from gregor.controller.operations import (
     AlterConfigsResource, AlterConfigsResult, BrokerRegistrationReply, ControllerResult, CreatableTopic,
     CreatePartitionsResult, CreateTopicResult, DeleteTopicResult, Endpoint, IncrementalAlterConfigsResource,
@@ -89,6 +90,8 @@ class ControllerConfig:
     broker_config: Mapping[str, str] = field(default_factory=dict)
     broker_config_validator: Callable[[str, str | None], str | None] = validate_dynamic_broker_config
     metadata_version: int = METADATA_VERSION
+    #: The records a formatted node's bootstrap.checkpoint holds (`bootstrap_metadata`); empty: the defaults.
+    bootstrap_records: tuple[Any, ...] = ()
 
 
 class QuorumController:
@@ -105,12 +108,20 @@ class QuorumController:
 
     def bootstrap(self) -> ControllerResult[None]:
         """The records a new cluster starts with (its finalized feature levels, metadata.version
-        among them); none once metadata.version is set."""
+        among them, and any SCRAM credentials): the formatted bootstrap metadata, else this build's
+        defaults; none once metadata.version is set."""
         if self.image.metadata_version:
             return ControllerResult(None)
+        if self.config.bootstrap_records:
+            return ControllerResult(None, self.config.bootstrap_records)
         levels = features.bootstrap_levels(self.config.metadata_version)
         return ControllerResult(None, tuple(FeatureLevelRecord(name=name, feature_level=level)
                                             for name, level in levels.items()))
+
+    def update_features(self, updates: Sequence[FeatureUpdate],
+                        validate_only: bool = False) -> ControllerResult[FeatureUpdateResult]:
+        """UpdateFeatures: every update or none (`gregor.controller.feature_control`)."""
+        return feature_control.update_features(self.image, updates, validate_only, self.config.node_id)
 
     def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None = None,
                         incarnation_id: uuid.UUID | None = None,

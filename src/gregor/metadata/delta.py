@@ -109,7 +109,9 @@ class MetadataDelta:
             endpoints=tuple(BrokerEndpoint(e.name, e.host, e.port, e.security_protocol)
                             for e in record.end_points),
             rack=record.rack, fenced=record.fenced, in_controlled_shutdown=record.in_controlled_shutdown,
-            log_dirs=tuple(record.log_dirs or ()))
+            log_dirs=tuple(record.log_dirs or ()),
+            supported_features=MappingProxyType({f.name: (f.min_supported_version, f.max_supported_version)
+                                                 for f in record.features or ()}))
         self._changed_brokers.add(record.broker_id)
 
     def _broker(self, broker_id: int, epoch: int, action: str) -> BrokerRegistration:

@@ -34,13 +34,13 @@ class Feature:
 TRANSACTION_VERSION = "transaction.version"
 
 #: metadata.version: 1 = 3.0-IV1, 21 = 3.9-IV0 (Gregor's records are those of 3.9).
-#: transaction.version: 2 is KIP-890's protocol (EndTxn v5 bumps the epoch on every transaction).
-#: A new cluster starts at 0 (Kafka 4.0 starts at 2): a v2 producer leaves adding partitions to
-#: the partition leaders' produce path, which Gregor's does not do yet.
+#: transaction.version: 2 is KIP-890's protocol (EndTxn v5 bumps the epoch on every transaction,
+#: Produce v12 and TxnOffsetCommit v5 add partitions to it); a new cluster starts at 2, as Kafka 4.0.
+#: Clients that do not speak v2 (EndTxn v4 and below) keep the classic protocol at either level.
 SUPPORTED_FEATURES: tuple[Feature, ...] = (
     Feature(METADATA_VERSION, 1, 21, 21),
     Feature(SHARE_VERSION, 0, 1, 1),
-    Feature(TRANSACTION_VERSION, 1, 2, 0),
+    Feature(TRANSACTION_VERSION, 1, 2, 2),
     Feature(GROUP_VERSION, 0, 1, 1),
 )
 

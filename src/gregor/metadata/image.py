@@ -44,6 +44,8 @@ class BrokerRegistration:
     fenced: bool
     in_controlled_shutdown: bool = False
     log_dirs: tuple[uuid.UUID, ...] = ()
+    #: The feature ranges the broker registered with (name -> (min, max)), which UpdateFeatures checks.
+    supported_features: Mapping[str, tuple[int, int]] = field(default_factory=lambda: _EMPTY)
 
     def endpoint(self, listener: str) -> BrokerEndpoint | None:
         for endpoint in self.endpoints:

@@ -27,7 +27,10 @@ def image_records(image: MetadataImage) -> list[Any]:
                                                             security_protocol=e.security_protocol)
                         for e in broker.endpoints],
             rack=broker.rack, fenced=broker.fenced, in_controlled_shutdown=broker.in_controlled_shutdown,
-            log_dirs=list(broker.log_dirs)))
+            log_dirs=list(broker.log_dirs),
+            features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=low,
+                                                         max_supported_version=high)
+                      for name, (low, high) in sorted(broker.supported_features.items())]))
     for name, topic in sorted(image.topics.items()):
         records.append(TopicRecord(name=name, topic_id=topic.topic_id))
         for index, partition in sorted(topic.partitions.items()):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Mapping, Protocol, Sized
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from gregor.broker.events import BrokerEvents
@@ -92,6 +92,10 @@ class BrokerState(Protocol):
 
     def metric_replica_states(self) -> Mapping[str, int]: ...
 
+    def metric_transaction_states(self) -> Mapping[str, int]: ...
+
+    def metric_transaction_outcomes(self) -> Mapping[str, int]: ...
+
 
 class BrokerMetrics(BrokerEvents):
     """Installed as the broker's `events`, it counts; `watch` adds the state read at scrapes."""
@@ -147,7 +151,7 @@ class _StateCollector(Collector):
     def describe(self) -> list:
         return []
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         state = self._state
         labels = ["topic", "partition"]
         size = GaugeMetricFamily("kafka_log_log_size", "Bytes of a partition's log on this broker.", labels=labels)
@@ -203,6 +207,26 @@ class _StateCollector(Collector):
             for state_name, count in sorted(counts.items()):
                 family.add_metric([state_name], count)
             yield family
+        yield from _transaction_metrics(state)
+
+
+def _transaction_metrics(state: BrokerState) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """The transaction coordinator's, named as the JMX exporter would name an MBean
+    kafka.server:type=transaction-coordinator-metrics (the group coordinator's pattern)."""
+    prefix = "kafka_server_transaction_coordinator_metrics_"
+    count = GaugeMetricFamily(prefix + "transaction_count",
+                              "Transactions this broker coordinates, per state.", labels=["state"])
+    for state_name, value in sorted(state.metric_transaction_states().items()):
+        count.add_metric([state_name], value)
+    yield count
+    outcomes = state.metric_transaction_outcomes()
+    for outcome, documentation in (("committed", "Transactions committed (CompleteCommit written) since start."),
+                                   ("aborted", "Transactions aborted (CompleteAbort written) since start, "
+                                               "timed-out and fenced ones included."),
+                                   ("expired", "Transactional ids removed by transactional.id.expiration.ms "
+                                               "since start.")):
+        name = "transactional_ids_expired" if outcome == "expired" else f"transactions_{outcome}"
+        yield CounterMetricFamily(prefix + name, documentation, value=outcomes.get(outcome, 0))
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

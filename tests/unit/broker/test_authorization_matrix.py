@@ -39,7 +39,7 @@ from gregor.protocol.messages import (
     ProduceRequest, ReadShareGroupStateRequest, ReadShareGroupStateSummaryRequest, InitializeShareGroupStateRequest,
     DeleteShareGroupStateRequest, DescribeShareGroupOffsetsRequest, AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest, SyncGroupRequest, WriteShareGroupStateRequest,
+    ShareGroupHeartbeatRequest, SyncGroupRequest, UpdateFeaturesRequest, WriteShareGroupStateRequest,
 )
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
@@ -196,6 +196,9 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
      lambda r: r.error_code, E.CLUSTER_AUTHORIZATION_FAILED),
     ("DescribeQuorum", lambda: DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
         topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])]), 0,
+     lambda r: r.error_code, E.CLUSTER_AUTHORIZATION_FAILED),
+    ("UpdateFeatures", lambda: UpdateFeaturesRequest(validate_only=True, feature_updates=[
+        UpdateFeaturesRequest.FeatureUpdateKey(feature="transaction.version", max_version_level=2)]), 1,
      lambda r: r.error_code, E.CLUSTER_AUTHORIZATION_FAILED),
     ("DeleteTopics", lambda: DeleteTopicsRequest(topic_names=["t-doomed"], timeout_ms=5000), 4,
      lambda r: r.responses[0].error_code, E.TOPIC_AUTHORIZATION_FAILED),

@@ -37,6 +37,7 @@ def test_registration_before_bootstrap_is_refused():
     controller = QuorumController(ControllerConfig(node_id=1), random.Random(0))
     assert controller.bootstrap().records == (FeatureLevelRecord(name="metadata.version", feature_level=21),
                                               FeatureLevelRecord(name="share.version", feature_level=1),
+                                              FeatureLevelRecord(name="transaction.version", feature_level=2),
                                               FeatureLevelRecord(name="group.version", feature_level=1))
     assert controller.register_broker(1, endpoints(1)).response.error == ErrorCode.BROKER_ID_NOT_REGISTERED
 
@@ -49,7 +50,7 @@ def test_a_broker_that_cannot_honour_a_finalized_feature_is_refused(node):
     assert missing.response.error == ErrorCode.UNSUPPORTED_VERSION
     accepted = node.commit(node.controller.register_broker(
         2, endpoints(2), supported_features={"metadata.version": (1, 21), "group.version": (0, 1),
-                                             "share.version": (0, 1)}), NOW)
+                                             "share.version": (0, 1), "transaction.version": (1, 2)}), NOW)
     assert accepted.error == ErrorCode.NONE
 
 

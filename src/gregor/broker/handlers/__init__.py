@@ -173,6 +173,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             describe_share_group_offsets, initialize_share_group_state, read_share_group_state_summary,
         )
         from gregor.broker.handlers import alter_user_scram_credentials, describe_user_scram_credentials, sasl_handshake
+        from gregor.broker.handlers import update_features
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
             *api_versions.HANDLERS, *metadata.HANDLERS, *produce.HANDLERS, *fetch.HANDLERS, *list_offsets.HANDLERS,
@@ -195,7 +196,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,
             *list_partition_reassignments.HANDLERS, *create_acls.HANDLERS, *delete_acls.HANDLERS,
-            *alter_client_quotas.HANDLERS, *alter_user_scram_credentials.HANDLERS]
+            *alter_client_quotas.HANDLERS, *alter_user_scram_credentials.HANDLERS, *update_features.HANDLERS]
         CLIENT_HANDLERS.update({handler.api_key: handler for handler in own})
         CLIENT_HANDLERS.update({handler.api_key: forwarding(handler) for handler in forwarded})
     return CLIENT_HANDLERS
@@ -212,7 +213,7 @@ def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
             create_topics, delete_acls, delete_topics, describe_quorum, elect_leaders, end_quorum_epoch, fetch_snapshot,
             list_partition_reassignments, quorum_fetch, vote,
         )
-        from gregor.broker.handlers import alter_user_scram_credentials, sasl_handshake
+        from gregor.broker.handlers import alter_user_scram_credentials, sasl_handshake, update_features
         handlers: list[Handler[QuorumContext]] = [
             *api_versions.HANDLERS, *vote.HANDLERS, *begin_quorum_epoch.HANDLERS, *end_quorum_epoch.HANDLERS,
             *quorum_fetch.HANDLERS, *fetch_snapshot.HANDLERS, *describe_quorum.HANDLERS,
@@ -220,7 +221,7 @@ def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *allocate_producer_ids.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,
             *list_partition_reassignments.HANDLERS, *create_acls.HANDLERS, *delete_acls.HANDLERS,
-            *alter_client_quotas.HANDLERS, *alter_user_scram_credentials.HANDLERS]
+            *alter_client_quotas.HANDLERS, *alter_user_scram_credentials.HANDLERS, *update_features.HANDLERS]
         QUORUM_HANDLERS.update({handler.api_key: handler if handler.api_key == api_versions.API_KEY
                                 else _requiring_cluster_action(handler) for handler in handlers})
         # answered before and after a login, as ApiVersions is (a SASL listener's gate answers them first)

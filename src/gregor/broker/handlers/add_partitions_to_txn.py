@@ -4,9 +4,11 @@ v0–v3 come from producers: one transaction; partitions of unknown topics get
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in Kafka; otherwise every
 partition gets the coordinator's answer once the Ongoing record is written. v4 (KIP-890) batches
 transactions and is what brokers send: with verifyOnly the coordinator only says, per partition,
-whether it is in the transaction. v5 (transaction protocol v2 clients) is not offered. Before v2
+whether it is in the transaction; without it (a Produce v12 or TxnOffsetCommit v5 under transaction
+protocol v2, KIP-890 part 2) it adds them. v5 (its TRANSACTION_ABORTABLE error) is not offered. Before v2
 PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH. Authorization as Kafka's: v0–v3 need WRITE on
-the transactional id and on each topic, v4 (from brokers) CLUSTER_ACTION.
+the transactional id and on each topic, v4 (from brokers, which authorized the client's request)
+CLUSTER_ACTION only.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[_TopicResult
 
 async def _add(context: BrokerContext, transactional_id: str, producer_id: int, producer_epoch: int,
                topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
-               verify_only: bool) -> dict[TopicPartition, ErrorCode]:
+               verify_only: bool, from_client: bool) -> dict[TopicPartition, ErrorCode]:
     partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
-    if not verify_only:
+    if from_client:
         refused = _refused(context, transactional_id, partitions)
         if refused:
             return refused
@@ -75,11 +77,11 @@ async def handle(context: BrokerContext, request: AddPartitionsToTxnRequest) -> 
         return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if version <= 3:
         errors = await _add(context, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                            request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)
+                            request.v3_and_below_producer_epoch, request.v3_and_below_topics, False, True)
         errors = {p: client_error(error, version, 2) for p, error in errors.items()}
         return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
     answers = await asyncio.gather(*(
-        _add(context, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only)
+        _add(context, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only, False)
         for txn in request.transactions))
     return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
         _Result(transactional_id=txn.transactional_id, topic_results=_topic_results(errors))

@@ -1,6 +1,6 @@
 """Requests a broker-only node passes to the active controller (Kafka's forwarding, KIP-590).
 
-Topic and config changes, leader elections, partition reassignments and DescribeQuorum are the
+Topic and config changes, leader elections, partition reassignments, feature levels and DescribeQuorum are the
 controller's to answer. A broker-only node sends them on, at the version the client used, to
 whichever voter leads the quorum (retrying NOT_CONTROLLER answers and lost connections) and
 relays the answer. Kafka wraps the request in an Envelope so that the controller sees the
@@ -17,6 +17,7 @@ from typing import Any, Callable
 from gregor.broker.handlers import (
     BrokerContext, Handler, QuorumContext, alter_client_quotas, alter_partition_reassignments,
     alter_user_scram_credentials, create_acls, delete_acls, elect_leaders, list_partition_reassignments,
+    update_features,
 )
 from gregor.broker.handlers import alter_listener_stores, mutation_quota
 from gregor.broker.handlers.forward_authorization import screen
@@ -83,6 +84,7 @@ ERROR_ANSWERS: dict[int, Callable[[Any, int, str], Any]] = {
     delete_acls.API_KEY: delete_acls.error_response,
     alter_client_quotas.API_KEY: alter_client_quotas.error_response,
     alter_user_scram_credentials.API_KEY: alter_user_scram_credentials.error_response,
+    update_features.API_KEY: update_features.error_response,
 }
 
 

@@ -22,7 +22,7 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
     AlterClientQuotasRequest, AlterConfigsRequest, AlterUserScramCredentialsRequest, CreateAclsRequest,
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteTopicsRequest, ElectLeadersRequest,
-    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequest, UpdateFeaturesRequest,
 )
 from gregor.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
@@ -92,6 +92,7 @@ CLUSTER_CHECKS: dict[int, AclOperation] = {
     DeleteAclsRequest.API_KEY: AclOperation.ALTER,
     AlterClientQuotasRequest.API_KEY: AclOperation.ALTER_CONFIGS,
     AlterUserScramCredentialsRequest.API_KEY: AclOperation.ALTER,
+    UpdateFeaturesRequest.API_KEY: AclOperation.ALTER,
 }
 NEEDS_AUTHORIZER = frozenset({CreateAclsRequest.API_KEY, DeleteAclsRequest.API_KEY})
 

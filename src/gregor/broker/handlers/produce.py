@@ -1,4 +1,4 @@
-"""Produce (key 0), v0–v11.
+"""Produce (key 0), v0–v12.
 
 v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batches before they
 are stored; v3+ must carry v2 batches (INVALID_RECORD otherwise). The handler reads only the
@@ -10,7 +10,10 @@ them. A transactional batch opens (or continues) its producer's transaction on t
 a write that would open one is first verified with the transaction coordinator (KIP-890 part 1,
 `txn_verification`): the request then waits for the answer (later requests of the connection
 queue behind it, as they do behind any request that waits), and a partition that is not in the
-transaction gets INVALID_TXN_STATE.
+transaction gets INVALID_TXN_STATE. v12 is v11 on the wire; once the cluster's
+`transaction.version` is 2 (KIP-890 part 2) a v12 transactional write that would open a transaction
+on a partition adds the partition to the producer's transaction (the coordinator writes it) instead
+of only verifying it, so a v2 producer sends no AddPartitionsToTxn; below level 2 v12 is v11.
 
 acks=0 gets no response; acks=1 is answered after the leader's append; acks=-1 once the high
 watermark has passed the batch, i.e. every ISR member has it (a delayed produce, answered
@@ -35,7 +38,7 @@ from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.network import LaterAnswer, Pipelined
-from gregor.broker.txn_verification import needing_verification, verify
+from gregor.broker.txn_verification import adds_partitions, needing_verification, verify
 from gregor.controller.topic_names import ADMIN_CLIENT_ID, INTERNAL_TOPICS
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
@@ -44,7 +47,7 @@ from gregor.records.convert import detect_magic, upconvert_to_v2
 from gregor.storage.log import AppendInfo
 
 API_KEY = 0
-MIN_VERSION, MAX_VERSION = 0, 11
+MIN_VERSION, MAX_VERSION = 0, 12
 
 _PartitionResponse = ProduceResponse.PartitionProduceResponse
 _TopicResponse = ProduceResponse.TopicProduceResponse
@@ -52,16 +55,17 @@ _TopicResponse = ProduceResponse.TopicProduceResponse
 
 def handle(context: BrokerContext, request: ProduceRequest):
     if request.acks in (0, 1, -1):
-        unverified = needing_verification(context, request)
+        adding = adds_partitions(context, request)
+        unverified = needing_verification(context, request, adding)
         if unverified is not None:
-            return _verified_then_appended(context, request, *unverified)
+            return _verified_then_appended(context, request, *unverified, adding)
     return _appended_all(context, request, {})
 
 
 async def _verified_then_appended(context: BrokerContext, request: ProduceRequest, producer_id: int,
-                                  producer_epoch: int, partitions: list[tuple[str, int]]):
+                                  producer_epoch: int, partitions: list[tuple[str, int]], adding: bool):
     assert request.transactional_id is not None
-    errors = await verify(context, request.transactional_id, producer_id, producer_epoch, partitions)
+    errors = await verify(context, request.transactional_id, producer_id, producer_epoch, partitions, adding)
     refused: dict[tuple[str, int], ErrorCode] = {p: error for p, error in errors.items() if error != ErrorCode.NONE}
     answer = _appended_all(context, request, refused)
     return await answer.awaitable if isinstance(answer, Pipelined) else answer

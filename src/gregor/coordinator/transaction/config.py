@@ -12,6 +12,9 @@ class TransactionConfig:
     transaction_state_log_num_partitions: int = 50
     transaction_max_timeout_ms: int = 900000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    #: A transactional id with no transaction for this long is forgotten (a tombstone is written).
+    transactional_id_expiration_ms: int = 604800000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3600000
     #: Pause before markers that failed with a retriable error, or a completion record that
     #: could not be written, are tried again.
     retry_backoff_ms: int = 100

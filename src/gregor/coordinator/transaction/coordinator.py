@@ -24,6 +24,7 @@ in-memory PrepareEpochFence state).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -48,6 +49,7 @@ Done = Callable[[ErrorCode, int, list[Effect]], None]
 """Called with a write's outcome (mapped for the client), `now_ms` and the effect list to extend."""
 
 _ABORT_SCAN = ("abort-scan", "")
+_EXPIRE_SCAN = ("expire-scan", "")
 _APPEND_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -92,6 +94,10 @@ class TransactionCoordinator:
         self._markers: dict[str, _Markers] = {}
         self._in_flight: dict[int, str] = {}  # marker id -> transactional id
         self._ids = itertools.count(1)
+        #: Transactions completed since this coordinator started, by outcome (CompleteCommit,
+        #: CompleteAbort), and transactional ids expired: what the broker's metrics count.
+        self.completed: Counter[str] = Counter()
+        self.expired = 0
 
     # -- inspection
 
@@ -365,7 +371,25 @@ class TransactionCoordinator:
         def written(error: ErrorCode, done_ms: int, done_out: list[Effect]) -> None:
             if error in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.UNKNOWN_SERVER_ERROR):
                 self._deadlines.schedule(("complete", txn.transactional_id), done_ms + self.config.retry_backoff_ms)
+            elif error is ErrorCode.NONE:
+                self.completed[txn.state.display_name] += 1
         self._write(txn, record, now_ms, written, out)
+
+    def _expire_transactional_ids(self, now_ms: int, out: list[Effect]) -> None:
+        """Kafka's removal of expired transactional ids: one with no transaction in progress and no
+        update for `transactional.id.expiration.ms` gets a tombstone in `__transaction_state` and is
+        forgotten (DescribeTransactions answers TRANSACTIONAL_ID_NOT_FOUND; InitProducerId starts afresh)."""
+        for txn in list(self._txns.values()):
+            if (txn.state in COMPLETED and not txn.pending_transition
+                    and txn.last_update_ms + self.config.transactional_id_expiration_ms <= now_ms):
+                self._write(txn, txn.prepare_dead(now_ms), now_ms, self._forget(txn), out)
+
+    def _forget(self, txn: TransactionMetadata) -> Done:
+        def written(error: ErrorCode, _now: int, _out: list[Effect]) -> None:
+            if error is ErrorCode.NONE and self._txns.get(txn.transactional_id) is txn:
+                del self._txns[txn.transactional_id]
+                self.expired += 1
+        return written
 
     # -- writes
 
@@ -387,8 +411,8 @@ class TransactionCoordinator:
             on_done(_APPEND_ERRORS.get(error, error), done_ms, done_out)
 
         self._appends[append_id] = done
-        out.append(AppendTransaction(partition, encode_key(transactional_id), encode_value(record), now_ms,
-                                     append_id))
+        value = None if record.state is S.DEAD else encode_value(record)
+        out.append(AppendTransaction(partition, encode_key(transactional_id), value, now_ms, append_id))
 
     def append_done(self, append_id: int, error: ErrorCode, now_ms: int) -> list[Effect]:
         """The outcome of the `AppendTransaction` with this `append_id` (NONE once committed)."""
@@ -410,6 +434,11 @@ class TransactionCoordinator:
                 if self._owned:
                     self._schedule_scan(now_ms)
                 continue
+            if key == _EXPIRE_SCAN:
+                self._expire_transactional_ids(now_ms, out)
+                if self._owned:
+                    self._schedule_scan(now_ms)
+                continue
             txn = self._txns.get(transactional_id)
             if kind == "markers":
                 job = self._markers.get(transactional_id)
@@ -424,8 +453,13 @@ class TransactionCoordinator:
         return self._deadlines.next_deadline()
 
     def _schedule_scan(self, now_ms: int) -> None:
-        self._deadlines.schedule(_ABORT_SCAN,
-                                 now_ms + self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms)
+        """The two periodic scans, as Kafka's: timed-out transactions, expired transactional ids."""
+        config = self.config
+        if self._deadlines.deadline(_ABORT_SCAN) is None:
+            self._deadlines.schedule(_ABORT_SCAN, now_ms + config.transaction_abort_timed_out_transaction_cleanup_interval_ms)
+        if self._deadlines.deadline(_EXPIRE_SCAN) is None:
+            self._deadlines.schedule(_EXPIRE_SCAN,
+                                     now_ms + config.transaction_remove_expired_transaction_cleanup_interval_ms)
 
     # -- __transaction_state leadership
 
@@ -453,8 +487,7 @@ class TransactionCoordinator:
                 txn = self._txns[transactional_id] = TransactionMetadata.from_record(transactional_id, record)
                 if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                     self._start_markers(txn, now_ms, out)
-        if self._deadlines.deadline(_ABORT_SCAN) is None:
-            self._schedule_scan(now_ms)
+        self._schedule_scan(now_ms)
         return out
 
     def unload_partition(self, partition: int, now_ms: int) -> list[Effect]:
@@ -471,6 +504,7 @@ class TransactionCoordinator:
         self._in_flight = {marker_id: t for marker_id, t in self._in_flight.items() if t not in gone}
         if not self._owned:
             self._deadlines.cancel(_ABORT_SCAN)
+            self._deadlines.cancel(_EXPIRE_SCAN)
         return []
 
     # -- admin

@@ -126,6 +126,11 @@ class TransactionMetadata:
         return self._prepare(replace(record, previous_producer_id=self.producer_id, producer_id=self.next_producer_id,
                                      producer_epoch=0, next_producer_id=NO_PRODUCER_ID), NO_PRODUCER_EPOCH)
 
+    def prepare_dead(self, now_ms: int) -> TransactionRecord:
+        """An expired transactional id (transactional.id.expiration.ms): its tombstone is written."""
+        return self._prepare(replace(self.record(), state=TransactionState.DEAD, partitions=frozenset(),
+                                     last_update_ms=now_ms))
+
     def complete_transition(self) -> None:
         record = self.pending
         if record is None:

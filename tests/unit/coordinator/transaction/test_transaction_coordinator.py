@@ -290,3 +290,37 @@ def test_every_state_round_trips_through_records(state_id):
     for version in (0, 2):
         record = TransactionRecord(7, 3, 60000, state, partitions, 5, 4, -1, -1, version)
         assert decode_value(encode_value(record)) == record
+
+
+def test_an_idle_transactional_id_expires_with_a_tombstone_and_a_busy_one_does_not():
+    config = TransactionConfig(transaction_state_log_num_partitions=1, transactional_id_expiration_ms=10_000,
+                               transaction_remove_expired_transaction_cleanup_interval_ms=1_000,
+                               transaction_abort_timed_out_transaction_cleanup_interval_ms=100_000)
+    driver = Driver(config)
+    idle = driver.init(txn="idle")
+    busy = driver.init(txn="busy", timeout_ms=900_000)
+    driver.add(busy.producer_id, busy.producer_epoch, TP, txn="busy")
+    driver.advance(9_000)
+    assert driver.coordinator.transaction("idle") is not None
+    driver.advance(2_000)
+    assert driver.coordinator.transaction("idle") is None and driver.coordinator.expired == 1
+    assert driver.log[-1] == (driver.log[0][0], None)  # the tombstone, under idle's key
+    assert decode_key(driver.log[-1][0]) == "idle"
+    assert driver.state("busy") == "Ongoing"  # a transaction in progress never expires
+    (described,) = driver.coordinator.describe(["idle"])
+    assert described.error is E.TRANSACTIONAL_ID_NOT_FOUND
+    assert driver.failover().coordinator.transaction("idle") is None  # the tombstone survives a reload
+    again = driver.init(txn="idle")
+    assert again.error is E.NONE and again.producer_id != idle.producer_id
+
+
+def test_completed_transactions_are_counted_by_outcome():
+    driver = Driver()
+    pid, epoch = begun(driver)
+    driver.end(pid, epoch, True)
+    driver.ack_markers()
+    driver.add(pid, epoch, TP)
+    driver.end(pid, epoch, False)
+    assert driver.coordinator.completed == {"CompleteCommit": 1}  # the abort not before its markers are written
+    driver.ack_markers()
+    assert driver.coordinator.completed == {"CompleteCommit": 1, "CompleteAbort": 1}

@@ -66,10 +66,11 @@ def test_a_stopped_leader_resigns_and_the_others_elect_at_once(quorum):
 def test_the_controller_listener_advertises_only_the_quorum_apis(quorum):
     response = call(quorum[0].port, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
                     ApiVersionsResponse)
-    # 17 and 36: SaslHandshake and SaslAuthenticate, as on Kafka's controller listener; 30, 31, 49 and
-    # 51: CreateAcls, DeleteAcls, AlterClientQuotas, AlterUserScramCredentials, which brokers forward
+    # 17 and 36: SaslHandshake and SaslAuthenticate, as on Kafka's controller listener; 30, 31, 49, 51
+    # and 57: CreateAcls, DeleteAcls, AlterClientQuotas, AlterUserScramCredentials, UpdateFeatures,
+    # which brokers forward
     assert {entry.api_key for entry in response.api_keys} == {1, 17, 18, 19, 20, 30, 31, 33, 36, 37, 43, 44, 45, 46,
-                                                              49, 51, 52, 53, 54, 55, 56, 59, 62, 63, 67}
+                                                              49, 51, 52, 53, 54, 55, 56, 57, 59, 62, 63, 67}
 
 
 def refuses_to_start_with_one_line(settings: dict[str, str], message: str) -> None:

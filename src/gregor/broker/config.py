@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Mapping
 from gregor.broker.network import ConnectionLimits
 from gregor.metadata.authorizer import STANDARD_AUTHORIZER
 from gregor.coordinator.config import consumer_assignors
+from gregor.coordinator.consumer.limits import CONSUMER_LIMIT_DEFAULTS, consumer_limit_error
 
 LONG_MAX = 9223372036854775807
 
@@ -210,8 +211,16 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Segment size of __share_group_state."),
         _key("group.consumer.session.timeout.ms", "int", "45000",
              "Session timeout of consumer-protocol (KIP-848) group members."),
+        _key("group.consumer.min.session.timeout.ms", "int", "45000",
+             "Smallest session timeout of consumer-protocol groups (broker default and per-group configs)."),
+        _key("group.consumer.max.session.timeout.ms", "int", "60000",
+             "Largest session timeout of consumer-protocol groups (broker default and per-group configs)."),
         _key("group.consumer.heartbeat.interval.ms", "int", "5000",
              "Heartbeat interval the coordinator gives consumer-protocol group members."),
+        _key("group.consumer.min.heartbeat.interval.ms", "int", "5000",
+             "Smallest heartbeat interval of consumer-protocol groups (broker default and per-group configs)."),
+        _key("group.consumer.max.heartbeat.interval.ms", "int", "15000",
+             "Largest heartbeat interval of consumer-protocol groups (broker default and per-group configs)."),
         _key("group.consumer.max.size", "int", "2147483647", "Most members a consumer-protocol group may have."),
         _key("group.consumer.assignors", "list", "uniform,range",
              "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default."),
@@ -436,9 +445,9 @@ class BrokerConfig:
             consumer_assignors(",".join(self.get("group.consumer.assignors")))
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        if not 0 < self.get("group.consumer.heartbeat.interval.ms") < self.get("group.consumer.session.timeout.ms"):
-            raise ConfigError("group.consumer.heartbeat.interval.ms must be above 0 and below "
-                              "group.consumer.session.timeout.ms")
+        error = consumer_limit_error({name: self.get(name) for name in CONSUMER_LIMIT_DEFAULTS})
+        if error:
+            raise ConfigError(error)
         self._validate_console()
         self._validate_peer_security()
 

@@ -62,7 +62,11 @@ class GroupRuntime:
             offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
             offsets_topic_num_partitions=config.get("offsets.topic.num.partitions"),
             group_consumer_session_timeout_ms=config.get("group.consumer.session.timeout.ms"),
+            group_consumer_min_session_timeout_ms=config.get("group.consumer.min.session.timeout.ms"),
+            group_consumer_max_session_timeout_ms=config.get("group.consumer.max.session.timeout.ms"),
             group_consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
+            group_consumer_min_heartbeat_interval_ms=config.get("group.consumer.min.heartbeat.interval.ms"),
+            group_consumer_max_heartbeat_interval_ms=config.get("group.consumer.max.heartbeat.interval.ms"),
             group_consumer_max_size=config.get("group.consumer.max.size"),
             group_consumer_assignors=consumer_assignors(",".join(config.get("group.consumer.assignors"))),
         ), random.Random())

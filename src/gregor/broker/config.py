@@ -445,9 +445,9 @@ class BrokerConfig:
             consumer_assignors(",".join(self.get("group.consumer.assignors")))
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        error = consumer_limit_error({name: self.get(name) for name in CONSUMER_LIMIT_DEFAULTS})
-        if error:
-            raise ConfigError(error)
+        limits = consumer_limit_error({name: self.get(name) for name in CONSUMER_LIMIT_DEFAULTS})
+        if limits:
+            raise ConfigError(limits)
         self._validate_console()
         self._validate_peer_security()
 

@@ -25,6 +25,7 @@ from gregor.broker.services import ControllerGateway, MetadataView, PartitionHos
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
 from gregor.coordinator.config import consumer_assignors
+from gregor.metadata.group_configs import GROUP_RESOURCE
 from gregor.coordinator.consumer.group import TopicInfo
 from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.results import JoinResult, OffsetCommitResult, SyncResult
@@ -70,6 +71,8 @@ class GroupRuntime:
             group_consumer_max_size=config.get("group.consumer.max.size"),
             group_consumer_assignors=consumer_assignors(",".join(config.get("group.consumer.assignors"))),
         ), random.Random())
+        self.coordinator.use_group_configs(
+            lambda group_id: self._metadata.image.configs.get((GROUP_RESOURCE, group_id), {}))
         self._parked: dict[object, asyncio.Future[Parked]] = {}
         self._timer = DeadlineTimer(clock, lambda now_ms: self.apply(self.coordinator.tick(now_ms)))
         self._loaded: set[int] = set()

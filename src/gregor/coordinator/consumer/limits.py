@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-CONSUMER_LIMIT_DEFAULTS: dict[str, int] = {
-    "group.consumer.session.timeout.ms": 45000,
-    "group.consumer.min.session.timeout.ms": 45000,
-    "group.consumer.max.session.timeout.ms": 60000,
-    "group.consumer.heartbeat.interval.ms": 5000,
-    "group.consumer.min.heartbeat.interval.ms": 5000,
-    "group.consumer.max.heartbeat.interval.ms": 15000,
-    "group.consumer.max.size": 2147483647,
-}
+from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS
+
+CONSUMER_LIMIT_DEFAULTS: dict[str, int] = {**BROKER_GROUP_DEFAULTS, "group.consumer.max.size": 2147483647}
 """Kafka 4's defaults of the keys checked here."""
 
 

@@ -26,6 +26,7 @@ from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
 from gregor.coordinator.config import consumer_assignors
 from gregor.metadata.group_configs import GROUP_RESOURCE
+from gregor.metadata.replica_racks import replica_racks
 from gregor.coordinator.consumer.group import TopicInfo
 from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.results import JoinResult, OffsetCommitResult, SyncResult
@@ -195,8 +196,10 @@ class GroupRuntime:
         """Load the partitions this broker leads and has not loaded; unload those it lost. The
         coordinator also learns the topics (ids, partition counts) consumer groups assign from:
         the publisher calls this on every change of topics or partitions."""
-        self.coordinator.set_topics({name: TopicInfo(topic.topic_id, name, len(topic.partitions))
-                                     for name, topic in self._metadata.image.topics.items()})
+        image = self._metadata.image
+        self.coordinator.set_topics({name: TopicInfo(topic.topic_id, name, len(topic.partitions),
+                                                     replica_racks(image, topic.partitions))
+                                     for name, topic in image.topics.items()})
         topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
         led = set()
         if topic is not None:

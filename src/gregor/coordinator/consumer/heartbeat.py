@@ -341,10 +341,11 @@ class ConsumerGroups:
 
     def _assign(self, group: ConsumerGroup, records: list[Record]) -> None:
         assignor = ASSIGNORS[group.preferred_assignor(self._assignors()[0])]
-        specs = {member_id: MemberSpec(group.member_topic_ids(member), group.target_of(member_id))
+        specs = {member_id: MemberSpec(group.member_topic_ids(member), group.target_of(member_id), member.rack_id)
                  for member_id, member in group.members.items()}
         partitions = {info.topic_id: info.num_partitions for info in group.subscription_metadata.values()}
-        target = assignor.assign(specs, partitions)
+        racks = {info.topic_id: info.partition_racks for info in group.subscription_metadata.values()}
+        target = assignor.assign(specs, partitions, racks)
         for member_id, assignment in target.items():
             if member_id not in group.target or group.target[member_id] != assignment:
                 records.append(target_assignment_record(group.group_id, member_id, assignment))

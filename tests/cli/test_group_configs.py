@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+
+from confluent_kafka import Producer, ShareConsumer
 from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from tests.cli.conftest import gregor, in_process, one_error_line
 
@@ -45,3 +49,31 @@ def test_the_configs_tool_alters_describes_and_deletes_group_configs(bootstrap, 
     bad = in_process(capsys, "configs", *bootstrap, "--alter", *group, "--add-config", "consumer.rebalance.ms=1")
     assert bad.returncode != 0
     assert "Unknown group config name: consumer.rebalance.ms" in one_error_line(bad)
+
+
+def test_a_share_groups_auto_offset_reset_is_its_own(broker):
+    """The broker starts share groups at the latest offset; a group configured with
+    `share.auto.offset.reset=earliest` gets the records produced before it joined."""
+    topic, group = f"shared-{uuid.uuid4().hex[:8]}", f"early-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        assert admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, group, configs={
+            "share.auto.offset.reset": "earliest"})]) == {"group": {group: "OK"}}
+    finally:
+        admin.close()
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for index in range(5):
+        producer.produce(topic, value=b"%d" % index)
+    assert producer.flush(10) == 0
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    consumer.subscribe([topic])
+    try:
+        received: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(received) < 5:
+            assert time.monotonic() < deadline, f"received {received}"
+            received += [message.offset() for message in consumer.poll(0.2) if message.error() is None]
+        assert sorted(received) == [0, 1, 2, 3, 4]
+    finally:
+        consumer.close()

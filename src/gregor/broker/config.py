@@ -203,7 +203,7 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("group.share.max.size", "int", "200", "Most members a share group may have."),
         _key("share.auto.offset.reset", "string", "latest",
              "Where a share group starts on a partition it has no state for: latest or earliest "
-             "(Kafka sets it per group; Gregor takes it for every share group)."),
+             "(the default of the group config of the same name; Kafka has no broker key)."),
         _key("share.coordinator.state.topic.num.partitions", "int", "50", "Partitions of __share_group_state."),
         _key("share.coordinator.state.topic.replication.factor", "int", "1",
              "Replication factor of __share_group_state."),

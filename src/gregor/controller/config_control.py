@@ -13,7 +13,9 @@ from typing import Callable, Mapping
 from gregor.controller.operations import (
     AlterConfigOp, AlterConfigsResult, ConfigOp, ControllerResult,
 )
-from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS, GROUP_RESOURCE, validate_group_configs
+from gregor.metadata.group_configs import (
+    BROKER_GROUP_DEFAULTS, GROUP_RESOURCE, SHARE_BROKER_DEFAULTS, BrokerValue, validate_group_configs,
+)
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import TOPIC_CONFIG_KEYS, ConfigType, validate_topic_configs
 from gregor.protocol.error_codes import ErrorCode
@@ -24,11 +26,11 @@ BrokerConfigValidator = Callable[[str, "str | None"], "str | None"]
 
 class ConfigurationControl:
     def __init__(self, broker_validator: BrokerConfigValidator,
-                 group_bounds: Mapping[str, int] = BROKER_GROUP_DEFAULTS) -> None:
-        """`group_bounds`: the broker's `group.consumer.*` keys that group configs default to and
-        must lie within."""
+                 group_bounds: Mapping[str, BrokerValue] | None = None) -> None:
+        """`group_bounds`: the broker keys group configs default to and must lie within
+        (default: Kafka's defaults of BROKER_GROUP_DEFAULTS and SHARE_BROKER_DEFAULTS)."""
         self.broker_validator = broker_validator
-        self.group_bounds = group_bounds
+        self.group_bounds = group_bounds or {**BROKER_GROUP_DEFAULTS, **SHARE_BROKER_DEFAULTS}
 
     def _resource_error(self, image: MetadataImage, resource_type: int, name: str) -> AlterConfigsResult | None:
         if resource_type == TOPIC_RESOURCE:

@@ -31,7 +31,7 @@ from gregor.controller.topic_names import CLUSTER_METADATA_TOPIC, colliding_topi
 from gregor.metadata import features
 from gregor.metadata.acls import AclFilter, StandardAcl
 from gregor.metadata.delta import MetadataDelta
-from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS
+from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS, SHARE_BROKER_DEFAULTS, BrokerValue
 from gregor.metadata.image import TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.listener_configs import validate_dynamic_broker_config
 from gregor.metadata.topic_configs import (
@@ -90,8 +90,9 @@ class ControllerConfig:
     delete_topic_enable: bool = True
     broker_config: Mapping[str, str] = field(default_factory=dict)
     broker_config_validator: Callable[[str, str | None], str | None] = validate_dynamic_broker_config
-    #: The node's `group.consumer.*` session and heartbeat keys: defaults and bounds of group configs.
-    group_config_bounds: Mapping[str, int] = field(default_factory=lambda: dict(BROKER_GROUP_DEFAULTS))
+    #: The node's broker keys that group configs default to and are bounded by.
+    group_config_bounds: Mapping[str, BrokerValue] = field(
+        default_factory=lambda: {**BROKER_GROUP_DEFAULTS, **SHARE_BROKER_DEFAULTS})
     metadata_version: int = METADATA_VERSION
     #: The records a formatted node's bootstrap.checkpoint holds (`bootstrap_metadata`); empty: the defaults.
     bootstrap_records: tuple[Any, ...] = ()

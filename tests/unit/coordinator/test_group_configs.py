@@ -1,18 +1,24 @@
 """Per-group configs (KIP-848 GroupConfig): checked by the controller against the broker's
-`group.consumer.min/max.*` bounds, stored as GROUP ConfigRecords, used from the next heartbeat."""
+bounds, stored as GROUP ConfigRecords, used from the group's next heartbeat (consumer and share
+groups) or acquisition (a share group's record lock)."""
 
 from __future__ import annotations
 
 import pytest
 
 from gregor.controller.config_control import ConfigurationControl
+from gregor.coordinator.share.share_group import ShareGroupConfig, ShareGroupCoordinator
+from gregor.coordinator.share.share_partition import SharePartition, SharePartitionConfig
 from gregor.controller.operations import AlterConfigOp, ConfigOp
-from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS, GROUP_RESOURCE, validate_group_configs
+from gregor.metadata.group_configs import (
+    BROKER_GROUP_DEFAULTS, GROUP_RESOURCE, SHARE_BROKER_DEFAULTS, validate_group_configs,
+)
 from gregor.metadata.image import MetadataImage
 from gregor.protocol.error_codes import ErrorCode
 from tests.unit.coordinator.consumer_harness import T1, ConsumerHarness
 
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+BROKER = {**BROKER_GROUP_DEFAULTS, **SHARE_BROKER_DEFAULTS}
 
 
 @pytest.mark.parametrize("overrides, reason", [
@@ -27,15 +33,21 @@ SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.
     ({INTERVAL: "15001"}, "consumer.heartbeat.interval.ms must be less than or equal to "
                           "group.consumer.max.heartbeat.interval.ms"),
     ({SESSION: "soon"}, "Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT"),
-    ({"share.record.lock.duration.ms": "30000"}, "Unknown group config name: share.record.lock.duration.ms"),
+    ({"consumer.rebalance.timeout.ms": "1"}, "Unknown group config name: consumer.rebalance.timeout.ms"),
+    ({"share.record.lock.duration.ms": "15000", "share.auto.offset.reset": "earliest"}, None),
+    ({"share.record.lock.duration.ms": "999"}, "share.record.lock.duration.ms must be between 1000 and 3600000"),
+    ({"share.session.timeout.ms": "4000"},
+     "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"),
+    ({"share.heartbeat.interval.ms": "99"}, "share.heartbeat.interval.ms must be at least 100"),
+    ({"share.auto.offset.reset": "none"},
+     "Invalid value none for configuration share.auto.offset.reset: String must be one of: latest, earliest"),
 ])
 def test_values_are_bounded_by_the_broker_keys(overrides, reason):
-    assert validate_group_configs(overrides, BROKER_GROUP_DEFAULTS) == reason
+    assert validate_group_configs(overrides, BROKER) == reason
 
 
 def test_the_session_must_outlast_the_interval_with_lowered_bounds():
-    bounds = {**BROKER_GROUP_DEFAULTS, "group.consumer.min.session.timeout.ms": "1000"}
-    bounds = {key: int(value) for key, value in bounds.items()}
+    bounds = {**BROKER, "group.consumer.min.session.timeout.ms": 1000}
     assert validate_group_configs({SESSION: "5000"}, bounds) == (
         "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
 
@@ -51,8 +63,7 @@ def test_the_controller_records_a_group_config_and_refuses_a_bad_one():
     assert (refused.response.error, refused.records) == (ErrorCode.INVALID_CONFIG, ())
     nameless = control.incremental_alter(image, GROUP_RESOURCE, "", [ConfigOp(SESSION, AlterConfigOp.SET, "50000")])
     assert nameless.response.error is ErrorCode.INVALID_REQUEST
-    lowered = ConfigurationControl(lambda _key, _value: None, {**BROKER_GROUP_DEFAULTS,
-                                                                "group.consumer.min.session.timeout.ms": 1000})
+    lowered = ConfigurationControl(lambda _key, _value: None, {**BROKER, "group.consumer.min.session.timeout.ms": 1000})
     assert lowered.incremental_alter(image, GROUP_RESOURCE, "g", [
         ConfigOp(SESSION, AlterConfigOp.SET, "6000")]).response.error is ErrorCode.NONE
 
@@ -71,3 +82,16 @@ def test_a_groups_configs_apply_from_its_next_heartbeat():
     assert list(h.coordinator.consumer_groups["other"].members) == []
     h.advance(5000)
     assert list(h.coordinator.consumer_groups["g"].members) == []
+
+
+def test_a_share_groups_session_interval_and_lock_duration_are_its_own():
+    overrides = {"g": {"share.session.timeout.ms": "2000", "share.heartbeat.interval.ms": "700"}}
+    share = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=45000, heartbeat_interval_ms=5000))
+    share.group_config_overrides = lambda group_id: overrides.get(group_id, {})
+    joined = share.heartbeat("g", "a", 0, None, ["t"], "client", "host", {"t": 1}, 0)
+    other = share.heartbeat("h", "b", 0, None, ["t"], "client", "host", {"t": 1}, 0)
+    assert (joined.heartbeat_interval_ms, other.heartbeat_interval_ms) == (700, 5000)
+    assert share.expire(2000) == [("g", "a")]
+    partition = SharePartition(SharePartitionConfig(lock_duration_ms=30000), 0, 0)
+    partition.acquire("a", [(0, 0, False)], 10, 100, lock_duration_ms=15000)
+    assert partition.next_deadline() == 15100

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gregor.broker.config import BROKER_CONFIG_KEYS
 from gregor.broker.handlers import BrokerContext, Handler
-from gregor.metadata.group_configs import GROUP_CONFIG_DOCS, GROUP_CONFIG_SYNONYMS, GROUP_RESOURCE
+from gregor.metadata.group_configs import GROUP_CONFIGS, GROUP_RESOURCE
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.metadata.listener_configs import listener_ssl_key
 from gregor.metadata.topic_configs import ConfigSource, ConfigType
@@ -100,13 +100,14 @@ def _group_entries(context: BrokerContext, request: DescribeConfigsRequest, grou
     """Each group config: the group's override, else the broker's value of its synonym."""
     overrides = context.metadata.image.configs.get((GROUP_RESOURCE, group), {})
     entries = []
-    for name, synonym in sorted(GROUP_CONFIG_SYNONYMS.items()):
+    for name, key in sorted(GROUP_CONFIGS.items()):
         if name in overrides:
             value, source = overrides[name], ConfigSource.GROUP_CONFIG
         else:
-            value, source = str(context.metadata.config.get(synonym)), ConfigSource.DEFAULT_CONFIG
-        entries.append(_entry(context, request, name, value, source, ConfigType.INT, False,
-                              [_Synonym(name=name, value=value, source=source)], GROUP_CONFIG_DOCS[name]))
+            value, source = str(context.metadata.config.get(key.synonym)), ConfigSource.DEFAULT_CONFIG
+        config_type = ConfigType.INT if key.type == "int" else ConfigType.STRING
+        entries.append(_entry(context, request, name, value, source, config_type, False,
+                              [_Synonym(name=name, value=value, source=source)], key.doc))
     return entries
 
 

@@ -40,7 +40,7 @@ from gregor.coordinator.consumer.records import (
 )
 from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.consumer.topic_regex import InvalidRegex, compile_regex
-from gregor.metadata.group_configs import effective_group_config
+from gregor.metadata.group_configs import group_int
 from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.protocol.error_codes import ErrorCode
@@ -163,12 +163,15 @@ class ConsumerGroups:
                                      f"SubscribedTopicRegex {request.subscribed_topic_regex!r} is invalid: "
                                      f"{error}") from None
 
-    def _group_config(self, group_id: str) -> dict[str, int]:
-        """The group's session timeout and heartbeat interval: its GROUP configs (read at each
-        heartbeat, so a change applies from the next one), else the broker's keys."""
-        return effective_group_config(self._manager.group_config_overrides(group_id), {
-            "group.consumer.session.timeout.ms": self._config.group_consumer_session_timeout_ms,
-            "group.consumer.heartbeat.interval.ms": self._config.group_consumer_heartbeat_interval_ms})
+    def _session_ms(self, group_id: str) -> int:
+        """The group's session timeout: its GROUP config (read at each heartbeat, so a change
+        applies from the next one), else the broker's key; `_interval_ms` likewise."""
+        return group_int(self._manager.group_config_overrides(group_id), "consumer.session.timeout.ms",
+                         self._config.group_consumer_session_timeout_ms)
+
+    def _interval_ms(self, group_id: str) -> int:
+        return group_int(self._manager.group_config_overrides(group_id), "consumer.heartbeat.interval.ms",
+                         self._config.group_consumer_heartbeat_interval_ms)
 
     def _assignors(self) -> tuple[str, ...]:
         return self._config.group_consumer_assignors
@@ -247,7 +250,7 @@ class ConsumerGroups:
         send_assignment = (joining or full_request
                            or reconciled.assigned_partitions != member.assigned_partitions)
         return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
-                               self._group_config(group.group_id)["consumer.heartbeat.interval.ms"],
+                               self._interval_ms(group.group_id),
                                reconciled.assigned_partitions if send_assignment else None)
 
     def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -375,7 +378,7 @@ class ConsumerGroups:
                          after: ConsumerGroupMember, now_ms: int) -> None:
         deadlines = self._manager.deadlines
         session_ms = (after.classic.session_timeout_ms if after.classic is not None
-                      else self._group_config(group.group_id)["consumer.session.timeout.ms"])
+                      else self._session_ms(group.group_id))
         deadlines.schedule(self._key(TimerKind.CONSUMER_SESSION, group, after.member_id), now_ms + session_ms)
         revocation = self._key(TimerKind.CONSUMER_REVOCATION, group, after.member_id)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:

@@ -75,5 +75,7 @@ def test_a_share_groups_auto_offset_reset_is_its_own(broker):
             assert time.monotonic() < deadline, f"received {received}"
             received += [message.offset() for message in consumer.poll(0.2) if message.error() is None]
         assert sorted(received) == [0, 1, 2, 3, 4]
+        every_group = gregor("configs", "--bootstrap-server", broker.bootstrap, "--describe", "--entity-type", "groups")
+        assert f"Dynamic configs for group {group} are:\n  share.auto.offset.reset=earliest" in every_group.stdout
     finally:
         consumer.close()

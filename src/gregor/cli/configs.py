@@ -189,7 +189,8 @@ def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, n
     elif kind == ResourceType.TOPIC:
         names = sorted(admin.list_topics())
     elif kind == ResourceType.GROUP:
-        names = sorted(listing.group_id for listing in admin.list_consumer_groups())
+        names = sorted({listing.group_id for listing in admin.list_consumer_groups()}
+                       | {listing.group_id for listing in admin.list_share_groups()})
     else:
         names = [str(node.node_id) for node in admin.describe_cluster().nodes]
     resources = [ConfigResource(kind, each) for each in names]

@@ -99,8 +99,10 @@ def validate_group_configs(overrides: Mapping[str, str], broker: Mapping[str, Br
         if int(values[name]) > int(broker[pattern.format("max")]):
             return f"{name} must be less than or equal to {pattern.format('max')}"
     for name, (low, high) in SHARE_BOUNDS.items():
-        if int(values[name]) < low or (high is not None and int(values[name]) > high):
-            return f"{name} must be {'between ' + str(low) + ' and ' + str(high) if high else 'at least ' + str(low)}"
+        if high is not None and not low <= int(values[name]) <= high:
+            return f"{name} must be between {low} and {high}"
+        if int(values[name]) < low:
+            return f"{name} must be at least {low}"
     for kind in ("consumer", "share"):
         if int(values[f"{kind}.session.timeout.ms"]) <= int(values[f"{kind}.heartbeat.interval.ms"]):
             return f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"

@@ -80,9 +80,12 @@ def test_reset_offsets_moves_a_real_group(broker, bootstrap, produced):
         refused = gregor(*base, "--to-earliest", "--execute")
         assert refused.returncode == 1
         assert "can only be reset if the group" in one_error_line(refused)
-        members = gregor("consumer-groups", *bootstrap, "--describe", "--group", group, "--members")
+        members = gregor("consumer-groups", *bootstrap, "--describe", "--group", group, "--members", "--verbose")
         rows = offsets_table(members.stdout)
         assert len(rows) == 1 and rows[0]["#PARTITIONS"] == "2"
+        # a classic group: no epochs nor target, as Kafka 4's tool shows it
+        assert (rows[0]["CURRENT-EPOCH"], rows[0]["CURRENT-ASSIGNMENT"], rows[0]["TARGET-EPOCH"],
+                rows[0]["TARGET-ASSIGNMENT"]) == ("-", f"{produced}:0,1", "-", "-")
     finally:
         oracle.close()
 
@@ -150,14 +153,15 @@ def test_unreachable_broker(unreachable):
         assert "cannot reach the cluster" in one_error_line(result)
 
 
-def test_a_consumer_protocol_group_shows_its_type_epochs_and_assignments(broker, bootstrap, produced):
+def test_a_consumer_protocol_group_shows_its_type_epochs_and_assignments(broker, bootstrap, produced, capsys):
     group = f"kip848-{uuid.uuid4().hex[:8]}"
     member = OracleConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer",
-                             "auto.offset.reset": "earliest"})
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
     member.subscribe([produced])
+    consumed = 0
     for _ in range(100):
-        member.consume(10, 0.1)
-        if len(member.assignment()) == 2:
+        consumed += len([m for m in member.consume(10, 0.1) if m.error() is None])
+        if len(member.assignment()) == 2 and consumed >= 10:
             break
     try:
         listed = gregor("consumer-groups", *bootstrap, "--list", "--type", "consumer", "--state")
@@ -169,8 +173,15 @@ def test_a_consumer_protocol_group_shows_its_type_epochs_and_assignments(broker,
         assert row["GROUP-EPOCH"] == row["TARGET-ASSIGNMENT-EPOCH"] == "1"
         members = gregor("consumer-groups", *bootstrap, "--describe", "--group", group, "--members", "--verbose")
         (row,) = offsets_table(members.stdout)
+        assert "GROUP-INSTANCE-ID" not in row, "Kafka 4 shows it only when a member has one"
         assert (row["CURRENT-EPOCH"], row["TARGET-EPOCH"]) == ("1", "1")
-        assert row["CURRENT-ASSIGNMENT"] == row["TARGET-ASSIGNMENT"] == f"{produced}(0,1)"
+        assert row["CURRENT-ASSIGNMENT"] == row["TARGET-ASSIGNMENT"] == f"{produced}:0,1"
+        member.commit(asynchronous=False)
+        offsets = in_process(capsys, "consumer-groups", *bootstrap, "--describe", "--group", group, "--offsets",
+                             "--verbose")
+        rows = offsets_table(offsets.stdout)
+        assert [(r["PARTITION"], r["LEADER-EPOCH"], r["CURRENT-OFFSET"]) for r in rows] == [
+            ("0", "0", "6"), ("1", "0", "4")]
     finally:
         member.close()
     assert one_error_line(gregor("consumer-groups", *bootstrap, "--list", "--type", "bogus")).endswith(

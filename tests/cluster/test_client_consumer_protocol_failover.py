@@ -21,6 +21,8 @@ GROUP, TOPIC = "failover-848", "events"  # the names the helpers of the librdkaf
 
 def test_gregor_members_survive_the_kill_of_their_coordinator(tmp_path):
     cluster = Cluster(tmp_path, overrides={"group.consumer.heartbeat.interval.ms": "500",
+                                           "group.consumer.min.heartbeat.interval.ms": "500",
+                                           "group.consumer.min.session.timeout.ms": "10000",
                                            "group.consumer.session.timeout.ms": "10000"}).start()
     members: list[GregorMember] = []
     try:

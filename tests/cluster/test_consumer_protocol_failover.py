@@ -45,6 +45,8 @@ def until_committed(bootstrap: str, total: int, step) -> None:
 
 def test_the_group_survives_the_kill_of_its_coordinator(tmp_path):
     cluster = Cluster(tmp_path, overrides={"group.consumer.heartbeat.interval.ms": "500",
+                                           "group.consumer.min.heartbeat.interval.ms": "500",
+                                           "group.consumer.min.session.timeout.ms": "10000",
                                            "group.consumer.session.timeout.ms": "10000"}).start()
     members: list[Member] = []
     try:

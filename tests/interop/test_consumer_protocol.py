@@ -20,7 +20,8 @@ from tests.interop.test_groups import create_topic, produce, wait_until
 
 pytestmark = pytest.mark.interop
 
-SETTINGS = {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.session.timeout.ms": "6000"}
+SETTINGS = {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500",
+            "group.consumer.session.timeout.ms": "6000", "group.consumer.min.session.timeout.ms": "6000"}
 
 
 def consumer(bootstrap: str, group: str, **extra) -> Consumer:

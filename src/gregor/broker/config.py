@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Mapping
 from gregor.broker.network import ConnectionLimits
 from gregor.metadata.authorizer import STANDARD_AUTHORIZER
 from gregor.coordinator.config import consumer_assignors
+from gregor.coordinator.consumer.limits import CONSUMER_LIMIT_DEFAULTS, consumer_limit_error
 
 LONG_MAX = 9223372036854775807
 
@@ -202,7 +203,7 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("group.share.max.size", "int", "200", "Most members a share group may have."),
         _key("share.auto.offset.reset", "string", "latest",
              "Where a share group starts on a partition it has no state for: latest or earliest "
-             "(Kafka sets it per group; Gregor takes it for every share group)."),
+             "(the default of the group config of the same name; Kafka has no broker key)."),
         _key("share.coordinator.state.topic.num.partitions", "int", "50", "Partitions of __share_group_state."),
         _key("share.coordinator.state.topic.replication.factor", "int", "1",
              "Replication factor of __share_group_state."),
@@ -210,8 +211,16 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Segment size of __share_group_state."),
         _key("group.consumer.session.timeout.ms", "int", "45000",
              "Session timeout of consumer-protocol (KIP-848) group members."),
+        _key("group.consumer.min.session.timeout.ms", "int", "45000",
+             "Smallest session timeout of consumer-protocol groups (broker default and per-group configs)."),
+        _key("group.consumer.max.session.timeout.ms", "int", "60000",
+             "Largest session timeout of consumer-protocol groups (broker default and per-group configs)."),
         _key("group.consumer.heartbeat.interval.ms", "int", "5000",
              "Heartbeat interval the coordinator gives consumer-protocol group members."),
+        _key("group.consumer.min.heartbeat.interval.ms", "int", "5000",
+             "Smallest heartbeat interval of consumer-protocol groups (broker default and per-group configs)."),
+        _key("group.consumer.max.heartbeat.interval.ms", "int", "15000",
+             "Largest heartbeat interval of consumer-protocol groups (broker default and per-group configs)."),
         _key("group.consumer.max.size", "int", "2147483647", "Most members a consumer-protocol group may have."),
         _key("group.consumer.assignors", "list", "uniform,range",
              "Server-side assignors of consumer-protocol groups (uniform, range); the first is the default."),
@@ -436,9 +445,9 @@ class BrokerConfig:
             consumer_assignors(",".join(self.get("group.consumer.assignors")))
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        if not 0 < self.get("group.consumer.heartbeat.interval.ms") < self.get("group.consumer.session.timeout.ms"):
-            raise ConfigError("group.consumer.heartbeat.interval.ms must be above 0 and below "
-                              "group.consumer.session.timeout.ms")
+        limits = consumer_limit_error({name: self.get(name) for name in CONSUMER_LIMIT_DEFAULTS})
+        if limits:
+            raise ConfigError(limits)
         self._validate_console()
         self._validate_peer_security()
 

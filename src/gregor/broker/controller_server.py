@@ -34,6 +34,7 @@ from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.leader_rebalance import LeaderRebalance
 from gregor.broker.meta_properties import ensure_cluster_id
 from gregor.broker.storage_format import read_bootstrap
+from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS, SHARE_BROKER_DEFAULTS
 from gregor.broker.network import KafkaServer
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.peer_channel import PLAINTEXT
@@ -84,6 +85,7 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
         default_replication_factor=config.get("default.replication.factor"),
         delete_topic_enable=config.get("delete.topic.enable"),
         broker_config=config.originals,
+        group_config_bounds={name: config.get(name) for name in (*BROKER_GROUP_DEFAULTS, *SHARE_BROKER_DEFAULTS)},
         bootstrap_records=read_bootstrap(config.metadata_log_dir))
 
 

@@ -25,6 +25,8 @@ from gregor.broker.services import ControllerGateway, MetadataView, PartitionHos
 from gregor.controller.operations import CreatableTopic, CreateTopicResult
 from gregor.coordinator import AppendRecords, Effect, GroupCoordinator, GroupCoordinatorConfig, Respond
 from gregor.coordinator.config import consumer_assignors
+from gregor.metadata.group_configs import GROUP_RESOURCE
+from gregor.metadata.replica_racks import replica_racks
 from gregor.coordinator.consumer.group import TopicInfo
 from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.results import JoinResult, OffsetCommitResult, SyncResult
@@ -62,10 +64,16 @@ class GroupRuntime:
             offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
             offsets_topic_num_partitions=config.get("offsets.topic.num.partitions"),
             group_consumer_session_timeout_ms=config.get("group.consumer.session.timeout.ms"),
+            group_consumer_min_session_timeout_ms=config.get("group.consumer.min.session.timeout.ms"),
+            group_consumer_max_session_timeout_ms=config.get("group.consumer.max.session.timeout.ms"),
             group_consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
+            group_consumer_min_heartbeat_interval_ms=config.get("group.consumer.min.heartbeat.interval.ms"),
+            group_consumer_max_heartbeat_interval_ms=config.get("group.consumer.max.heartbeat.interval.ms"),
             group_consumer_max_size=config.get("group.consumer.max.size"),
             group_consumer_assignors=consumer_assignors(",".join(config.get("group.consumer.assignors"))),
         ), random.Random())
+        self.coordinator.use_group_configs(
+            lambda group_id: self._metadata.image.configs.get((GROUP_RESOURCE, group_id), {}))
         self._parked: dict[object, asyncio.Future[Parked]] = {}
         self._timer = DeadlineTimer(clock, lambda now_ms: self.apply(self.coordinator.tick(now_ms)))
         self._loaded: set[int] = set()
@@ -188,8 +196,10 @@ class GroupRuntime:
         """Load the partitions this broker leads and has not loaded; unload those it lost. The
         coordinator also learns the topics (ids, partition counts) consumer groups assign from:
         the publisher calls this on every change of topics or partitions."""
-        self.coordinator.set_topics({name: TopicInfo(topic.topic_id, name, len(topic.partitions))
-                                     for name, topic in self._metadata.image.topics.items()})
+        image = self._metadata.image
+        self.coordinator.set_topics({name: TopicInfo(topic.topic_id, name, len(topic.partitions),
+                                                     replica_racks(image, topic.partitions))
+                                     for name, topic in image.topics.items()})
         topic = self._metadata.image.topics.get(OFFSETS_TOPIC)
         led = set()
         if topic is not None:

@@ -57,4 +57,11 @@ class BrokerMetadataPublisher:
             self._groups.sync_leadership()
             if self._transactions is not None:
                 self._transactions.sync_leadership()
+        elif _racks(previous) != _racks(image):  # the racks of partitions' replicas changed
+            self._groups.sync_leadership()
         self._partitions.update_log_configs(delta.changed_configs())
+
+
+def _racks(image: MetadataImage) -> dict[int, str | None]:
+    """Each broker's `broker.rack`: consumer groups' rack-aware assignment reads them."""
+    return {broker_id: registration.rack for broker_id, registration in image.brokers.items()}

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.config import BrokerConfig
@@ -31,6 +31,7 @@ from gregor.coordinator.share.share_partition import (
 )
 from gregor.coordinator.share.share_session import ShareSessions
 from gregor.metadata.features import SHARE_VERSION
+from gregor.metadata.group_configs import GROUP_RESOURCE, group_int
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import iter_batches
 from gregor.replication.partition import READ_UNCOMMITTED, Partition
@@ -60,6 +61,7 @@ class ShareRuntime:
             session_timeout_ms=config.get("group.share.session.timeout.ms"),
             heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
             max_size=config.get("group.share.max.size")))
+        coordinator.group_config_overrides = self.group_configs
         self.group_log = ShareGroupLog(config, metadata, partitions, clock, coordinator,
                                        on_loaded=lambda: self._member_timer.arm(coordinator.next_deadline()))
         self.partition_config = SharePartitionConfig(
@@ -74,6 +76,15 @@ class ShareRuntime:
         self._persisted: dict[ShareKey, int] = {}
         self._member_timer = DeadlineTimer(clock, self._expire_members)
         self._lock_timer = DeadlineTimer(clock, self._expire_locks)
+
+    def group_configs(self, group_id: str) -> Mapping[str, str]:
+        """The group's GROUP-resource configs as the metadata image has them (KIP-848 GroupConfig)."""
+        return self._metadata.image.configs.get((GROUP_RESOURCE, group_id), {})
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """The group's `share.record.lock.duration.ms`, else `group.share.record.lock.duration.ms`."""
+        return group_int(self.group_configs(group_id), "share.record.lock.duration.ms",
+                         self.partition_config.lock_duration_ms)
 
     # -- membership (on the group's coordinator)
 
@@ -189,7 +200,9 @@ class ShareRuntime:
         if snapshot is not None and snapshot.start_offset >= 0:
             share = SharePartition.from_snapshot(self.partition_config, snapshot)
         else:  # no state, or initialized without a start offset (in its state epoch)
-            earliest = self._config.get("share.auto.offset.reset") == "earliest"
+            reset = self.group_configs(group_id).get("share.auto.offset.reset",
+                                                     self._config.get("share.auto.offset.reset"))
+            earliest = reset == "earliest"
             share = SharePartition(self.partition_config,
                                    partition.log_start_offset if earliest else partition.high_watermark,
                                    snapshot.state_epoch if snapshot is not None else 0)
@@ -212,7 +225,7 @@ class ShareRuntime:
         data = partition.read_records(start, max(max_bytes, 0), -1, READ_UNCOMMITTED, True).read_bytes()
         batches = [(header, pos) for header, pos in iter_batches(data)]
         ranges = share.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for h, _ in batches],
-                               max_records, self._clock())
+                               max_records, self._clock(), self.lock_duration_ms(group_id))
         if not ranges:
             return Acquired([], b"")
         first, last = ranges[0].first_offset, ranges[-1].last_offset

@@ -1,4 +1,4 @@
-"""`gregor configs`: describe and change topic and broker configs, client quotas and users' SCRAM
+"""`gregor configs`: describe and change topic, broker and group configs, client quotas and users' SCRAM
 credentials, as kafka-configs.sh (quotas: `quota_configs`; SCRAM: `user_configs`)."""
 
 from __future__ import annotations
@@ -15,15 +15,19 @@ from gregor.client.admin import (
     AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType,
 )
 
-ENTITY_TYPES = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER}
+ENTITY_TYPES = {"topics": ResourceType.TOPIC, "brokers": ResourceType.BROKER, "groups": ResourceType.GROUP}
 QUOTA_ENTITY_TYPES = ("users", "clients", "ips")
 DYNAMIC_SOURCES = {
     ResourceType.TOPIC: {ConfigSource.DYNAMIC_TOPIC_CONFIG},
     ResourceType.BROKER: {ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG},
+    ResourceType.GROUP: {ConfigSource.GROUP_CONFIG},
 }
+SINGULAR = {ResourceType.TOPIC: "topic", ResourceType.BROKER: "broker", ResourceType.GROUP: "group"}
 
 EPILOG = """examples:
   gregor configs --bootstrap-server localhost:9092 --describe --entity-type topics --entity-name orders
+  gregor configs --bootstrap-server localhost:9092 --alter --entity-type groups --entity-name billing \\
+      --add-config consumer.session.timeout.ms=50000
   gregor configs --bootstrap-server localhost:9092 --describe --topic orders --all
   gregor configs --bootstrap-server localhost:9092 --alter --topic orders \\
       --add-config retention.ms=86400000,cleanup.policy=[compact,delete]
@@ -42,16 +46,16 @@ EPILOG = """examples:
 
 
 def register(tools: argparse._SubParsersAction) -> None:
-    parser = add_tool(tools, "configs", "describe and change topic and broker configs and client quotas",
-                      "Describe and change the dynamic configs of topics and brokers and the quotas of users "
+    parser = add_tool(tools, "configs", "describe and change topic, broker and group configs and client quotas",
+                      "Describe and change the dynamic configs of topics, brokers and groups and the quotas of users "
                       "and client ids (kafka-configs.sh).", EPILOG)
     add_connection_options(parser)
     actions = parser.add_argument_group("actions (exactly one)")
     actions.add_argument("--describe", action="store_true", help="show configs")
     actions.add_argument("--alter", action="store_true", help="set or delete configs")
     parser.add_argument("--entity-type", choices=sorted([*ENTITY_TYPES, *QUOTA_ENTITY_TYPES]),
-                        help="topics, brokers, users, clients or ips")
-    parser.add_argument("--entity-name", metavar="NAME", help="the topic name, broker id, user or client id")
+                        help="topics, brokers, groups, users, clients or ips")
+    parser.add_argument("--entity-name", metavar="NAME", help="the topic name, broker id, group id, user or client id")
     parser.add_argument("--entity-default", action="store_true",
                         help="with brokers: the cluster-wide default; with users or clients: the default quota")
     parser.add_argument("--user", metavar="NAME", help="a user's quotas (with --client: on that client id)")
@@ -62,6 +66,7 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser.add_argument("--ip-defaults", action="store_true", help="the default IP address quotas")
     parser.add_argument("--topic", metavar="TOPIC", help="shorthand for --entity-type topics --entity-name TOPIC")
     parser.add_argument("--broker", metavar="ID", help="shorthand for --entity-type brokers --entity-name ID")
+    parser.add_argument("--group", metavar="GROUP", help="shorthand for --entity-type groups --entity-name GROUP")
     parser.add_argument("--broker-defaults", action="store_true",
                         help="shorthand for --entity-type brokers --entity-default")
     parser.add_argument("--all", action="store_true", help="with --describe: every config, not only dynamic ones")
@@ -84,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         if args.all:
             raise UsageError("--all works with --describe only")
         if name is None and not args.entity_default and not args.broker_defaults:
-            raise UsageError("--alter needs an entity: --entity-name NAME, --topic TOPIC or --broker ID")
+            raise UsageError("--alter needs an entity: --entity-name NAME, --topic TOPIC, --broker ID or --group GROUP")
     admin = open_admin(args)
     try:
         if action == "--describe":
@@ -97,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
 def _quotas(args: argparse.Namespace, action: str, entity: list[quota_configs.Component]) -> int:
     """A user's or client id's quotas; for one user, its SCRAM credentials too (the SCRAM-SHA-*
     keys), as kafka-configs.sh sends them with AlterUserScramCredentials."""
-    if args.topic is not None or args.broker is not None or args.broker_defaults or args.all:
-        raise UsageError("a quota entity (users, clients, ips) cannot be combined with --topic, --broker or --all")
+    if args.topic is not None or args.broker is not None or args.group is not None or args.broker_defaults or args.all:
+        raise UsageError("a quota entity (users, clients, ips) cannot be combined with --topic, --broker, --group "
+                         "or --all")
     users_only = [kind for kind, _, _ in entity] == [quota_configs.USER]
     scram_user = entity[0][2] if users_only and entity[0][1] == quota_configs.MATCH_EXACT else None
     admin = open_admin(args)
@@ -145,15 +151,18 @@ def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
 def _entity(args: argparse.Namespace) -> tuple[ResourceType, str | None]:
     """The entity from --entity-type/--entity-name or the --topic/--broker shorthands."""
     chosen = [flag for flag, given in (("--entity-type", args.entity_type), ("--topic", args.topic),
-                                       ("--broker", args.broker), ("--broker-defaults", args.broker_defaults))
+                                       ("--broker", args.broker), ("--group", args.group),
+                                       ("--broker-defaults", args.broker_defaults))
               if given]
     if len(chosen) != 1:
         raise UsageError("name the entity with one of --entity-type (and --entity-name or --entity-default), "
-                         "--topic, --broker, --broker-defaults")
+                         "--topic, --broker, --group, --broker-defaults")
     if args.topic is not None:
         return ResourceType.TOPIC, args.topic
     if args.broker is not None:
         return ResourceType.BROKER, args.broker
+    if args.group is not None:
+        return ResourceType.GROUP, args.group
     if args.broker_defaults:
         return ResourceType.BROKER, ""
     kind = ENTITY_TYPES[args.entity_type]
@@ -171,7 +180,7 @@ def _entity(args: argparse.Namespace) -> tuple[ResourceType, str | None]:
 def _label(kind: ResourceType, name: str) -> str:
     if kind == ResourceType.BROKER and name == "":
         return "default config for brokers in the cluster"
-    return f"config for {'topic' if kind == ResourceType.TOPIC else 'broker'} {name}"
+    return f"config for {SINGULAR[kind]} {name}"
 
 
 def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, name: str | None) -> int:
@@ -179,6 +188,9 @@ def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, n
         names = [name]
     elif kind == ResourceType.TOPIC:
         names = sorted(admin.list_topics())
+    elif kind == ResourceType.GROUP:
+        names = sorted({listing.group_id for listing in admin.list_consumer_groups()}
+                       | {listing.group_id for listing in admin.list_share_groups()})
     else:
         names = [str(node.node_id) for node in admin.describe_cluster().nodes]
     resources = [ConfigResource(kind, each) for each in names]
@@ -193,7 +205,7 @@ def describe(admin: AdminClient, args: argparse.Namespace, kind: ResourceType, n
         if resource.name == "":
             print(f"{'All' if args.all else 'Default'} configs for brokers in the cluster are:")
         else:
-            print(f"{what} configs for {'topic' if kind == ResourceType.TOPIC else 'broker'} {resource.name} are:")
+            print(f"{what} configs for {SINGULAR[kind]} {resource.name} are:")
         for entry in shown:
             print(f"  {_entry_text(entry)}")
     return 0

@@ -60,8 +60,8 @@ def register(tools: argparse._SubParsersAction) -> None:
                                                                    "the group has offsets for")
     parser.add_argument("--members", action="store_true", help="with --describe: the members")
     parser.add_argument("--verbose", action="store_true",
-                        help="with --members: each member's partitions (and, in a consumer-protocol group, its "
-                             "epoch and target); with --state: the group type and epochs")
+                        help="with --describe: the committed leader epochs (offsets); each member's epoch, "
+                             "assignment and target (--members); the group type and epochs (--state)")
     parser.add_argument("--offsets", action="store_true", help="with --describe: offsets and lag (the default)")
     parser.add_argument("--state", nargs="?", const="", default=None, metavar="STATES",
                         help="with --describe: the group's state; with --list: show states, or filter by "
@@ -125,8 +125,8 @@ def _check_options(args: argparse.Namespace, action: str) -> None:
         raise UsageError("give at most one of --members, --offsets, --state")
     if (args.members or args.offsets) and action != "--describe":
         raise UsageError("--members and --offsets work with --describe only")
-    if args.verbose and not (args.members or (args.state is not None and action == "--describe")):
-        raise UsageError("--verbose works with --describe --members or --describe --state only")
+    if args.verbose and action != "--describe":
+        raise UsageError("--verbose works with --describe (--offsets, --members or --state) only")
     if args.type is not None and action != "--list":
         raise UsageError("--type works with --list only")
 
@@ -188,13 +188,13 @@ def describe(admin: AdminClient, args: argparse.Namespace) -> int:
         elif args.members:
             _print_members(description, args.verbose)
         else:
-            _print_offsets(admin, description)
+            _print_offsets(admin, description, args.verbose)
     return 0
 
 
 def _print_state(description: ConsumerGroupDescription, verbose: bool) -> None:
     coordinator = description.coordinator
-    where = f"{coordinator.host}:{coordinator.port} ({coordinator.node_id})" if coordinator else "-"
+    where = f"{coordinator.host}:{coordinator.port}  ({coordinator.node_id})" if coordinator else "-"
     if not verbose:
         print_table([(description.group_id, where, description.protocol or "", description.state,
                       len(description.members))],
@@ -208,44 +208,43 @@ def _print_state(description: ConsumerGroupDescription, verbose: bool) -> None:
 
 
 def _print_members(description: ConsumerGroupDescription, verbose: bool) -> None:
+    """Kafka 4's members table: GROUP-INSTANCE-ID only when a member has one; `verbose` adds each
+    member's epoch and assignment and the group's target epoch and the member's target."""
     if not description.members:
         print(f"Consumer group '{description.group_id}' has no active members.")
         return
-    if verbose and description.group_type == "consumer":
-        _print_consumer_protocol_members(description)
-        return
-    headers = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS") + (("ASSIGNMENT",) if verbose else ())
+    with_instance = any(member.group_instance_id for member in description.members)
+    headers = ("GROUP", "CONSUMER-ID") + (("GROUP-INSTANCE-ID",) if with_instance else ()) + (
+        "HOST", "CLIENT-ID", "#PARTITIONS")
+    if verbose:
+        headers += ("CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT")
     rows = []
     for member in description.members:
         assignment = member.assignment or []
-        row: tuple[object, ...] = (description.group_id, member.member_id, member.client_host, member.client_id,
-                                   len(assignment))
+        row: tuple[object, ...] = (description.group_id, member.member_id)
+        if with_instance:
+            row += (member.group_instance_id or "",)
+        row += (member.client_host, member.client_id, len(assignment))
         if verbose:
-            row += (_assignment_text(assignment),)
+            target_epoch = description.assignment_epoch if member.member_epoch is not None else None
+            row += (_or_dash(member.member_epoch), _assignment_text(assignment), _or_dash(target_epoch),
+                    _assignment_text(member.target_assignment or []))
         rows.append(row)
     print_table(rows, headers)
 
 
-def _print_consumer_protocol_members(description: ConsumerGroupDescription) -> None:
-    """A KIP-848 group's members with their epochs, current and target assignments (as Kafka's tool)."""
-    rows = [(description.group_id, member.member_id, member.group_instance_id or "-", member.client_host,
-             member.client_id, len(member.assignment or []), _or_dash(member.member_epoch),
-             _assignment_text(member.assignment or []), _or_dash(description.assignment_epoch),
-             _assignment_text(member.target_assignment or [])) for member in description.members]
-    print_table(rows, ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
-                       "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"))
-
-
 def _assignment_text(assignment: list[TopicPartition]) -> str:
+    """`topic:0,1;other:2`, as Kafka 4's tool writes an assignment ("-" when empty)."""
     by_topic: dict[str, list[int]] = {}
-    for tp in sorted(assignment):
+    for tp in assignment:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return ",".join(f"{topic}({','.join(map(str, parts))})" for topic, parts in by_topic.items()) or "-"
+    return ";".join(f"{topic}:{','.join(map(str, sorted(parts)))}" for topic, parts in sorted(by_topic.items())) or "-"
 
 
-def _print_offsets(admin: AdminClient, description: ConsumerGroupDescription) -> None:
+def _print_offsets(admin: AdminClient, description: ConsumerGroupDescription, verbose: bool) -> None:
+    """`verbose` adds LEADER-EPOCH, the leader epoch committed with each offset, as Kafka's tool."""
     group = description.group_id
-    committed = _committed(admin, group)
+    committed, epochs = _committed(admin, group)
     owners = {tp: member for member in description.members for tp in (member.assignment or [])}
     partitions = sorted(set(committed) | set(owners))
     ends = _offsets(admin, partitions, OffsetSpec.latest())
@@ -258,24 +257,31 @@ def _print_offsets(admin: AdminClient, description: ConsumerGroupDescription) ->
         end = ends.get(tp)
         lag = end - current if current is not None and end is not None else None
         member = owners.get(tp)
-        rows.append((group, tp.topic, tp.partition, _or_dash(current), _or_dash(end), _or_dash(lag),
-                     member.member_id if member else "-", member.client_host if member else "-",
-                     member.client_id if member else "-"))
-    print_table(rows, OFFSET_COLUMNS)
+        row: tuple[object, ...] = (group, tp.topic, tp.partition)
+        if verbose:
+            row += (_or_dash(epochs.get(tp)),)
+        rows.append(row + (_or_dash(current), _or_dash(end), _or_dash(lag),
+                           member.member_id if member else "-", member.client_host if member else "-",
+                           member.client_id if member else "-"))
+    print_table(rows, OFFSET_COLUMNS[:3] + ("LEADER-EPOCH",) + OFFSET_COLUMNS[3:] if verbose else OFFSET_COLUMNS)
 
 
 def _or_dash(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def _committed(admin: AdminClient, group: str) -> dict[TopicPartition, int]:
+def _committed(admin: AdminClient, group: str) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """The group's committed offsets, and the leader epochs committed with them (where known)."""
     result: dict[TopicPartition, int] = {}
+    epochs: dict[TopicPartition, int] = {}
     for tp, offset in admin.list_consumer_group_offsets(group).items():
         if isinstance(offset, KafkaException):
             raise ToolError(f"cannot read the offsets of group '{group}' for {tp.topic}-{tp.partition}: {offset}")
         if offset.offset >= 0:
             result[TopicPartition(*tp)] = offset.offset
-    return result
+            if offset.leader_epoch is not None and offset.leader_epoch >= 0:
+                epochs[TopicPartition(*tp)] = offset.leader_epoch
+    return result, epochs
 
 
 def _offsets(admin: AdminClient, partitions: list[TopicPartition], spec: OffsetSpec) -> dict[TopicPartition, int]:
@@ -335,7 +341,7 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
         if description.state not in INACTIVE_STATES:
             raise ToolError(f"Assignments can only be reset if the group '{group}' is inactive, but the current "
                             f"state is {description.state}. Stop its consumers first.")
-        committed = _committed(admin, group)
+        committed, _ = _committed(admin, group)
         partitions = sorted(committed) if args.all_topics else _requested_partitions(admin, args.topic)
         plans[group] = _plan(admin, args, partitions, committed)
     if args.export:

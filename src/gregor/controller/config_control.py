@@ -1,4 +1,4 @@
-"""Config changes for TOPIC and BROKER resources (Kafka's ConfigurationControlManager).
+"""Config changes for TOPIC, BROKER and GROUP resources (Kafka's ConfigurationControlManager).
 
 AlterConfigs replaces a resource's whole config set; IncrementalAlterConfigs applies SET,
 DELETE, APPEND and SUBTRACT per key (APPEND/SUBTRACT only on LIST keys, starting from the
@@ -13,6 +13,9 @@ from typing import Callable, Mapping
 from gregor.controller.operations import (
     AlterConfigOp, AlterConfigsResult, ConfigOp, ControllerResult,
 )
+from gregor.metadata.group_configs import (
+    BROKER_GROUP_DEFAULTS, GROUP_RESOURCE, SHARE_BROKER_DEFAULTS, BrokerValue, validate_group_configs,
+)
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import TOPIC_CONFIG_KEYS, ConfigType, validate_topic_configs
 from gregor.protocol.error_codes import ErrorCode
@@ -22,8 +25,12 @@ BrokerConfigValidator = Callable[[str, "str | None"], "str | None"]
 
 
 class ConfigurationControl:
-    def __init__(self, broker_validator: BrokerConfigValidator) -> None:
+    def __init__(self, broker_validator: BrokerConfigValidator,
+                 group_bounds: Mapping[str, BrokerValue] | None = None) -> None:
+        """`group_bounds`: the broker keys group configs default to and must lie within
+        (default: Kafka's defaults of BROKER_GROUP_DEFAULTS and SHARE_BROKER_DEFAULTS)."""
         self.broker_validator = broker_validator
+        self.group_bounds = group_bounds or {**BROKER_GROUP_DEFAULTS, **SHARE_BROKER_DEFAULTS}
 
     def _resource_error(self, image: MetadataImage, resource_type: int, name: str) -> AlterConfigsResult | None:
         if resource_type == TOPIC_RESOURCE:
@@ -39,6 +46,11 @@ class ConfigurationControl:
                 return AlterConfigsResult(resource_type, name, ErrorCode.INVALID_REQUEST,
                                           f"Illegal broker id {name}: a broker resource is \"\" or a broker id.")
             return None
+        if resource_type == GROUP_RESOURCE:
+            if not name:
+                return AlterConfigsResult(resource_type, name, ErrorCode.INVALID_REQUEST,
+                                          "Group name must not be empty.")
+            return None  # as Kafka: a group need not exist to be configured
         return AlterConfigsResult(resource_type, name, ErrorCode.INVALID_REQUEST,
                                   f"Unsupported config resource type {resource_type}.")
 
@@ -46,6 +58,8 @@ class ConfigurationControl:
                 final: dict[str, str]) -> ControllerResult[AlterConfigsResult]:
         if resource_type == TOPIC_RESOURCE:
             reason = validate_topic_configs(final)
+        elif resource_type == GROUP_RESOURCE:
+            reason = validate_group_configs(final, self.group_bounds)
         else:
             reason = next(filter(None, (self.broker_validator(k, v) for k, v in sorted(final.items()))), None)
         if reason:

@@ -31,6 +31,7 @@ from gregor.controller.topic_names import CLUSTER_METADATA_TOPIC, colliding_topi
 from gregor.metadata import features
 from gregor.metadata.acls import AclFilter, StandardAcl
 from gregor.metadata.delta import MetadataDelta
+from gregor.metadata.group_configs import BROKER_GROUP_DEFAULTS, SHARE_BROKER_DEFAULTS, BrokerValue
 from gregor.metadata.image import TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.listener_configs import validate_dynamic_broker_config
 from gregor.metadata.topic_configs import (
@@ -89,6 +90,9 @@ class ControllerConfig:
     delete_topic_enable: bool = True
     broker_config: Mapping[str, str] = field(default_factory=dict)
     broker_config_validator: Callable[[str, str | None], str | None] = validate_dynamic_broker_config
+    #: The node's broker keys that group configs default to and are bounded by.
+    group_config_bounds: Mapping[str, BrokerValue] = field(
+        default_factory=lambda: {**BROKER_GROUP_DEFAULTS, **SHARE_BROKER_DEFAULTS})
     metadata_version: int = METADATA_VERSION
     #: The records a formatted node's bootstrap.checkpoint holds (`bootstrap_metadata`); empty: the defaults.
     bootstrap_records: tuple[Any, ...] = ()
@@ -99,7 +103,7 @@ class QuorumController:
         self.config = config
         self.rng = rng
         self.image = MetadataImage()
-        self.configs = ConfigurationControl(config.broker_config_validator)
+        self.configs = ConfigurationControl(config.broker_config_validator, config.group_config_bounds)
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         self.image = image

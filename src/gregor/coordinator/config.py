@@ -19,7 +19,11 @@ class GroupCoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_topic_num_partitions: int = 50
     group_consumer_session_timeout_ms: int = 45000
+    group_consumer_min_session_timeout_ms: int = 45000
+    group_consumer_max_session_timeout_ms: int = 60000
     group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15000
     group_consumer_max_size: int = 2147483647
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
 

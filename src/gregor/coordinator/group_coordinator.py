@@ -86,6 +86,10 @@ class GroupCoordinator:
         self._consumer = ConsumerGroups(self._manager, rng, self._downgrade)
         self._classic_members = ClassicMembers(self._consumer, self._manager)
 
+    def use_group_configs(self, overrides: Callable[[str], Mapping[str, str]]) -> None:
+        """Where a group's GROUP-resource configs are read from (the broker's metadata image)."""
+        self._manager.group_config_overrides = overrides
+
     # -- inspection
 
     def group(self, group_id: str) -> Group | None:

@@ -53,6 +53,9 @@ class GroupMetadataManager:
         self.deadlines: DeadlineQueue[TimerKey] = DeadlineQueue()
         self._append_callbacks: dict[int, AppendCallback] = {}
         self._append_ids = itertools.count(1)
+        #: A group's GROUP-resource config overrides (KIP-848 GroupConfig), as the broker's
+        #: metadata image has them; none by default.
+        self.group_config_overrides: Callable[[str], Mapping[str, str]] = lambda _group_id: {}
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_num_partitions)

@@ -134,6 +134,14 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
         IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=2, resource_name=TOPIC, configs=[
             IncrementalAlterConfigsRequest.AlterableConfig(name="retention.ms", config_operation=0, value="100000")])]),
      1, lambda r: r.responses[0].error_code, E.TOPIC_AUTHORIZATION_FAILED),
+    ("DescribeConfigs (group)", lambda: DescribeConfigsRequest(resources=[
+        DescribeConfigsRequest.DescribeConfigsResource(resource_type=32, resource_name=GROUP, configuration_keys=None)]),
+     2, lambda r: r.results[0].error_code, E.GROUP_AUTHORIZATION_FAILED),
+    ("IncrementalAlterConfigs (group)", lambda: IncrementalAlterConfigsRequest(resources=[
+        IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=32, resource_name=GROUP, configs=[
+            IncrementalAlterConfigsRequest.AlterableConfig(name="consumer.session.timeout.ms", config_operation=0,
+                                                           value="50000")])]),
+     1, lambda r: r.responses[0].error_code, E.GROUP_AUTHORIZATION_FAILED),
     ("CreatePartitions", lambda: CreatePartitionsRequest(timeout_ms=5000, validate_only=True, topics=[
         CreatePartitionsRequest.CreatePartitionsTopic(name=TOPIC, count=3, assignments=None)]), 1,
      lambda r: r.results[0].error_code, E.TOPIC_AUTHORIZATION_FAILED),

@@ -1,9 +1,10 @@
-"""DescribeConfigs (key 32), v0–v4: topic and broker configs with their sources and synonyms."""
+"""DescribeConfigs (key 32), v0–v4: topic, broker and group configs with their sources and synonyms."""
 
 from __future__ import annotations
 
 from gregor.broker.config import BROKER_CONFIG_KEYS
 from gregor.broker.handlers import BrokerContext, Handler
+from gregor.metadata.group_configs import GROUP_CONFIGS, GROUP_RESOURCE
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.metadata.listener_configs import listener_ssl_key
 from gregor.metadata.topic_configs import ConfigSource, ConfigType
@@ -46,6 +47,13 @@ def handle(context: BrokerContext, request: DescribeConfigsRequest) -> DescribeC
                 result.error_message = (f"Unexpected broker id, expected {context.metadata.node_id} or empty "
                                         f"string, but received {resource.resource_name}")
                 entries = []
+        elif resource.resource_type == GROUP_RESOURCE:
+            if resource.resource_name:
+                entries = _group_entries(context, request, resource.resource_name)
+            else:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = "Group name must not be empty."
+                entries = []
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unsupported resource type {resource.resource_type}"
@@ -62,6 +70,9 @@ def _refused(context: BrokerContext, resource_type: int, name: str) -> ErrorCode
         return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if resource_type == BROKER_RESOURCE:
         return None if context.allowed(AclOperation.DESCRIBE_CONFIGS) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if resource_type == GROUP_RESOURCE:
+        allowed = context.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.GROUP, name)
+        return None if allowed else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return None
 
 
@@ -83,6 +94,21 @@ def _topic_entries(context: BrokerContext, request: DescribeConfigsRequest, topi
     return [_entry(context, request, e.name, e.value, e.source, e.type, e.read_only,
                    [_Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms], e.documentation)
             for e in context.metadata.topic_config_entries(topic)]
+
+
+def _group_entries(context: BrokerContext, request: DescribeConfigsRequest, group: str) -> list[_Entry]:
+    """Each group config: the group's override, else the broker's value of its synonym."""
+    overrides = context.metadata.image.configs.get((GROUP_RESOURCE, group), {})
+    entries = []
+    for name, key in sorted(GROUP_CONFIGS.items()):
+        if name in overrides:
+            value, source = overrides[name], ConfigSource.GROUP_CONFIG
+        else:
+            value, source = str(context.metadata.config.get(key.synonym)), ConfigSource.DEFAULT_CONFIG
+        config_type = ConfigType.INT if key.type == "int" else ConfigType.STRING
+        entries.append(_entry(context, request, name, value, source, config_type, False,
+                              [_Synonym(name=name, value=value, source=source)], key.doc))
+    return entries
 
 
 def _broker_entries(context: BrokerContext, request: DescribeConfigsRequest, resource_name: str) -> list[_Entry]:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from gregor.broker.handlers import BrokerContext
 from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.metadata.group_configs import GROUP_RESOURCE
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
@@ -32,6 +33,7 @@ BROKER_LOGGER_RESOURCE = 8
 _MESSAGES = {
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
 }
 
 ItemCheck = Callable[[BrokerContext, Any], "ErrorCode | None"]
@@ -58,6 +60,9 @@ def _alter_config(context: BrokerContext, resource: Any) -> ErrorCode | None:
         return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
         return None if context.allowed(AclOperation.ALTER_CONFIGS) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if resource.resource_type == GROUP_RESOURCE:
+        allowed = context.allowed(AclOperation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name)
+        return None if allowed else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return None
 
 

@@ -114,7 +114,7 @@ class _Answer:
             by_topic.setdefault(topic_id, []).append(data)
         return ShareFetchResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
-            acquisition_lock_timeout_ms=self.context.shares.partition_config.lock_duration_ms,
+            acquisition_lock_timeout_ms=shares.lock_duration_ms(group_id),
             responses=[_Topic(topic_id=topic_id, partitions=parts) for topic_id, parts in by_topic.items()],
             node_endpoints=[])
 

@@ -41,6 +41,9 @@ class TopicInfo(NamedTuple):
     topic_id: uuid.UUID
     name: str
     num_partitions: int
+    #: The racks of each partition's replicas, by partition index; empty when no replica has a
+    #: rack (Kafka stores an empty list then too). A change of racks is a metadata change.
+    partition_racks: tuple[frozenset[str], ...] = ()
 
 
 class ConsumerGroup:

@@ -40,6 +40,7 @@ from gregor.coordinator.consumer.records import (
 )
 from gregor.coordinator.consumer.results import HeartbeatResult
 from gregor.coordinator.consumer.topic_regex import InvalidRegex, compile_regex
+from gregor.metadata.group_configs import group_int
 from gregor.coordinator.effects import Effect, Record, Respond
 from gregor.coordinator.group_metadata_manager import GroupMetadataManager, TimerKey, TimerKind
 from gregor.protocol.error_codes import ErrorCode
@@ -162,6 +163,16 @@ class ConsumerGroups:
                                      f"SubscribedTopicRegex {request.subscribed_topic_regex!r} is invalid: "
                                      f"{error}") from None
 
+    def _session_ms(self, group_id: str) -> int:
+        """The group's session timeout: its GROUP config (read at each heartbeat, so a change
+        applies from the next one), else the broker's key; `_interval_ms` likewise."""
+        return group_int(self._manager.group_config_overrides(group_id), "consumer.session.timeout.ms",
+                         self._config.group_consumer_session_timeout_ms)
+
+    def _interval_ms(self, group_id: str) -> int:
+        return group_int(self._manager.group_config_overrides(group_id), "consumer.heartbeat.interval.ms",
+                         self._config.group_consumer_heartbeat_interval_ms)
+
     def _assignors(self) -> tuple[str, ...]:
         return self._config.group_consumer_assignors
 
@@ -239,7 +250,7 @@ class ConsumerGroups:
         send_assignment = (joining or full_request
                            or reconciled.assigned_partitions != member.assigned_partitions)
         return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
-                               self._config.group_consumer_heartbeat_interval_ms,
+                               self._interval_ms(group.group_id),
                                reconciled.assigned_partitions if send_assignment else None)
 
     def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -333,10 +344,11 @@ class ConsumerGroups:
 
     def _assign(self, group: ConsumerGroup, records: list[Record]) -> None:
         assignor = ASSIGNORS[group.preferred_assignor(self._assignors()[0])]
-        specs = {member_id: MemberSpec(group.member_topic_ids(member), group.target_of(member_id))
+        specs = {member_id: MemberSpec(group.member_topic_ids(member), group.target_of(member_id), member.rack_id)
                  for member_id, member in group.members.items()}
         partitions = {info.topic_id: info.num_partitions for info in group.subscription_metadata.values()}
-        target = assignor.assign(specs, partitions)
+        racks = {info.topic_id: info.partition_racks for info in group.subscription_metadata.values()}
+        target = assignor.assign(specs, partitions, racks)
         for member_id, assignment in target.items():
             if member_id not in group.target or group.target[member_id] != assignment:
                 records.append(target_assignment_record(group.group_id, member_id, assignment))
@@ -366,7 +378,7 @@ class ConsumerGroups:
                          after: ConsumerGroupMember, now_ms: int) -> None:
         deadlines = self._manager.deadlines
         session_ms = (after.classic.session_timeout_ms if after.classic is not None
-                      else self._config.group_consumer_session_timeout_ms)
+                      else self._session_ms(group.group_id))
         deadlines.schedule(self._key(TimerKind.CONSUMER_SESSION, group, after.member_id), now_ms + session_ms)
         revocation = self._key(TimerKind.CONSUMER_REVOCATION, group, after.member_id)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from gregor.coordinator.consumer.assignment import Assignment, normalized
 from gregor.coordinator.consumer.group import ConsumerGroup, TopicInfo
@@ -86,10 +86,20 @@ def group_epoch_record(group_id: str, epoch: int) -> Record:
 
 def partition_metadata_record(group_id: str, topics: Mapping[str, TopicInfo]) -> Record:
     value = PartitionMetadataValue(topics=[
-        PartitionMetadataValue.TopicMetadata(topic_id=info.topic_id, topic_name=name,
-                                             num_partitions=info.num_partitions)
+        PartitionMetadataValue.TopicMetadata(
+            topic_id=info.topic_id, topic_name=name, num_partitions=info.num_partitions,
+            partition_metadata=[PartitionMetadataValue.PartitionMetadata(
+                partition=index, racks=sorted(racks)) for index, racks in enumerate(info.partition_racks)])
         for name, info in sorted(topics.items())])
     return _encode(PARTITION_METADATA, PartitionMetadataKey(group_id=group_id)), _encode(VALUE_VERSION, value)
+
+
+def partition_racks(num_partitions: int, listed: Iterable[Any]) -> tuple[frozenset[str], ...]:
+    """The racks of a PartitionMetadata list by partition index; () when it lists none."""
+    by_index = {entry.partition: frozenset(entry.racks) for entry in listed}
+    if not by_index:
+        return ()
+    return tuple(by_index.get(index, frozenset()) for index in range(num_partitions))
 
 
 def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Record:
@@ -183,7 +193,8 @@ class ConsumerGroupReplay:
             self._group(group_id).group_epoch = GroupMetadataValue.decode(value_reader, value_version).epoch
         elif version == PARTITION_METADATA:
             topics = {} if value_reader is None else {
-                topic.topic_name: TopicInfo(topic.topic_id, topic.topic_name, topic.num_partitions)
+                topic.topic_name: TopicInfo(topic.topic_id, topic.topic_name, topic.num_partitions,
+                                            partition_racks(topic.num_partitions, topic.partition_metadata))
                 for topic in PartitionMetadataValue.decode(value_reader, value_version).topics}
             if group_id in self.groups or topics:
                 self._group(group_id).subscription_metadata = topics

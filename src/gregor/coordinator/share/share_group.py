@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from gregor.coordinator.share import simple_assignor
+from gregor.metadata.group_configs import group_int
 from gregor.protocol.error_codes import ErrorCode
 
 LEAVE_EPOCH = -1
@@ -77,6 +78,13 @@ class ShareGroupCoordinator:
     def __init__(self, config: ShareGroupConfig) -> None:
         self.config = config
         self.groups: dict[str, ShareGroup] = {}
+        #: A group's GROUP-resource config overrides (`share.session.timeout.ms`,
+        #: `share.heartbeat.interval.ms`), read at each heartbeat; none by default.
+        self.group_config_overrides: Callable[[str], Mapping[str, str]] = lambda _group_id: {}
+
+    def _interval_ms(self, group_id: str) -> int:
+        return group_int(self.group_config_overrides(group_id), "share.heartbeat.interval.ms",
+                         self.config.heartbeat_interval_ms)
 
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
                   subscribed: list[str] | None, client_id: str, client_host: str,
@@ -90,7 +98,7 @@ class ShareGroupCoordinator:
             if group is not None and member_id in group.members:
                 del group.members[member_id]
                 self._reassign(group, now_ms)
-            return HeartbeatResult(ErrorCode.NONE, member_id, LEAVE_EPOCH, self.config.heartbeat_interval_ms)
+            return HeartbeatResult(ErrorCode.NONE, member_id, LEAVE_EPOCH, self._interval_ms(group_id))
         if member_epoch == 0:
             if subscribed is None or not subscribed:
                 return HeartbeatResult(ErrorCode.INVALID_REQUEST,
@@ -115,7 +123,8 @@ class ShareGroupCoordinator:
                 return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH,
                                        message=f"Member epoch {member_epoch} is not {member.member_epoch}.")
         assert group is not None
-        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        member.session_deadline_ms = now_ms + group_int(self.group_config_overrides(group_id),
+                                                        "share.session.timeout.ms", self.config.session_timeout_ms)
         if rack_id is not None:
             member.rack_id = rack_id
         changed = member_epoch == 0
@@ -133,7 +142,7 @@ class ShareGroupCoordinator:
             member.assignment = group.target.get(member.member_id, {})
         send = member_epoch != member.member_epoch or subscribed is not None
         return HeartbeatResult(ErrorCode.NONE, member.member_id, member.member_epoch,
-                               self.config.heartbeat_interval_ms,
+                               self._interval_ms(group_id),
                                {t: list(p) for t, p in member.assignment.items()} if send else None)
 
     def expire(self, now_ms: int) -> list[tuple[str, str]]:

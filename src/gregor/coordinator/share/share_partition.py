@@ -155,14 +155,15 @@ class SharePartition:
     # -- events
 
     def acquire(self, member_id: str, batches: Iterable[tuple[int, int, bool]], max_records: int,
-                now_ms: int) -> list[AcquiredRange]:
+                now_ms: int, lock_duration_ms: int | None = None) -> list[AcquiredRange]:
         """Acquire for `member_id` what may be delivered among the log's batches
         ((base offset, last offset, is control) in log order), at most `max_records` offsets
         (at least one batch's worth is never cut short below one record). Offsets the log does
-        not hold between batches, and control batches, are archived without delivery."""
+        not hold between batches, and control batches, are archived without delivery. The locks
+        last `lock_duration_ms` (the group's config), else the partition config's."""
         acquired: list[AcquiredRange] = []
         count = 0
-        deadline = now_ms + self.config.lock_duration_ms
+        deadline = now_ms + (lock_duration_ms if lock_duration_ms is not None else self.config.lock_duration_ms)
         for base, last, is_control in batches:
             if count >= max_records:
                 break

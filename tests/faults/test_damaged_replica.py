@@ -103,7 +103,7 @@ def _read_all(cluster: Cluster, topic: str) -> dict[int, int]:
 def test_a_follower_with_a_flipped_bit_cuts_its_log_at_the_crc_and_fetches_again(cluster):
     topic = "flipped"
     cluster.create_topic(topic, 1, 3, **{"min.insync.replicas": "2", "segment.bytes": "8192"})
-    acknowledged = _produce(cluster, topic, range(0, 300))
+    acknowledged = _produce(cluster, topic, range(300))
     follower, leader = _follower(cluster, topic)
     follower.kill9()
     recovery_point = read_checkpoint(os.path.join(follower.data_dir, RECOVERY_POINT_CHECKPOINT)).get((topic, 0), 0)

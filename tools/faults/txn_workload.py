@@ -61,7 +61,7 @@ class TxnWorker:
     def transaction(self) -> None:
         chosen = self.rng.sample(range(self.partitions), self.rng.randint(min(2, self.partitions), self.partitions))
         writes = [(partition, self.values.next()) for partition in chosen for _ in range(self.rng.randint(1, 2))]
-        self.history.add(self.name, "invoke", "txn", [["send", p, None, v] for p, v in writes])
+        invoked = self.history.add(self.name, "invoke", "txn", [["send", p, None, v] for p, v in writes])["time"]
         offsets: dict[int, int | None] = {}
         reads: list[list[int]] = []
 
@@ -76,13 +76,13 @@ class TxnWorker:
             self.producer.flush(self.transaction_timeout_ms / 1000)
             if self.rng.random() < self.abort_ratio:
                 self.producer.abort_transaction(30)
-                self._complete("fail", reads, writes, offsets)
+                self._complete("fail", reads, writes, offsets, invoked)
                 return
             self.history.add(self.name, "invoke", "commit", None)
             self._commit()
-            self._complete("ok", reads, writes, offsets)
+            self._complete("ok", reads, writes, offsets, invoked)
         except KafkaException as exception:
-            self._failed(exception.args[0], reads, writes, offsets)
+            self._failed(exception.args[0], reads, writes, offsets, invoked)
 
     def _commit(self) -> None:
         deadline = time.monotonic() + 60
@@ -95,17 +95,17 @@ class TxnWorker:
                     raise
 
     def _failed(self, error: KafkaError, reads: list[list[int]], writes: list[tuple[int, int]],
-                offsets: dict[int, int | None]) -> None:
+                offsets: dict[int, int | None], invoked: float) -> None:
         """An abortable error: abort, and the transaction certainly did not commit. Anything else
         (fatal, or the abort failing too): unknown, and a new producer fences the old one."""
         if error.txn_requires_abort():
             try:
                 self.producer.abort_transaction(30)
-                self._complete("fail", reads, writes, offsets)
+                self._complete("fail", reads, writes, offsets, invoked)
                 return
             except KafkaException:
                 pass
-        self._complete("info", reads, writes, offsets)
+        self._complete("info", reads, writes, offsets, invoked)
         self.history.add(self.name, "info", "fatal", str(error))
         while not self.stopping.is_set():
             try:
@@ -115,11 +115,12 @@ class TxnWorker:
                 self.stopping.wait(1)
 
     def _complete(self, kind: str, reads: list[list[int]], writes: list[tuple[int, int]],
-                  offsets: dict[int, int | None]) -> None:
+                  offsets: dict[int, int | None], invoked: float) -> None:
         counter = {"ok": "committed", "fail": "aborted", "info": "indeterminate"}[kind]
         setattr(self, counter, getattr(self, counter) + 1)
         self.history.add(self.name, kind, "txn", [["poll", reads],
-                                                  *(["send", p, offsets.get(v), v] for p, v in writes)])
+                                                  *(["send", p, offsets.get(v), v] for p, v in writes)],
+                         latency=round(self.history.now() - invoked, 6))
 
     def finish(self) -> None:
         self.stopping.set()

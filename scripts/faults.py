@@ -3,6 +3,7 @@
     python scripts/faults.py --seconds 300 --faults kill,pause,partition-leader --plot run.png
     python scripts/faults.py --cycles 100 --faults partition-leader,partition-controller,partition-client
     python scripts/faults.py --controllers 3 --faults partition-quorum,kill --seconds 120
+    python scripts/faults.py --workload txn --seconds 120 --faults kill,pause,partition-leader
     python scripts/faults.py --check history.jsonl [--plot history.png]   # check a saved history
 
 What it starts, in a temporary directory (kept with `--keep`): `--controllers` controller-only
@@ -21,6 +22,13 @@ cut from a broker), partition-client (the clients cut from a leader), partition-
 controller cut from the other voters; needs --controllers 3), slow (a link delayed). Afterwards
 every link heals, every node runs, the ISR is full again, the producers drain, and a final reader
 reads every partition to its end.
+
+`--workload txn` is Jepsen's Kafka transactional workload instead: `--producers` librdkafka
+transactional producers, each transaction a poll of its own read_committed reader and unique values
+written to several partitions, committed, or aborted on purpose (`--abort-ratio`); the consumers
+read with isolation.level=read_committed. Its checker (tools/faults/txn_checker.py) adds aborted
+reads (G1a), pre-committed reads and cyclic information flow (G1c) to the queue anomalies of the
+committed writes, and prints the write cycles Kafka allows (G0-log, G1c-log).
 
 The checker (tools/faults/checker.py) counts lost writes, unseen, duplicates, inconsistent
 offsets, non-monotonic sends and polls and poll skips; the script prints the counts and exits 1
@@ -65,7 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--group-consumers", type=int, default=2)
     parser.add_argument("--readers", type=int, default=1)
-    parser.add_argument("--rate", type=float, default=100.0, help="records/s per producer")
+    parser.add_argument("--workload", choices=("queue", "txn"), default="queue",
+                        help="txn: transactional producers and read_committed consumers")
+    parser.add_argument("--abort-ratio", type=float, default=0.2,
+                        help="txn: the share of transactions aborted on purpose (0 to 1)")
+    parser.add_argument("--rate", type=float, default=100.0,
+                        help="records/s per producer (txn: transactions/s per producer)")
     parser.add_argument("--acks", choices=("all", "1"), default="all",
                         help="1: producers without idempotence (acks=1 may lose acknowledged writes, as in Kafka)")
     parser.add_argument("--fault-seconds", type=float, nargs=2, default=(2.0, 6.0), metavar=("MIN", "MAX"))
@@ -76,14 +89,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the data directories and server logs")
     args = parser.parse_args(argv)
 
+    if not 0 <= args.abort_ratio <= 1:
+        parser.error(f"--abort-ratio: {args.abort_ratio} is not between 0 and 1")
+    if args.workload == "txn" and args.acks != "all":
+        parser.error("--workload txn needs --acks all (transactions are idempotent)")
     if args.check:
         from tools.faults.checker import check
         from tools.faults.history import read
+        from tools.faults.txn_checker import check_txn
         ops = read(args.check)
         if args.plot:
             from tools.faults.plot import plot
             plot(ops, args.plot)
-        report = check(ops)
+        report = check_txn(ops) if any(op["f"] == "txn" for op in ops) else check(ops)
         print(report.summary())
         return 0 if report.valid else 1
 
@@ -102,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(root=root, seconds=args.seconds, cycles=args.cycles, faults=faults, seed=seed,
                         brokers=args.brokers, controllers=args.controllers, partitions=args.partitions,
                         producers=args.producers, group_consumers=args.group_consumers, readers=args.readers,
-                        rate=args.rate, acks=args.acks, fault_seconds=tuple(args.fault_seconds),
+                        rate=args.rate, acks=args.acks, workload=args.workload, abort_ratio=args.abort_ratio,
+                        fault_seconds=tuple(args.fault_seconds),
                         rest_seconds=tuple(args.rest_seconds), history_path=args.history, plot_path=args.plot)
     try:
         outcome = run(settings)

@@ -153,6 +153,7 @@ class Cluster:
                               "controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
                               "default.replication.factor": replication,
                               "offsets.topic.replication.factor": replication, "offsets.topic.num.partitions": "3",
+                              "transaction.state.log.num.partitions": "3",
                               **FAST_FAILOVER, **(overrides or {})}
 
     @property

@@ -8,6 +8,8 @@ Operations (`f`) and their values:
     poll     ok [[partition, offset, value], ...] (one poll's records, in the order received)
     assign   ok [partitions] (a consumer's partitions changed: per-process order restarts)
     nemesis  info {"fault": ..., "phase": "start"|"stop", ...} (process "nemesis")
+    txn      the transactional workload's transactions, and `commit` its commit requests
+             (tools.faults.txn_checker describes them)
 A history is written as JSON lines, one operation a line, and read back by the checker.
 """
 

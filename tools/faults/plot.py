@@ -36,24 +36,28 @@ def plot(ops: list[dict[str, Any]], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sent = Counter(int(op["time"]) for op in ops if op["f"] == "send" and op["type"] == "ok")
-    failed = Counter(int(op["time"]) for op in ops if op["f"] == "send" and op["type"] in ("info", "fail"))
+    sent: Counter[int] = Counter()
+    failed: Counter[int] = Counter()
+    for op in ops:  # a transaction's sends count when it ends: committed, or aborted / unknown
+        if op["type"] != "invoke" and op["f"] in ("send", "txn"):
+            count = 1 if op["f"] == "send" else sum(micro[0] == "send" for micro in op["value"])
+            (sent if op["type"] == "ok" else failed)[int(op["time"])] += count
     read: Counter[int] = Counter()
     for op in ops:
         if op["f"] == "poll" and op["type"] == "ok" and op["process"] != "final":
             read[int(op["time"])] += len(op["value"])
     latency = [(op["time"], op["latency"] * 1000) for op in ops
-               if op["f"] == "send" and op["type"] == "ok" and op.get("latency") is not None]
+               if op["f"] in ("send", "txn") and op["type"] == "ok" and op.get("latency") is not None]
     figure, (rates, latencies) = plt.subplots(2, 1, sharex=True, figsize=(12, 6))
     seconds = range(int(max((op["time"] for op in ops), default=0)) + 1)
-    rates.plot(seconds, [sent[s] for s in seconds], label="sends acknowledged/s", linewidth=1)
+    rates.plot(seconds, [sent[s] for s in seconds], label="sends acknowledged (committed)/s", linewidth=1)
     rates.plot(seconds, [read[s] for s in seconds], label="records read/s", linewidth=1)
-    rates.plot(seconds, [failed[s] for s in seconds], label="sends failed or unknown/s", linewidth=1)
+    rates.plot(seconds, [failed[s] for s in seconds], label="sends failed, aborted or unknown/s", linewidth=1)
     rates.set_ylabel("operations/s")
     if latency:
         latencies.scatter([t for t, _ in latency], [ms for _, ms in latency], s=1)
         latencies.set_yscale("log")
-    latencies.set_ylabel("send latency (ms)")
+    latencies.set_ylabel("send / transaction latency (ms)")
     latencies.set_xlabel("seconds since the start")
     labelled: set[str] = set()
     for fault, start, stop, _ in fault_windows(ops):

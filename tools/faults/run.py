@@ -1,5 +1,5 @@
-"""One fault run: a cluster behind the proxy, the queue workload, fault cycles, healing, a final
-read, the checker. `scripts/faults.py` is its command line; the suite calls `run` with short runs."""
+"""One fault run: a cluster behind the proxy, the queue or transactional workload, fault cycles,
+healing, a final read, the checker. `scripts/faults.py` is its command line; the suite calls `run` with short runs."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from tools.faults.checker import Report, check
 from tools.faults.cluster import Cluster
 from tools.faults.history import History
 from tools.faults.nemesis import Nemesis
+from tools.faults.txn_checker import check_txn
+from tools.faults.txn_workload import READ_COMMITTED, TxnWorker
 from tools.faults.workload import (
     ConsumerWorker,
     ProducerWorker,
@@ -29,6 +31,8 @@ class Settings:
     seconds: float = 60.0
     faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition-leader"])
     seed: int = 0
+    workload: str = "queue"  # or "txn": transactional producers, read_committed consumers
+    abort_ratio: float = 0.2  # txn: the share of transactions aborted on purpose
     brokers: int = 3
     controllers: int = 1
     partitions: int = 3
@@ -65,8 +69,8 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
     topic = "queue"
     history = History()
     cluster = Cluster(settings.root, settings.brokers, settings.controllers)
-    workers: list[ProducerWorker | ConsumerWorker] = []
-    producers: list[ProducerWorker] = []
+    workers: list[ProducerWorker | TxnWorker | ConsumerWorker] = []
+    producers: list[ProducerWorker | TxnWorker] = []
     consumers: list[ConsumerWorker] = []
     started = time.monotonic()
     cycles = 0
@@ -78,12 +82,20 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
             f"{len(cluster.brokers)} brokers behind the proxy); faults {','.join(settings.faults)}")
         history.started = time.monotonic()  # the history's clock starts with the workload
         values = Values()
-        producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap, topic, settings.partitions, history, values,
-                                    settings.rate, extra=_acks(settings.acks)) for i in range(settings.producers)]
-        consumers = [ConsumerWorker(f"group-{i}", cluster.bootstrap, topic, settings.partitions, history, "queue-group")
-                     for i in range(settings.group_consumers)]
-        consumers += [ConsumerWorker(f"reader-{i}", cluster.bootstrap, topic, settings.partitions, history)
-                      for i in range(settings.readers)]
+        txn = settings.workload == "txn"
+        if txn:
+            producers = [TxnWorker(f"txn-{i}", cluster.bootstrap, topic, settings.partitions, history, values,
+                                   settings.rate, settings.abort_ratio, settings.seed * 100 + i)
+                         for i in range(settings.producers)]
+        else:
+            producers = [ProducerWorker(f"producer-{i}", cluster.bootstrap, topic, settings.partitions, history,
+                                        values, settings.rate, extra=_acks(settings.acks))
+                         for i in range(settings.producers)]
+        isolation = READ_COMMITTED if txn else None
+        consumers = [ConsumerWorker(f"group-{i}", cluster.bootstrap, topic, settings.partitions, history, "queue-group",
+                                    extra=isolation) for i in range(settings.group_consumers)]
+        consumers += [ConsumerWorker(f"reader-{i}", cluster.bootstrap, topic, settings.partitions, history,
+                                     extra=isolation) for i in range(settings.readers)]
         workers = [*producers, *consumers]
         for worker in workers:
             worker.thread.start()
@@ -96,12 +108,15 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
             time.sleep(rng.uniform(*settings.fault_seconds))
             heal()
             cycles += 1
-            log(f"faults: cycle {cycles} {fault}; {sum(p.acknowledged for p in producers)} acknowledged, "
+            log(f"faults: cycle {cycles} {fault}; {_progress(producers)}, "
                 f"{sum(c.read for c in consumers)} read")
         cluster.proxy.heal_all()
         cluster.wait_for_full_isr(topic, min(settings.brokers, 3))
         for producer in producers:
-            producer.finish(120)
+            if isinstance(producer, TxnWorker):
+                producer.finish()
+            else:
+                producer.finish(120)
         ends = high_watermarks(cluster.bootstrap, topic, settings.partitions)
         behind = stalled(consumers, ends, settings.catch_up_seconds)
         for line in behind:
@@ -109,14 +124,14 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
         for consumer in consumers:
             consumer.stopping.set()
             consumer.thread.join(30)
-        final_read(cluster.bootstrap, topic, settings.partitions, history)
+        final_read(cluster.bootstrap, topic, settings.partitions, history, extra=isolation)
         log(f"faults: healed; high watermarks {ends}; connections through the proxy "
             + ", ".join(f"{src}->{dst} {n}" for (src, dst), n in sorted(cluster.proxy.connections.items())))
     finally:
         for worker in workers:
             worker.stopping.set()
         cluster.stop()
-    report = check(history.ops)
+    report = check_txn(history.ops) if settings.workload == "txn" else check(history.ops)
     elapsed = time.monotonic() - started
     if settings.history_path:
         history.write(settings.history_path)
@@ -129,3 +144,10 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
 def _acks(acks: str) -> dict[str, object] | None:
     """Producer settings for `acks`: idempotence needs acks=all, so other levels go without it."""
     return None if acks == "all" else {"acks": acks, "enable.idempotence": False}
+
+
+def _progress(producers: list[ProducerWorker | TxnWorker]) -> str:
+    if all(isinstance(producer, TxnWorker) for producer in producers):
+        counts = [sum(getattr(p, name) for p in producers) for name in ("committed", "aborted", "indeterminate")]
+        return "transactions committed {}, aborted {}, indeterminate {}".format(*counts)
+    return f"{sum(p.acknowledged for p in producers if isinstance(p, ProducerWorker))} acknowledged"

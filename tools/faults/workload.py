@@ -114,7 +114,7 @@ class ConsumerWorker:
     """A group member (`group` given) or an assign-mode reader of every partition from offset 0."""
 
     def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, history: History,
-                 group: str | None = None) -> None:
+                 group: str | None = None, extra: dict[str, object] | None = None) -> None:
         self.name, self.topic, self.partitions, self.history, self.group = name, topic, partitions, history, group
         config: dict[str, object] = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
                                      "session.timeout.ms": 6000, "socket.timeout.ms": 10000, "log_level": 4,
@@ -123,6 +123,7 @@ class ConsumerWorker:
             config.update({"group.id": group, "enable.auto.commit": True, "auto.commit.interval.ms": 500})
         else:
             config.update({"group.id": f"{name}-unused", "enable.auto.commit": False})
+        config.update(extra or {})
         self.consumer = Consumer(config)
         self.read = 0
         self.positions: dict[int, int] = {}
@@ -155,7 +156,8 @@ class ConsumerWorker:
         finally:
             self.consumer.close()
 
-    def poll_once(self, timeout: float) -> int:
+    def poll_once(self, timeout: float) -> list[list[int]]:
+        """One consume call; its records ([partition, offset, value]) are one `poll` operation."""
         records: list[list[int]] = []
         for message in self.consumer.consume(200, timeout):
             partition, offset, value = message.partition(), message.offset(), message.value()
@@ -166,12 +168,19 @@ class ConsumerWorker:
             for partition, offset, _ in records:
                 self.positions[partition] = offset + 1
             self.history.add(self.name, "ok", "poll", records)
-        return len(records)
+        else:  # idle: the position may be past offsets never delivered (transaction markers, aborted records)
+            for tp in self.consumer.position(self.consumer.assignment()):
+                if tp.offset >= 0:
+                    self.positions[tp.partition] = max(self.positions.get(tp.partition, 0), tp.offset)
+        return records
 
 
-def final_read(bootstrap: str, topic: str, partitions: int, history: History, timeout: float = 120) -> dict[int, int]:
-    """Read every partition from 0 to its high watermark; returns the high watermarks."""
-    reader = ConsumerWorker("final", bootstrap, topic, partitions, history)
+def final_read(bootstrap: str, topic: str, partitions: int, history: History, timeout: float = 120,
+               extra: dict[str, object] | None = None) -> dict[int, int]:
+    """Read every partition from 0 to its high watermark; returns the high watermarks. With
+    read_committed (in `extra`), once every transaction has ended: the last stable offset is then
+    the high watermark, and the position (not the last offset read) passes the markers."""
+    reader = ConsumerWorker("final", bootstrap, topic, partitions, history, extra=extra)
     ends = {p: reader.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
             for p in range(partitions)}
     reader.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -188,9 +197,18 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: History, ti
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """Retried while the client's metadata still names a former leader (NOT_LEADER_FOR_PARTITION)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-watermarks", "log_level": 4})
+    deadline = time.monotonic() + 60
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        while True:
+            try:
+                return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                        for p in range(partitions)}
+            except KafkaException as error:
+                if not error.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 

@@ -19,6 +19,7 @@ from typing import Iterator, NamedTuple, Sequence
 from gregor.records.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header, verify_crc
 from gregor.records.errors import RecordsError
 from gregor.records.record import decode_records
+from gregor.storage import disk_full
 from gregor.storage.file_slice import FileSlice
 from gregor.storage.offset_index import OffsetIndex
 from gregor.storage.time_index import TimeIndex
@@ -95,7 +96,8 @@ class LogSegment:
         view = memoryview(data)
         written = 0
         while written < len(view):
-            written += os.pwrite(self.fd, view[written:], self.size + written)
+            allowed = disk_full.room(self.path, len(view) - written)
+            written += os.pwrite(self.fd, view[written:written + allowed], self.size + written)
         position = self.size
         for base_offset, last_offset, size, max_timestamp in batches:
             self._track(position, base_offset, last_offset, size, max_timestamp)

@@ -65,8 +65,8 @@ def _release(futures: list[asyncio.Future[None]]) -> None:
 def answer_when_due(due: asyncio.Future[None], answer: Callable[[], object]) -> LaterAnswer:
     """What `answer()` returns once the parked fetch is `due`, given by a callback: no task per
     parked fetch (two per replication round on a leader, one per record a caught-up consumer
-    reads), and the answer, encoded as it is given (`LaterAnswer`), leaves a loop iteration sooner. Cancelling the result (its connection
-    went) cancels `due`, which the purgatory then drops."""
+    reads); the answer is encoded as it is given (`LaterAnswer`). Cancelling the result (its
+    connection went) cancels `due`, which the purgatory then drops."""
     answered: LaterAnswer = LaterAnswer(loop=due.get_loop())
 
     def served(_: asyncio.Future[None]) -> None:

@@ -74,8 +74,7 @@ def needing_verification(context: BrokerContext, request: ProduceRequest, adding
             if not header.is_transactional or header.is_control:
                 continue
             producer = producer or (header.producer_id, header.producer_epoch)
-            entry = partition.log.producer_state.producers.get(header.producer_id)
-            if entry is None or entry.current_txn_first_offset < 0 or entry.epoch != header.producer_epoch:
+            if not partition.in_transaction(header.producer_id, header.producer_epoch):
                 wanted.append((topic.name, data.index))
     return None if producer is None or not wanted else (*producer, wanted)
 

@@ -278,6 +278,12 @@ class Partition:
         end = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
         return self.log.bytes_between(start, end)
 
+    def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the producer's transaction is open here in this epoch: its first write was
+        verified (KIP-890), so later ones need not be."""
+        entry = self.log.producer_state.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == producer_epoch
+
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the earliest transaction still open (or whose marker is not yet

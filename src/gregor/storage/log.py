@@ -38,6 +38,7 @@ Choices where Kafka leaves room or Gregor differs:
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from bisect import bisect_right
@@ -61,6 +62,8 @@ from gregor.storage.segment import (
 )
 from gregor.storage.swap import complete_interrupted_swaps
 from gregor.storage.txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
 
 MAX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
 _STALE_SUFFIXES = (".tmp", DELETED_SUFFIX)
@@ -376,10 +379,7 @@ class Log:
                 max_timestamp = timestamp
         last_offset = offset - 1
         segment = self._maybe_roll(len(data), last_offset, max_timestamp, now_ms)
-        try:
-            segment.append(data, described, now_ms)
-        except OSError as error:
-            raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
+        _write(segment, data, described, now_ms)
         if producers is not None:
             for txn in producers.commit():
                 self._complete_txn(txn, segment)
@@ -439,10 +439,7 @@ class Log:
         """Write a run of validated replicated batches that fits one segment."""
         described = [(h.base_offset, h.last_offset, h.size, h.max_timestamp) for h in headers]
         segment = self._maybe_roll(len(data), headers[-1].last_offset, max(h.max_timestamp for h in headers), now_ms)
-        try:
-            segment.append(data, described, now_ms)
-        except OSError as error:
-            raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error
+        _write(segment, data, described, now_ms)
         position = 0
         for header in headers:
             if header.producer_id >= 0:
@@ -775,3 +772,15 @@ class Log:
         self._deleted = []
         self.segments = []
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _write(segment: LogSegment, data: bytes | bytearray | memoryview, described: Sequence[tuple[int, int, int, int]],
+           now_ms: int) -> None:
+    """Append to the segment; a failed write (a full or failing disk) is KAFKA_STORAGE_ERROR for
+    the caller and logged at ERROR here, once for every path that writes (produce, replication,
+    the coordinators): it is the disk, not the request, and the operator must hear of it."""
+    try:
+        segment.append(data, described, now_ms)
+    except OSError as error:
+        log.error("write to %s failed: %s", segment.path, error)
+        raise StorageError(ErrorCode.KAFKA_STORAGE_ERROR, f"write to {segment.path} failed: {error}") from error

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 
 from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
@@ -46,8 +45,6 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse
 from gregor.records.convert import detect_magic, upconvert_to_v2
 from gregor.storage.log import AppendInfo
-
-log = logging.getLogger(__name__)
 
 API_KEY = 0
 MIN_VERSION, MAX_VERSION = 0, 12
@@ -168,8 +165,6 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
         info = partition.append_as_leader(records, context.now_ms, acks, from_client=True)
     except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
         code, message = error_code_of(error)
-        if code == ErrorCode.KAFKA_STORAGE_ERROR:  # the disk, not the request: the operator must hear of it
-            log.error("produce to %s-%d: %s", topic, index, message)
         return _failed(index, code, message)
     context.metrics.produced(topic, len(records), info.record_count)
     if acks != -1:

@@ -18,7 +18,8 @@ import time
 from typing import Callable, Mapping
 
 from gregor.client.consumer.consumer_membership import IN_GROUP, ConsumerMembership, MemberState, Reconciliation
-from gregor.client.consumer.coordinator import OFFSET_COMMIT_VERSIONS, CoordinatorLink
+from gregor.client.consumer.coordinator import OFFSET_COMMIT_VERSIONS
+from gregor.client.consumer.heartbeat_member import HeartbeatMember
 from gregor.client.errors import ClientErrorCode, KafkaException, error_for
 from gregor.client.network import NetworkClient, TopicPartition
 from gregor.protocol.error_codes import ErrorCode
@@ -30,26 +31,22 @@ CONSUMER_GROUP_HEARTBEAT_VERSIONS = (0, 1)
 _COMMIT_FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 
 
-class ConsumerGroupMember(CoordinatorLink):
+class ConsumerGroupMember(HeartbeatMember):
     """The heartbeat task, commits and leaving for one `ConsumerMembership`."""
+
+    in_group = IN_GROUP
 
     def __init__(self, network: NetworkClient, membership: ConsumerMembership) -> None:
         super().__init__(network, membership.group_id)
-        self.membership = membership
+        self.membership: ConsumerMembership = membership
         self.last_poll = time.monotonic()
         self.poll_timeout_expired = False
         self.on_change: Callable[[], None] | None = None
         """Called when the application has something to do (a new target, a fencing)."""
-        self._wakeup: asyncio.Event | None = None
-        self._answered: asyncio.Event | None = None
 
     @property
     def fatal(self) -> KafkaException | None:
         return self.membership.fatal
-
-    def wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
 
     # -- the application's steps (run on the network loop) --
 
@@ -89,19 +86,7 @@ class ConsumerGroupMember(CoordinatorLink):
         membership = self.membership
         log.info("consumer of group %s leaves: %s", self.group_id, reason)
         if membership.leave(time.monotonic()):
-            self.wake()
-            deadline = time.monotonic() + timeout
-            while membership.state is MemberState.LEAVING and time.monotonic() < deadline:
-                answered = self._answered
-                if answered is None:  # the heartbeat task is not running: send it here
-                    await self._heartbeat_once()
-                    continue
-                answered.clear()
-                try:
-                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
-                        await answered.wait()
-                except TimeoutError:
-                    break
+            await self._wait_while_leaving(MemberState.LEAVING, timeout)
         membership.unsubscribed()
 
     # -- commits --
@@ -147,37 +132,18 @@ class ConsumerGroupMember(CoordinatorLink):
 
     # -- the heartbeat task --
 
-    async def heartbeat_loop(self) -> None:
-        self._wakeup = asyncio.Event()
-        self._answered = asyncio.Event()
+    def _before_heartbeat(self, now: float) -> None:
+        """Java's max.poll.interval.ms: an application that stopped polling gives its partitions up."""
         membership = self.membership
-        try:
-            while True:
-                now = time.monotonic()
-                if membership.state in (MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING) \
-                        and now - self.last_poll > membership.rebalance_timeout_ms / 1000:
-                    log.warning("consumer of group %s did not poll within max.poll.interval.ms (%d ms); leaving the "
-                                "group so its partitions can move (the next poll rejoins)",
-                                self.group_id, membership.rebalance_timeout_ms)
-                    self.poll_timeout_expired = True
-                    membership.leave(now)
-                    if self.on_change is not None:
-                        self.on_change()
-                if membership.heartbeat_due(now):
-                    await self._heartbeat_once()
-                    self._answered.set()
-                    continue
-                wait = None
-                if membership.state in IN_GROUP and not membership.in_flight:
-                    wait = max(membership.next_heartbeat - now, 0.0)
-                self._wakeup.clear()
-                try:
-                    async with asyncio.timeout(wait):
-                        await self._wakeup.wait()
-                except TimeoutError:
-                    pass
-        finally:
-            self._answered = None
+        if membership.state in (MemberState.STABLE, MemberState.RECONCILING, MemberState.ACKNOWLEDGING) \
+                and now - self.last_poll > membership.rebalance_timeout_ms / 1000:
+            log.warning("consumer of group %s did not poll within max.poll.interval.ms (%d ms); leaving the "
+                        "group so its partitions can move (the next poll rejoins)",
+                        self.group_id, membership.rebalance_timeout_ms)
+            self.poll_timeout_expired = True
+            membership.leave(now)
+            if self.on_change is not None:
+                self.on_change()
 
     async def _heartbeat_once(self) -> None:
         membership = self.membership

@@ -3,33 +3,28 @@ by `membership.ShareMembership`, and leaving on close."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Callable
 
-from gregor.client.consumer.coordinator import CoordinatorLink
+from gregor.client.consumer.heartbeat_member import HeartbeatMember
 from gregor.client.errors import ClientErrorCode, KafkaException, error_for
 from gregor.client.network import NetworkClient
-from gregor.client.share.membership import IN_GROUP, ShareMemberState, ShareMembership
+from gregor.client.share.membership import IN_GROUP, ShareMembership, ShareMemberState
 
 log = logging.getLogger(__name__)
 
 SHARE_GROUP_HEARTBEAT_VERSIONS = (1, 1)
 
 
-class ShareGroupMember(CoordinatorLink):
+class ShareGroupMember(HeartbeatMember):
+    in_group = IN_GROUP
+
     def __init__(self, network: NetworkClient, membership: ShareMembership) -> None:
         super().__init__(network, membership.group_id)
-        self.membership = membership
+        self.membership: ShareMembership = membership
         self.on_answer: Callable[[], None] | None = None
         """Called after each answered heartbeat (the assignment may have changed)."""
-        self._wakeup: asyncio.Event | None = None
-        self._answered: asyncio.Event | None = None
-
-    def wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
 
     async def subscribe(self, topics: tuple[str, ...]) -> None:
         self.membership.subscribe(topics, time.monotonic())
@@ -38,44 +33,8 @@ class ShareGroupMember(CoordinatorLink):
     async def leave(self, timeout: float = 5.0) -> None:
         """Leave with epoch -1 and wait (at most `timeout`) for the coordinator's answer."""
         membership = self.membership
-        if not membership.leave(time.monotonic()):
-            return
-        self.wake()
-        deadline = time.monotonic() + timeout
-        while membership.state is ShareMemberState.LEAVING and time.monotonic() < deadline:
-            answered = self._answered
-            if answered is None:
-                await self._heartbeat_once()
-                continue
-            answered.clear()
-            try:
-                async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
-                    await answered.wait()
-            except TimeoutError:
-                break
-
-    async def heartbeat_loop(self) -> None:
-        self._wakeup = asyncio.Event()
-        self._answered = asyncio.Event()
-        membership = self.membership
-        try:
-            while True:
-                now = time.monotonic()
-                if membership.heartbeat_due(now):
-                    await self._heartbeat_once()
-                    self._answered.set()
-                    continue
-                wait = None
-                if membership.state in IN_GROUP and not membership.in_flight:
-                    wait = max(membership.next_heartbeat - now, 0.0)
-                self._wakeup.clear()
-                try:
-                    async with asyncio.timeout(wait):
-                        await self._wakeup.wait()
-                except TimeoutError:
-                    pass
-        finally:
-            self._answered = None
+        if membership.leave(time.monotonic()):
+            await self._wait_while_leaving(ShareMemberState.LEAVING, timeout)
 
     async def _heartbeat_once(self) -> None:
         membership = self.membership

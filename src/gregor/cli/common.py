@@ -13,7 +13,7 @@ import functools
 import json
 import re
 import sys
-from typing import Any, Callable, Iterable, NoReturn, Sequence
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 from gregor.broker.config import ConfigError as PropertiesError
 from gregor.broker.config import read_properties
@@ -289,6 +289,19 @@ def print_table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> Non
     widths = [max([len(header)] + [len(row[index]) for row in cells]) for index, header in enumerate(headers)]
     for row in [list(headers)] + cells:
         print(" ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def report_deletions(kind: str, groups: Sequence[str], results: Mapping[str, object]) -> int:
+    """The lines Kafka's group tools print after a delete (`kind`: "consumer" or "share"); a
+    ToolError naming each group that could not be deleted."""
+    failed = {group: error for group, error in results.items() if error is not None}
+    succeeded = [group for group in groups if group not in failed]
+    if succeeded:
+        print(f"Deletion of requested {kind} groups ({', '.join(repr(g) for g in succeeded)}) was successful.")
+    if failed:
+        raise ToolError(f"Deletion of some {kind} groups failed: " + "; ".join(
+            f"Group '{group}' could not be deleted due to: {error}" for group, error in failed.items()))
+    return 0
 
 
 def fail(message: str) -> NoReturn:

@@ -11,6 +11,7 @@ from typing import Callable
 
 from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, guarded, one_action, open_admin, print_table,
+    report_deletions,
 )
 from gregor.client import AdminClient, KafkaException, TopicPartition
 from gregor.client.admin import ConsumerGroupDescription, ListedOffset, OffsetSpec
@@ -295,15 +296,7 @@ def _offsets(admin: AdminClient, partitions: list[TopicPartition], spec: OffsetS
 
 def delete(admin: AdminClient, args: argparse.Namespace) -> int:
     groups = _group_ids(admin, args)
-    results = admin.delete_consumer_groups(groups)
-    failed = {group: error for group, error in results.items() if error is not None}
-    succeeded = [group for group in groups if group not in failed]
-    if succeeded:
-        print(f"Deletion of requested consumer groups ({', '.join(repr(g) for g in succeeded)}) was successful.")
-    if failed:
-        raise ToolError("Deletion of some consumer groups failed: " + "; ".join(
-            f"Group '{group}' could not be deleted due to: {error}" for group, error in failed.items()))
-    return 0
+    return report_deletions("consumer", groups, admin.delete_consumer_groups(groups))
 
 
 def _requested_partitions(admin: AdminClient, topics: list[str]) -> list[TopicPartition]:

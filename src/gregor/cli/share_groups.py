@@ -14,6 +14,7 @@ import sys
 
 from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, guarded, one_action, open_admin, print_table,
+    report_deletions,
 )
 from gregor.cli.consumer_groups import _offsets, _or_dash, _parse_datetime, _requested_partitions
 from gregor.client import AdminClient, KafkaException, TopicPartition
@@ -194,15 +195,7 @@ def _print_offsets(admin: AdminClient, description: ShareGroupDescription) -> No
 
 def delete(admin: AdminClient, args: argparse.Namespace) -> int:
     groups = _group_ids(admin, args)
-    results = admin.delete_share_groups(groups)
-    failed = {group: error for group, error in results.items() if error is not None}
-    succeeded = [group for group in groups if group not in failed]
-    if succeeded:
-        print(f"Deletion of requested share groups ({', '.join(repr(g) for g in succeeded)}) was successful.")
-    if failed:
-        raise ToolError("Deletion of some share groups failed: " + "; ".join(
-            f"Group '{group}' could not be deleted due to: {error}" for group, error in failed.items()))
-    return 0
+    return report_deletions("share", groups, admin.delete_share_groups(groups))
 
 
 def _refuse_active(description: ShareGroupDescription | None) -> None:

@@ -13,8 +13,9 @@ from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, guarded, one_action, open_admin, print_table,
     report_deletions,
 )
+from gregor.cli.group_offsets import listed_offsets, or_dash, parse_datetime, requested_partitions
 from gregor.client import AdminClient, KafkaException, TopicPartition
-from gregor.client.admin import ConsumerGroupDescription, ListedOffset, OffsetSpec
+from gregor.client.admin import ConsumerGroupDescription, OffsetSpec
 
 ACTIONS = ("--list", "--describe", "--delete", "--reset-offsets", "--delete-offsets")
 SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime", "by_duration")
@@ -202,7 +203,7 @@ def _print_state(description: ConsumerGroupDescription, verbose: bool) -> None:
                     ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"))
         return
     print_table([(description.group_id, description.group_type, where, description.protocol or "",
-                  description.state, _or_dash(description.group_epoch), _or_dash(description.assignment_epoch),
+                  description.state, or_dash(description.group_epoch), or_dash(description.assignment_epoch),
                   len(description.members))],
                 ("GROUP", "TYPE", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
                  "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"))
@@ -228,7 +229,7 @@ def _print_members(description: ConsumerGroupDescription, verbose: bool) -> None
         row += (member.client_host, member.client_id, len(assignment))
         if verbose:
             target_epoch = description.assignment_epoch if member.member_epoch is not None else None
-            row += (_or_dash(member.member_epoch), _assignment_text(assignment), _or_dash(target_epoch),
+            row += (or_dash(member.member_epoch), _assignment_text(assignment), or_dash(target_epoch),
                     _assignment_text(member.target_assignment or []))
         rows.append(row)
     print_table(rows, headers)
@@ -248,7 +249,7 @@ def _print_offsets(admin: AdminClient, description: ConsumerGroupDescription, ve
     committed, epochs = _committed(admin, group)
     owners = {tp: member for member in description.members for tp in (member.assignment or [])}
     partitions = sorted(set(committed) | set(owners))
-    ends = _offsets(admin, partitions, OffsetSpec.latest())
+    ends = listed_offsets(admin, partitions, OffsetSpec.latest())
     if not description.members:
         print(f"Consumer group '{group}' has no active members.")
         print()
@@ -260,15 +261,11 @@ def _print_offsets(admin: AdminClient, description: ConsumerGroupDescription, ve
         member = owners.get(tp)
         row: tuple[object, ...] = (group, tp.topic, tp.partition)
         if verbose:
-            row += (_or_dash(epochs.get(tp)),)
-        rows.append(row + (_or_dash(current), _or_dash(end), _or_dash(lag),
+            row += (or_dash(epochs.get(tp)),)
+        rows.append(row + (or_dash(current), or_dash(end), or_dash(lag),
                            member.member_id if member else "-", member.client_host if member else "-",
                            member.client_id if member else "-"))
     print_table(rows, OFFSET_COLUMNS[:3] + ("LEADER-EPOCH",) + OFFSET_COLUMNS[3:] if verbose else OFFSET_COLUMNS)
-
-
-def _or_dash(value: int | None) -> str:
-    return "-" if value is None else str(value)
 
 
 def _committed(admin: AdminClient, group: str) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
@@ -285,42 +282,9 @@ def _committed(admin: AdminClient, group: str) -> tuple[dict[TopicPartition, int
     return result, epochs
 
 
-def _offsets(admin: AdminClient, partitions: list[TopicPartition], spec: OffsetSpec) -> dict[TopicPartition, int]:
-    """Offsets by ListOffsets; a partition whose lookup failed (e.g. topic deleted) is left out."""
-    if not partitions:
-        return {}
-    listed = admin.list_offsets({tp: spec for tp in partitions})
-    return {TopicPartition(*tp): result.offset for tp, result in listed.items()
-            if isinstance(result, ListedOffset) and result.offset >= 0}
-
-
 def delete(admin: AdminClient, args: argparse.Namespace) -> int:
     groups = _group_ids(admin, args)
     return report_deletions("consumer", groups, admin.delete_consumer_groups(groups))
-
-
-def _requested_partitions(admin: AdminClient, topics: list[str]) -> list[TopicPartition]:
-    """`--topic t` (every partition of t) or `--topic t:0,2`, checked against the cluster."""
-    wanted: dict[str, list[int] | None] = {}
-    for item in topics:
-        name, _, listed = item.partition(":")
-        try:
-            wanted[name] = [int(part) for part in listed.split(",")] if listed else None
-        except ValueError:
-            raise UsageError(f"--topic {item!r}: expected TOPIC or TOPIC:PARTITION,PARTITION") from None
-    descriptions = admin.describe_topics(list(wanted))
-    result: list[TopicPartition] = []
-    for name, parts in wanted.items():
-        description = descriptions[name]
-        if isinstance(description, KafkaException):
-            raise ToolError(f"topic '{name}': {description} (see 'gregor topics --list')")
-        existing = {p.partition for p in description.partitions}
-        chosen = sorted(existing) if parts is None else parts
-        missing = [p for p in chosen if p not in existing]
-        if missing:
-            raise ToolError(f"topic '{name}' has no partition {missing[0]}")
-        result.extend(TopicPartition(name, p) for p in chosen)
-    return result
 
 
 def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
@@ -335,7 +299,7 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
             raise ToolError(f"Assignments can only be reset if the group '{group}' is inactive, but the current "
                             f"state is {description.state}. Stop its consumers first.")
         committed, _ = _committed(admin, group)
-        partitions = sorted(committed) if args.all_topics else _requested_partitions(admin, args.topic)
+        partitions = sorted(committed) if args.all_topics else requested_partitions(admin, args.topic)
         plans[group] = _plan(admin, args, partitions, committed)
     if args.export:
         print("group,topic,partition,offset" if len(plans) > 1 else "topic,partition,offset")
@@ -362,12 +326,12 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
 def _plan(admin: AdminClient, args: argparse.Namespace, partitions: list[TopicPartition],
           committed: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
     """The new offset of each partition under the chosen scenario, kept within [earliest, latest]."""
-    earliest = _offsets(admin, partitions, OffsetSpec.earliest())
-    latest = _offsets(admin, partitions, OffsetSpec.latest())
+    earliest = listed_offsets(admin, partitions, OffsetSpec.earliest())
+    latest = listed_offsets(admin, partitions, OffsetSpec.latest())
     if args.to_datetime is not None or args.by_duration is not None:
-        when = _parse_datetime(args.to_datetime) if args.to_datetime is not None \
+        when = parse_datetime(args.to_datetime) if args.to_datetime is not None \
             else datetime.now(timezone.utc) - _parse_duration(args.by_duration)
-        found = _offsets(admin, partitions, OffsetSpec.for_timestamp(int(when.timestamp() * 1000)))
+        found = listed_offsets(admin, partitions, OffsetSpec.for_timestamp(int(when.timestamp() * 1000)))
         targets = {tp: found.get(tp, latest.get(tp, 0)) for tp in partitions}
     elif args.to_earliest:
         targets = {tp: earliest.get(tp, 0) for tp in partitions}
@@ -382,32 +346,6 @@ def _plan(admin: AdminClient, args: argparse.Namespace, partitions: list[TopicPa
     return {tp: min(max(offset, earliest.get(tp, 0)), latest.get(tp, offset)) for tp, offset in targets.items()}
 
 
-_DATETIME_FORMATS = ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M")
-
-
-def _parse_datetime(text: str) -> datetime:
-    """Kafka's --to-datetime: YYYY-MM-DDTHH:mm:SS.sss with an optional Z or ±hh:mm; local time without."""
-    zone_match = re.search(r"(Z|[+-]\d{2}:?\d{2})$", text.strip())
-    zone = zone_match.group(1) if zone_match else None
-    body = text.strip()[:zone_match.start()] if zone_match else text.strip()
-    for pattern in _DATETIME_FORMATS:
-        try:
-            parsed = datetime.strptime(body, pattern)
-            break
-        except ValueError:
-            continue
-    else:
-        raise UsageError(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS.sss, optionally with Z or +hh:mm")
-    if zone is None:
-        return parsed.astimezone()
-    if zone == "Z":
-        return parsed.replace(tzinfo=timezone.utc)
-    sign = 1 if zone[0] == "+" else -1
-    digits = zone[1:].replace(":", "")
-    offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    return parsed.replace(tzinfo=timezone(sign * offset))
-
-
 def _parse_duration(text: str) -> timedelta:
     """ISO-8601 durations as Java's Duration.parse: PnDTnHnMn.nS."""
     match = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text.strip().upper())
@@ -420,7 +358,7 @@ def _parse_duration(text: str) -> timedelta:
 def delete_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
     group = args.group[0]
     _describe_groups(admin, [group])
-    partitions = _requested_partitions(admin, args.topic)
+    partitions = requested_partitions(admin, args.topic)
     results = admin.delete_consumer_group_offsets(group, partitions)
     rows = [(tp.topic, tp.partition, "Successful" if error is None else f"Error: {error.name}")
             for tp, error in sorted(results.items())]

@@ -16,7 +16,7 @@ from gregor.cli.common import (
     ToolError, UsageError, add_connection_options, add_tool, guarded, one_action, open_admin, print_table,
     report_deletions,
 )
-from gregor.cli.consumer_groups import _offsets, _or_dash, _parse_datetime, _requested_partitions
+from gregor.cli.group_offsets import listed_offsets, or_dash, parse_datetime, requested_partitions
 from gregor.client import AdminClient, KafkaException, TopicPartition
 from gregor.client.admin import OffsetSpec
 from gregor.client.share_groups import ShareGroupDescription
@@ -181,7 +181,7 @@ def _print_offsets(admin: AdminClient, description: ShareGroupDescription) -> No
         print(f"Share group '{group}' has no active members.")
         print()
     partitions = sorted(starts)
-    ends = _offsets(admin, partitions, OffsetSpec.latest())
+    ends = listed_offsets(admin, partitions, OffsetSpec.latest())
     epochs = {TopicPartition(name, p.partition): p.leader_epoch
               for name, topic in admin.describe_topics(sorted({tp.topic for tp in partitions})).items()
               if not isinstance(topic, KafkaException) for p in topic.partitions}
@@ -189,7 +189,7 @@ def _print_offsets(admin: AdminClient, description: ShareGroupDescription) -> No
     for tp in partitions:
         start, end = starts[tp], ends.get(tp)
         lag = max(end - start, 0) if start is not None and end is not None else None
-        rows.append((group, tp.topic, tp.partition, _or_dash(epochs.get(tp)), _or_dash(start), _or_dash(lag)))
+        rows.append((group, tp.topic, tp.partition, or_dash(epochs.get(tp)), or_dash(start), or_dash(lag)))
     print_table(rows, ("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"))
 
 
@@ -210,7 +210,7 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
     for group, description in descriptions.items():
         _refuse_active(description)
         partitions = sorted(_start_offsets(admin, group)) if args.all_topics \
-            else _requested_partitions(admin, args.topic)
+            else requested_partitions(admin, args.topic)
         plans[group] = _plan(admin, args, partitions)
     for group, plan in plans.items():
         print()
@@ -231,11 +231,11 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
 
 def _plan(admin: AdminClient, args: argparse.Namespace, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
     """The new start offset of each partition under the chosen scenario, within [earliest, latest]."""
-    earliest = _offsets(admin, partitions, OffsetSpec.earliest())
-    latest = _offsets(admin, partitions, OffsetSpec.latest())
+    earliest = listed_offsets(admin, partitions, OffsetSpec.earliest())
+    latest = listed_offsets(admin, partitions, OffsetSpec.latest())
     if args.to_datetime is not None:
-        when = _parse_datetime(args.to_datetime)
-        found = _offsets(admin, partitions, OffsetSpec.for_timestamp(int(when.timestamp() * 1000)))
+        when = parse_datetime(args.to_datetime)
+        found = listed_offsets(admin, partitions, OffsetSpec.for_timestamp(int(when.timestamp() * 1000)))
         targets = {tp: found.get(tp, latest.get(tp, 0)) for tp in partitions}
     elif args.to_earliest:
         targets = {tp: earliest.get(tp, 0) for tp in partitions}

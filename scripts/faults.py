@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", default=None, help="draw the history here (PNG)")
     parser.add_argument("--check", default=None, metavar="HISTORY", help="only check a saved history")
     parser.add_argument("--keep", action="store_true", help="keep the data directories and server logs")
+    parser.add_argument("--client-debug", default=None, metavar="CONTEXTS",
+                        help="librdkafka debug contexts for the consumers (e.g. metadata,broker,topic), logged "
+                             "to stderr: what a stalled consumer saw")
     args = parser.parse_args(argv)
 
     if not 0 <= args.abort_ratio <= 1:
@@ -122,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                         producers=args.producers, group_consumers=args.group_consumers, readers=args.readers,
                         rate=args.rate, acks=args.acks, workload=args.workload, abort_ratio=args.abort_ratio,
                         fault_seconds=tuple(args.fault_seconds),
-                        rest_seconds=tuple(args.rest_seconds), history_path=args.history, plot_path=args.plot)
+                        rest_seconds=tuple(args.rest_seconds), history_path=args.history, plot_path=args.plot,
+                        client_debug=args.client_debug)
     try:
         outcome = run(settings)
     finally:

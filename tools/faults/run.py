@@ -48,6 +48,7 @@ class Settings:
     catch_up_seconds: float = 60.0  # after healing, for the consumers to read to the end
     history_path: str | None = None
     plot_path: str | None = None
+    client_debug: str | None = None  # librdkafka debug contexts for the consumers
 
 
 @dataclass
@@ -92,10 +93,11 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
                                         values, settings.rate, extra=_acks(settings.acks))
                          for i in range(settings.producers)]
         isolation = READ_COMMITTED if txn else None
+        consumer_extra = {**(isolation or {}), **({"debug": settings.client_debug} if settings.client_debug else {})}
         consumers = [ConsumerWorker(f"group-{i}", cluster.bootstrap, topic, settings.partitions, history, "queue-group",
-                                    extra=isolation) for i in range(settings.group_consumers)]
+                                    extra=consumer_extra) for i in range(settings.group_consumers)]
         consumers += [ConsumerWorker(f"reader-{i}", cluster.bootstrap, topic, settings.partitions, history,
-                                     extra=isolation) for i in range(settings.readers)]
+                                     extra=consumer_extra) for i in range(settings.readers)]
         workers = [*producers, *consumers]
         for worker in workers:
             worker.thread.start()

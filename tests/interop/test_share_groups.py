@@ -253,6 +253,21 @@ class _Wire:
         return data
 
 
+def _join(wire: _Wire, group: str, member: str, topic: str) -> None:
+    """Join a share group as a client does: find the coordinator (which creates
+    __consumer_offsets) and send the first heartbeat until the coordinator has loaded."""
+    deadline = time.monotonic() + 30
+    while True:
+        wire.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), FindCoordinatorResponse, 10, 4)
+        answer = wire.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                                      subscribed_topic_names=[topic]), ShareGroupHeartbeatResponse, 76)
+        if answer.error_code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) or time.monotonic() > deadline:
+            assert answer.error_code == 0, answer
+            return
+        time.sleep(0.2)
+
+
 def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker):
     bootstrap = share_broker.bootstrap
     create_topic(bootstrap, "strict", 1)
@@ -262,10 +277,7 @@ def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker
                          MetadataResponse, 3, 12)
     topic_uuid = metadata.topics[0].topic_id
     for name in ("alice", "bob"):
-        answer = wire.call(ShareGroupHeartbeatRequest(group_id="strict-group", member_id=name, member_epoch=0,
-                                                      subscribed_topic_names=["strict"]),
-                           ShareGroupHeartbeatResponse, 76)
-        assert answer.error_code == 0, answer
+        _join(wire, "strict-group", name, "strict")
     part = ShareFetchRequest.FetchPartition(partition_index=0, acknowledgement_batches=[])
     fetched = wire.call(ShareFetchRequest(group_id="strict-group", member_id="alice", share_session_epoch=0,
                                           max_wait_ms=2000, min_bytes=1, max_bytes=1 << 20, max_records=2,
@@ -285,11 +297,46 @@ def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker
     assert accepted.responses[0].partitions[0].error_code == 0
 
 
-def _accept_offsets_0_to_1(member: str, topic_id) -> ShareAcknowledgeRequest:
+def _accept_offsets_0_to_1(member: str, topic_id, group: str = "strict-group",
+                           epoch: int = 1) -> ShareAcknowledgeRequest:
     batch = ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])
-    return ShareAcknowledgeRequest(group_id="strict-group", member_id=member, share_session_epoch=1, topics=[
+    return ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=epoch, topics=[
         ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[
             ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[batch])])])
+
+
+def test_acknowledgements_closing_a_session_after_the_members_leave_are_applied(share_broker):
+    """A closing client sends its leave (ShareGroupHeartbeat, epoch -1) to the coordinator and its
+    last acknowledgements (ShareAcknowledge, epoch -1) to the leader at once, as librdkafka does;
+    handled in that order, the leave must not drop the share session: the acknowledgements are
+    applied and the accepted records never come back."""
+    create_topic(share_broker.bootstrap, "closing", 1)
+    produce(share_broker.bootstrap, "closing", 4, 1)
+    wire = _Wire(share_broker.port)
+    metadata = wire.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="closing")]),
+                         MetadataResponse, 3, 12)
+    topic_uuid = metadata.topics[0].topic_id
+
+    def fetch(member: str) -> ShareFetchResponse:
+        part = ShareFetchRequest.FetchPartition(partition_index=0, acknowledgement_batches=[])
+        return wire.call(ShareFetchRequest(group_id="closing-group", member_id=member, share_session_epoch=0,
+                                           max_wait_ms=2000, min_bytes=1, max_bytes=1 << 20, max_records=2,
+                                           batch_size=2,
+                                           topics=[ShareFetchRequest.FetchTopic(topic_id=topic_uuid, partitions=[part])]),
+                         ShareFetchResponse, 78)
+
+    _join(wire, "closing-group", "alice", "closing")
+    (acquired,) = fetch("alice").responses[0].partitions
+    assert [(r.first_offset, r.last_offset) for r in acquired.acquired_records] == [(0, 1)]
+    left = wire.call(ShareGroupHeartbeatRequest(group_id="closing-group", member_id="alice", member_epoch=-1),
+                     ShareGroupHeartbeatResponse, 76)
+    assert left.error_code == 0, left
+    closed = wire.call(_accept_offsets_0_to_1("alice", topic_uuid, "closing-group", -1), ShareAcknowledgeResponse, 79)
+    assert closed.error_code == 0, closed
+    assert closed.responses[0].partitions[0].error_code == 0
+    _join(wire, "closing-group", "bob", "closing")
+    (next_records,) = fetch("bob").responses[0].partitions
+    assert [(r.first_offset, r.last_offset, r.delivery_count) for r in next_records.acquired_records] == [(2, 3, 1)]
 
 
 def test_a_group_id_belongs_to_one_group_type(share_broker):

@@ -116,3 +116,29 @@ def test_a_cleanly_closed_members_records_return_at_once(broker):
         leaving.close()
     counts = redelivered(broker.bootstrap, "closed", "closed-group", 8, BEFORE_SESSION_TIMEOUT_S)
     check_returned(counts, held, 8)
+
+
+def test_a_closing_members_last_acknowledgements_are_kept(broker):
+    """librdkafka sends its last acknowledgements (ShareAcknowledge, epoch -1) and its leave
+    (ShareGroupHeartbeat, epoch -1) at once on two connections: whichever the broker handles
+    first, the accepted records stay accepted and only the unacknowledged one comes back."""
+    create_topic(broker.bootstrap, "acked", 1)
+    produce(broker.bootstrap, "acked", 8, 1)
+    leaving = share_consumer(broker.bootstrap, "acked-group", "acked", **{"share.acknowledgement.mode": "explicit"})
+    try:
+        held = poll_until(leaving, lambda got: len(got) > 0, WAIT_S)
+        assert len(held) > 1, "the records were produced in one flush: one batch, one poll"
+        for message in held[:-1]:
+            leaving.acknowledge(message, AcknowledgeType.ACCEPT)
+    finally:
+        leaving.close()
+    accepted = {m.offset() for m in held[:-1]}
+    survivor = share_consumer(broker.bootstrap, "acked-group", "acked", **{"share.acknowledgement.mode": "explicit"})
+    try:
+        received = poll_until(survivor, lambda got: {m.offset() for m in got} >= set(range(8)) - accepted,
+                              BEFORE_SESSION_TIMEOUT_S, lambda m: survivor.acknowledge(m, AcknowledgeType.ACCEPT))
+    finally:
+        survivor.close()
+    counts = {m.offset(): m.delivery_count() for m in received}
+    assert not accepted & set(counts), (sorted(accepted), counts)
+    assert counts[held[-1].offset()] == 2, counts

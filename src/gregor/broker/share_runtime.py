@@ -125,9 +125,9 @@ class ShareRuntime:
                 counts[name] = len(topic.partitions)
         result = self.groups.heartbeat(group_id, member_id, member_epoch, rack_id, subscribed, client_id,
                                        client_host, counts, now)
-        if member_epoch == -1:
-            self.release_member(group_id, member_id)
-            self._background(self.settle())
+        # A leave does not touch the member's share sessions, as in Kafka: its client closes them
+        # with epoch -1 (acknowledging its last records) on another connection, and that request
+        # may be handled after this one; its records come back then, or when its connection closes.
         self._member_timer.arm(self.groups.next_deadline())
         return result
 
@@ -253,8 +253,8 @@ class ShareRuntime:
         return start is not None and start < partition.high_watermark
 
     def release_member(self, group_id: str, member_id: str) -> None:
-        """The member's records on this broker go back to the group (it left, or closed its share
-        session here); `settle` persists it."""
+        """The member's records on this broker go back to the group (it closed its share session
+        here, its connection closed, or its group session expired); `settle` persists it."""
         now = self._clock()
         self.sessions.remove_member(group_id, member_id)
         for (group, _, _), (_, share) in self._shares.items():

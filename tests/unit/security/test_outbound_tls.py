@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 
+from gregor.broker.config import BrokerConfig
 from gregor.broker.peer_channel import open_peer
 from gregor.broker.security.listener_tls import ListenerTls
 from tests.unit.security.test_controller_listener_tls import combined
@@ -87,3 +88,20 @@ def test_a_connection_open_before_the_reload_keeps_its_certificate(certificates)
 
     first, second = asyncio.run(scenario())
     assert first != second
+
+
+def test_a_broker_only_node_checks_the_stores_of_the_controller_listener_it_connects_to(certificates):
+    config = BrokerConfig({
+        "process.roles": "broker", "node.id": "2", "controller.quorum.voters": "1@127.0.0.1:9095",
+        "controller.listener.names": "CONTROLLER", "listeners": "PLAINTEXT://127.0.0.1:9092",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": certificates.ca})
+    listener_tls = ListenerTls(config)
+    before = config.peer_security["controller"].ssl_context
+    refused = listener_tls.check({"listener.name.controller.ssl.truststore.location": certificates.path("nope.pem")})
+    assert refused is not None and refused.listener == "CONTROLLER"
+    assert "no TLS listener PLAINTEXT" in str(listener_tls.check({"listener.name.plaintext.ssl.keystore.type": "PEM"}))
+    change = {"listener.name.controller.ssl.truststore.location": certificates.path("rogue-ca.pem")}
+    assert listener_tls.check(change) is None
+    listener_tls.apply(change)
+    assert config.peer_security["controller"].ssl_context is not before

@@ -89,7 +89,7 @@ class ListenerTls:
         self.node_id = config.node_id
         self._listeners: dict[str, _Reloadable] = {}
         self._published = False
-        for security in getattr(config, "peer_security", {}).values():
+        for security in config.peer_security.values():
             if security.tls is not None:
                 self._reloadable(security.tls.listener).clients.append(security.tls)
 

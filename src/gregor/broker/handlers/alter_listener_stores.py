@@ -45,6 +45,7 @@ class Node:
 
 
 def broker_node(context: BrokerContext) -> Node:
+    """The broker a client listener's request reached, as the checker of its own stores."""
     metadata = context.metadata
     return Node(metadata.node_id, lambda: metadata.image.broker_config(metadata.node_id), context.listener_tls)
 

@@ -57,10 +57,10 @@ class Certificates:
     def key(self, name: str) -> str:
         return self.path(f"{name}.key")
 
-    def issue(self, name: str, subject: str, alt_names: str | None = None) -> str:
-        """A new key and certificate signed by the test CA; the path of its PEM keystore."""
+    def issue(self, name: str, subject: str, alt_names: str | None = None, ca: str = "ca") -> str:
+        """A new key and certificate signed by the test CA (or `rogue-ca`); the path of its PEM keystore."""
         _key_and_request(self.directory, name, subject)
-        _sign(self.directory, name, "ca", f"subjectAltName={alt_names}\n" if alt_names else None)
+        _sign(self.directory, name, ca, f"subjectAltName={alt_names}\n" if alt_names else None)
         return self.keystore(name)
 
 

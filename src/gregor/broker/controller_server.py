@@ -39,6 +39,7 @@ from gregor.broker.network import KafkaServer
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.peer_channel import PLAINTEXT
 from gregor.broker.raft_driver import RaftDriver
+from gregor.broker.security.listener_tls import ListenerTls
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
 from gregor.controller.metadata_replay import MetadataReplay, SnapshotPolicy
 from gregor.controller.operations import ControllerResult
@@ -92,10 +93,15 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
 class ControllerServer:
     """A voter of the metadata quorum; it is the `QuorumService` its listener's handlers use."""
 
-    def __init__(self, config: BrokerConfig, lock_dirs: bool = True, clock: Clock = wall_clock_ms) -> None:
+    def __init__(self, config: BrokerConfig, lock_dirs: bool = True, clock: Clock = wall_clock_ms,
+                 listener_tls: ListenerTls | None = None) -> None:
         """`lock_dirs=False` when the broker of the same process already holds the data
-        directories' locks (a combined node)."""
+        directories' locks (a combined node); `listener_tls`: the broker's reloadable TLS stores
+        on a combined node, which its controller listener joins (the broker publishes the images
+        to it); a controller-only node makes its own."""
         self.config = config
+        self._own_tls = listener_tls is None
+        self.listener_tls = ListenerTls(config) if listener_tls is None else listener_tls
         self._clock = clock
         self._locks = DirectoryLocks([config.metadata_log_dir]) if lock_dirs else None
         self.node_id = config.node_id
@@ -155,6 +161,7 @@ class ControllerServer:
                 self.bound_ports[endpoint.listener] = await server.listen(endpoint.listener, endpoint.host,
                                                                           endpoint.port, start_serving=False,
                                                                           transport=transport)
+                self.listener_tls.track(endpoint.listener, transport)
         # the embedded single node names no voters: it is the one voter, reached in process
         voters = self.config.quorum_voters() or {self.node_id: ("localhost", 0)}
         cluster_id = ensure_cluster_id([self.config.metadata_log_dir], self.node_id, self.config.get("cluster.id"),
@@ -164,6 +171,8 @@ class ControllerServer:
                           QuorumStateFile(metadata_partition_dir(directory)), cluster_id, raft_config(self.config))
         self.loader = MetadataLoader(MetadataImage(cluster_id=cluster_id))
         self.loader.install(self.controller)
+        if self._own_tls:
+            self.loader.install(self.listener_tls)
         self.replay = MetadataReplay(raft, self.loader, snapshot_policy(self.config))
         self.raft_driver = RaftDriver(raft, voters, self._committed, self._state_changed, self._clock,
                                       self.config.peer_security.get("controller", PLAINTEXT))

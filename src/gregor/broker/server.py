@@ -150,7 +150,7 @@ class Broker:
         source: ControllerServer | MetadataObserver
         if self.runs_controller:
             source = self.controller_server = self.scrape_state.controller_server = ControllerServer(
-                self.config, lock_dirs=False, clock=self.clock)
+                self.config, lock_dirs=False, clock=self.clock, listener_tls=self.listener_tls)
             await source.start()
             self.metadata.image = await source.caught_up()
         else:

@@ -18,6 +18,7 @@ from typing import Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, T
 from gregor.broker.authorization import BrokerAuthorizer
 from gregor.broker.config import BrokerConfig
 from gregor.broker.fetch_purgatory import FetchPurgatory
+from gregor.broker.security.listener_tls import ListenerTls
 from gregor.controller.broker_heartbeats import BrokerHeartbeats
 from gregor.controller.operations import ControllerResult, CreatableTopic, CreateTopicResult
 from gregor.controller.quorum_controller import QuorumController
@@ -139,6 +140,13 @@ class QuorumService(Protocol):
 
     @property
     def heartbeats(self) -> BrokerHeartbeats: ...
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def listener_tls(self) -> ListenerTls | None:
+        """This node's reloadable TLS stores (its controller listener's, and a combined node's broker's)."""
 
     @property
     def next_offset(self) -> int:

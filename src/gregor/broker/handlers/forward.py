@@ -113,7 +113,7 @@ async def _forward(context: BrokerContext, request: Any) -> Message | Throttled:
     except KafkaError as error:
         answer = error_answer(request, error.code, str(error))
     if request.API_KEY in alter_listener_stores.SCREENED:
-        alter_listener_stores.reload_after(context, request, answer)
+        alter_listener_stores.reload_after(alter_listener_stores.broker_node(context), request, answer)
     if request.API_KEY in mutation_quota.SCREENED:
         return mutation_quota.throttled(context, request, screened.merged(answer))
     return screened.merged(answer)

@@ -229,16 +229,31 @@ def resolve_all(config: BrokerConfig) -> dict[str, ListenerSecurity]:
     return resolved
 
 
+class ClientTls:
+    """The TLS context of this node's own connections to one listener. `context` is replaced when
+    the listener's key or trust store is reloaded (`listener_tls`); a connection reads it when it
+    opens, so new connections use the stores as last reloaded and open ones keep theirs."""
+
+    def __init__(self, listener: str, context: ssl.SSLContext) -> None:
+        self.listener = listener
+        self.context = context
+
+
 @dataclass(frozen=True)
 class OutboundSecurity:
     """How this node's own connections to another node's listener are secured: TLS with the
     listener's trust (and key, for client certificates), SASL with the mechanism and login Kafka's
     keys name (`listener.name.<listener>.<mechanism>.sasl.jaas.config` username and password)."""
 
-    ssl_context: ssl.SSLContext | None = None
+    tls: ClientTls | None = None
     mechanism: str | None = None
     username: str = ""
     password: str = ""
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The context a connection opened now uses (None: plaintext)."""
+        return None if self.tls is None else self.tls.context
 
 
 def outbound(config: BrokerConfig, listener: str, mechanism_key: str) -> OutboundSecurity:
@@ -249,7 +264,7 @@ def outbound(config: BrokerConfig, listener: str, mechanism_key: str) -> Outboun
     context = None
     if protocol in TLS_PROTOCOLS:
         try:
-            context = client_context(lambda key: config.listener_value(listener, key))
+            context = ClientTls(listener, client_context(lambda key: config.listener_value(listener, key)))
         except TlsConfigError as error:
             raise SecurityConfigError(f"listener {listener} (this node's own connections): {error}") from None
     if protocol not in SASL_PROTOCOLS:

@@ -278,21 +278,37 @@ class ControllerServer:
             self._duties_due.clear()
             if not self.raft.leader_caught_up:
                 self._duties_timer.cancel()  # a commit wakes the duties once this node leads
+                self._duties_timer.take_lateness()
                 continue
             self.heartbeats.take_over(self.raft.leader_epoch)
-            for broker_id in self.heartbeats.expired(self.image, self._clock()):
-                log.info("controller %d: broker %d missed its session of %d ms: fencing it (OfflineReplica)",
-                         self.node_id, broker_id, self.heartbeats.session_timeout_ms)
-                try:
-                    await self.submit(lambda: ControllerResult(None, tuple(
-                        fence_broker(self.image, broker_id, self.unclean_allowed))))
-                except KafkaError as error:
-                    log.info("controller %d: fencing broker %d not committed: %s", self.node_id, broker_id, error)
+            paused_ms = self._duties_timer.take_lateness()
+            if paused_ms:
+                self.heartbeats.controller_paused(paused_ms, self._clock())
+            stale = self.heartbeats.stale_broker(self.image, self._clock())
+            if stale is not None:
+                await self._fence_stale(stale)
             await rebalance.run_if_due(self, self._clock())
             now_ms = self._clock()
-            due = [d for d in (self.heartbeats.next_expiry(self.image), rebalance.next_due(now_ms)) if d is not None]
-            # a broker still due was not fenced (the commit failed): try again after the backoff
+            due = [d for d in (self.heartbeats.next_check(self.image, now_ms), rebalance.next_due(now_ms))
+                   if d is not None]
+            # the next stale broker, or one whose fencing was not committed, after the backoff
             self._duties_timer.arm(max(min(due), now_ms + retry_ms) if due else None)
+
+    async def _fence_stale(self, broker_id: int) -> None:
+        """Fence a broker whose session ran out, unless a heartbeat that waited for the operation
+        before this one renewed it."""
+        def fence() -> ControllerResult[bool]:
+            broker = self.image.brokers.get(broker_id)
+            if broker is None or broker.fenced or self.heartbeats.session_active(broker_id, self._clock()):
+                return ControllerResult(False, ())
+            return ControllerResult(True, tuple(fence_broker(self.image, broker_id, self.unclean_allowed)))
+
+        try:
+            if await self.submit(fence):
+                log.info("controller %d: broker %d missed its session of %d ms: fenced it (OfflineReplica)",
+                         self.node_id, broker_id, self.heartbeats.session_timeout_ms)
+        except KafkaError as error:
+            log.info("controller %d: fencing broker %d not committed: %s", self.node_id, broker_id, error)
 
     async def stop(self) -> None:
         log.info("controller %d shutting down", self.node_id)

@@ -24,6 +24,7 @@ class DeadlineTimer:
         self._fire = fire
         self._handle: asyncio.TimerHandle | None = None
         self._deadline: int | None = None
+        self._lateness_ms = 0
 
     def arm(self, deadline_ms: int | None) -> None:
         """Fire at `deadline_ms` (this timer's clock; one already past fires on the next loop
@@ -46,6 +47,17 @@ class DeadlineTimer:
             self._handle.cancel()
         self._handle = self._deadline = None
 
+    def take_lateness(self) -> int:
+        """How late the timer fired, in total, since this was last asked: a process stopped or
+        starved of CPU past a deadline shows here, which a core judging others by their silence
+        (the controller's broker sessions) must not count against them."""
+        lateness, self._lateness_ms = self._lateness_ms, 0
+        return lateness
+
     def _run(self) -> None:
+        deadline = self._deadline
         self._handle = self._deadline = None
-        self._fire(self._clock())
+        now = self._clock()
+        if deadline is not None:
+            self._lateness_ms += max(now - deadline, 0)
+        self._fire(now)

@@ -112,6 +112,24 @@ class BrokerHeartbeats:
         records.extend(fencing[1:])  # its partitions move now; the broker itself is fenced when it stops
         return HeartbeatReply(is_caught_up=caught_up, is_fenced=False, records=tuple(records))
 
+    def controller_paused(self, paused_ms: int, now_ms: int) -> None:
+        """This controller ran nothing for `paused_ms` (a stopped process, a starved one): the
+        brokers' silence meanwhile is not theirs, their heartbeats wait unread in its sockets, so
+        every session is lengthened by it. Kafka's controller counts it against the brokers (with
+        9 s sessions it seldom matters); with the fault harness's 1.5 s sessions a controller
+        stopped for 1.5 s fenced every broker, Metadata answers listed none, and librdkafka
+        dropped every broker handle."""
+        for broker_id, last in self._last_contact.items():
+            self._last_contact[broker_id] = min(last + paused_ms, now_ms)
+
+    def next_check(self, image: MetadataImage, now_ms: int) -> int | None:
+        """When the active controller should next look at the sessions: at `next_expiry`, and
+        at least twice per session timeout while a broker is unfenced, so that a pause of the
+        controller shows as a late timer (`controller_paused`) before the sessions it spans
+        are judged."""
+        expiry = self.next_expiry(image)
+        return None if expiry is None else min(expiry, now_ms + self.session_timeout_ms // 2)
+
     def next_expiry(self, image: MetadataImage) -> int | None:
         """When `expired` may next name a broker: the earliest end of an unfenced broker's session
         (0, at once, for one this controller has not heard from, so that its session starts)."""
@@ -124,15 +142,22 @@ class BrokerHeartbeats:
             due = at if due is None else min(due, at)
         return due
 
-    def expired(self, image: MetadataImage, now_ms: int) -> list[int]:
-        """Unfenced brokers whose session timed out (brokers never heard from by this controller
-        start their session now)."""
-        late = []
+    def stale_broker(self, image: MetadataImage, now_ms: int) -> int | None:
+        """The unfenced broker whose session timed out longest ago, if any (brokers never heard
+        from by this controller start their session now).
+
+        One at a time, as Kafka's controller fences (`maybeFenceOneStaleBroker`): after a pause of
+        the controller itself every session looks expired, while the brokers' heartbeats wait
+        unread in its sockets; fencing them all in one pass left Metadata answers listing no
+        broker, and librdkafka then drops every broker handle (an assign-mode consumer of the
+        fault harness read nothing more for an hour). Between two fencings those heartbeats get in."""
+        stale: tuple[int, int] | None = None
         for broker_id, broker in image.brokers.items():
             if broker.fenced:
                 continue
-            if broker_id not in self._last_contact:
+            last = self._last_contact.get(broker_id)
+            if last is None:
                 self._last_contact[broker_id] = now_ms
-            elif not self.session_active(broker_id, now_ms):
-                late.append(broker_id)
-        return late
+            elif not self.session_active(broker_id, now_ms) and (stale is None or last < stale[0]):
+                stale = (last, broker_id)
+        return None if stale is None else stale[1]

@@ -45,3 +45,20 @@ def test_a_past_deadline_fires_on_the_next_iteration_and_cancel_disarms():
         await asyncio.sleep(0.05)
 
     assert len(run(scenario)) == 1
+
+
+def test_it_reports_how_late_it_fired_once():
+    """A loop that could not run (here: blocked by a sleep on its own thread) fires the timer late;
+    the lateness is reported once, for the core to discount it."""
+    lateness: list[int] = []
+
+    async def scenario(timer: DeadlineTimer) -> None:
+        import time
+
+        timer.arm(wall_clock_ms() + 10)
+        time.sleep(0.2)  # the loop is stopped past the deadline
+        await asyncio.sleep(0.05)
+        lateness.extend((timer.take_lateness(), timer.take_lateness()))
+
+    assert len(run(scenario)) == 1
+    assert lateness[0] >= 150 and lateness[1] == 0

@@ -27,9 +27,9 @@ def test_a_fenced_broker_is_unfenced_once_it_replayed_its_registration():
 def test_sessions_expire_in_virtual_time_and_start_when_first_seen():
     heartbeats = BrokerHeartbeats(1000)
     image = cluster()
-    assert heartbeats.expired(image, 0) == []  # a new controller gives everyone a full session
+    assert heartbeats.stale_broker(image, 0) is None  # a new controller gives everyone a full session
     beat(heartbeats, image, 1, 900)
-    assert heartbeats.expired(image, 1500) == [2, 3, 4]
+    assert heartbeats.stale_broker(image, 1500) == 2
     assert heartbeats.session_active(1, 1500) and not heartbeats.session_active(2, 1500)
 
 
@@ -39,27 +39,27 @@ def test_a_controller_elected_again_gives_every_broker_a_fresh_session():
     heartbeats = BrokerHeartbeats(1000)
     image = cluster()
     heartbeats.take_over(3)
-    heartbeats.expired(image, 0)
+    heartbeats.stale_broker(image, 0)
     for broker in (1, 2, 3, 4):
         beat(heartbeats, image, broker, 500)
     heartbeats.take_over(3)  # the same term: sessions go on
-    assert heartbeats.expired(image, 1600) == [1, 2, 3, 4]
+    assert heartbeats.stale_broker(image, 1600) == 1
     heartbeats.take_over(5)  # led by others in epoch 4, this controller leads again
-    assert heartbeats.expired(image, 10_000) == []
+    assert heartbeats.stale_broker(image, 10_000) is None
     assert heartbeats.next_expiry(image) == 11_001
     assert not heartbeats.heard_within_session(1, 10_000)
 
 
-def test_the_next_expiry_is_the_first_moment_expired_names_a_broker():
+def test_the_next_expiry_is_the_first_moment_a_broker_is_stale():
     """The active controller sleeps until `next_expiry` (no period): not a millisecond late."""
     heartbeats = BrokerHeartbeats(1000)
     image = cluster()
     assert heartbeats.next_expiry(image) == 0  # brokers not heard from yet: start their sessions at once
-    heartbeats.expired(image, 0)
+    heartbeats.stale_broker(image, 0)
     beat(heartbeats, image, 1, 900)
     assert heartbeats.next_expiry(image) == 1001
-    assert heartbeats.expired(image, 1000) == []
-    assert heartbeats.expired(image, 1001) == [2, 3, 4]
+    assert heartbeats.stale_broker(image, 1000) is None
+    assert heartbeats.stale_broker(image, 1001) == 2
     fenced = replay(image, [record for broker in (2, 3, 4) for record in
                             heartbeats.heartbeat(image, broker, 5, 100, True, False, CLEAN, 1001).records])
     assert heartbeats.next_expiry(fenced) == 900 + 1001  # 2-4 are fenced now: only broker 1 counts
@@ -70,12 +70,45 @@ def test_the_next_expiry_is_the_first_moment_expired_names_a_broker():
 def test_only_a_session_this_controller_heard_makes_a_second_registration_a_duplicate():
     heartbeats = BrokerHeartbeats(1000)
     image = cluster()
-    heartbeats.expired(image, 0)  # taking over: every registered broker gets a session
+    heartbeats.stale_broker(image, 0)  # taking over: every registered broker gets a session
     assert heartbeats.session_active(1, 10) and not heartbeats.heard_within_session(1, 10)
     beat(heartbeats, image, 1, 20)
     assert heartbeats.heard_within_session(1, 30) and not heartbeats.heard_within_session(1, 1021)
     heartbeats.registered(2, 40)
     assert heartbeats.heard_within_session(2, 50)
+
+
+def test_stale_brokers_are_named_one_at_a_time_the_longest_silent_first():
+    """After a pause of the controller itself every session looks expired while the heartbeats
+    wait unread: naming one broker at a time (Kafka's maybeFenceOneStaleBroker) lets those
+    heartbeats renew the others before they are fenced too."""
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster()
+    heartbeats.stale_broker(image, 0)
+    for broker, at in ((1, 300), (2, 100), (3, 200), (4, 400)):
+        beat(heartbeats, image, broker, at)
+    assert heartbeats.stale_broker(image, 5000) == 2  # silent since 100: the longest
+    fenced = replay(image, heartbeats.heartbeat(image, 2, 5, 100, True, False, CLEAN, 100).records)
+    for broker in (1, 3, 4):  # their heartbeats, read once the controller runs again
+        beat(heartbeats, fenced, broker, 5001)
+    assert heartbeats.stale_broker(fenced, 5002) is None
+
+
+def test_a_pause_of_the_controller_is_not_counted_against_the_brokers():
+    """The duties' timer fires late by about the pause (it is due at least twice per session):
+    the sessions are lengthened by it, so the brokers' heartbeats, still unread, renew them."""
+    heartbeats = BrokerHeartbeats(1000)
+    image = cluster()
+    heartbeats.stale_broker(image, 0)
+    for broker in (1, 2, 3, 4):
+        beat(heartbeats, image, broker, 400)
+    assert heartbeats.next_check(image, 400) == 900  # half a session on, before the expiry at 1401
+    # stopped from 450 to 3000: the timer due at 900 fires at 3000, 2100 ms late
+    heartbeats.controller_paused(2100, 3000)
+    assert heartbeats.stale_broker(image, 3000) is None
+    assert heartbeats.stale_broker(image, 3501) == 1  # brokers that stay silent are fenced in time
+    heartbeats.controller_paused(10_000, 3600)
+    assert heartbeats.session_active(1, 4600) and not heartbeats.session_active(1, 4601)  # never past now
 
 
 def test_unknown_brokers_and_stale_epochs_are_refused():

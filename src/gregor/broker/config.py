@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from gregor.broker.network import ConnectionLimits
+from gregor.broker.network import ConnectionLimits, SocketBuffers
 from gregor.metadata.authorizer import STANDARD_AUTHORIZER
 from gregor.coordinator.config import consumer_assignors
 from gregor.coordinator.consumer.limits import CONSUMER_LIMIT_DEFAULTS, consumer_limit_error
@@ -500,6 +500,11 @@ class BrokerConfig:
 
     def get(self, name: str):
         return self._values[name]
+
+    def socket_buffers(self, listener: str) -> SocketBuffers:
+        """The listener's `socket.send.buffer.bytes` / `socket.receive.buffer.bytes`."""
+        return SocketBuffers(int(self.listener_value(listener, "socket.send.buffer.bytes")),  # type: ignore[arg-type]
+                             int(self.listener_value(listener, "socket.receive.buffer.bytes")))  # type: ignore[arg-type]
 
     def listener_value(self, listener: str, name: str) -> object:
         """A key as one listener sees it: `listener.name.<listener>.<name>` (Kafka's per-listener

@@ -158,9 +158,9 @@ class ControllerServer:
             for endpoint in self.config.controller_listeners():
                 transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential,
                                                                                        self._clock)
-                self.bound_ports[endpoint.listener] = await server.listen(endpoint.listener, endpoint.host,
-                                                                          endpoint.port, start_serving=False,
-                                                                          transport=transport)
+                self.bound_ports[endpoint.listener] = await server.listen(
+                    endpoint.listener, endpoint.host, endpoint.port, start_serving=False, transport=transport,
+                    buffers=self.config.socket_buffers(endpoint.listener))
                 self.listener_tls.track(endpoint.listener, transport)
         # the embedded single node names no voters: it is the one voter, reached in process
         voters = self.config.quorum_voters() or {self.node_id: ("localhost", 0)}

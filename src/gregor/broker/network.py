@@ -166,6 +166,27 @@ class ListenerTransport:
     authenticate: Callable[[Dispatcher], Dispatcher] | None = None
 
 
+@dataclass(frozen=True)
+class SocketBuffers:
+    """`socket.send.buffer.bytes` / `socket.receive.buffer.bytes` of a listener (-1: the OS's
+    own, autotuned). Kafka's 100 KB defaults bound what a client can queue in the broker's kernel
+    buffers: past them TCP pushes back, and a client batches the records it would otherwise send
+    as thousands of small requests waiting there."""
+
+    send: int = -1
+    receive: int = -1
+
+    def apply(self, sock: socket.socket, send: bool = True) -> None:
+        """Set the sizes on a socket (a listening one takes only the receive size, which the
+        connections it accepts inherit before their window is announced)."""
+        for option, size in ((socket.SO_SNDBUF, self.send if send else -1), (socket.SO_RCVBUF, self.receive)):
+            if size >= 0:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, option, size)
+                except OSError as error:
+                    log.warning("cannot set the socket buffer size to %d bytes: %s", size, error)
+
+
 UNLIMITED = 2**31 - 1  # Kafka's Int.MaxValue default of the connection counts
 
 
@@ -205,10 +226,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, dispatcher: Dispatcher, listener: str, max_request_size: int,
                  on_close: Callable[["KafkaConnection"], None] | None = None,
                  admit: Callable[["KafkaConnection"], "bool | Held"] | None = None,
-                 transport: ListenerTransport | None = None) -> None:
+                 transport: ListenerTransport | None = None, buffers: SocketBuffers | None = None) -> None:
         """`admit` is asked once the peer is known; a connection it refuses is closed at once, one
         it holds waits (`Held`)."""
         self._security = transport or ListenerTransport()
+        self._socket_buffers = buffers
         authenticate = self._security.authenticate
         self._dispatcher = dispatcher if authenticate is None else authenticate(dispatcher)
         self._listener = listener
@@ -244,6 +266,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+            if self._socket_buffers is not None:
+                self._socket_buffers.apply(sock)
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.peer_ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
@@ -667,19 +691,22 @@ class KafkaServer:
         self._reaper = loop.call_later(min(idle_s / 4, 1.0), self._reap_idle)
 
     async def listen(self, listener: str, host: str, port: int, start_serving: bool = True,
-                     transport: ListenerTransport | None = None) -> int:
+                     transport: ListenerTransport | None = None, buffers: SocketBuffers | None = None) -> int:
         """Bind the listener; the bound port. With `start_serving=False` connections are refused
         until `start_serving()` (a broker that must register its ports before it may serve)."""
         loop = asyncio.get_running_loop()
 
         def factory() -> KafkaConnection:
             connection = KafkaConnection(self._dispatcher, listener, self._max_request_size,
-                                         self._closed, self._admit, transport)
+                                         self._closed, self._admit, transport, buffers)
             self.connections.add(connection)
             return connection
 
         server = await loop.create_server(factory, host or None, port, reuse_address=True, backlog=512,
                                           start_serving=start_serving)
+        if buffers is not None:
+            for sock in server.sockets:
+                buffers.apply(sock, send=False)  # type: ignore[arg-type]
         self._servers.append(server)
         if self._reaper is None and self._limits.max_idle_ms >= 0:
             self._reaper = loop.call_later(min(self._limits.max_idle_ms / 4000, 1.0), self._reap_idle)

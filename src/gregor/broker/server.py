@@ -143,7 +143,7 @@ class Broker:
         for endpoint in self.config.client_listeners():
             transport = self.config.listener_security[endpoint.listener].transport(self._scram_credential, self.clock)
             port = await server.listen(endpoint.listener, endpoint.host, endpoint.port, start_serving=False,
-                                       transport=transport)
+                                       transport=transport, buffers=self.config.socket_buffers(endpoint.listener))
             self.listener_tls.track(endpoint.listener, transport)
             self.bound_ports[endpoint.listener] = port
         cluster_id = self._cluster_id()

@@ -12,7 +12,7 @@ import struct
 import pytest
 
 from gregor.broker.config import BrokerConfig, ConfigError
-from gregor.broker.network import ConnectionLimits, KafkaConnection, KafkaServer
+from gregor.broker.network import ConnectionLimits, KafkaConnection, KafkaServer, SocketBuffers
 
 MAX_REQUEST = 100 * 1024 * 1024  # socket.request.max.bytes' default
 
@@ -223,3 +223,30 @@ def test_a_slow_sender_that_keeps_sending_is_not_reaped_and_is_answered():
         assert await closed_by_server(reader, 2)  # and reaped once it stops
         await server.close()
     asyncio.run(run())
+
+
+def test_accepted_connections_get_the_listeners_socket_buffer_sizes():
+    """socket.send.buffer.bytes / socket.receive.buffer.bytes (Kafka's 100 KB by default) are
+    set on every accepted socket, the receive size on the listening one too; -1 leaves the OS's."""
+    import socket
+
+    config = BrokerConfig({"listener.name.plaintext.socket.receive.buffer.bytes": "32768"})
+    assert config.socket_buffers("PLAINTEXT") == SocketBuffers(102400, 32768)
+    assert config.socket_buffers("OTHER") == SocketBuffers(102400, 102400)
+
+    async def sizes(buffers: SocketBuffers) -> tuple[int, int]:
+        server = KafkaServer(Echo(), MAX_REQUEST, ConnectionLimits())
+        port = await server.listen("PLAINTEXT", "127.0.0.1", 0, buffers=buffers)
+        reader, writer = await open_connection(port)
+        assert await answered(reader, writer)
+        (connection,) = server.connections
+        sock = connection._transport.get_extra_info("socket")
+        found = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), sock.getsockopt(socket.SOL_SOCKET,
+                                                                                        socket.SO_RCVBUF)
+        writer.close()
+        await server.close()
+        return found
+
+    default = asyncio.run(sizes(SocketBuffers()))
+    # Linux reports twice the size asked for (its bookkeeping overhead)
+    assert asyncio.run(sizes(SocketBuffers(65536, 32768))) == (2 * 65536, 2 * 32768) != default

@@ -42,7 +42,6 @@ LISTENER_KEYS = frozenset({
     "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth", "ssl.principal.mapping.rules",
     "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites", "ssl.endpoint.identification.algorithm",
     "sasl.enabled.mechanisms", "connections.max.reauth.ms",
-    # accepted per listener as they are globally (Gregor leaves socket buffers to the OS)
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
 })
 _JAAS_KEYS = frozenset(f"{mechanism.lower()}.sasl.jaas.config" for mechanism in SUPPORTED_MECHANISMS)

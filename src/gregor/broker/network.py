@@ -169,9 +169,7 @@ class ListenerTransport:
 @dataclass(frozen=True)
 class SocketBuffers:
     """`socket.send.buffer.bytes` / `socket.receive.buffer.bytes` of a listener (-1: the OS's
-    own, autotuned). Kafka's 100 KB defaults bound what a client can queue in the broker's kernel
-    buffers: past them TCP pushes back, and a client batches the records it would otherwise send
-    as thousands of small requests waiting there."""
+    own, autotuned: Gregor's default, where Kafka's is 100 KB)."""
 
     send: int = -1
     receive: int = -1

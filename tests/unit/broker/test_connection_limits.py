@@ -226,13 +226,15 @@ def test_a_slow_sender_that_keeps_sending_is_not_reaped_and_is_answered():
 
 
 def test_accepted_connections_get_the_listeners_socket_buffer_sizes():
-    """socket.send.buffer.bytes / socket.receive.buffer.bytes (Kafka's 100 KB by default) are
-    set on every accepted socket, the receive size on the listening one too; -1 leaves the OS's."""
+    """socket.send.buffer.bytes / socket.receive.buffer.bytes are set on every accepted socket,
+    the receive size on the listening one too; -1 (Gregor's default) leaves the OS's."""
     import socket
 
-    config = BrokerConfig({"listener.name.plaintext.socket.receive.buffer.bytes": "32768"})
+    config = BrokerConfig({"socket.send.buffer.bytes": "102400",
+                           "listener.name.plaintext.socket.receive.buffer.bytes": "32768"})
     assert config.socket_buffers("PLAINTEXT") == SocketBuffers(102400, 32768)
-    assert config.socket_buffers("OTHER") == SocketBuffers(102400, 102400)
+    assert config.socket_buffers("OTHER") == SocketBuffers(102400, -1)
+    assert BrokerConfig().socket_buffers("PLAINTEXT") == SocketBuffers(-1, -1)
 
     async def sizes(buffers: SocketBuffers) -> tuple[int, int]:
         server = KafkaServer(Echo(), MAX_REQUEST, ConnectionLimits())

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from gregor.client import AdminClient
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
     ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse,
@@ -87,6 +88,11 @@ def test_the_controller_listener_advertises_only_the_quorum_and_operator_apis(qu
     assert described.returncode == 0, described.stderr
     assert f"  node.id={follower} sensitive=false synonyms={{STATIC_BROKER_CONFIG:node.id={follower}}}" \
         in described.stdout
+    with AdminClient({"bootstrap.controllers": quorum[follower - 1].bootstrap}) as admin:
+        assert admin.describe_metadata_quorum().leader_id == answer.leader_id  # sent to the leader
+        described_cluster = admin.describe_cluster()
+        assert (described_cluster.cluster_id, described_cluster.controller.node_id) == (CLUSTER_ID, answer.leader_id)
+        assert [node.node_id for node in described_cluster.nodes] == [1, 2, 3]
     features = in_process(capsys, "features", "--bootstrap-controller", quorum[follower - 1].bootstrap, "describe")
     assert features.returncode == 0 and "Feature: transaction.version\tSupportedMinVersion: 1" in features.stdout
 

@@ -974,7 +974,9 @@ class AdminOperations:
         async def attempt() -> QuorumInfo:
             request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
                 topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
-            response = await self._send(request, None, deadline)
+            # a broker forwards it to the leader; from bootstrap.controllers it goes there directly
+            leader = await self._controller(deadline) if self._network.settings.to_controllers else None
+            response = await self._send(request, leader, deadline)
             if response.error_code != ErrorCode.NONE:
                 raise error_for(response.error_code, response.error_message)
             partition = response.topics[0].partitions[0] if response.topics and response.topics[0].partitions \

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.broker_process import free_port
 from tests.cli.conftest import in_process, one_error_line
 
 CONTROLLER = ["configs", "--bootstrap-controller", "127.0.0.1:1"]
@@ -28,3 +29,12 @@ def test_refusals(capsys, args, message):
     result = in_process(capsys, *args)
     assert result.returncode == 2
     assert message in one_error_line(result)
+
+
+def test_no_controller_listening_is_one_line_naming_the_flag(capsys):
+    address = f"127.0.0.1:{free_port()}"
+    result = in_process(capsys, "configs", "--bootstrap-controller", address, "--timeout", "500", "--describe",
+                        "--entity-type", "brokers")
+    assert result.returncode == 1
+    assert f"cannot reach the cluster at {address} within 500 ms: is a controller running there? " \
+           f"Check --bootstrap-controller" in one_error_line(result)

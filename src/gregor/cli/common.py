@@ -230,7 +230,7 @@ def missing_topic(topic: str | None) -> str:
 
 
 def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_ms: int | None,
-                         topic: str | None = None) -> str:
+                         topic: str | None = None, controllers: bool = False) -> str:
     """One line for a client exception; an unreachable cluster (no connection, or no answer within
     the time allowed, which on a loaded machine may end before a connection attempt fails) says
     where and how long we tried. A wait that ended with the cluster answering (the client chains
@@ -244,8 +244,9 @@ def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_m
         return _one_line(text)
     if error.code in _UNREACHABLE:
         waited = f" within {timeout_ms} ms" if timeout_ms else ""
-        return (f"cannot reach the cluster at {bootstrap}{waited}: is a broker running there? "
-                f"Check --bootstrap-server (detail: {_one_line(text)})")
+        node, flag = ("a controller", "--bootstrap-controller") if controllers else ("a broker", "--bootstrap-server")
+        return (f"cannot reach the cluster at {bootstrap}{waited}: is {node} running there? "
+                f"Check {flag} (detail: {_one_line(text)})")
     return _one_line(text)
 
 
@@ -268,7 +269,8 @@ def guarded(tool: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
             except KafkaException as error:
                 timeout = getattr(args, "resolved_timeout_ms", None)
                 _print_error(prefix, describe_kafka_error(error, bootstrap_of(args), timeout,
-                                                          getattr(args, "topic", None)))
+                                                          getattr(args, "topic", None),
+                                                          bool(getattr(args, "bootstrap_controller", None))))
                 return EXIT_FAILURE
             except ClientConfigError as error:
                 _print_error(prefix, f"invalid client config: {error}")
@@ -327,7 +329,8 @@ def open_admin(args: argparse.Namespace) -> AdminClient:
 
 def explain(error: KafkaException, args: argparse.Namespace) -> str:
     """A per-item error of an admin call in one line (an unreachable cluster said plainly)."""
-    return describe_kafka_error(error, bootstrap_of(args), getattr(args, "resolved_timeout_ms", None))
+    return describe_kafka_error(error, bootstrap_of(args), getattr(args, "resolved_timeout_ms", None),
+                                controllers=bool(getattr(args, "bootstrap_controller", None)))
 
 
 def bootstrap_of(args: argparse.Namespace) -> str | None:

@@ -202,6 +202,12 @@ def test_an_operator_renews_the_controller_certificate_with_gregor_configs(clust
         in one_error_line(bad)
     assert _presented(ca, port) == _pem_der(renewed)
 
+    default = in_process(capsys, *tool, "--entity-default", "--alter", "--add-config", "log.retention.ms=86400000")
+    assert default.stdout == "Completed updating default config for brokers in the cluster.\n", default.stderr
+    assert in_process(capsys, *tool, "--entity-default", "--describe").stdout == (
+        "Default configs for brokers in the cluster are:\n"
+        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n")
+
     at_a_broker = in_process(capsys, "configs", "--bootstrap-controller", brokers[2].bootstrap, "--describe",
                              "--entity-type", "brokers")
     assert at_a_broker.returncode == 1

@@ -77,7 +77,7 @@ def test_the_controller_listener_advertises_only_the_quorum_and_operator_apis(qu
                                                               46, 49, 51, 52, 53, 54, 55, 56, 57, 59, 60, 62, 63, 67}
     # KIP-919: DescribeCluster for controllers on any voter names all three and the leader, and
     # `gregor configs --bootstrap-controller` describes a controller that does not lead
-    index, answer = leader_view(quorum)
+    index, answer = caught_up(quorum)  # every voter follows the leader, so knows it
     for node in quorum:
         cluster = call(node.port, DescribeClusterRequest(endpoint_type=2), 1, DescribeClusterResponse)
         assert (cluster.error_code, cluster.cluster_id, cluster.controller_id) == (0, CLUSTER_ID, answer.leader_id)

@@ -1,11 +1,12 @@
-"""An operator's questions on a controller listener (KIP-919): DescribeCluster lists the
+"""An operator's requests on a controller listener (KIP-919): DescribeCluster lists the
 controllers (ALTER on the cluster required, as Kafka's ControllerApis), DescribeConfigs describes
-the controller's own broker resource (DESCRIBE_CONFIGS on the cluster), and neither needs the
-CLUSTER_ACTION the quorum's own APIs require. A client listener refuses a request for
-controllers with Kafka's MISMATCHED_ENDPOINT_TYPE."""
+the controller's own broker resource (DESCRIBE_CONFIGS on the cluster), config changes need
+ALTER_CONFIGS per resource, and none needs the CLUSTER_ACTION the quorum's own APIs require. A
+client listener refuses a request for controllers with Kafka's MISMATCHED_ENDPOINT_TYPE."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from types import MappingProxyType
 
@@ -21,7 +22,10 @@ from gregor.metadata.authorizer import StandardAuthorizer
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from gregor.metadata.topic_configs import ConfigSource
 from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.messages import DescribeClusterRequest, DescribeConfigsRequest, RequestHeader
+from gregor.controller.operations import AlterConfigsResult
+from gregor.protocol.messages import (
+    DescribeClusterRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, RequestHeader,
+)
 
 OPERATOR = "User:ops"
 
@@ -113,3 +117,39 @@ def test_describe_configs_refuses_other_nodes_other_resources_and_the_unauthoriz
     refused = _describe(Quorum(operations=(AclOperation.DESCRIBE,)), BROKER_RESOURCE, "2")
     assert (refused.error_code, refused.configs) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     assert _describe(Quorum(operations=(AclOperation.DESCRIBE_CONFIGS,)), BROKER_RESOURCE, "2").error_code == 0
+
+
+class Committing(Quorum):
+    """A quorum whose controller accepts every config change (what the handler asks it)."""
+
+    def __init__(self, operations: tuple[AclOperation, ...] | None) -> None:
+        super().__init__(operations)
+        self.listener_tls = None
+        self.controller = self
+
+    def incremental_alter_configs(self, resources, validate_only):
+        return [AlterConfigsResult(r.resource_type, r.resource_name, ErrorCode.NONE, None) for r in resources]
+
+    async def submit(self, operation):
+        return operation()
+
+
+def _alter(quorum: Quorum, *resources: tuple[int, str]):
+    request = IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=kind, resource_name=name, configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+            name="retention.ms" if kind == TOPIC_RESOURCE else "log.retention.ms", config_operation=0, value="1")])
+        for kind, name in resources])
+    answer = asyncio.run(ask(quorum, 44, 1, request))
+    return {(item.resource_type, item.resource_name): item.error_code for item in answer.responses}
+
+
+def test_an_operator_changes_configs_with_alter_configs_not_cluster_action():
+    """Kafka's ControllerApis: ALTER_CONFIGS on the cluster for broker resources, on the topic for
+    a topic's; a refused resource is answered beside the others (no closed connection)."""
+    resources = ((BROKER_RESOURCE, "2"), (TOPIC_RESOURCE, "orders"))
+    assert _alter(Committing((AclOperation.ALTER_CONFIGS,)), *resources) == {
+        (BROKER_RESOURCE, "2"): ErrorCode.NONE, (TOPIC_RESOURCE, "orders"): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert _alter(Committing((AclOperation.DESCRIBE,)), (BROKER_RESOURCE, "2")) == {
+        (BROKER_RESOURCE, "2"): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+    assert set(_alter(Committing((AclOperation.CLUSTER_ACTION,)), *resources).values()) == {ErrorCode.NONE}
+    assert set(_alter(Committing(None), *resources).values()) == {ErrorCode.NONE}  # no authorizer

@@ -14,10 +14,14 @@ import sys
 
 import pytest
 
+from gregor.client import AdminClient
 from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from gregor.protocol.messages import (
+    ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse,
+)
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 
+from tests.cli.conftest import in_process
 from tests.cluster.quorum import CLUSTER_ID, call, caught_up, committed_view, describe, leader_view, make_quorum
 
 pytestmark = pytest.mark.slow
@@ -63,14 +67,34 @@ def test_a_stopped_leader_resigns_and_the_others_elect_at_once(quorum):
     assert new_index != index and after.leader_epoch > before.leader_epoch
 
 
-def test_the_controller_listener_advertises_only_the_quorum_apis(quorum):
+def test_the_controller_listener_advertises_only_the_quorum_and_operator_apis(quorum, capsys):
     response = call(quorum[0].port, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3,
                     ApiVersionsResponse)
     # 17 and 36: SaslHandshake and SaslAuthenticate, as on Kafka's controller listener; 30, 31, 49, 51
     # and 57: CreateAcls, DeleteAcls, AlterClientQuotas, AlterUserScramCredentials, UpdateFeatures,
-    # which brokers forward
-    assert {entry.api_key for entry in response.api_keys} == {1, 17, 18, 19, 20, 30, 31, 33, 36, 37, 43, 44, 45, 46,
-                                                              49, 51, 52, 53, 54, 55, 56, 57, 59, 62, 63, 67}
+    # which brokers forward; 32 and 60: DescribeConfigs and DescribeCluster, for operators (KIP-919)
+    assert {entry.api_key for entry in response.api_keys} == {1, 17, 18, 19, 20, 30, 31, 32, 33, 36, 37, 43, 44, 45,
+                                                              46, 49, 51, 52, 53, 54, 55, 56, 57, 59, 60, 62, 63, 67}
+    # KIP-919: DescribeCluster for controllers on any voter names all three and the leader, and
+    # `gregor configs --bootstrap-controller` describes a controller that does not lead
+    index, answer = caught_up(quorum)  # every voter follows the leader, so knows it
+    for node in quorum:
+        cluster = call(node.port, DescribeClusterRequest(endpoint_type=2), 1, DescribeClusterResponse)
+        assert (cluster.error_code, cluster.cluster_id, cluster.controller_id) == (0, CLUSTER_ID, answer.leader_id)
+        assert [(b.broker_id, b.port) for b in cluster.brokers] == [(i, n.port) for i, n in enumerate(quorum, 1)]
+    follower = 1 if index != 0 else 2
+    described = in_process(capsys, "configs", "--bootstrap-controller", quorum[index].bootstrap, "--describe",
+                           "--entity-type", "brokers", "--entity-name", str(follower), "--all")
+    assert described.returncode == 0, described.stderr
+    assert f"  node.id={follower} sensitive=false synonyms={{STATIC_BROKER_CONFIG:node.id={follower}}}" \
+        in described.stdout
+    with AdminClient({"bootstrap.controllers": quorum[follower - 1].bootstrap}) as admin:
+        assert admin.describe_metadata_quorum().leader_id == answer.leader_id  # sent to the leader
+        described_cluster = admin.describe_cluster()
+        assert (described_cluster.cluster_id, described_cluster.controller.node_id) == (CLUSTER_ID, answer.leader_id)
+        assert [node.node_id for node in described_cluster.nodes] == [1, 2, 3]
+    features = in_process(capsys, "features", "--bootstrap-controller", quorum[follower - 1].bootstrap, "describe")
+    assert features.returncode == 0 and "Feature: transaction.version\tSupportedMinVersion: 1" in features.stdout
 
 
 def refuses_to_start_with_one_line(settings: dict[str, str], message: str) -> None:

@@ -1,8 +1,9 @@
 """Certificates renewed without a restart where Kafka renews them besides the client listeners:
 a controller's SSL controller listener, changed with IncrementalAlterConfigs sent to that very
-listener (KIP-919), and the brokers' own side of the inter-broker listener (KIP-226): after a
-follower's client certificate and its leader's trust store are both replaced, the follower's
-replica fetcher connects with the new certificate and replication goes on.
+listener (KIP-919), by hand or with `gregor configs --bootstrap-controller`, and the brokers' own
+side of the inter-broker listener (KIP-226): after a follower's client certificate and its
+leader's trust store are both replaced, the follower's replica fetcher connects with the new
+certificate and replication goes on.
 
 One controller and two broker-only nodes; the inter-broker listener requires client certificates."""
 
@@ -22,6 +23,7 @@ from gregor.protocol.headers import decode_response_header, encode_request
 from gregor.protocol.messages import ApiVersionsRequest, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from gregor.protocol.primitives import Reader
 from tests.broker_process import BrokerProcess, free_port
+from tests.cli.conftest import in_process, one_error_line
 from tests.cluster.quorum import CLUSTER_ID
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -166,3 +168,48 @@ def test_a_follower_fetches_with_its_reloaded_client_certificate(cluster, certif
         producer.produce("after-reload", f"v{index}".encode(), on_delivery=lambda error, _: failures.append(error))
     assert producer.flush(30) == 0
     assert failures == [None] * 5, failures  # each one fetched by broker 3 over the inter-broker listener
+
+
+def test_an_operator_renews_the_controller_certificate_with_gregor_configs(cluster, certificates, tmp_path, capsys):
+    """`gregor configs --bootstrap-controller` (KIP-919) over the SSL controller listener: the
+    controller's config is described, its keystore replaced (new handshakes get the new
+    certificate), a keystore that does not load is one error line; a broker's listener is not a
+    controller's."""
+    controller, brokers = cluster
+    ca, port = certificates.ca, controller.port
+    key = "listener.name.controller.ssl.keystore.location"
+    settings = tmp_path / "admin-ssl.properties"
+    settings.write_text(f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n")
+    tool = ["configs", "--bootstrap-controller", controller.bootstrap, "--command-config", str(settings),
+            "--entity-type", "brokers"]
+
+    described = in_process(capsys, *tool, "--entity-name", "1", "--describe", "--all")
+    assert described.returncode == 0, described.stderr
+    assert described.stdout.startswith("All configs for broker 1 are:\n")
+    assert f"  ssl.keystore.location={certificates.keystore('broker')} sensitive=false " \
+           f"synonyms={{STATIC_BROKER_CONFIG:ssl.keystore.location={certificates.keystore('broker')}}}" in described.stdout
+
+    renewed = certificates.issue("controller-renewed-by-tool", *SAME_NAMES)
+    altered = in_process(capsys, *tool, "--entity-name", "1", "--alter", "--add-config", f"{key}={renewed}")
+    assert (altered.returncode, altered.stdout) == (0, "Completed updating config for broker 1.\n"), altered.stderr
+    assert _presented(ca, port) == _pem_der(renewed)
+    dynamic = in_process(capsys, *tool, "--describe")  # no --entity-name: every controller (here one)
+    assert f"  {key}={renewed} sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{key}={renewed}}}" in dynamic.stdout
+
+    bad = in_process(capsys, *tool, "--entity-name", "1", "--alter", "--add-config", f"{key}={tmp_path / 'gone.pem'}")
+    assert bad.returncode == 1
+    assert "cannot update the config for broker 1: INVALID_REQUEST: Validation of dynamic config update of SSLFactory" \
+        in one_error_line(bad)
+    assert _presented(ca, port) == _pem_der(renewed)
+
+    default = in_process(capsys, *tool, "--entity-default", "--alter", "--add-config", "log.retention.ms=86400000")
+    assert default.stdout == "Completed updating default config for brokers in the cluster.\n", default.stderr
+    assert in_process(capsys, *tool, "--entity-default", "--describe").stdout == (
+        "Default configs for brokers in the cluster are:\n"
+        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n")
+
+    at_a_broker = in_process(capsys, "configs", "--bootstrap-controller", brokers[2].bootstrap, "--describe",
+                             "--entity-type", "brokers")
+    assert at_a_broker.returncode == 1
+    assert "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER" \
+        in one_error_line(at_a_broker)

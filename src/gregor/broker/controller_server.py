@@ -259,6 +259,11 @@ class ControllerServer:
         return self._driver().handle_request(-1, request)
 
     @property
+    def leader_id(self) -> int | None:
+        leader = self.raft.leader_id if self.raft_driver is not None else -1
+        return leader if leader >= 0 else None
+
+    @property
     def next_offset(self) -> int:
         """Where the next appended record lands (the leader's log end)."""
         return self.raft.end_offset

@@ -152,6 +152,10 @@ class QuorumService(Protocol):
     def next_offset(self) -> int:
         """Where the next appended record lands."""
 
+    @property
+    def leader_id(self) -> int | None:
+        """The active controller (the quorum leader) as this node knows it; None while there is none."""
+
     def submit(self, operation: Callable[[], ControllerResult[T]]) -> Awaitable[T]:
         """Run a controller operation on the committed image and commit its records."""
 

@@ -95,11 +95,18 @@ def add_tool(tools: argparse._SubParsersAction, name: str, summary: str, descrip
 
 
 def add_connection_options(parser: argparse.ArgumentParser, config_flags: Sequence[str] = ("--command-config",),
-                           timeout: bool = True) -> None:
-    """--bootstrap-server, the client properties file and (unless the tool's own flags bound
-    the wait) --timeout, the time allowed to reach the cluster."""
-    parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
-                        help="the brokers to connect to (required)")
+                           timeout: bool = True, controllers: bool = False) -> None:
+    """--bootstrap-server (or, with `controllers`, KIP-919's --bootstrap-controller instead), the
+    client properties file and (unless the tool's own flags bound the wait) --timeout, the time
+    allowed to reach the cluster."""
+    if controllers:
+        parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
+                            help="the brokers to connect to (this or --bootstrap-controller is required)")
+        parser.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
+                            help="the controllers to connect to, on their controller listener (KIP-919)")
+    else:
+        parser.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
+                            help="the brokers to connect to (required)")
     parser.add_argument(*config_flags, metavar="FILE", dest="command_config",
                         help="a properties file of client configs (Kafka's keys)")
     if timeout:
@@ -138,12 +145,17 @@ def client_config(args: argparse.Namespace, *layers: dict[str, str]) -> dict[str
     The timeout bounds every blocking call (default.api.timeout.ms, max.block.ms) so that an
     unreachable cluster is reported within it instead of Kafka's 60 s default.
     """
-    if not getattr(args, "bootstrap_server", None):
-        raise UsageError("missing required option --bootstrap-server HOST:PORT")
+    controllers = getattr(args, "bootstrap_controller", None)
+    if controllers and getattr(args, "bootstrap_server", None):
+        raise UsageError("You cannot specify both --bootstrap-controller and --bootstrap-server.")
+    if not controllers and not getattr(args, "bootstrap_server", None):
+        raise UsageError("missing required option --bootstrap-server HOST:PORT"
+                         + (" (or --bootstrap-controller HOST:PORT)" if hasattr(args, "bootstrap_controller") else ""))
     config: dict[str, Any] = dict(read_properties_file(getattr(args, "command_config", None)))
     for layer in layers:
         config.update(layer)
-    config["bootstrap.servers"] = args.bootstrap_server
+    config.pop("bootstrap.servers" if controllers else "bootstrap.controllers", None)
+    config["bootstrap.controllers" if controllers else "bootstrap.servers"] = controllers or args.bootstrap_server
     timeout_ms = timeout_ms_of(args, config)
     config["default.api.timeout.ms"] = timeout_ms
     args.resolved_timeout_ms = timeout_ms
@@ -218,7 +230,7 @@ def missing_topic(topic: str | None) -> str:
 
 
 def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_ms: int | None,
-                         topic: str | None = None) -> str:
+                         topic: str | None = None, controllers: bool = False) -> str:
     """One line for a client exception; an unreachable cluster (no connection, or no answer within
     the time allowed, which on a loaded machine may end before a connection attempt fails) says
     where and how long we tried. A wait that ended with the cluster answering (the client chains
@@ -232,8 +244,9 @@ def describe_kafka_error(error: KafkaException, bootstrap: str | None, timeout_m
         return _one_line(text)
     if error.code in _UNREACHABLE:
         waited = f" within {timeout_ms} ms" if timeout_ms else ""
-        return (f"cannot reach the cluster at {bootstrap}{waited}: is a broker running there? "
-                f"Check --bootstrap-server (detail: {_one_line(text)})")
+        node, flag = ("a controller", "--bootstrap-controller") if controllers else ("a broker", "--bootstrap-server")
+        return (f"cannot reach the cluster at {bootstrap}{waited}: is {node} running there? "
+                f"Check {flag} (detail: {_one_line(text)})")
     return _one_line(text)
 
 
@@ -255,8 +268,9 @@ def guarded(tool: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
                 return error.exit_code
             except KafkaException as error:
                 timeout = getattr(args, "resolved_timeout_ms", None)
-                _print_error(prefix, describe_kafka_error(error, getattr(args, "bootstrap_server", None), timeout,
-                                                          getattr(args, "topic", None)))
+                _print_error(prefix, describe_kafka_error(error, bootstrap_of(args), timeout,
+                                                          getattr(args, "topic", None),
+                                                          bool(getattr(args, "bootstrap_controller", None))))
                 return EXIT_FAILURE
             except ClientConfigError as error:
                 _print_error(prefix, f"invalid client config: {error}")
@@ -315,5 +329,10 @@ def open_admin(args: argparse.Namespace) -> AdminClient:
 
 def explain(error: KafkaException, args: argparse.Namespace) -> str:
     """A per-item error of an admin call in one line (an unreachable cluster said plainly)."""
-    return describe_kafka_error(error, getattr(args, "bootstrap_server", None),
-                                getattr(args, "resolved_timeout_ms", None))
+    return describe_kafka_error(error, bootstrap_of(args), getattr(args, "resolved_timeout_ms", None),
+                                controllers=bool(getattr(args, "bootstrap_controller", None)))
+
+
+def bootstrap_of(args: argparse.Namespace) -> str | None:
+    """The addresses a tool was pointed at (--bootstrap-server or --bootstrap-controller)."""
+    return getattr(args, "bootstrap_server", None) or getattr(args, "bootstrap_controller", None)

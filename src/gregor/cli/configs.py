@@ -1,5 +1,10 @@
 """`gregor configs`: describe and change topic, broker and group configs, client quotas and users' SCRAM
-credentials, as kafka-configs.sh (quotas: `quota_configs`; SCRAM: `user_configs`)."""
+credentials, as kafka-configs.sh (quotas: `quota_configs`; SCRAM: `user_configs`).
+
+With --bootstrap-controller (KIP-919) it talks to the controllers' listener: broker configs only,
+a controller's own (its listener stores, reloaded at once) or the cluster default. Kafka's tool
+also sends the other entity types there; Gregor's controllers answer only DescribeConfigs of
+broker resources, so the tool refuses the others with one line instead of a protocol error."""
 
 from __future__ import annotations
 
@@ -42,6 +47,9 @@ EPILOG = """examples:
   gregor configs --bootstrap-server localhost:9092 --describe --entity-type clients --entity-default
   gregor configs --bootstrap-server localhost:9092 --alter --entity-type users --entity-name alice \\
       --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+  gregor configs --bootstrap-controller localhost:9093 --command-config admin-ssl.properties \\
+      --alter --entity-type brokers --entity-name 1 \\
+      --add-config listener.name.controller.ssl.keystore.location=/etc/gregor/renewed.pem
 """
 
 
@@ -49,7 +57,7 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser = add_tool(tools, "configs", "describe and change topic, broker and group configs and client quotas",
                       "Describe and change the dynamic configs of topics, brokers and groups and the quotas of users "
                       "and client ids (kafka-configs.sh).", EPILOG)
-    add_connection_options(parser)
+    add_connection_options(parser, controllers=True)
     actions = parser.add_argument_group("actions (exactly one)")
     actions.add_argument("--describe", action="store_true", help="show configs")
     actions.add_argument("--alter", action="store_true", help="set or delete configs")
@@ -81,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
     action = one_action(args, ("--describe", "--alter"))
     quota_entity = quota_configs.quota_components(args)
     if quota_entity is not None:
+        _refuse_at_controllers(args, "users, clients and ips")
         return _quotas(args, action, quota_entity)
     kind, name = _entity(args)
+    if kind != ResourceType.BROKER:
+        _refuse_at_controllers(args, "topics and groups")
     if action == "--describe" and (args.add_config or args.add_config_file or args.delete_config):
         raise UsageError("--add-config, --add-config-file and --delete-config work with --alter only")
     if action == "--alter":
@@ -97,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
         return alter(admin, args, kind, name)
     finally:
         admin.close()
+
+
+def _refuse_at_controllers(args: argparse.Namespace, what: str) -> None:
+    if args.bootstrap_controller:
+        raise UsageError(f"the configs of {what} are managed through the brokers: use --bootstrap-server "
+                         f"(--bootstrap-controller works with --entity-type brokers only)")
 
 
 def _quotas(args: argparse.Namespace, action: str, entity: list[quota_configs.Component]) -> int:

@@ -3,8 +3,8 @@ kafka-features.sh (sub-commands describe, upgrade, downgrade, disable, version-m
 feature-dependencies; the same output lines).
 
 The last two need no cluster: they print what this build maps a release to and what a level
-requires. `--bootstrap-controller` is not offered: Gregor's admin client talks to brokers, which
-forward UpdateFeatures to the active controller.
+requires. With `--bootstrap-controller` (KIP-919) the admin client talks to the controllers
+instead: `describe` reads a controller's ApiVersions, and changes go to the active controller.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from gregor.metadata.features import METADATA_VERSION, SUPPORTED_FEATURES
 
 EPILOG = """examples:
   gregor features --bootstrap-server localhost:9092 describe
+  gregor features --bootstrap-controller localhost:9093 describe
   gregor features --bootstrap-server localhost:9092 upgrade --feature transaction.version=2
   gregor features --bootstrap-server localhost:9092 upgrade --release-version 3.9-IV0 --dry-run
   gregor features --bootstrap-server localhost:9092 downgrade --feature transaction.version=1
@@ -31,7 +32,7 @@ def register(tools: argparse._SubParsersAction) -> None:
     parser = add_tool(tools, "features", "describe and change feature flags",
                       "Describe the features the cluster supports and finalized, or change their levels "
                       "(kafka-features.sh).", EPILOG)
-    add_connection_options(parser)
+    add_connection_options(parser, controllers=True)
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     commands.add_parser("describe", help="the supported and finalized features")
     for name, verb in (("upgrade", "Upgrade"), ("downgrade", "Downgrade")):

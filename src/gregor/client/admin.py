@@ -15,7 +15,9 @@ broker does not support, the timeout) raises KafkaException.
 
 Routing: topic creation, deletion and partition changes go to the controller named in the
 metadata (any broker forwards them in KRaft clusters); configs of a broker to that broker,
-other configs and cluster questions to the least loaded broker; group requests to the group's
+other configs and cluster questions to the least loaded broker (with `bootstrap.controllers`,
+KIP-919: the nodes are the controllers, learned with DescribeCluster; config changes go to the
+active controller, a broker resource's description to that controller); group requests to the group's
 coordinator (FindCoordinator, batched when the broker speaks v4); DeleteRecords and ListOffsets
 to each partition's leader; ListGroups to every broker.
 """
@@ -37,6 +39,7 @@ from gregor.client.features import FeatureMetadata, FeatureUpdate
 from gregor.client.errors import (
     ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError, error_for,
 )
+from gregor.client.network import controllers
 from gregor.client.network import (
     COORDINATOR_MOVED_ERRORS, ByPartition, Coordinators, CoordinatorType, NetworkClient, NetworkSettings,
     NetworkThread, Node, PartitionMetadata, TopicPartition,
@@ -911,8 +914,10 @@ class AdminOperations:
             response = await self._send(request, node, deadline)
             return _config_results(response.responses)
 
-        return await self._per_key(
-            "alter_configs", changes, lambda pending: self._fan_out(_by_config_node(pending), send), deadline)
+        async def attempt(pending: list[ConfigResource]) -> dict[ConfigResource, Any]:
+            return await self._fan_out(await self._alter_config_nodes(pending, deadline), send)
+
+        return await self._per_key("alter_configs", changes, attempt, deadline)
 
     async def incremental_alter_configs(self, changes: dict[ConfigResource, list[AlterConfigOp]],
                                         validate_only: bool, deadline: float) -> dict[ConfigResource, Any]:
@@ -928,9 +933,19 @@ class AdminOperations:
             response = await self._send(request, node, deadline)
             return _config_results(response.responses)
 
-        return await self._per_key(
-            "incremental_alter_configs", changes,
-            lambda pending: self._fan_out(_by_config_node(pending), send), deadline)
+        async def attempt(pending: list[ConfigResource]) -> dict[ConfigResource, Any]:
+            return await self._fan_out(await self._alter_config_nodes(pending, deadline), send)
+
+        return await self._per_key("incremental_alter_configs", changes, attempt, deadline)
+
+    async def _alter_config_nodes(self, resources: list[ConfigResource],
+                                  deadline: float) -> dict[int | None, list[ConfigResource]]:
+        """Where config changes go: a broker resource to that broker; from `bootstrap.controllers`,
+        every change to the active controller, which alone commits them (Kafka's
+        ConstantBrokerOrActiveKController)."""
+        if not self._network.settings.to_controllers:
+            return _by_config_node(resources)
+        return {await self._controller(deadline): resources}
 
     # cluster
 
@@ -941,7 +956,11 @@ class AdminOperations:
                 cluster = await self._network.refresh_metadata((), timeout_ms=self._timeout_ms(deadline))
                 nodes = [cluster.brokers[node_id] for node_id in sorted(cluster.brokers)]
                 return ClusterDescription(cluster.cluster_id, cluster.brokers.get(cluster.controller_id), nodes)
-            response = await connection.send(DescribeClusterRequest(), timeout_ms=self._timeout_ms(deadline))
+            if self._network.settings.to_controllers:  # KIP-919: the controllers' endpoints
+                response = await connection.send(controllers.metadata_request(), versions=controllers.VERSIONS,
+                                                 timeout_ms=self._timeout_ms(deadline))
+            else:
+                response = await connection.send(DescribeClusterRequest(), timeout_ms=self._timeout_ms(deadline))
             if response.error_code != ErrorCode.NONE:
                 raise error_for(response.error_code, response.error_message)
             nodes = sorted((Node(broker.broker_id, broker.host, broker.port, broker.rack)
@@ -955,7 +974,9 @@ class AdminOperations:
         async def attempt() -> QuorumInfo:
             request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
                 topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
-            response = await self._send(request, None, deadline)
+            # a broker forwards it to the leader; from bootstrap.controllers it goes there directly
+            leader = await self._controller(deadline) if self._network.settings.to_controllers else None
+            response = await self._send(request, leader, deadline)
             if response.error_code != ErrorCode.NONE:
                 raise error_for(response.error_code, response.error_message)
             partition = response.topics[0].partitions[0] if response.topics and response.topics[0].partitions \

@@ -413,6 +413,8 @@ _SHARE_CONSUMER = (
 )
 
 _ADMIN = (
+    # KIP-919: the controllers to bootstrap from instead of brokers (`--bootstrap-controller`)
+    ConfigKey("bootstrap.controllers", _LIST, (), _bootstrap_servers),
     ConfigKey("connections.max.idle.ms", _LONG, 300000),
     ConfigKey("retries", _INT, INT_MAX, _between(0, INT_MAX)),
     ConfigKey("default.api.timeout.ms", _INT, 60000, _AT_LEAST_0),
@@ -444,7 +446,6 @@ _UNSUPPORTED = {
     "auto.include.jmx.reporter": _JAVA_METRICS,
     "security.providers": "Java security providers do not apply to Gregor's client",
     "config.providers": "Java config providers do not apply to Gregor's client",
-    "bootstrap.controllers": "Gregor's admin client talks to brokers: use bootstrap.servers",
 }
 
 
@@ -541,8 +542,12 @@ def _unknown_key(role: Role, key: str, spelling: str, as_keyword: bool) -> Confi
 # -- rules across keys -----------------------------------------------------------------------
 
 def _check_common(values: dict[str, Any], explicit: frozenset[str]) -> None:
-    if not values["bootstrap.servers"]:
-        raise ConfigError("bootstrap.servers is required: a list of host:port, e.g. 'localhost:9092'")
+    if values.get("bootstrap.controllers"):
+        if values["bootstrap.servers"]:
+            raise ConfigError("You cannot set both bootstrap.servers and bootstrap.controllers.")
+    elif not values["bootstrap.servers"]:
+        raise ConfigError("bootstrap.servers is required: a list of host:port, e.g. 'localhost:9092'"
+                          + (" (or bootstrap.controllers)" if "bootstrap.controllers" in values else ""))
     if values["security.protocol"].startswith("SASL_"):
         values["sasl.mechanism"] = _sasl_mechanism("sasl.mechanism", values["sasl.mechanism"])
         has_pair = values["sasl.username"] is not None and values["sasl.password"] is not None

@@ -211,6 +211,21 @@ def test_bootstrap_servers_are_required_and_checked() -> None:
             parse_config(Role.ADMIN, bootstrap_servers=bad)
 
 
+def test_an_admin_client_bootstraps_from_brokers_or_controllers_not_both() -> None:
+    """KIP-919's bootstrap.controllers: an admin setting only, exclusive with bootstrap.servers."""
+    from gregor.client.network import NetworkSettings
+    config = parse_config(Role.ADMIN, {"bootstrap.controllers": "localhost:9093"})
+    settings = NetworkSettings.from_config(config)
+    assert (settings.bootstrap_servers, settings.to_controllers) == ((("localhost", 9093),), True)
+    assert NetworkSettings.from_config(parse_config(Role.ADMIN, SERVERS)).to_controllers is False
+    with pytest.raises(ConfigError, match="You cannot set both bootstrap.servers and bootstrap.controllers."):
+        parse_config(Role.ADMIN, {**SERVERS, "bootstrap.controllers": "localhost:9093"})
+    with pytest.raises(ConfigError, match=r"bootstrap.servers is required.*\(or bootstrap.controllers\)"):
+        parse_config(Role.ADMIN)
+    with pytest.raises(ConfigError, match="'bootstrap.controllers' is a admin setting"):
+        producer(bootstrap_controllers="localhost:9093")
+
+
 def test_security_protocols() -> None:
     assert producer(security_protocol="plaintext").security_protocol == "PLAINTEXT"
     assert producer(security_protocol="ssl").security_protocol == "SSL"

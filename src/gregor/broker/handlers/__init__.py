@@ -205,7 +205,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
 def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
     """The controller's APIs, on its listener and to a broker in the same process: the raft
     quorum's, the brokers' (registration, heartbeats, ISR changes), the topic, config,
-    leader-election and reassignment requests brokers forward, and ApiVersions."""
+    leader-election and reassignment requests brokers forward, ApiVersions, and an operator's
+    DescribeCluster, DescribeConfigs and config changes (KIP-919)."""
     if not QUORUM_HANDLERS:
         from gregor.broker.handlers import (
             allocate_producer_ids, alter_client_quotas, alter_configs, alter_partition, alter_partition_reassignments,
@@ -226,6 +227,12 @@ def quorum_handlers() -> dict[int, Handler[QuorumContext]]:
                                 else _requiring_cluster_action(handler) for handler in handlers})
         # answered before and after a login, as ApiVersions is (a SASL listener's gate answers them first)
         QUORUM_HANDLERS.update({handler.api_key: handler for handler in sasl_handshake.HANDLERS})
+        # an operator's (KIP-919's --bootstrap-controller), each authorized as Kafka's ControllerApis do
+        from gregor.broker.handlers import controller_describe_cluster, controller_describe_configs
+        from gregor.broker.handlers.controller_config_authorization import authorized
+        QUORUM_HANDLERS.update({handler.api_key: authorized(handler) for handler in alter_configs.HANDLERS})
+        QUORUM_HANDLERS.update({handler.api_key: handler for handler in (
+            *controller_describe_cluster.HANDLERS, *controller_describe_configs.HANDLERS)})
     return QUORUM_HANDLERS
 
 

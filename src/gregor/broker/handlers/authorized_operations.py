@@ -7,6 +7,8 @@ A field the client did not ask for keeps Kafka's "omitted" value."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from gregor.broker.handlers import BrokerContext
 from gregor.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 
@@ -25,8 +27,13 @@ SUPPORTED: dict[ResourceType, tuple[AclOperation, ...]] = {
 
 def authorized_operations(context: BrokerContext, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
     """The 32-bit field of the operations the request's principal may perform on the resource."""
+    return operation_bits(lambda operation: context.allowed(operation, resource_type, name), resource_type)
+
+
+def operation_bits(allowed: Callable[[AclOperation], bool], resource_type: ResourceType) -> int:
+    """The field from an `allowed(operation)` check (a controller listener's authorizer, or a broker's)."""
     bits = 0
     for operation in SUPPORTED[resource_type]:
-        if context.allowed(operation, resource_type, name):
+        if allowed(operation):
             bits |= 1 << operation
     return bits

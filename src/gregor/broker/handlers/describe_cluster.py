@@ -1,5 +1,9 @@
 """DescribeCluster (key 60), v0–v1: brokers, controller and cluster id for admin clients (CLUSTER
-DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED), and the cluster's authorized operations when asked."""
+DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED), and the cluster's authorized operations when asked.
+
+A client listener serves broker endpoints (endpoint_type 1); a request for controllers
+(endpoint_type 2, KIP-919) is refused as Kafka refuses it (`endpoint_refusal`): the controller
+listener answers those (`controller_describe_cluster`)."""
 
 from __future__ import annotations
 
@@ -11,9 +15,30 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 
 API_KEY = 60
+BROKERS, CONTROLLERS = 1, 2
+_ENDPOINT_TYPES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}
+
+
+def endpoint_refusal(version: int, request: DescribeClusterRequest, served: int) -> DescribeClusterResponse | None:
+    """Kafka's answer to endpoints of a type this listener does not serve (None: it serves them):
+    UNSUPPORTED_ENDPOINT_TYPE for an unknown type, MISMATCHED_ENDPOINT_TYPE for the other one
+    (INVALID_REQUEST at v0, which has no endpoint type)."""
+    requested = request.endpoint_type
+    if requested not in _ENDPOINT_TYPES:
+        code = ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        return DescribeClusterResponse(error_code=code, error_message=f"Unsupported endpoint type {requested}")
+    if requested != served:
+        code = ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        return DescribeClusterResponse(error_code=code, error_message=(
+            f"The request was sent to an endpoint of type {_ENDPOINT_TYPES[served]}, but we wanted an endpoint of "
+            f"type {_ENDPOINT_TYPES[requested]}"))
+    return None
 
 
 def handle(context: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    refusal = endpoint_refusal(context.version, request, BROKERS)
+    if refusal is not None:
+        return refusal
     if not context.allowed(AclOperation.DESCRIBE):
         return DescribeClusterResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                        error_message="Cluster authorization failed.", endpoint_type=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gregor.broker.handlers import BrokerContext
-from gregor.metadata.acls import AclOperation, ResourceType
+from gregor.metadata.acls import CLUSTER_NAME, AclOperation, ResourceType
 from gregor.metadata.group_configs import GROUP_RESOURCE
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.protocol.error_codes import ErrorCode
@@ -30,7 +30,7 @@ from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 
 BROKER_LOGGER_RESOURCE = 8
-_MESSAGES = {
+MESSAGES = {
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
@@ -55,14 +55,21 @@ def _create_topic(context: BrokerContext, topic: Any) -> ErrorCode | None:
 
 
 def _alter_config(context: BrokerContext, resource: Any) -> ErrorCode | None:
+    return alter_config_refusal(context.allowed, resource)
+
+
+def alter_config_refusal(allowed: Callable[[AclOperation, ResourceType, str], bool], resource: Any) -> ErrorCode | None:
+    """ALTER_CONFIGS on the topic or group, or on the cluster for broker resources (Kafka's checks),
+    with `allowed(operation, resource type, name)` of a broker's or a controller's authorizer."""
     if resource.resource_type == TOPIC_RESOURCE:
-        allowed = context.allowed(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name)
-        return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        permitted = allowed(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name)
+        return None if permitted else ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if resource.resource_type in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
-        return None if context.allowed(AclOperation.ALTER_CONFIGS) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        permitted = allowed(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
+        return None if permitted else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     if resource.resource_type == GROUP_RESOURCE:
-        allowed = context.allowed(AclOperation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name)
-        return None if allowed else ErrorCode.GROUP_AUTHORIZATION_FAILED
+        permitted = allowed(AclOperation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name)
+        return None if permitted else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return None
 
 
@@ -128,7 +135,7 @@ def screen(context: BrokerContext, request: Any,
         if context.allowed(operation):
             return Screened(request, [])
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        return Screened(None, [error_answer(request, code, _MESSAGES[code])])
+        return Screened(None, [error_answer(request, code, MESSAGES[code])])
     items = ITEM_CHECKS.get(api_key)
     if items is None or not context.authorizer.enabled:
         return Screened(request, [])
@@ -151,7 +158,7 @@ def screen(context: BrokerContext, request: Any,
             getattr(refused, attribute).append(item)
         setattr(kept, attribute, allowed)
         any_kept = any_kept or bool(allowed)
-    answers = [error_answer(part, code, _MESSAGES[code]) for code, part in refused_by_code.items()]
+    answers = [error_answer(part, code, MESSAGES[code]) for code, part in refused_by_code.items()]
     if not refused_by_code:
         return Screened(request, [])
     return Screened(kept if any_kept else None, answers, items.response_list)

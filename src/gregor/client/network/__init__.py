@@ -7,6 +7,7 @@ Layers, bottom up (each module holds one concept):
 - `connection.BrokerConnection` — one negotiated TCP connection (asyncio).
 - `cluster.ClusterMetadata` — sans-IO picture of brokers, controller and topic partitions.
 - `client.NetworkClient` — connections per node, least-loaded routing, metadata refresh.
+- `controllers` — an admin client bootstrapped from controllers (KIP-919): DescribeCluster as its metadata.
 - `coordinators.Coordinators` — FindCoordinator lookups, batched and cached.
 - `runner.NetworkThread` — the one thread and event loop that run all of the above.
 - `settings.NetworkSettings` — the configuration keys all of the above read.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Collection
 
 from gregor.client.errors import ClientErrorCode, KafkaConnectionError, KafkaException, KafkaTimeoutError
+from gregor.client.network import controllers
 from gregor.client.network.cluster import STALE_METADATA_ERRORS, ClusterMetadata
 from gregor.client.network.connection import BrokerConnection
 from gregor.client.network.settings import NetworkSettings
@@ -218,14 +219,19 @@ class NetworkClient:
     async def refresh_metadata(self, topics: Collection[str] | None = (), *,
                                allow_auto_topic_creation: bool = False,
                                timeout_ms: float | None = None) -> ClusterMetadata:
-        """Fetch metadata now for `topics` (None: every topic; empty: brokers only) from any node."""
+        """Fetch metadata now for `topics` (None: every topic; empty: brokers only) from any node
+        (from `bootstrap.controllers`: the controllers, with DescribeCluster, `controllers`)."""
         names = None if topics is None else sorted(set(topics))
-        request = MetadataRequest(
-            topics=None if names is None else [MetadataRequest.MetadataRequestTopic(name=name) for name in names],
-            allow_auto_topic_creation=allow_auto_topic_creation)
         loop = asyncio.get_running_loop()
         try:
-            response = await self.send(request, timeout_ms=timeout_ms)
+            if self.settings.to_controllers:
+                names = []
+                response = controllers.as_metadata(await self.send(
+                    controllers.metadata_request(), versions=controllers.VERSIONS, timeout_ms=timeout_ms))
+            else:
+                response = await self.send(MetadataRequest(
+                    topics=None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                    allow_auto_topic_creation=allow_auto_topic_creation), timeout_ms=timeout_ms)
         except KafkaException:
             self.cluster.record_failure(loop.time() * 1000)
             raise

@@ -65,6 +65,7 @@ class NetworkSettings:
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
     security: ClientSecurity = field(default_factory=ClientSecurity)
+    to_controllers: bool = False  # bootstrapped from `bootstrap.controllers`: the nodes are the controllers
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> NetworkSettings:
@@ -74,6 +75,7 @@ class NetworkSettings:
             key = setting.name.replace("_", ".")
             if key.endswith(".ms") and key in config:
                 times[setting.name] = int(config[key])
-        return cls(bootstrap_servers=parse_bootstrap_servers(config.get("bootstrap.servers")),
+        controllers = config.get("bootstrap.controllers")
+        return cls(bootstrap_servers=parse_bootstrap_servers(controllers or config.get("bootstrap.servers")),
                    client_id=str(config.get("client.id") or cls.client_id),
-                   security=ClientSecurity.from_config(config), **times)
+                   security=ClientSecurity.from_config(config), to_controllers=bool(controllers), **times)

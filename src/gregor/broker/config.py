@@ -503,8 +503,9 @@ class BrokerConfig:
 
     def socket_buffers(self, listener: str) -> SocketBuffers:
         """The listener's `socket.send.buffer.bytes` / `socket.receive.buffer.bytes`."""
-        return SocketBuffers(int(self.listener_value(listener, "socket.send.buffer.bytes")),  # type: ignore[arg-type]
-                             int(self.listener_value(listener, "socket.receive.buffer.bytes")))  # type: ignore[arg-type]
+        send, receive = (self.listener_value(listener, f"socket.{name}.buffer.bytes") for name in ("send", "receive"))
+        assert isinstance(send, int) and isinstance(receive, int)
+        return SocketBuffers(send, receive)
 
     def listener_value(self, listener: str, name: str) -> object:
         """A key as one listener sees it: `listener.name.<listener>.<name>` (Kafka's per-listener

@@ -704,7 +704,7 @@ class KafkaServer:
                                           start_serving=start_serving)
         if buffers is not None:
             for sock in server.sockets:
-                buffers.apply(sock, send=False)  # type: ignore[arg-type]
+                buffers.apply(sock, send=False)
         self._servers.append(server)
         if self._reaper is None and self._limits.max_idle_ms >= 0:
             self._reaper = loop.call_later(min(self._limits.max_idle_ms / 4000, 1.0), self._reap_idle)

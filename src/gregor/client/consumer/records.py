@@ -12,13 +12,16 @@ CREATE_TIME, LOG_APPEND_TIME = 0, 1
 
 
 class ConsumerRecord:
-    """One record with its position; key and value as the deserializers returned them."""
+    """One record with its position; key and value as the deserializers returned them.
 
-    __slots__ = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers",
+    `headers` is a list of (name, bytes or None); a record without headers gets its (empty)
+    list only when `headers` is first read, which most readers never do."""
+
+    __slots__ = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "_headers",
                  "leader_epoch", "serialized_key_size", "serialized_value_size")
 
     def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
-                 key: Any, value: Any, headers: list[tuple[str, bytes | None]], leader_epoch: int | None,
+                 key: Any, value: Any, headers: list[tuple[str, bytes | None]] | None, leader_epoch: int | None,
                  serialized_key_size: int, serialized_value_size: int) -> None:
         self.topic = topic
         self.partition = partition
@@ -27,10 +30,21 @@ class ConsumerRecord:
         self.timestamp_type = timestamp_type
         self.key = key
         self.value = value
-        self.headers = headers
+        self._headers = headers
         self.leader_epoch = leader_epoch
         self.serialized_key_size = serialized_key_size
         self.serialized_value_size = serialized_value_size
+
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = []
+        return headers
+
+    @headers.setter
+    def headers(self, headers: list[tuple[str, bytes | None]]) -> None:
+        self._headers = headers
 
     @property
     def topic_partition(self) -> TopicPartition:

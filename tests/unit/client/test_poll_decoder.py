@@ -1,0 +1,76 @@
+"""The decoder of `poll`'s records against the per-record decoder (itself checked against
+kafka-python) on random batches (every codec, null keys and values, headers, long varints,
+log-append time, leader epochs), and its refusal of malformed batches."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gregor.client.consumer.poll_decoder import decode_consumer_records
+from gregor.client.consumer.record_decoder import iter_records
+from gregor.records.batch import parse_header
+from gregor.records.compression import Compression
+from gregor.records.errors import RecordsError
+from gregor.records.record import BatchBuilder
+from tests.unit.client.test_batch_decoder import MAX, NOW, corrupted, records
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def build(items, compression: int = 0, base_offset: int = 0, timestamp_type: int = 0, epoch: int = -1) -> bytes:
+    builder = BatchBuilder(compression=compression, base_offset=base_offset, timestamp_type=timestamp_type,
+                           partition_leader_epoch=epoch)
+    for delta, key, value, record_headers in items:
+        builder.append(NOW + delta, key, value, record_headers)
+    return builder.build()
+
+
+@settings(max_examples=150, deadline=None)
+@given(records, st.sampled_from(list(Compression)), st.integers(0, 1 << 50), st.sampled_from([0, 1]),
+       st.sampled_from([-1, 0, 7]))
+def test_same_records_as_the_per_record_decoder(items, compression, base_offset, timestamp_type, epoch):
+    data = build(items, compression, base_offset, timestamp_type, epoch)
+    header = parse_header(data, 0)
+    decoded = decode_consumer_records(data, 0, header, MAX, "t", 3)
+    assert [(record.offset, record.timestamp, record.key, record.value, record.headers) for record in decoded] == \
+        [(offset, timestamp, key, value, list(found)) for offset, timestamp, key, value, found
+         in iter_records(data, 0, header, MAX)]
+    for record in decoded:
+        assert (record.topic, record.partition, record.timestamp_type) == ("t", 3, timestamp_type)
+        assert record.leader_epoch == (None if epoch < 0 else epoch)
+        assert record.serialized_key_size == (-1 if record.key is None else len(record.key))
+        assert record.serialized_value_size == (-1 if record.value is None else len(record.value))
+
+
+def test_a_record_without_headers_gets_its_own_list_when_read():
+    data = build([(0, None, b"a", []), (1, None, b"b", [])])
+    first, second = decode_consumer_records(data, 0, parse_header(data, 0), MAX, "t", 0)
+    first.headers.append(("h", b"1"))
+    assert first.headers == [("h", b"1")] and second.headers == []
+
+
+@pytest.mark.parametrize("damage", [
+    lambda data: data[:-3],                                    # truncated: records run past the end
+    lambda data: corrupted(data, 61, 0x7F),                    # first record's length beyond the batch
+    lambda data: data + b"\x00\x00",                           # bytes after the last record
+    lambda data: corrupted(data, 61 + 4, 0x08),               # key length no longer matches the record
+])
+def test_malformed_batches_are_corrupt_message(damage):
+    data = build([(0, b"key", b"value", []), (1, None, b"v", [("h", b"x")])])
+    damaged = damage(data)
+    header = parse_header(data, 0)._replace(batch_length=len(damaged) - 12)
+    with pytest.raises(RecordsError, match="malformed record") as caught:
+        decode_consumer_records(damaged, 0, header, MAX, "t", 0)
+    assert caught.value.code == 2  # CORRUPT_MESSAGE
+
+
+def test_bad_headers_are_corrupt_message():
+    builder = BatchBuilder()
+    builder.append(NOW, None, b"v", [("é", b"x")])
+    data = builder.build()
+    name_at = data.index("é".encode())
+    for damaged, reason in [(corrupted(data, name_at, 0xFF), "not UTF-8"),
+                            (corrupted(data, name_at - 1, 0x01), "null header key")]:
+        with pytest.raises(RecordsError, match=reason):
+            decode_consumer_records(damaged, 0, parse_header(damaged, 0), MAX, "t", 0)

@@ -65,8 +65,8 @@ class RecordDeserializationError(KafkaException):
 
 
 class CompletedFetch:
-    """One partition's answer to one Fetch, consumed record by record (`records`) or, by bulk
-    readers, a batch at a time as columns (`take_columns`)."""
+    """One partition's answer to one Fetch, consumed a batch of records at a time
+    (`take_records`) or, by bulk readers, of columns (`take_columns`); the two may take turns."""
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, partition: Any,
                  isolation_level: int, check_crcs: bool) -> None:
@@ -94,11 +94,14 @@ class CompletedFetch:
         batch, or the part of it that fits; None when the fetch is used up. `next_offset` is the
         position after them."""
         pending, taken = self._pending, self._taken
-        if taken >= len(pending):
+        if taken < len(pending) and pending[taken].offset != self.next_offset:
+            taken = bisect.bisect_left(pending, self.next_offset, key=_offset)  # poll_columns took some
+        while taken >= len(pending):
             if self._batches is None:
                 self._batches = self._record_batches()
             item = next(self._batches, None)
             if item is None:
+                self._pending, self._taken = [], 0
                 return None
             pending, self._pending_end = item
             taken = bisect.bisect_left(pending, self.next_offset, key=_offset)

@@ -42,6 +42,8 @@ def zigzag_varint(value: int) -> bytes:
 _NULL = b"\x01"  # zigzag(-1): a null key, value or header value
 _NO_HEADERS = b"\x00"
 _ATTRIBUTES = b"\x00"
+_LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
+"""A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
 _RECORD_BOUND = 33
 """With a key and value size of -1 for null ones, an upper bound of the bytes a record adds
 beyond its key, value and headers: its length (5), attributes (1), timestamp delta (10), offset
@@ -82,39 +84,34 @@ class EncodedBatch(NamedTuple):
 def _encode_into(out: bytearray, records: Iterable[tuple[int, bytes | None, bytes | None, bytes]],
                  base_timestamp: int, offset_delta: int) -> None:
     """Append the v2 bytes of `records` ((timestamp, key, value, encoded headers)), whose offset
-    deltas start at `offset_delta`, to `out`: one loop, no bytes object per record."""
-    small = _SMALL
+    deltas start at `offset_delta`, to `out`: one loop gathering the pieces, one join."""
+    small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
+    parts: list[bytes] = []
+    add = parts.extend
     for timestamp, key, value, encoded_headers in records:
         delta = timestamp - base_timestamp
         delta_bytes = small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta)
         offset_bytes = small[offset_delta << 1] if offset_delta < 8192 else zigzag_varint(offset_delta)
-        length = 1 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers)
+        offset_delta += 1
+        if value is None:
+            value_length = _NULL
+            value = b""
+            length = 2 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers)
+        else:
+            value_size = len(value)
+            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
+            length = 1 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers) + len(value_length) + value_size
         if key is None:
-            key_length = _NULL
             length += 1
+            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
+                 delta_bytes, offset_bytes, _NULL, value_length, value, encoded_headers))
         else:
             key_size = len(key)
             key_length = small[key_size << 1] if key_size < 8192 else zigzag_varint(key_size)
             length += len(key_length) + key_size
-        if value is None:
-            value_length = _NULL
-            length += 1
-        else:
-            value_size = len(value)
-            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
-            length += len(value_length) + value_size
-        out += small[length << 1] if length < 8192 else zigzag_varint(length)
-        out += _ATTRIBUTES
-        out += delta_bytes
-        out += offset_bytes
-        out += key_length
-        if key is not None:
-            out += key
-        out += value_length
-        if value is not None:
-            out += value
-        out += encoded_headers
-        offset_delta += 1
+            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
+                 delta_bytes, offset_bytes, key_length, key, value_length, value, encoded_headers))
+    out += b"".join(parts)
 
 
 class ProducerBatch:

@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from gregor.client.consumer.poll_decoder import decode_consumer_records
 from gregor.client.consumer.record_decoder import iter_records
+from gregor.client.consumer.records import ConsumerRecord
 from gregor.records.batch import parse_header
 from gregor.records.compression import Compression
 from gregor.records.errors import RecordsError
@@ -41,6 +42,15 @@ def test_same_records_as_the_per_record_decoder(items, compression, base_offset,
         assert record.leader_epoch == (None if epoch < 0 else epoch)
         assert record.serialized_key_size == (-1 if record.key is None else len(record.key))
         assert record.serialized_value_size == (-1 if record.value is None else len(record.value))
+
+
+def test_every_slot_of_a_record_is_set():
+    data = build([(0, b"k", b"v", [("h", b"1")])], epoch=4)
+    record, = decode_consumer_records(data, 0, parse_header(data, 0), MAX, "t", 2)
+    assert {name: getattr(record, name) for name in ConsumerRecord.__slots__} == {
+        "topic": "t", "partition": 2, "offset": 0, "timestamp": NOW, "timestamp_type": 0, "key": b"k",
+        "value": b"v", "_headers": [("h", b"1")], "leader_epoch": 4, "serialized_key_size": 1,
+        "serialized_value_size": 1}
 
 
 def test_a_record_without_headers_gets_its_own_list_when_read():

@@ -4,8 +4,10 @@ A record decoded through a generator (`record_decoder.iter_records`) and then tu
 ConsumerRecord costs a generator step, a tuple, an unpacking and a second loop per record, and
 its one-byte varint fast path misses the two-byte lengths of every record over 63 bytes. Here
 one flat loop per batch reads each record with one- and two-byte varints from a table (as
-`batch_decoder` does for columns) and builds its ConsumerRecord at once, positionally, with no
-headers list unless the record has headers. Malformed input raises the same CORRUPT_MESSAGE
+`batch_decoder` does for columns) and builds its ConsumerRecord at once, with no headers list
+unless the record has headers. The record's slots are stored here directly, without a call to
+`ConsumerRecord.__init__` (a Python call with eleven arguments costs about as much as the
+stores): this loop sets every slot the class declares, as its test checks. Malformed input raises the same CORRUPT_MESSAGE
 RecordsError as the other decoders.
 """
 
@@ -28,7 +30,7 @@ def decode_consumer_records(buf: bytes | memoryview, pos: int, header: BatchHead
     append_time = header.max_timestamp if timestamp_type == 1 else None
     epoch = header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
     zigzag = ZIGZAG
-    record_type = ConsumerRecord
+    new, record_type = object.__new__, ConsumerRecord
     out: list[ConsumerRecord] = []
     add = out.append
     position = 0
@@ -109,9 +111,19 @@ def decode_consumer_records(buf: bytes | memoryview, pos: int, header: BatchHead
                 headers, position = read_headers(data, position, count)
             if position != record_end:
                 raise corrupt_record(header, "record length does not match its fields")
-            add(record_type(topic, partition, base_offset + offset_delta,
-                            base_timestamp + timestamp_delta if append_time is None else append_time,
-                            timestamp_type, key, value, headers, epoch, key_size, value_size))
+            record = new(record_type)
+            record.topic = topic
+            record.partition = partition
+            record.offset = base_offset + offset_delta
+            record.timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
+            record.timestamp_type = timestamp_type
+            record.key = key
+            record.value = value
+            record._headers = headers
+            record.leader_epoch = epoch
+            record.serialized_key_size = key_size
+            record.serialized_value_size = value_size
+            add(record)
     except (Truncated, IndexError):
         raise corrupt_record(header, "truncated record") from None
     except UnicodeDecodeError:

@@ -3,6 +3,7 @@ and what `Consumer.poll_columns` hands over to bulk readers: the same records as
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterator
 
 from gregor.client.consumer.batch_decoder import RecordColumns
@@ -78,8 +79,7 @@ class ConsumerRecords:
         return bool(self._by_partition)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        for records in self._by_partition.values():
-            yield from records
+        return itertools.chain.from_iterable(self._by_partition.values())
 
     def __repr__(self) -> str:
         return f"<ConsumerRecords {self.count()} records from {len(self._by_partition)} partitions>"

@@ -1,6 +1,7 @@
 """The decoder of `poll`'s records against the per-record decoder (itself checked against
 kafka-python) on random batches (every codec, null keys and values, headers, long varints,
-log-append time, leader epochs), and its refusal of malformed batches."""
+log-append time, leader epochs) and on batches of one shape (the regular-expression path), and
+its refusal of malformed batches."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gregor.client.consumer.poll_decoder import decode_consumer_records
-from gregor.client.consumer.record_decoder import iter_records
+from gregor.client.consumer.record_decoder import batch_data, iter_records
 from gregor.client.consumer.records import ConsumerRecord
+from gregor.client.consumer.uniform_batch import uniform_records
 from gregor.records.batch import parse_header
 from gregor.records.compression import Compression
 from gregor.records.errors import RecordsError
@@ -84,3 +86,53 @@ def test_bad_headers_are_corrupt_message():
                             (corrupted(data, name_at - 1, 0x01), "null header key")]:
         with pytest.raises(RecordsError, match=reason):
             decode_consumer_records(damaged, 0, parse_header(damaged, 0), MAX, "t", 0)
+
+
+# -- batches of one shape (null keys, no headers, values of one size), split by uniform_batch --
+
+uniform_batches = st.tuples(st.integers(8, 60), st.sampled_from([0, 1, 63, 64, 100, 8191, 9000]),
+                            st.lists(st.integers(-4000, 4000), min_size=1, max_size=60) | st.lists(
+                                st.integers(-(1 << 20), 1 << 20), min_size=1, max_size=60))
+
+
+@settings(max_examples=80, deadline=None)
+@given(uniform_batches, st.sampled_from(list(Compression)), st.integers(0, 1 << 50), st.sampled_from([0, 1]))
+def test_a_uniform_batch_decodes_as_the_per_record_decoder_reads_it(shape, compression, base_offset,
+                                                                     timestamp_type):
+    count, size, deltas = shape
+    items = [(deltas[index % len(deltas)], None, bytes([index % 256]) * size, []) for index in range(count)]
+    data = build(items, compression, base_offset, timestamp_type, epoch=2)
+    header = parse_header(data, 0)
+    decoded = decode_consumer_records(data, 0, header, MAX, "t", 1)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers, r.serialized_value_size, r.leader_epoch)
+            for r in decoded] == [(offset, timestamp, None, value, [], size, 2) for offset, timestamp, _, value, _
+                                  in iter_records(data, 0, header, MAX)]
+    if size <= 100 and all(-4000 <= delta <= 4000 for delta in deltas):  # varints of one or two bytes
+        assert uniform_records(batch_data(data, 0, header, MAX), header, "t", 1) is not None
+
+
+def test_the_uniform_path_takes_its_shape_and_leaves_other_batches_to_the_loop():
+    for late in (5, 9_000, 1 << 40):  # timestamp deltas of one, two and many varint bytes
+        items = [(late if index == 7 else index, None, b"v%03d" % index, []) for index in range(20)]
+        data = build(items)
+        records = uniform_records(batch_data(data, 0, parse_header(data, 0), MAX), parse_header(data, 0), "t", 0)
+        assert records is not None
+        assert [(r.offset, r.timestamp, r.value) for r in records] == \
+            [(index, NOW + delta, value) for index, (delta, _, value, _) in enumerate(items)]
+    for odd_one in [(5, b"k", b"v005", []), (5, None, b"v5", []), (5, None, b"v005", [("h", b"1")])]:
+        items = [(index, None, b"v%03d" % index, []) for index in range(20)]
+        items[5] = odd_one
+        data = build(items)
+        header = parse_header(data, 0)
+        assert uniform_records(batch_data(data, 0, header, MAX), header, "t", 0) is None
+        assert [(r.key, r.value, r.timestamp) for r in decode_consumer_records(data, 0, header, MAX, "t", 0)] == \
+            [(key, value, NOW + delta) for delta, key, value, _ in items]
+
+
+def test_a_uniform_batch_with_a_wrong_record_length_is_corrupt_message():
+    data = bytearray(build([(index, None, b"x" * 10, []) for index in range(12)]))
+    first_length = 61
+    data[first_length] += 2  # the first record claims one byte more (zigzag)
+    header = parse_header(bytes(data), 0)
+    with pytest.raises(RecordsError, match="malformed record"):
+        decode_consumer_records(bytes(data), 0, header, MAX, "t", 0)

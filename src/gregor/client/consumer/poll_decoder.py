@@ -7,8 +7,10 @@ one flat loop per batch reads each record with one- and two-byte varints from a 
 `batch_decoder` does for columns) and builds its ConsumerRecord at once, with no headers list
 unless the record has headers. The record's slots are stored here directly, without a call to
 `ConsumerRecord.__init__` (a Python call with eleven arguments costs about as much as the
-stores): this loop sets every slot the class declares, as its test checks. Malformed input raises the same CORRUPT_MESSAGE
-RecordsError as the other decoders.
+stores): this loop sets every slot the class declares, as its test checks. Batches of the most
+common shape (null keys, no headers, values of one size) are split by a regular expression
+instead (`uniform_batch`). Malformed input raises the same CORRUPT_MESSAGE RecordsError as the
+other decoders.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from gregor.client.consumer.batch_decoder import ZIGZAG
 from gregor.client.consumer.record_decoder import Truncated, batch_data, corrupt_record, read_headers, read_varint
 from gregor.client.consumer.records import ConsumerRecord
+from gregor.client.consumer.uniform_batch import uniform_records
 from gregor.records.batch import BatchHeader
 
 
@@ -24,6 +27,9 @@ def decode_consumer_records(buf: bytes | memoryview, pos: int, header: BatchHead
     """Every record of the v2 batch at `pos` (its header already parsed) as a ConsumerRecord of
     `topic`-`partition` with raw key and value (deserializers are the caller's)."""
     data = batch_data(buf, pos, header, max_uncompressed_bytes)
+    uniform = uniform_records(data, header, topic, partition)
+    if uniform is not None:
+        return uniform
     end = len(data)
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     timestamp_type = header.timestamp_type

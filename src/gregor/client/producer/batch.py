@@ -248,5 +248,6 @@ class ProducerBatch:
         result.complete(base_offset, log_append_time, error)
 
     def __repr__(self) -> str:
-        return (f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
-                f"bytes={self.size} attempts={self.attempts}>")
+        # the size without sealing: a repr must not encode an open batch outside the accumulator's lock
+        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self._queued else f"<={self._bound}"
+        return f"<ProducerBatch {self.topic}-{self.partition} records={self.count} bytes={size} attempts={self.attempts}>"

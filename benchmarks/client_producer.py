@@ -10,7 +10,9 @@ turn: same acks (all), idempotence on, linger.ms 5, compression none. The client
 producer's columnar `send_columns` with chunks of `--chunk` records from a pyarrow array
 ("columnar"), and librdkafka. It prints records/s and MB/s per client and the ratio to
 librdkafka. All run in this process, one after the other, so they compete with the broker for
-the same cores in the same way.
+the same cores in the same way. `--rounds N` runs the clients N times in turn and reports each
+client's median run (by records/s), so that a load changing on a shared machine weighs on all
+of them alike.
 
 Latency: one record in `SAMPLE_EVERY` carries a delivery callback noting when it was
 acknowledged; p50/p99 are over those samples, measured during the throughput run (so they
@@ -172,30 +174,41 @@ def librdkafka_producer(bootstrap: str, topic: str, records: int, size: int, bat
     return Run(Figures(records, elapsed, records * size), latencies)
 
 
+def median_run(runs: list[Run]) -> Run:
+    """The run with the median records/s (the lower middle one of an even count)."""
+    ordered = sorted(runs, key=lambda run: run.figures.records_per_second)
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--batch-sizes", default="16384,1000000",
                         help="comma-separated batch.size values (Java's default, librdkafka's default)")
+    parser.add_argument("--rounds", type=int, default=1, help="runs per client, in turn; the median is reported")
     args = parser.parse_args()
     broker = start_gregor()
     try:
         rows = []
         for batch_size in (int(item) for item in args.batch_sizes.split(",")):
-            runs = {}
-            for name, run in (("gregor", gregor_producer), ("gregor-aio", gregor_aio_producer),
-                              ("columnar", columnar_producer), ("librdkafka", librdkafka_producer)):
-                topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
-                create_topic(broker.bootstrap, topic, 1)
-                runs[name] = run(broker.bootstrap, topic, args.records, args.size, batch_size)
-                print(f"\n{name:>10} batch.size={batch_size}: {runs[name].figures.records_per_second:12,.0f} "
-                      f"records/s {runs[name].figures.megabytes_per_second:8.1f} MB/s", file=sys.stderr)
+            all_runs: dict[str, list[Run]] = {}
+            for _ in range(max(args.rounds, 1)):
+                for name, run in (("gregor", gregor_producer), ("gregor-aio", gregor_aio_producer),
+                                  ("columnar", columnar_producer), ("librdkafka", librdkafka_producer)):
+                    topic = f"bench-{name}-{uuid.uuid4().hex[:6]}"
+                    create_topic(broker.bootstrap, topic, 1)
+                    result = run(broker.bootstrap, topic, args.records, args.size, batch_size)
+                    all_runs.setdefault(name, []).append(result)
+                    print(f"\n{name:>10} batch.size={batch_size}: {result.figures.records_per_second:12,.0f} "
+                          f"records/s {result.figures.megabytes_per_second:8.1f} MB/s", file=sys.stderr)
+            runs = {name: median_run(results) for name, results in all_runs.items()}
             rows.append((batch_size, runs))
     finally:
         broker.stop()
     print(f"\nproducer, {args.records:,} records of {args.size} B, acks=all, idempotent, linger.ms=5, one partition; "
-          f"latency send->ack in ms over 1 record in {SAMPLE_EVERY}")
+          f"latency send->ack in ms over 1 record in {SAMPLE_EVERY}"
+          + (f"; median of {args.rounds} rounds" if args.rounds > 1 else ""))
     print(f"{'batch.size':>10} | {'client':>10} | {'records/s':>10} | {'MB/s':>6} | {'p50 ms':>7} | {'p99 ms':>7} | "
           "ratio")
     for batch_size, runs in rows:

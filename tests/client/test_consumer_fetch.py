@@ -54,6 +54,14 @@ def answer(records: bytes, *, aborted: list[tuple[int, int]] = (), error: int = 
                               for producer, first in aborted])
 
 
+def taken(completed: CompletedFetch) -> list[ConsumerRecord]:
+    """Every record `completed` hands over, one take at a time as Fetcher.collect does."""
+    out = []
+    while (records := completed.take_records(2)) is not None:
+        out += records
+    return out
+
+
 def fetcher_at(position: int, reset: str = "earliest", key: str = "bytes", value: str = "bytes"
                ) -> tuple[Fetcher, SubscriptionState]:
     subscriptions = SubscriptionState(default_reset=reset)
@@ -114,7 +122,7 @@ def test_the_position_moves_past_trailing_control_and_aborted_batches():
     data = answer(batch(0, 1) + batch(1, 2, producer_id=1, transactional=True) + marker(3, 1, CONTROL_ABORT),
                   aborted=[(1, 1)])
     completed = CompletedFetch(TP, 0, data, READ_COMMITTED, True)
-    assert [record[0] for record, _, _ in completed.records()] == [0]
+    assert [record.offset for record in taken(completed)] == [0]
     assert completed.next_offset == 4
 
 
@@ -132,7 +140,7 @@ def test_every_codec_is_decoded(codec):
 def test_a_partial_batch_at_the_end_of_the_answer_is_left_for_the_next_fetch():
     full = batch(0, 3)
     completed = CompletedFetch(TP, 0, answer(full + batch(3, 3)[:40]), READ_UNCOMMITTED, True)
-    assert [record[0] for record, _, _ in completed.records()] == [0, 1, 2]
+    assert [record.offset for record in taken(completed)] == [0, 1, 2]
     assert completed.next_offset == 3
 
 
@@ -151,7 +159,7 @@ def test_legacy_message_sets_are_read(magic, codec):
     legacy = build_legacy([(offset, 2_000 + offset, b"k%d" % offset, b"v%d" % offset) for offset in range(4)],
                           magic, codec)
     completed = CompletedFetch(TP, 1, answer(legacy + batch(4, 2)), READ_UNCOMMITTED, True)
-    read = [(offset, key, value, timestamp) for (offset, timestamp, key, value, _), _, _ in completed.records()]
+    read = [(record.offset, record.key, record.value, record.timestamp) for record in taken(completed)]
     stamp = (lambda offset: 2_000 + offset) if magic == 1 else (lambda offset: -1)
     assert read[:3] == [(offset, b"k%d" % offset, b"v%d" % offset, stamp(offset)) for offset in range(1, 4)]
     assert [offset for offset, *_ in read[3:]] == [4, 5]

@@ -82,6 +82,32 @@ def test_a_batch_fills_at_its_capacity_but_always_takes_a_first_record():
     assert small.full and small.size <= 200 and accepted == (200 - 61) // 17  # 17 bytes a record
 
 
+@settings(max_examples=60, deadline=None)
+@given(records=records_strategy, capacity=st.integers(62, 30_000))
+def test_a_batch_takes_the_records_that_fit_encoded_one_by_one(records, capacity):
+    """Records are queued and encoded in bulk, yet a batch takes exactly the records whose
+    encoded sizes, added one by one, fit its capacity (the first one always)."""
+    batch = new_batch(capacity)
+    base = 1_700_000_000_000
+    taken = 0
+    for delta, key, value, headers in records:
+        if batch.try_append(base + delta, key, value, encode_headers(headers)) is None:
+            break
+        taken += 1
+    oracle = new_batch(1 << 30)
+    sizes = []
+    for delta, key, value, headers in records[:taken + 1]:
+        oracle.try_append(base + delta, key, value, encode_headers(headers))
+        sizes.append(oracle.size)
+    assert taken >= 1 and batch.count == taken and batch.size == sizes[taken - 1]
+    if taken < len(records):
+        assert batch.full and sizes[taken] > capacity
+    assert batch.full == (taken < len(records) or batch.size >= capacity)
+    decoded = decode(batch.build(Compression.NONE))
+    assert [(record.offset, record.value) for record in decoded] == \
+        [(index, value) for index, (_, _, value, _) in enumerate(records[:taken])]
+
+
 def test_the_size_estimate_bounds_the_encoded_size():
     for key, value, headers in [(None, None, []), (b"k" * 300, b"v" * 70_000, [("h", b"x" * 200)])]:
         batch = new_batch()

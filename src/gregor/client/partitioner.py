@@ -142,17 +142,17 @@ class StickyPartition:
             raise ValueError(f"sticky_batch_size must be at least 1, not {sticky_batch_size}")
         self.sticky_batch_size = sticky_batch_size
         self._rng = rng
-        self._current: int | None = None
-        self._produced_bytes = 0
+        self.current: int | None = None  # read (and produced_bytes kept) by the producer's send path
+        self.produced_bytes = 0
         self._load_stats: _LoadStats | None = None
 
     def partition(self, num_partitions: int, available_partitions: Sequence[int]) -> int:
         """The current sticky partition, chosen now if there is none yet."""
         # A topic re-created with fewer partitions must not keep a partition it no longer has.
-        if self._current is None or self._current >= num_partitions:
+        if self.current is None or self.current >= num_partitions:
             self._switch(num_partitions, available_partitions)
-        assert self._current is not None
-        return self._current
+        assert self.current is not None
+        return self.current
 
     def record_appended(self, appended_bytes: int, num_partitions: int,
                         available_partitions: Sequence[int], *, enable_switch: bool = True) -> None:
@@ -161,9 +161,9 @@ class StickyPartition:
         `enable_switch` is False while the partition's last batch is not full: switching then
         would leave a small batch behind, so the switch waits, up to twice the batch size.
         """
-        self._produced_bytes += appended_bytes
-        enough = self._produced_bytes >= self.sticky_batch_size
-        if (enough and enable_switch) or self._produced_bytes >= 2 * self.sticky_batch_size:
+        self.produced_bytes += appended_bytes
+        enough = self.produced_bytes >= self.sticky_batch_size
+        if (enough and enable_switch) or self.produced_bytes >= 2 * self.sticky_batch_size:
             self._switch(num_partitions, available_partitions)
 
     def update_load_stats(self, queue_sizes: Mapping[int, int] | None, excluded: int = 0) -> None:
@@ -193,12 +193,12 @@ class StickyPartition:
         stats = self._load_stats
         if stats is not None:
             index = bisect.bisect_right(stats.cumulative, draw % stats.cumulative[-1])
-            self._current = stats.partition_ids[index]
+            self.current = stats.partition_ids[index]
         elif available_partitions:
-            self._current = available_partitions[draw % len(available_partitions)]
+            self.current = available_partitions[draw % len(available_partitions)]
         else:
-            self._current = draw % num_partitions
-        self._produced_bytes = 0
+            self.current = draw % num_partitions
+        self.produced_bytes = 0
 
 
 class DefaultPartitioner:

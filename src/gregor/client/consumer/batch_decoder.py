@@ -19,7 +19,7 @@ from gregor.records.batch import BatchHeader
 
 _NO_HEADERS: tuple = ()
 
-_ZIGZAG = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
+ZIGZAG = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
 """Zigzag-decoded value of every varint of one or two bytes, indexed by its 14 payload bits."""
 
 Headers = Sequence[Header]
@@ -67,7 +67,7 @@ def decode_batch(buf: bytes | memoryview, pos: int, header: BatchHeader, max_unc
     end = len(data)
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     append_time = header.max_timestamp if header.timestamp_type == 1 else None
-    zigzag = _ZIGZAG
+    zigzag = ZIGZAG
     add_offset, add_timestamp = into.offsets.append, into.timestamps.append
     add_key, add_value, add_headers = into.keys.append, into.values.append, into.headers.append
     position = 0

@@ -198,7 +198,8 @@ class Consumer(ConsumerBase):
             if records:
                 if error is not None:
                     self._pending_error = error
-                self._thread.call_soon(self._fetcher.wakeup)
+                if self._fetcher.take_freed():
+                    self._thread.call_soon(self._fetcher.wakeup)
                 return records
             if error is not None:
                 raise error

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from gregor.client.consumer.batch_decoder import RecordColumns, decode_batch
-from gregor.client.consumer.record_decoder import iter_records
+from gregor.client.consumer.poll_decoder import decode_consumer_records
 from gregor.client.consumer.records import ConsumerRecord, RecordChunk
 from gregor.client.consumer.subscription import SubscriptionState
 from gregor.client.errors import ClientErrorCode, KafkaException, error_for
@@ -65,8 +65,8 @@ class RecordDeserializationError(KafkaException):
 
 
 class CompletedFetch:
-    """One partition's answer to one Fetch, consumed record by record (`records`) or, by bulk
-    readers, a batch at a time as columns (`take_columns`)."""
+    """One partition's answer to one Fetch, consumed a batch of records at a time
+    (`take_records`) or, by bulk readers, of columns (`take_columns`); the two may take turns."""
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, partition: Any,
                  isolation_level: int, check_crcs: bool) -> None:
@@ -82,16 +82,40 @@ class CompletedFetch:
                                for item in partition.aborted_transactions or ())
         self._read_committed = isolation_level == READ_COMMITTED
         self._check_crcs = check_crcs
-        self._iterator: Iterator[tuple[Any, int, int]] | None = None
+        self._batches: Iterator[tuple[list[ConsumerRecord], int]] | None = None
+        self._pending: list[ConsumerRecord] = []  # decoded records not taken yet, from `_taken` on
+        self._taken = 0
+        self._pending_end = 0  # the offset after the batch `_pending` came from
         self._chunks: Iterator[tuple[RecordColumns, int, int, int]] | None = None
         self._leftover: tuple[RecordColumns, int, int, int] | None = None
 
-    def records(self) -> Iterator[tuple[Any, int, int]]:
-        """((offset, timestamp, key, value, headers), leader epoch, timestamp type) from the position
-        on; `next_offset` follows batch ends."""
-        if self._iterator is None:
-            self._iterator = self._records()
-        return self._iterator
+    def take_records(self, limit: int) -> list[ConsumerRecord] | None:
+        """At most `limit` records (raw keys and values) from the position on: the rest of one
+        batch, or the part of it that fits; None when the fetch is used up. `next_offset` is the
+        position after them."""
+        pending, taken = self._pending, self._taken
+        if taken < len(pending) and pending[taken].offset != self.next_offset:
+            taken = bisect.bisect_left(pending, self.next_offset, key=_offset)  # poll_columns took some
+        while taken >= len(pending):
+            if self._batches is None:
+                self._batches = self._record_batches()
+            item = next(self._batches, None)
+            if item is None:
+                self._pending, self._taken = [], 0
+                return None
+            pending, self._pending_end = item
+            taken = bisect.bisect_left(pending, self.next_offset, key=_offset)
+            self._pending = pending
+        stop = taken + limit
+        if stop >= len(pending):
+            records = pending[taken:] if taken else pending
+            self._pending, self._taken = [], 0
+            self.next_offset = self._pending_end
+        else:
+            records = pending[taken:stop]
+            self._taken = stop
+            self.next_offset = pending[stop].offset
+        return records
 
     def take_columns(self, limit: int) -> tuple[RecordColumns, int, int] | None:
         """(columns, leader epoch, timestamp type) of at most `limit` records from the position on
@@ -154,18 +178,23 @@ class CompletedFetch:
                 continue
             yield header, start, end
 
-    def _records(self) -> Iterator[tuple[Any, int, int]]:
+    def _record_batches(self) -> Iterator[tuple[list[ConsumerRecord], int]]:
+        """(records, offset after them) per batch, records before the position included (the
+        taker skips them); `take_records` moves `next_offset` as they are taken."""
         data = self._data
+        topic, partition = self.topic_partition
         for header, start, end in self._selected():
             if header is None:
-                yield from self._legacy_records(memoryview(data)[start:end])
+                records = self._legacy_records(memoryview(data)[start:end])
+                if records:
+                    yield records, records[-1].offset + 1
                 continue
-            epoch, timestamp_type = header.partition_leader_epoch, header.timestamp_type
-            for record in iter_records(data, start, header, _MAX_UNCOMPRESSED):
-                if record[0] >= self.next_offset:
-                    self.next_offset = record[0] + 1
-                    yield record, epoch, timestamp_type
-            self.next_offset = max(self.next_offset, header.last_offset + 1)
+            records = decode_consumer_records(data, start, header, _MAX_UNCOMPRESSED, topic, partition)
+            end_offset = max(self.next_offset, header.last_offset + 1)
+            if records and records[-1].offset >= self.next_offset:
+                yield records, end_offset
+            else:
+                self.next_offset = end_offset
 
     def _column_chunks(self) -> Iterator[tuple[RecordColumns, int, int, int]]:
         """(columns, leader epoch, timestamp type, offset after them) per batch from the position on;
@@ -202,12 +231,19 @@ class CompletedFetch:
         if columns:
             yield columns, -1, timestamp_type, columns.offsets[-1] + 1
 
-    def _legacy_records(self, entry: memoryview) -> Iterator[tuple[tuple, int, int]]:
-        """A magic 0/1 entry (a wrapper expands to its messages); its CRC is always checked."""
-        for message in iter_legacy(entry, _MAX_UNCOMPRESSED):
-            if message.offset >= self.next_offset:
-                self.next_offset = message.offset + 1
-                yield (message.offset, message.timestamp, message.key, message.value, []), -1, message.timestamp_type
+    def _legacy_records(self, entry: memoryview) -> list[ConsumerRecord]:
+        """A magic 0/1 entry (a wrapper expands to its messages) from the position on; its CRC is
+        always checked."""
+        topic, partition = self.topic_partition
+        return [ConsumerRecord(topic, partition, message.offset, message.timestamp, message.timestamp_type,
+                               message.key, message.value, None, None,
+                               -1 if message.key is None else len(message.key),
+                               -1 if message.value is None else len(message.value))
+                for message in iter_legacy(entry, _MAX_UNCOMPRESSED) if message.offset >= self.next_offset]
+
+
+def _offset(record: ConsumerRecord) -> int:
+    return record.offset
 
 
 def record_entries(data: bytes | memoryview) -> Iterator[tuple[BatchHeader | None, int, int]]:
@@ -241,6 +277,7 @@ class Fetcher:
         self._wakeup: asyncio.Event | None = None
         self._tasks: set[asyncio.Task] = set()
         self.on_data: Callable[[], None] | None = None  # called on the loop when fetched data arrives
+        self.freed = False  # see take_freed
 
     # -- network thread --
 
@@ -428,38 +465,51 @@ class Fetcher:
 
     def _take(self, fetch: CompletedFetch, state: Any, out: dict[TopicPartition, list[ConsumerRecord]],
               limit: int) -> int:
+        """Records of `fetch`, a batch at a time, deserialized and added to `out`; a record the
+        deserializers refuse ends the take there (the records before it are handed over, the
+        position stays on it)."""
         topic_partition = fetch.topic_partition
-        topic, index = topic_partition
         taken = 0
-        records = out.get(topic_partition)
         key_deserializer, value_deserializer = self.key_deserializer, self.value_deserializer
-        raw_keys = type(key_deserializer) is BytesDeserializer
-        raw_values = type(value_deserializer) is BytesDeserializer
-        iterator = fetch.records()
+        raw = type(key_deserializer) is BytesDeserializer and type(value_deserializer) is BytesDeserializer
         while taken < limit:
-            item = next(iterator, None)
-            if item is None:
+            records = fetch.take_records(limit - taken)
+            if records is None:
                 state.position = fetch.next_offset
                 self._done_with(fetch)
                 return taken
-            (offset, timestamp, raw_key, raw_value, headers), epoch, timestamp_type = item
-            try:
-                key = raw_key if raw_keys else key_deserializer.deserialize(topic, raw_key, headers)
-                value = raw_value if raw_values else value_deserializer.deserialize(topic, raw_value, headers)
-            except (SerializationError, ValueError, TypeError) as cause:
-                state.position = offset
-                raise RecordDeserializationError(topic_partition, offset, cause) from cause
-            if records is None:
-                records = out[topic_partition] = []
-            records.append(ConsumerRecord(
-                topic, index, offset, timestamp, timestamp_type, key, value, headers,
-                epoch if epoch >= 0 else None, -1 if raw_key is None else len(raw_key),
-                -1 if raw_value is None else len(raw_value)))
-            taken += 1
-            state.position = offset + 1
-            state.position_epoch = epoch if epoch >= 0 else None
-        fetch.next_offset = state.position
+            if not raw:
+                self._deserialize(topic_partition, records, state, out)
+            current = out.get(topic_partition)
+            if current is None:
+                out[topic_partition] = records
+            else:
+                current += records
+            taken += len(records)
+            state.position = fetch.next_offset
+            state.position_epoch = records[-1].leader_epoch
         return taken
+
+    def _deserialize(self, topic_partition: TopicPartition, records: list[ConsumerRecord], state: Any,
+                     out: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        """Replace raw keys and values by what the deserializers make of them; on a refusal, hand
+        over the records before it and raise RecordDeserializationError at its offset."""
+        topic = topic_partition.topic
+        key_deserializer, value_deserializer = self.key_deserializer, self.value_deserializer
+        raw_keys = type(key_deserializer) is BytesDeserializer
+        raw_values = type(value_deserializer) is BytesDeserializer
+        for index, record in enumerate(records):
+            try:
+                if not raw_keys:
+                    record.key = key_deserializer.deserialize(topic, record.key, record.headers)
+                if not raw_values:
+                    record.value = value_deserializer.deserialize(topic, record.value, record.headers)
+            except (SerializationError, ValueError, TypeError) as cause:
+                if index:
+                    out.setdefault(topic_partition, []).extend(records[:index])
+                    state.position_epoch = records[index - 1].leader_epoch
+                state.position = record.offset
+                raise RecordDeserializationError(topic_partition, record.offset, cause) from cause
 
     def _partition_error(self, fetch: CompletedFetch) -> KafkaException | None:
         code = fetch.error_code
@@ -481,3 +531,11 @@ class Fetcher:
             if self._completed and self._completed[0] is fetch:
                 self._completed.popleft()
             self._buffered.discard(fetch.topic_partition)
+            self.freed = True
+
+    def take_freed(self) -> bool:
+        """Whether a partition's buffered answer was used up since the last call: only then can
+        the loop send a fetch it could not send before (waking it is a thread switch)."""
+        with self._lock:
+            freed, self.freed = self.freed, False
+            return freed

@@ -3,6 +3,7 @@ and what `Consumer.poll_columns` hands over to bulk readers: the same records as
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterator
 
 from gregor.client.consumer.batch_decoder import RecordColumns
@@ -12,13 +13,16 @@ CREATE_TIME, LOG_APPEND_TIME = 0, 1
 
 
 class ConsumerRecord:
-    """One record with its position; key and value as the deserializers returned them."""
+    """One record with its position; key and value as the deserializers returned them.
 
-    __slots__ = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers",
+    `headers` is a list of (name, bytes or None); a record without headers gets its (empty)
+    list only when `headers` is first read, which most readers never do."""
+
+    __slots__ = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "_headers",
                  "leader_epoch", "serialized_key_size", "serialized_value_size")
 
     def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
-                 key: Any, value: Any, headers: list[tuple[str, bytes | None]], leader_epoch: int | None,
+                 key: Any, value: Any, headers: list[tuple[str, bytes | None]] | None, leader_epoch: int | None,
                  serialized_key_size: int, serialized_value_size: int) -> None:
         self.topic = topic
         self.partition = partition
@@ -27,10 +31,21 @@ class ConsumerRecord:
         self.timestamp_type = timestamp_type
         self.key = key
         self.value = value
-        self.headers = headers
+        self._headers = headers
         self.leader_epoch = leader_epoch
         self.serialized_key_size = serialized_key_size
         self.serialized_value_size = serialized_value_size
+
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = []
+        return headers
+
+    @headers.setter
+    def headers(self, headers: list[tuple[str, bytes | None]]) -> None:
+        self._headers = headers
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -64,8 +79,7 @@ class ConsumerRecords:
         return bool(self._by_partition)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        for records in self._by_partition.values():
-            yield from records
+        return itertools.chain.from_iterable(self._by_partition.values())
 
     def __repr__(self) -> str:
         return f"<ConsumerRecords {self.count()} records from {len(self._by_partition)} partitions>"

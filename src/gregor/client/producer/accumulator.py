@@ -235,14 +235,23 @@ class RecordAccumulator:
                 if metadata is None or metadata.leader not in wanted:
                     continue
                 node = metadata.leader
-                used = sizes.get(node, 0)
-                if used and used + first.size > max_request_size:
-                    continue
+                taken = drained.get(node)
+                if taken:
+                    # measured (encoding what they queued) only when a node takes several; a
+                    # lone batch is encoded when built, outside the lock appends need
+                    used = sizes.get(node)
+                    if used is None:
+                        used = taken[0].size
+                    size = first.size
+                    if used + size > max_request_size:
+                        continue
+                    sizes[node] = used + size
+                    taken.append(first)
+                else:
+                    drained[node] = [first]
                 queue.popleft()
                 first.full = True
                 first.in_flight = True
-                sizes[node] = used + first.size
-                drained.setdefault(node, []).append(first)
         return drained
 
     def reenqueue(self, batch: ProducerBatch) -> None:

@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import random
 import time
+from time import time_ns
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from gregor.client.config import Role, parse_config
@@ -227,7 +228,9 @@ class ProducerBase(abc.ABC):
             chosen = partition_for_key(key_bytes, route.num_partitions)
         elif route.sticky is not None:
             sticky = route.sticky
-            chosen = sticky.partition(route.num_partitions, route.available)
+            chosen = sticky.current
+            if chosen is None or chosen >= route.num_partitions:
+                chosen = sticky.partition(route.num_partitions, route.available)
         else:
             try:
                 chosen = choose_partition(self._partitioner, topic, None, key_bytes, value_bytes,
@@ -244,7 +247,7 @@ class ProducerBase(abc.ABC):
                                  f"the record is {record_size + BATCH_HEADER_SIZE} bytes when serialized, "
                                  f"more than {key_name} ({limit})")
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = time_ns() // 1_000_000
         if self._txn is not None:
             self._txn.check_send()
             self._txn.add_partition(route.partitions[chosen])
@@ -256,8 +259,12 @@ class ProducerBase(abc.ABC):
                                             encoded_headers, record_size, sticky, route)
             raise
         if sticky is not None:
-            sticky.record_appended(record_size, route.num_partitions, route.available,
-                                   enable_switch=batch_full or new_batch)
+            produced = sticky.produced_bytes + record_size
+            if produced < sticky.sticky_batch_size:  # record_appended, inlined: no switch yet
+                sticky.produced_bytes = produced
+            else:
+                sticky.record_appended(record_size, route.num_partitions, route.available,
+                                       enable_switch=batch_full or new_batch)
         if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
             self._wake_sender()
         return future

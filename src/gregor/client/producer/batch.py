@@ -1,9 +1,13 @@
-"""One open produce batch: records are encoded into it as they are sent.
+"""One open produce batch: records are queued into it as they are sent, encoded in bulk.
 
-Each `append` writes the record's v2 bytes (varints, key, value, headers) straight into the
-batch's buffer, so the sender only adds the 61-byte header, the producer id and sequence it
-knows at drain time, compression and the CRC. Small varints come from a table: most records
-have small deltas and sizes, and this is the per-record hot path of the producer.
+`try_append` is the per-record hot path of the producer, on the sending thread: it only keeps
+the record (a tuple) and an upper bound of the batch's encoded size. The records are encoded
+into their v2 bytes (varints, key, value, headers) in one loop (`seal`) when the batch is
+measured or built, or when the bound reaches `capacity`: then what is queued is encoded, and
+whether the record fits is decided on exact sizes, as if each had been encoded on arrival, so
+a batch holds the records it would hold when encoded one by one. The sender adds the 61-byte
+header, the producer id and sequence it knows at drain time, compression and the CRC. Small
+varints come from a table: most records have small deltas and sizes.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ def zigzag_varint(value: int) -> bytes:
 
 _NULL = b"\x01"  # zigzag(-1): a null key, value or header value
 _NO_HEADERS = b"\x00"
+_ATTRIBUTES = b"\x00"
+_LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
+"""A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
+_RECORD_BOUND = 33
+"""With a key and value size of -1 for null ones, an upper bound of the bytes a record adds
+beyond its key, value and headers: its length (5), attributes (1), timestamp delta (10), offset
+delta (5) and key and value lengths (5 each) as varints."""
 
 
 def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
@@ -70,11 +81,44 @@ class EncodedBatch(NamedTuple):
     max_timestamp: int
 
 
+def _encode_into(out: bytearray, records: Iterable[tuple[int, bytes | None, bytes | None, bytes]],
+                 base_timestamp: int, offset_delta: int) -> None:
+    """Append the v2 bytes of `records` ((timestamp, key, value, encoded headers)), whose offset
+    deltas start at `offset_delta`, to `out`: one loop gathering the pieces, one join."""
+    small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
+    parts: list[bytes] = []
+    add = parts.extend
+    for timestamp, key, value, encoded_headers in records:
+        delta = timestamp - base_timestamp
+        delta_bytes = small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta)
+        offset_bytes = small[offset_delta << 1] if offset_delta < 8192 else zigzag_varint(offset_delta)
+        offset_delta += 1
+        if value is None:
+            value_length = _NULL
+            value = b""
+            length = 2 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers)
+        else:
+            value_size = len(value)
+            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
+            length = 1 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers) + len(value_length) + value_size
+        if key is None:
+            length += 1
+            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
+                 delta_bytes, offset_bytes, _NULL, value_length, value, encoded_headers))
+        else:
+            key_size = len(key)
+            key_length = small[key_size << 1] if key_size < 8192 else zigzag_varint(key_size)
+            length += len(key_length) + key_size
+            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
+                 delta_bytes, offset_bytes, key_length, key, value_length, value, encoded_headers))
+    out += b"".join(parts)
+
+
 class ProducerBatch:
     """Records for one partition, appended until full, then sent (and maybe retried) as one."""
 
-    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "records", "count",
-                 "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
+    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "_queued", "_bound",
+                 "count", "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
                  "retry_at", "producer_id", "producer_epoch", "base_sequence", "in_flight",
                  "done", "ordinal", "__weakref__")
 
@@ -85,7 +129,9 @@ class ProducerBatch:
         self.result = BatchResult(topic, partition)
         self.created = created
         self.reserved_bytes = reserved_bytes
-        self.records = bytearray()
+        self._encoded = bytearray()  # the records encoded so far
+        self._queued: list[tuple[int, bytes | None, bytes | None, bytes]] = []  # and those after them
+        self._bound = BATCH_HEADER_SIZE  # an upper bound of the batch's size with the queued records
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
@@ -103,40 +149,60 @@ class ProducerBatch:
 
     def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
                    encoded_headers: bytes) -> RecordFuture | None:
-        """Encode the record into the batch, or return None (and mark it full) if it does not fit."""
+        """Take the record, or return None (and mark the batch full) if it does not fit."""
+        count = self.count
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
+        bound = self._bound + _RECORD_BOUND + key_size + value_size + len(encoded_headers)
+        if bound > self.capacity:
+            return self._append_exactly(timestamp, key, value, encoded_headers)
+        if count == 0:
+            self.base_timestamp = timestamp
+        self._bound = bound
+        self._queued.append((timestamp, key, value, encoded_headers))
+        self.count = count + 1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        return RecordFuture(self.result, count, timestamp, key_size, value_size)
+
+    def _append_exactly(self, timestamp: int, key: bytes | None, value: bytes | None,
+                        encoded_headers: bytes) -> RecordFuture | None:
+        """Near `capacity`: encode what is queued, then the record, keeping it only if it fits
+        (a first record always does)."""
+        self.seal()
+        encoded = self._encoded
+        before = len(encoded)
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
-        delta = timestamp - self.base_timestamp
-        small = _SMALL
-        if key is None:
-            key_size, key_length, key = -1, _NULL, b""
-        else:
-            key_size = len(key)
-            key_length = small[key_size << 1] if key_size < 8192 else zigzag_varint(key_size)
-        if value is None:
-            value_size, value_length, value = -1, _NULL, b""
-        else:
-            value_size = len(value)
-            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
-        body = b"".join((b"\x00", small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta),
-                         small[count << 1] if count < 8192 else zigzag_varint(count),
-                         key_length, key, value_length, value, encoded_headers))
-        length = len(body)
-        prefix = small[length << 1] if length < 8192 else zigzag_varint(length)
-        records = self.records
-        new_size = BATCH_HEADER_SIZE + len(records) + len(prefix) + length
+        _encode_into(encoded, ((timestamp, key, value, encoded_headers),), self.base_timestamp, count)
+        new_size = BATCH_HEADER_SIZE + len(encoded)
         if count and new_size > self.capacity:
+            del encoded[before:]
             self.full = True
             return None
-        records += prefix
-        records += body
+        self._bound = new_size
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
         if new_size >= self.capacity:
             self.full = True
-        return RecordFuture(self.result, count, timestamp, key_size, value_size)
+        return RecordFuture(self.result, count, timestamp, -1 if key is None else len(key),
+                            -1 if value is None else len(value))
+
+    def seal(self) -> None:
+        """Encode the queued records (the batch's size is then exact)."""
+        queued = self._queued
+        if queued:
+            _encode_into(self._encoded, queued, self.base_timestamp, self.count - len(queued))
+            self._queued = []
+            self._bound = BATCH_HEADER_SIZE + len(self._encoded)
+
+    @property
+    def records(self) -> bytearray:
+        """The records' v2 bytes (after the batch header)."""
+        self.seal()
+        return self._encoded
 
     @classmethod
     def of_encoded(cls, topic: str, partition: int, encoded: EncodedBatch, created: float,
@@ -144,7 +210,7 @@ class ProducerBatch:
         """A full batch holding records encoded elsewhere; its one result is shared by all of them."""
         size = BATCH_HEADER_SIZE + len(encoded.records)
         batch = cls(topic, partition, size, created, size, ordinal)
-        batch.records = bytearray(encoded.records)
+        batch._encoded = bytearray(encoded.records)
         batch.count = encoded.count
         batch.base_timestamp = encoded.base_timestamp
         batch.max_timestamp = encoded.max_timestamp
@@ -153,7 +219,9 @@ class ProducerBatch:
 
     @property
     def size(self) -> int:
-        return BATCH_HEADER_SIZE + len(self.records)
+        """The batch's encoded size (encoding what is queued)."""
+        self.seal()
+        return BATCH_HEADER_SIZE + len(self._encoded)
 
     def build(self, compression: int, compression_level: int | None = None, transactional: bool = False) -> bytes:
         """The batch's v2 bytes with the producer id, epoch and sequence it holds now (and the
@@ -180,5 +248,6 @@ class ProducerBatch:
         result.complete(base_offset, log_append_time, error)
 
     def __repr__(self) -> str:
-        return (f"<ProducerBatch {self.topic}-{self.partition} records={self.count} "
-                f"bytes={self.size} attempts={self.attempts}>")
+        # the size without sealing: a repr must not encode an open batch outside the accumulator's lock
+        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self._queued else f"<={self._bound}"
+        return f"<ProducerBatch {self.topic}-{self.partition} records={self.count} bytes={size} attempts={self.attempts}>"

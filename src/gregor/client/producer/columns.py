@@ -4,8 +4,9 @@ pass (pyarrow compute), without a Python object per record.
 A record inside a v2 batch is `length, attributes, timestampDelta, offsetDelta, keyLength, key,
 valueLength, value, headers` with zigzag varints. Here each of those is a column: varints come
 from a table of every 1- and 2-byte varint (`take` by value) or, for larger values, are built
-byte by byte; `binary_join_element_wise` then concatenates the columns row by row, and the
-joined array's data buffer is the records' bytes, back to back. Rows are cut into batches of
+byte by byte; each record's length is summed from its pieces' lengths, and one
+`binary_join_element_wise` concatenates the columns row by row: the joined array's data buffer
+is the records' bytes, back to back. Rows are cut into batches of
 about `batch.size` bytes before encoding (offset deltas count from each batch's first row), so a
 batch is a slice of that buffer.
 
@@ -281,15 +282,20 @@ def encode_batches(columns: RecordColumns, bounds: Sequence[tuple[int, int]]) ->
     value_lengths = pc.fill_null(pc.binary_length(columns.values).cast(pa.int64()), _MINUS_ONE)
     key_varints, value_varints = varints(zigzag(key_lengths)), varints(zigzag(value_lengths))
     headers = columns.headers if columns.headers is not None else _NULL_BYTE
-    body = pc.binary_join_element_wise(
-        _NULL_BYTE, timestamp_deltas, offset_deltas, key_varints, pc.fill_null(columns.keys, _EMPTY),
-        value_varints, pc.fill_null(columns.values, _EMPTY), headers, _EMPTY)
-    records = pc.binary_join_element_wise(varints(zigzag(pc.binary_length(body).cast(pa.int64()))), body, _EMPTY)
+    # each record's length, summed from its pieces' lengths, so that one join writes the records
+    body_lengths = pc.add(pc.add(_lengths(timestamp_deltas), _lengths(offset_deltas)),
+                          pc.add(_lengths(key_varints), _lengths(value_varints)))
+    body_lengths = pc.add(body_lengths, pc.add(pc.add(_lengths(columns.keys), _lengths(columns.values)),
+                                               _lengths(headers) if columns.headers is not None else _ONE))
+    records = pc.binary_join_element_wise(
+        varints(zigzag(pc.add(body_lengths, _ONE))), _NULL_BYTE, timestamp_deltas, offset_deltas, key_varints,
+        pc.fill_null(columns.keys, _EMPTY), value_varints, pc.fill_null(columns.values, _EMPTY), headers, _EMPTY)
     _, offset_buffer, data = records.buffers()
     offsets = pa.Array.from_buffers(pa.int32(), len(records) + 1, [None, offset_buffer], offset=records.offset)
     cuts = offsets.take(pa.array([0, *(end for _, end in bounds)], pa.int64())).to_pylist()
     bases = base_timestamps.to_pylist()
-    if pc.min_max(timestamps)["min"] == pc.min_max(timestamps)["max"]:
+    extremes = pc.min_max(timestamps)
+    if extremes["min"] == extremes["max"]:
         maxima = bases
     else:
         maxima = [pc.max(timestamps.slice(start, end - start)).as_py() for start, end in bounds]

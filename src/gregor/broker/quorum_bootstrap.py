@@ -22,8 +22,11 @@ _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 class Address(Protocol):
     """A listener endpoint's host and port (the config's `Endpoint`)."""
 
-    host: str
-    port: int
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
 
 
 def parse_bootstrap_servers(entries: Iterable[str]) -> list[tuple[str, int]]:

@@ -43,8 +43,6 @@ def handle(context: BrokerContext, request: DescribeTopicPartitionsRequest) -> D
     limit = max(min(context.metadata.config.get("max.request.partition.size.limit"),
                     request.response_partition_limit), 1)
     response = _describe(context, [name for name in wanted if name in described], cursor, limit, every_topic)
-    for topic in response.topics:
-        topic.topic_authorized_operations = authorized_operations(context, ResourceType.TOPIC, topic.name)
     if not every_topic:
         response.topics.extend(_Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID,
                                       partitions=[]) for name in wanted if name not in described)
@@ -53,7 +51,8 @@ def handle(context: BrokerContext, request: DescribeTopicPartitionsRequest) -> D
 
 def _describe(context: BrokerContext, names: list[str], cursor: DescribeTopicPartitionsRequest.Cursor | None,
               limit: int, every_topic: bool) -> DescribeTopicPartitionsResponse:
-    """Kafka's metadata cache walk: topics in order until `limit` partitions are answered."""
+    """Kafka's metadata cache walk: topics in order until `limit` partitions are answered, each
+    with the operations the principal may perform on it."""
     metadata = context.metadata
     response = DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=[])
     remaining = limit
@@ -62,12 +61,14 @@ def _describe(context: BrokerContext, names: list[str], cursor: DescribeTopicPar
             response.next_cursor = _Cursor(topic_name=name, partition_index=0)
             break
         topic_image = metadata.image.topics.get(name)
+        operations = authorized_operations(context, ResourceType.TOPIC, name)
         if topic_image is None:
             if not every_topic:
                 code = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if metadata.is_valid_topic_name(name)
                         else ErrorCode.INVALID_TOPIC_EXCEPTION)
                 response.topics.append(_Topic(error_code=code, name=name, topic_id=ZERO_UUID,
-                                              is_internal=name in INTERNAL_TOPICS, partitions=[]))
+                                              is_internal=name in INTERNAL_TOPICS, partitions=[],
+                                              topic_authorized_operations=operations))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         count = len(topic_image.partitions)
@@ -76,7 +77,8 @@ def _describe(context: BrokerContext, names: list[str], cursor: DescribeTopicPar
                                  eligible_leader_replicas=[], last_known_elr=[])
                       for index in range(start, end) if index in topic_image.partitions]
         response.topics.append(_Topic(error_code=ErrorCode.NONE, name=name, topic_id=topic_image.topic_id,
-                                      is_internal=name in INTERNAL_TOPICS, partitions=partitions))
+                                      is_internal=name in INTERNAL_TOPICS, partitions=partitions,
+                                      topic_authorized_operations=operations))
         if end < count:
             response.next_cursor = _Cursor(topic_name=name, partition_index=end)
             break

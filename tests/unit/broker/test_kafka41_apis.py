@@ -1,18 +1,22 @@
-"""DescribeTopicPartitions (75) and ListConfigResources (74) through a real one-node broker's
-dispatcher, as Kafka 4.1 answers them: DescribeTopicPartitions pages by partitions with Kafka's
-cursor rules; ListConfigResources lists the resources of the types asked."""
+"""DescribeTopicPartitions (75), ListConfigResources (74) and Produce v13 through a real one-node
+broker's dispatcher, as Kafka 4.1 answers them: DescribeTopicPartitions pages by partitions with
+Kafka's cursor rules; ListConfigResources lists the resources of the types asked; Produce v13 names
+topics by id."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from gregor.broker.server import Broker
 from gregor.protocol.error_codes import ErrorCode as E
 from gregor.protocol.messages import (
     CreateTopicsRequest, DescribeTopicPartitionsRequest, IncrementalAlterConfigsRequest, ListConfigResourcesRequest,
+    ProduceRequest,
 )
 from tests.unit.broker.test_authorization_matrix import ADMIN, Node, _config
+from tests.unit.storage.helpers import batch
 
 _Cursor = DescribeTopicPartitionsRequest.Cursor
 TOPICS = {"a": 3, "b": 2, "c": 1}
@@ -61,12 +65,20 @@ async def _run(tmp_path) -> dict[str, Any]:
                                ("v1 unsupported", [2, 64])):
             answers[version] = await node.call(ADMIN, ListConfigResourcesRequest(resource_types=types), 1)
         answers["v0"] = await node.call(ADMIN, ListConfigResourcesRequest(), 0)
+        topic_id = broker.metadata.image.topics["b"].topic_id
+        answers["produce v13"] = await node.call(ADMIN, ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+            ProduceRequest.TopicProduceData(topic_id=topic_id, partition_data=[
+                ProduceRequest.PartitionProduceData(index=1, records=batch(3))]),
+            ProduceRequest.TopicProduceData(topic_id=uuid.uuid4(), partition_data=[
+                ProduceRequest.PartitionProduceData(index=0, records=batch())])]), 13)
+        answers["b end offset"] = broker.partitions.partition("b", 1).log.log_end_offset
+        answers["b id"] = topic_id
         return answers
     finally:
         await broker.stop()
 
 
-def test_describe_topic_partitions_pages_and_list_config_resources_lists_as_kafka(tmp_path):
+def test_kafka_41_apis_answer_as_kafka(tmp_path):
     answers = asyncio.run(_run(tmp_path))
     # named topics are deduplicated and sorted; at most `limit` partitions, the cursor says where to go on
     assert _pages(answers["page 1"]) == ([("a", 0, [0, 1])], ("a", 2))
@@ -99,3 +111,10 @@ def test_describe_topic_partitions_pages_and_list_config_resources_lists_as_kafk
     assert listed(answers["v1 brokers"]) == (0, [(4, "1")])
     assert listed(answers["v1 unsupported"]) == (E.UNSUPPORTED_VERSION, [])
     assert listed(answers["v0"]) == (0, [])
+
+    # Produce v13 names its topics by id; an id the broker does not know is UNKNOWN_TOPIC_ID
+    known, unknown = answers["produce v13"].responses
+    assert (known.topic_id, known.partition_responses[0].index, known.partition_responses[0].error_code,
+            known.partition_responses[0].base_offset) == (answers["b id"], 1, 0, 0)
+    assert answers["b end offset"] == 3
+    assert unknown.partition_responses[0].error_code == E.UNKNOWN_TOPIC_ID

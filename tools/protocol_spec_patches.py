@@ -18,6 +18,18 @@ the client speaks transaction protocol v2 (KIP-890 part 2), which the pinned sna
 - Produce v12: a transactional write also adds its partition to the transaction (AddPartitionsToTxn's work).
 - TxnOffsetCommit v5: the commit also adds the group's offsets partition (AddOffsetsToTxn's work).
 
+Apache Kafka 4.1 names Produce's topics by id (KIP-516):
+
+- Produce v13: each request and response topic carries `TopicId` (uuid) instead of `Name`
+  (versions 0-12); an id the broker does not know is UNKNOWN_TOPIC_ID.
+
+Apache Kafka 4.1 renamed ListClientMetricsResources (74) to ListConfigResources (KIP-1142):
+
+- ListConfigResourcesRequest v1: `ResourceTypes` ([]int8), the config resource types to list
+  (empty: every type the broker supports).
+- ListConfigResourcesResponse: `ClientMetricsResources` is `ConfigResources`, its `Name`
+  `ResourceName`; v1 adds each resource's `ResourceType` (int8, default 16: client metrics).
+
 APIs the pinned specs lack entirely are stated whole in `ADDED` (family "clients"), as Apache
 Kafka 4.1 defines them (KIP-932's admin APIs, version 0, flexible):
 
@@ -65,15 +77,43 @@ def _share_fetch_response(spec: dict[str, Any]) -> None:
 _EDITS = {"ShareFetchRequest": _share_fetch_request, "ShareFetchResponse": _share_fetch_response}
 
 
-_TRANSACTION_V2_VERSIONS = {"ProduceRequest": "0-12", "ProduceResponse": "0-12", "TxnOffsetCommitRequest": "0-5",
+_TRANSACTION_V2_VERSIONS = {"ProduceRequest": "0-13", "ProduceResponse": "0-13", "TxnOffsetCommitRequest": "0-5",
                             "TxnOffsetCommitResponse": "0-5"}
+
+
+def _produce_topic_ids(spec: dict[str, Any]) -> None:
+    topics = next(f for f in spec["fields"] if f["name"] in ("TopicData", "Responses"))
+    name = next(f for f in topics["fields"] if f["name"] == "Name")
+    name.update(versions="0-12", ignorable=True)
+    _insert_after(topics["fields"], "Name", [{"name": "TopicId", "type": "uuid", "versions": "13+", "mapKey": True,
+                                              "ignorable": True, "about": "The unique topic ID."}])
+
+
+def _list_config_resources(spec: dict[str, Any]) -> None:
+    spec["name"] = spec["name"].replace("ListClientMetricsResources", "ListConfigResources")
+    spec["validVersions"] = "0-1"
+    if spec["type"] == "request":
+        spec["fields"] = [{"name": "ResourceTypes", "type": "[]int8", "versions": "1+",
+                           "about": "The config resource types to list; empty: every type the broker supports."}]
+        return
+    resources = next(f for f in spec["fields"] if f["name"] == "ClientMetricsResources")
+    resources.update(name="ConfigResources", type="[]ConfigResource", about="Each config resource in the response.")
+    resources["fields"] = [
+        {"name": "ResourceName", "type": "string", "versions": "0+", "about": "The resource name."},
+        {"name": "ResourceType", "type": "int8", "versions": "1+", "ignorable": True, "default": 16,
+         "about": "The resource type."}]
 
 
 def apply(spec: dict[str, Any]) -> bool:
     """Bring `spec` to the versions above in place; True when it was changed."""
     name = spec["name"]
+    if name.startswith("ListClientMetricsResources"):
+        _list_config_resources(spec)
+        return True
     if name in _TRANSACTION_V2_VERSIONS:
         spec["validVersions"] = _TRANSACTION_V2_VERSIONS[name]
+        if name.startswith("Produce"):
+            _produce_topic_ids(spec)
         return True
     if name not in _V1_SAME and name not in _EDITS:
         return False

@@ -104,3 +104,44 @@ def test_scram_arguments_as_kafka_parses_them():
             parse_scram(argument)
     with pytest.raises(BootstrapError):
         bootstrap_records(0, {})
+
+
+def _quickstart_properties(tmp_path, *extra: str) -> str:
+    """Kafka 4's quickstart shape: a combined node bootstrapping its quorum from its own controller listener."""
+    path = tmp_path / "quickstart.properties"
+    path.write_text("\n".join(["process.roles=broker,controller", "node.id=1", f"log.dirs={tmp_path / 'data'}",
+                               "listeners=PLAINTEXT://localhost:19092,CONTROLLER://localhost:19093",
+                               "controller.quorum.bootstrap.servers=localhost:19093", *extra]) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("extra, args, message", [
+    ((), [], "Because controller.quorum.voters is not set on this controller, you must specify --standalone "
+             "(Gregor supports no other dynamic quorum)."),
+    ((), ["--initial-controllers", "1@localhost:19093:AAAAAAAAAAAAAAAAAAAAAA"],
+     "--initial-controllers: dynamic quorums (KIP-853) are not supported: name the voters in controller.quorum.voters"),
+    ((), ["--no-initial-controllers"],
+     "--no-initial-controllers: dynamic quorums (KIP-853) are not supported: name the voters in "
+     "controller.quorum.voters"),
+    (("controller.quorum.voters=1@localhost:19093",), ["--standalone"],
+     "You cannot specify controller.quorum.voters and format the node with --standalone. If you want the node to "
+     "be its quorum's one voter, remove controller.quorum.voters and set controller.quorum.bootstrap.servers to its "
+     "controller listener instead."),
+    (("controller.quorum.bootstrap.servers=otherhost:9093",), ["--standalone"],
+     "controller.quorum.bootstrap.servers: dynamic quorums (KIP-853) are not supported: name the voters in "
+     "controller.quorum.voters"),
+])
+def test_quorum_flags_of_format_as_kafka_storage_within_static_voters(capsys, tmp_path, extra, args, message):
+    result = in_process(capsys, "storage", "format", "-t", CLUSTER_ID, "-c", _quickstart_properties(tmp_path, *extra),
+                        *args)
+    assert result.returncode == 1
+    assert one_error_line(result).startswith("gregor storage: error: ")
+    assert one_error_line(result).endswith(message)
+    assert not (tmp_path / "data").exists()
+
+
+def test_standalone_formats_the_quickstart_node(capsys, tmp_path):
+    result = in_process(capsys, "storage", "format", "--standalone", "-t", CLUSTER_ID,
+                        "-c", _quickstart_properties(tmp_path))
+    assert result.returncode == 0
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["bootstrap.checkpoint", "meta.properties"]

@@ -43,6 +43,9 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("broker.id", "int", None, "Legacy alias of node.id."),
         _key("process.roles", "list", "broker,controller", "The roles this process plays."),
         _key("controller.quorum.voters", "list", "", "Controller quorum voters: id@host:port,..."),
+        _key("controller.quorum.bootstrap.servers", "list", "",
+             "Controllers to bootstrap from (KIP-853): only a broker,controller node's own controller listener "
+             "(the one-voter quorum of kafka-storage format --standalone); unused when voters are set."),
         _key("controller.listener.names", "list", "CONTROLLER", "Listener names used by the controller."),
         _key("controller.quorum.election.timeout.ms", "int", "1000",
              "How long a voter waits without a leader before it stands for election."),
@@ -128,6 +131,10 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
              "Per-address exceptions to max.connections.per.ip: address:count,... (IP addresses)."),
         _key("num.network.threads", "int", "3", "Accepted for compatibility; Gregor uses one event loop."),
         _key("num.io.threads", "int", "8", "Accepted for compatibility; Gregor uses one event loop."),
+        _key("num.recovery.threads.per.data.dir", "int", "2",
+             "Accepted for compatibility; Gregor recovers its logs on its one event loop."),
+        _key("max.request.partition.size.limit", "int", "2000",
+             "Most partitions one DescribeTopicPartitions answer holds (its response_partition_limit is capped to it)."),
         _key("log.segment.bytes", "int", "1073741824", "Size at which a segment is rolled.", False),
         _key("log.roll.ms", "long", None, "Time after which a segment is rolled (overrides hours)."),
         _key("log.roll.hours", "int", "168", "Time after which a segment is rolled."),
@@ -207,6 +214,8 @@ BROKER_CONFIG_KEYS: dict[str, ConfigKey] = {
         _key("share.coordinator.state.topic.num.partitions", "int", "50", "Partitions of __share_group_state."),
         _key("share.coordinator.state.topic.replication.factor", "int", "1",
              "Replication factor of __share_group_state."),
+        _key("share.coordinator.state.topic.min.isr", "int", "2",
+             "min.insync.replicas of __share_group_state (capped to its replication factor)."),
         _key("share.coordinator.state.topic.segment.bytes", "int", "104857600",
              "Segment size of __share_group_state."),
         _key("group.consumer.session.timeout.ms", "int", "45000",
@@ -401,6 +410,7 @@ class BrokerConfig:
         roles = self.process_roles
         if not roles or not roles <= {"broker", "controller"}:
             raise ConfigError(f"process.roles: must be broker, controller or both, got {','.join(sorted(roles))}")
+        self._validate_quorum_bootstrap(roles)
         if "broker" in roles and not self.client_listeners():
             raise ConfigError("listeners: no client listener (e.g. PLAINTEXT://localhost:9092)")
         if roles == {"controller"}:
@@ -451,6 +461,19 @@ class BrokerConfig:
         self._validate_console()
         self._validate_peer_security()
 
+    def _validate_quorum_bootstrap(self, roles: set[str]) -> None:
+        from gregor.broker.quorum_bootstrap import parse_bootstrap_servers, standalone_refusal
+
+        controllers = self.controller_listener_names()
+        own = [e for e in (*self.listeners, *self.advertised_listeners) if e.listener in controllers]
+        try:
+            refusal = standalone_refusal(parse_bootstrap_servers(self.get("controller.quorum.bootstrap.servers")),
+                                         roles, bool(self.get("controller.quorum.voters")), own)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if refusal:
+            raise ConfigError(f"controller.quorum.bootstrap.servers: {refusal}")
+
     def _validate_peer_security(self) -> None:
         """How this node's own connections to other nodes are secured (`peer_security`)."""
         from gregor.broker.security.listener_security import SecurityConfigError, peer_security
@@ -465,7 +488,8 @@ class BrokerConfig:
                   "group.share.partition.max.record.locks": (100, 10000), "group.share.session.timeout.ms": (1000, None),
                   "group.share.heartbeat.interval.ms": (100, None), "group.share.max.size": (1, 1000),
                   "share.coordinator.state.topic.num.partitions": (1, None),
-                  "share.coordinator.state.topic.replication.factor": (1, None)}
+                  "share.coordinator.state.topic.replication.factor": (1, None),
+                  "share.coordinator.state.topic.min.isr": (1, None)}
         for name, (low, high) in bounds.items():
             value = self.get(name)
             if value < low or (high is not None and value > high):

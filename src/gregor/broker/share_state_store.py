@@ -70,14 +70,17 @@ class ShareStateStore:
         return kafka_abs(java_string_hashcode(f"{group_id}:{topic_id}:{index}")) % self._num_partitions()
 
     async def ensure_topic(self) -> None:
-        """Create `__share_group_state` the first time a share group is used."""
+        """Create `__share_group_state` the first time a share group is used; as for
+        `__transaction_state`, the replication factor and min ISR are capped to the registered brokers."""
         if STATE_TOPIC in self._metadata.image.topics:
             return
         segment_bytes = self._config.get("share.coordinator.state.topic.segment.bytes")
-        topic = CreatableTopic(STATE_TOPIC, self._num_partitions(),
-                               self._config.get("share.coordinator.state.topic.replication.factor"),
+        brokers = max(1, len(self._metadata.image.brokers))
+        replicas = min(self._config.get("share.coordinator.state.topic.replication.factor"), brokers)
+        min_isr = min(self._config.get("share.coordinator.state.topic.min.isr"), replicas)
+        topic = CreatableTopic(STATE_TOPIC, self._num_partitions(), replicas,
                                configs={"cleanup.policy": "compact", "compression.type": "producer",
-                                        "segment.bytes": str(segment_bytes)})
+                                        "min.insync.replicas": str(min_isr), "segment.bytes": str(segment_bytes)})
         (result,) = await self._controller.create_topics([topic])
         if result.error and result.error != ErrorCode.TOPIC_ALREADY_EXISTS:
             log.error("creating %s failed: %s", STATE_TOPIC, result.message)

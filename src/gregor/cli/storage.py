@@ -4,7 +4,10 @@
 and bootstrap.checkpoint (metadata.version from `--release-version`, `--feature name=level`,
 `--add-scram` credentials) into its metadata log directory; the node's controller bootstraps a new
 cluster from it. Without a format, `gregor server` writes meta.properties on its first start and
-the controller bootstraps this build's defaults (the quickstart needs no format).
+the controller bootstraps this build's defaults (the quickstart needs no format). `--standalone`
+(Kafka 4's quickstart) formats the node as the one voter of its quorum, which is what a
+broker,controller node bootstrapping from its own controller listener runs; `--initial-controllers`
+and `--no-initial-controllers` (dynamic quorums, KIP-853) are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import time
 
 from gregor.broker.config import BrokerConfig, ConfigError, load_config
 from gregor.broker.meta_properties import META_PROPERTIES
+from gregor.broker.quorum_bootstrap import DYNAMIC_QUORUM_REFUSAL
 from gregor.broker.storage_format import directories, format_storage, is_formatted, read_bootstrap
 from gregor.cli.common import ToolError, add_tool, guarded
 from gregor.cli.features import parse_name_and_level
@@ -31,6 +35,7 @@ from gregor.protocol.messages import FeatureLevelRecord
 EPILOG = """examples:
   gregor storage random-uuid
   gregor storage format -t $(gregor storage random-uuid) -c server.properties
+  gregor storage format --standalone -t ID -c server.properties   # Kafka 4's quickstart
   gregor storage format -t ID -c server.properties --release-version 3.9-IV0 --feature transaction.version=2 \\
       --add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
   gregor storage info -c server.properties
@@ -53,6 +58,14 @@ def register(tools: argparse._SubParsersAction) -> None:
                      help="a SCRAM credential, e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]'")
     fmt.add_argument("-g", "--ignore-formatted", action="store_true",
                      help="skip the directories formatted already instead of failing")
+    quorum = fmt.add_mutually_exclusive_group()
+    quorum.add_argument("-s", "--standalone", action="store_true",
+                        help="the node is the one voter of its quorum (controller.quorum.bootstrap.servers "
+                             "naming its own controller listener, or Gregor's single-node default)")
+    quorum.add_argument("-I", "--initial-controllers", metavar="VOTERS",
+                        help="not supported: dynamic quorums (KIP-853); name the voters in controller.quorum.voters")
+    quorum.add_argument("-N", "--no-initial-controllers", action="store_true",
+                        help="not supported: dynamic quorums (KIP-853); name the voters in controller.quorum.voters")
     info = commands.add_parser("info", help="describe the node's log directories")
     info.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's server.properties")
     commands.add_parser("random-uuid", help="print a new cluster id")
@@ -90,8 +103,28 @@ def check_cluster_id(cluster_id: str) -> None:
                         "characters of url-safe base64 (16 bytes), as random-uuid prints")
 
 
+def check_quorum_flags(args: argparse.Namespace, config: BrokerConfig) -> None:
+    """kafka-storage's rules for --standalone / --initial-controllers / --no-initial-controllers,
+    within what Gregor runs: static voters, or one voter bootstrapping from itself (`--standalone`)."""
+    if args.initial_controllers is not None or args.no_initial_controllers:
+        flag = "--initial-controllers" if args.initial_controllers is not None else "--no-initial-controllers"
+        raise ToolError(f"{flag}: {DYNAMIC_QUORUM_REFUSAL}")
+    voters = config.get("controller.quorum.voters")
+    if args.standalone:
+        if "controller" not in config.process_roles:
+            raise ToolError("--standalone: only a controller can be formatted as the one voter of its quorum")
+        if voters:
+            raise ToolError("You cannot specify controller.quorum.voters and format the node with --standalone. "
+                            "If you want the node to be its quorum's one voter, remove controller.quorum.voters "
+                            "and set controller.quorum.bootstrap.servers to its controller listener instead.")
+    elif not voters and config.get("controller.quorum.bootstrap.servers") and "controller" in config.process_roles:
+        raise ToolError("Because controller.quorum.voters is not set on this controller, you must specify "
+                        "--standalone (Gregor supports no other dynamic quorum).")
+
+
 def _format(args: argparse.Namespace, config: BrokerConfig) -> int:
     check_cluster_id(args.cluster_id)
+    check_quorum_flags(args, config)
     configured = config.get("cluster.id")
     if configured and configured != args.cluster_id:
         raise ToolError(f"--cluster-id {args.cluster_id} differs from cluster.id={configured} in {args.config}")

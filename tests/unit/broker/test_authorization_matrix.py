@@ -41,6 +41,7 @@ from gregor.protocol.messages import (
     DeleteShareGroupOffsetsRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest, SyncGroupRequest, UpdateFeaturesRequest, WriteShareGroupStateRequest,
 )
+from gregor.protocol.messages import DescribeTopicPartitionsRequest, ListConfigResourcesRequest
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from tests.unit.storage.helpers import batch
@@ -113,6 +114,11 @@ CASES: list[tuple[str, Callable[[], Any], int, Callable[[Any], int], int]] = [
     ("Metadata auto-creating", lambda: MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t-new")],
                                                        allow_auto_topic_creation=True), 9,
      lambda r: r.topics[0].error_code, E.TOPIC_AUTHORIZATION_FAILED),
+    ("DescribeTopicPartitions", lambda: DescribeTopicPartitionsRequest(
+        topics=[DescribeTopicPartitionsRequest.TopicRequest(name=TOPIC)]), 0,
+     lambda r: r.topics[0].error_code, E.TOPIC_AUTHORIZATION_FAILED),
+    ("ListConfigResources", lambda: ListConfigResourcesRequest(resource_types=[]), 1,
+     lambda r: r.error_code, E.CLUSTER_AUTHORIZATION_FAILED),
     ("OffsetForLeaderEpoch", lambda: OffsetForLeaderEpochRequest(replica_id=-1, topics=[
         OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=TOPIC, partitions=[
             OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])]), 3,

@@ -81,6 +81,8 @@ def _code(response) -> int:
 async def _state_apis(tmp_path) -> None:
     broker, node = await _started(tmp_path)
     try:
+        # share.coordinator.state.topic.min.isr (default 2) capped to the one broker's replication factor
+        assert broker.metadata.image.topic_config("__share_group_state")["min.insync.replicas"] == "1"
         topic_id = broker.metadata.image.topics["t"].topic_id
 
         async def summary() -> tuple[int, int, int]:

@@ -14,6 +14,13 @@ def test_keys_gregor_reads_are_known():
     assert unknown_keys(supplied) == []
 
 
+def test_the_keys_of_kafka_4s_quickstart_properties_are_known():
+    supplied = ["controller.quorum.bootstrap.servers", "num.recovery.threads.per.data.dir",
+                "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor",
+                "num.io.threads", "num.network.threads", "transaction.state.log.min.isr"]
+    assert unknown_keys(supplied) == []
+
+
 def test_unknown_keys_are_listed_once_and_sorted():
     assert unknown_keys(["zookeeper.connect", "listners", "listeners", "listners"]) == ["listners", "zookeeper.connect"]
 

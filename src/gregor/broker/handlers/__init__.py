@@ -174,6 +174,7 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
         )
         from gregor.broker.handlers import alter_user_scram_credentials, describe_user_scram_credentials, sasl_handshake
         from gregor.broker.handlers import update_features
+        from gregor.broker.handlers import describe_topic_partitions, list_config_resources
         from gregor.broker.handlers.forward import forwarding
         own: list[Handler[BrokerContext]] = [
             *api_versions.HANDLERS, *metadata.HANDLERS, *produce.HANDLERS, *fetch.HANDLERS, *list_offsets.HANDLERS,
@@ -191,7 +192,8 @@ def client_handlers() -> dict[int, Handler[BrokerContext]]:
             *consumer_group_describe.HANDLERS, *initialize_share_group_state.HANDLERS,
             *delete_share_group_state.HANDLERS, *read_share_group_state_summary.HANDLERS,
             *describe_share_group_offsets.HANDLERS, *alter_share_group_offsets.HANDLERS,
-            *delete_share_group_offsets.HANDLERS]
+            *delete_share_group_offsets.HANDLERS, *describe_topic_partitions.HANDLERS,
+            *list_config_resources.HANDLERS]
         forwarded: list[Handler[QuorumContext]] = [
             *create_topics.HANDLERS, *delete_topics.HANDLERS, *create_partitions.HANDLERS, *alter_configs.HANDLERS,
             *describe_quorum.HANDLERS, *elect_leaders.HANDLERS, *alter_partition_reassignments.HANDLERS,

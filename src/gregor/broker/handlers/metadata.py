@@ -23,6 +23,7 @@ import uuid
 
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.authorized_operations import OMITTED, authorized_operations
+from gregor.broker.handlers.partition_leadership import partition_fields
 from gregor.broker.services import MetadataView
 from gregor.metadata.acls import AclOperation, ResourceType
 from gregor.protocol.error_codes import ErrorCode
@@ -139,15 +140,8 @@ def _describe_topic(metadata: MetadataView, name: str | None, topic_id: uuid.UUI
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return _Topic(error_code=code, name=name, topic_id=topic_id or ZERO_UUID, partitions=[],
                       topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
-    partitions = []
-    for index, registration in sorted(topic_image.partitions.items()):
-        leader = registration.leader
-        partitions.append(_Partition(
-            error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-            partition_index=index, leader_id=leader, leader_epoch=registration.leader_epoch,
-            replica_nodes=list(registration.replicas), isr_nodes=list(registration.isr),
-            offline_replicas=[],
-        ))
+    partitions = [_Partition(**partition_fields(index, registration))
+                  for index, registration in sorted(topic_image.partitions.items())]
     return _Topic(error_code=ErrorCode.NONE, name=name, topic_id=topic_image.topic_id,
                   is_internal=name in INTERNAL_TOPICS, partitions=partitions,
                   topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)

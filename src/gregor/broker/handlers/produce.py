@@ -1,4 +1,4 @@
-"""Produce (key 0), v0–v12.
+"""Produce (key 0), v0–v13.
 
 v0–v2 carry legacy message sets (magic 0/1), which are up-converted to v2 batches before they
 are stored; v3+ must carry v2 batches (INVALID_RECORD otherwise). The handler reads only the
@@ -14,6 +14,9 @@ transaction gets INVALID_TXN_STATE. v12 is v11 on the wire; once the cluster's
 `transaction.version` is 2 (KIP-890 part 2) a v12 transactional write that would open a transaction
 on a partition adds the partition to the producer's transaction (the coordinator writes it) instead
 of only verifying it, so a v2 producer sends no AddPartitionsToTxn; below level 2 v12 is v11.
+v13 (Kafka 4.1, KIP-516) names each topic by its id, in the request and the answer: the ids are
+resolved to names first, and a topic id the broker does not know is answered UNKNOWN_TOPIC_ID for
+each of its partitions, before authorization, as Kafka's KafkaApis does.
 
 acks=0 gets no response; acks=1 is answered after the leader's append; acks=-1 once the high
 watermark has passed the batch, i.e. every ISR member has it (a delayed produce, answered
@@ -47,13 +50,17 @@ from gregor.records.convert import detect_magic, upconvert_to_v2
 from gregor.storage.log import AppendInfo
 
 API_KEY = 0
-MIN_VERSION, MAX_VERSION = 0, 12
+MIN_VERSION, MAX_VERSION = 0, 13
+TOPIC_ID_VERSION = 13
 
 _PartitionResponse = ProduceResponse.PartitionProduceResponse
 _TopicResponse = ProduceResponse.TopicProduceResponse
 
 
 def handle(context: BrokerContext, request: ProduceRequest):
+    if context.version >= TOPIC_ID_VERSION:
+        for topic_data in request.topic_data:
+            topic_data.name = context.metadata.topic_name(topic_data.topic_id) or ""
     if request.acks in (0, 1, -1):
         adding = adds_partitions(context, request)
         unverified = needing_verification(context, request, adding)
@@ -82,6 +89,9 @@ def _appended_all(context: BrokerContext, request: ProduceRequest, refused: dict
         partitions = []
         for partition_data in topic_data.partition_data:
             nbytes += len(partition_data.records or b"")
+            if not topic_data.name and context.version >= TOPIC_ID_VERSION:
+                partitions.append(_failed(partition_data.index, ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
             if topic_data.name not in writable:
                 partitions.append(_failed(partition_data.index, refusal))
                 continue
@@ -96,7 +106,8 @@ def _appended_all(context: BrokerContext, request: ProduceRequest, refused: dict
                 partitions.append(_failed(partition_data.index, error, message))
                 continue
             partitions.append(_append(context, topic_data.name, partition_data, acks, request.timeout_ms, waiting))
-        topics.append(_TopicResponse(name=topic_data.name, partition_responses=partitions))
+        topics.append(_TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
+                                     partition_responses=partitions))
     throttle_ms = context.quotas.record_produce(context.connection.principal, context.header.client_id, nbytes,
                                                 context.now_ms) if context.quotas.enabled else 0
     if acks == 0:

@@ -18,14 +18,14 @@ from gregor.protocol.messages._base import (
 
 class ProduceRequest(Message):
     __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', '_unknown_tagged_fields')
-    _SCHEMA = (('transactional_id', 'string', (3, 12), (3, 12), None, None), ('acks', 'int16', (0, 12), (1, 0), None, None), ('timeout_ms', 'int32', (0, 12), (1, 0), None, None), ('topic_data', '[]TopicProduceData', (0, 12), (1, 0), None, None))
+    _SCHEMA = (('transactional_id', 'string', (3, 13), (3, 13), None, None), ('acks', 'int16', (0, 13), (1, 0), None, None), ('timeout_ms', 'int32', (0, 13), (1, 0), None, None), ('topic_data', '[]TopicProduceData', (0, 13), (1, 0), None, None))
     transactional_id: str | None
     acks: int
     timeout_ms: int
     topic_data: list[ProduceRequest.TopicProduceData]
     class PartitionProduceData(Struct):
         __slots__ = ('index', 'records', '_unknown_tagged_fields')
-        _SCHEMA = (('index', 'int32', (0, 12), (1, 0), None, None), ('records', 'records', (0, 12), (0, 12), None, None))
+        _SCHEMA = (('index', 'int32', (0, 13), (1, 0), None, None), ('records', 'records', (0, 13), (0, 13), None, None))
         index: int
         records: RecordsData | None
         def __init__(self, *, index: int = 0, records: RecordsData | None = None) -> None:
@@ -34,12 +34,14 @@ class ProduceRequest(Message):
             self._unknown_tagged_fields = None
 
     class TopicProduceData(Struct):
-        __slots__ = ('name', 'partition_data', '_unknown_tagged_fields')
-        _SCHEMA = (('name', 'string', (0, 12), (1, 0), None, None), ('partition_data', '[]PartitionProduceData', (0, 12), (1, 0), None, None))
+        __slots__ = ('name', 'topic_id', 'partition_data', '_unknown_tagged_fields')
+        _SCHEMA = (('name', 'string', (0, 12), (1, 0), None, None), ('topic_id', 'uuid', (13, 13), (1, 0), None, None), ('partition_data', '[]PartitionProduceData', (0, 13), (1, 0), None, None))
         name: str
+        topic_id: UUID
         partition_data: list[ProduceRequest.PartitionProduceData]
-        def __init__(self, *, name: str = "", partition_data: list[ProduceRequest.PartitionProduceData] | _Unset = _UNSET) -> None:
+        def __init__(self, *, name: str = "", topic_id: UUID = ZERO_UUID, partition_data: list[ProduceRequest.PartitionProduceData] | _Unset = _UNSET) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_data = [] if partition_data is _UNSET else partition_data
             self._unknown_tagged_fields = None
 
@@ -51,7 +53,7 @@ class ProduceRequest(Message):
         self._unknown_tagged_fields = None
 
     API_KEY = 0
-    VALID_VERSIONS = (0, 12)
+    VALID_VERSIONS = (0, 13)
     FLEXIBLE_VERSIONS_MIN = 9
 
     @classmethod
@@ -82,6 +84,7 @@ def _e_ProduceRequest_PartitionProduceData_v0(w, o):
 def _d_ProduceRequest_TopicProduceData_v0(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v0, 8)
     o._unknown_tagged_fields = None
     return o
@@ -121,6 +124,7 @@ _e_ProduceRequest_PartitionProduceData_v1 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v1(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v1, 8)
     o._unknown_tagged_fields = None
     return o
@@ -160,6 +164,7 @@ _e_ProduceRequest_PartitionProduceData_v2 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v2(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v2, 8)
     o._unknown_tagged_fields = None
     return o
@@ -199,6 +204,7 @@ _e_ProduceRequest_PartitionProduceData_v3 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v3(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v3, 8)
     o._unknown_tagged_fields = None
     return o
@@ -239,6 +245,7 @@ _e_ProduceRequest_PartitionProduceData_v4 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v4(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v4, 8)
     o._unknown_tagged_fields = None
     return o
@@ -279,6 +286,7 @@ _e_ProduceRequest_PartitionProduceData_v5 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v5(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v5, 8)
     o._unknown_tagged_fields = None
     return o
@@ -319,6 +327,7 @@ _e_ProduceRequest_PartitionProduceData_v6 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v6(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v6, 8)
     o._unknown_tagged_fields = None
     return o
@@ -359,6 +368,7 @@ _e_ProduceRequest_PartitionProduceData_v7 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v7(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v7, 8)
     o._unknown_tagged_fields = None
     return o
@@ -399,6 +409,7 @@ _e_ProduceRequest_PartitionProduceData_v8 = _e_ProduceRequest_PartitionProduceDa
 def _d_ProduceRequest_TopicProduceData_v8(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.array(_d_ProduceRequest_PartitionProduceData_v8, 8)
     o._unknown_tagged_fields = None
     return o
@@ -452,6 +463,7 @@ def _e_ProduceRequest_PartitionProduceData_v9(w, o):
 def _d_ProduceRequest_TopicProduceData_v9(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v9, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -496,6 +508,7 @@ _e_ProduceRequest_PartitionProduceData_v10 = _e_ProduceRequest_PartitionProduceD
 def _d_ProduceRequest_TopicProduceData_v10(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v10, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -540,6 +553,7 @@ _e_ProduceRequest_PartitionProduceData_v11 = _e_ProduceRequest_PartitionProduceD
 def _d_ProduceRequest_TopicProduceData_v11(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v11, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -584,6 +598,7 @@ _e_ProduceRequest_PartitionProduceData_v12 = _e_ProduceRequest_PartitionProduceD
 def _d_ProduceRequest_TopicProduceData_v12(r):
     o = _new(ProduceRequest.TopicProduceData)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v12, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -623,20 +638,65 @@ def _e_ProduceRequest_ProduceRequest_v12(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ProduceRequest: dict[int, Decoder] = {0: _d_ProduceRequest_ProduceRequest_v0, 1: _d_ProduceRequest_ProduceRequest_v1, 2: _d_ProduceRequest_ProduceRequest_v2, 3: _d_ProduceRequest_ProduceRequest_v3, 4: _d_ProduceRequest_ProduceRequest_v4, 5: _d_ProduceRequest_ProduceRequest_v5, 6: _d_ProduceRequest_ProduceRequest_v6, 7: _d_ProduceRequest_ProduceRequest_v7, 8: _d_ProduceRequest_ProduceRequest_v8, 9: _d_ProduceRequest_ProduceRequest_v9, 10: _d_ProduceRequest_ProduceRequest_v10, 11: _d_ProduceRequest_ProduceRequest_v11, 12: _d_ProduceRequest_ProduceRequest_v12}
-_ENCODERS_ProduceRequest: dict[int, Encoder] = {0: _e_ProduceRequest_ProduceRequest_v0, 1: _e_ProduceRequest_ProduceRequest_v1, 2: _e_ProduceRequest_ProduceRequest_v2, 3: _e_ProduceRequest_ProduceRequest_v3, 4: _e_ProduceRequest_ProduceRequest_v4, 5: _e_ProduceRequest_ProduceRequest_v5, 6: _e_ProduceRequest_ProduceRequest_v6, 7: _e_ProduceRequest_ProduceRequest_v7, 8: _e_ProduceRequest_ProduceRequest_v8, 9: _e_ProduceRequest_ProduceRequest_v9, 10: _e_ProduceRequest_ProduceRequest_v10, 11: _e_ProduceRequest_ProduceRequest_v11, 12: _e_ProduceRequest_ProduceRequest_v12}
+_d_ProduceRequest_PartitionProduceData_v13 = _d_ProduceRequest_PartitionProduceData_v9
+_e_ProduceRequest_PartitionProduceData_v13 = _e_ProduceRequest_PartitionProduceData_v9
+def _d_ProduceRequest_TopicProduceData_v13(r):
+    o = _new(ProduceRequest.TopicProduceData)
+    o.name = ""
+    o.topic_id = r.uuid()
+    o.partition_data = r.compact_array(_d_ProduceRequest_PartitionProduceData_v13, 6)
+    o._unknown_tagged_fields = r.skip_tagged_fields()
+    return o
+
+
+def _e_ProduceRequest_TopicProduceData_v13(w, o):
+    w.uuid(o.topic_id)
+    _v = o.partition_data
+    w.compact_array_length(_v, False)
+    if _v:
+        for _x in _v:
+            _e_ProduceRequest_PartitionProduceData_v13(w, _x)
+    _t = list(o._unknown_tagged_fields or ())
+    w.tagged_fields(_t)
+
+
+def _d_ProduceRequest_ProduceRequest_v13(r):
+    o = _new(ProduceRequest)
+    o.transactional_id = r.compact_nullable_string()
+    o.acks = r.int16()
+    o.timeout_ms = r.int32()
+    o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v13, 18)
+    o._unknown_tagged_fields = r.skip_tagged_fields()
+    return o
+
+
+def _e_ProduceRequest_ProduceRequest_v13(w, o):
+    w.compact_nullable_string(o.transactional_id)
+    w.int16(o.acks)
+    w.int32(o.timeout_ms)
+    _v = o.topic_data
+    w.compact_array_length(_v, False)
+    if _v:
+        for _x in _v:
+            _e_ProduceRequest_TopicProduceData_v13(w, _x)
+    _t = list(o._unknown_tagged_fields or ())
+    w.tagged_fields(_t)
+
+
+_DECODERS_ProduceRequest: dict[int, Decoder] = {0: _d_ProduceRequest_ProduceRequest_v0, 1: _d_ProduceRequest_ProduceRequest_v1, 2: _d_ProduceRequest_ProduceRequest_v2, 3: _d_ProduceRequest_ProduceRequest_v3, 4: _d_ProduceRequest_ProduceRequest_v4, 5: _d_ProduceRequest_ProduceRequest_v5, 6: _d_ProduceRequest_ProduceRequest_v6, 7: _d_ProduceRequest_ProduceRequest_v7, 8: _d_ProduceRequest_ProduceRequest_v8, 9: _d_ProduceRequest_ProduceRequest_v9, 10: _d_ProduceRequest_ProduceRequest_v10, 11: _d_ProduceRequest_ProduceRequest_v11, 12: _d_ProduceRequest_ProduceRequest_v12, 13: _d_ProduceRequest_ProduceRequest_v13}
+_ENCODERS_ProduceRequest: dict[int, Encoder] = {0: _e_ProduceRequest_ProduceRequest_v0, 1: _e_ProduceRequest_ProduceRequest_v1, 2: _e_ProduceRequest_ProduceRequest_v2, 3: _e_ProduceRequest_ProduceRequest_v3, 4: _e_ProduceRequest_ProduceRequest_v4, 5: _e_ProduceRequest_ProduceRequest_v5, 6: _e_ProduceRequest_ProduceRequest_v6, 7: _e_ProduceRequest_ProduceRequest_v7, 8: _e_ProduceRequest_ProduceRequest_v8, 9: _e_ProduceRequest_ProduceRequest_v9, 10: _e_ProduceRequest_ProduceRequest_v10, 11: _e_ProduceRequest_ProduceRequest_v11, 12: _e_ProduceRequest_ProduceRequest_v12, 13: _e_ProduceRequest_ProduceRequest_v13}
 
 
 
 class ProduceResponse(Message):
     __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', '_unknown_tagged_fields')
-    _SCHEMA = (('responses', '[]TopicProduceResponse', (0, 12), (1, 0), None, None), ('throttle_time_ms', 'int32', (1, 12), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (10, 12), (1, 0), (10, 12), 0))
+    _SCHEMA = (('responses', '[]TopicProduceResponse', (0, 13), (1, 0), None, None), ('throttle_time_ms', 'int32', (1, 13), (1, 0), None, None), ('node_endpoints', '[]NodeEndpoint', (10, 13), (1, 0), (10, 13), 0))
     responses: list[ProduceResponse.TopicProduceResponse]
     throttle_time_ms: int
     node_endpoints: list[ProduceResponse.NodeEndpoint]
     class BatchIndexAndErrorMessage(Struct):
         __slots__ = ('batch_index', 'batch_index_error_message', '_unknown_tagged_fields')
-        _SCHEMA = (('batch_index', 'int32', (8, 12), (1, 0), None, None), ('batch_index_error_message', 'string', (8, 12), (8, 12), None, None))
+        _SCHEMA = (('batch_index', 'int32', (8, 13), (1, 0), None, None), ('batch_index_error_message', 'string', (8, 13), (8, 13), None, None))
         batch_index: int
         batch_index_error_message: str | None
         def __init__(self, *, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
@@ -646,7 +706,7 @@ class ProduceResponse(Message):
 
     class LeaderIdAndEpoch(Struct):
         __slots__ = ('leader_id', 'leader_epoch', '_unknown_tagged_fields')
-        _SCHEMA = (('leader_id', 'int32', (10, 12), (1, 0), None, None), ('leader_epoch', 'int32', (10, 12), (1, 0), None, None))
+        _SCHEMA = (('leader_id', 'int32', (10, 13), (1, 0), None, None), ('leader_epoch', 'int32', (10, 13), (1, 0), None, None))
         leader_id: int
         leader_epoch: int
         def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
@@ -656,7 +716,7 @@ class ProduceResponse(Message):
 
     class PartitionProduceResponse(Struct):
         __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', '_unknown_tagged_fields')
-        _SCHEMA = (('index', 'int32', (0, 12), (1, 0), None, None), ('error_code', 'int16', (0, 12), (1, 0), None, None), ('base_offset', 'int64', (0, 12), (1, 0), None, None), ('log_append_time_ms', 'int64', (2, 12), (1, 0), None, None), ('log_start_offset', 'int64', (5, 12), (1, 0), None, None), ('record_errors', '[]BatchIndexAndErrorMessage', (8, 12), (1, 0), None, None), ('error_message', 'string', (8, 12), (8, 12), None, None), ('current_leader', 'LeaderIdAndEpoch', (10, 12), (1, 0), (10, 12), 0))
+        _SCHEMA = (('index', 'int32', (0, 13), (1, 0), None, None), ('error_code', 'int16', (0, 13), (1, 0), None, None), ('base_offset', 'int64', (0, 13), (1, 0), None, None), ('log_append_time_ms', 'int64', (2, 13), (1, 0), None, None), ('log_start_offset', 'int64', (5, 13), (1, 0), None, None), ('record_errors', '[]BatchIndexAndErrorMessage', (8, 13), (1, 0), None, None), ('error_message', 'string', (8, 13), (8, 13), None, None), ('current_leader', 'LeaderIdAndEpoch', (10, 13), (1, 0), (10, 13), 0))
         index: int
         error_code: int
         base_offset: int
@@ -677,18 +737,20 @@ class ProduceResponse(Message):
             self._unknown_tagged_fields = None
 
     class TopicProduceResponse(Struct):
-        __slots__ = ('name', 'partition_responses', '_unknown_tagged_fields')
-        _SCHEMA = (('name', 'string', (0, 12), (1, 0), None, None), ('partition_responses', '[]PartitionProduceResponse', (0, 12), (1, 0), None, None))
+        __slots__ = ('name', 'topic_id', 'partition_responses', '_unknown_tagged_fields')
+        _SCHEMA = (('name', 'string', (0, 12), (1, 0), None, None), ('topic_id', 'uuid', (13, 13), (1, 0), None, None), ('partition_responses', '[]PartitionProduceResponse', (0, 13), (1, 0), None, None))
         name: str
+        topic_id: UUID
         partition_responses: list[ProduceResponse.PartitionProduceResponse]
-        def __init__(self, *, name: str = "", partition_responses: list[ProduceResponse.PartitionProduceResponse] | _Unset = _UNSET) -> None:
+        def __init__(self, *, name: str = "", topic_id: UUID = ZERO_UUID, partition_responses: list[ProduceResponse.PartitionProduceResponse] | _Unset = _UNSET) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_responses = [] if partition_responses is _UNSET else partition_responses
             self._unknown_tagged_fields = None
 
     class NodeEndpoint(Struct):
         __slots__ = ('node_id', 'host', 'port', 'rack', '_unknown_tagged_fields')
-        _SCHEMA = (('node_id', 'int32', (10, 12), (1, 0), None, None), ('host', 'string', (10, 12), (1, 0), None, None), ('port', 'int32', (10, 12), (1, 0), None, None), ('rack', 'string', (10, 12), (10, 12), None, None))
+        _SCHEMA = (('node_id', 'int32', (10, 13), (1, 0), None, None), ('host', 'string', (10, 13), (1, 0), None, None), ('port', 'int32', (10, 13), (1, 0), None, None), ('rack', 'string', (10, 13), (10, 13), None, None))
         node_id: int
         host: str
         port: int
@@ -707,7 +769,7 @@ class ProduceResponse(Message):
         self._unknown_tagged_fields = None
 
     API_KEY = 0
-    VALID_VERSIONS = (0, 12)
+    VALID_VERSIONS = (0, 13)
     FLEXIBLE_VERSIONS_MIN = 9
 
     @classmethod
@@ -766,6 +828,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v0(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v0(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v0, 14)
     o._unknown_tagged_fields = None
     return o
@@ -817,6 +880,7 @@ _e_ProduceResponse_PartitionProduceResponse_v1 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v1(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v1, 14)
     o._unknown_tagged_fields = None
     return o
@@ -879,6 +943,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v2(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v2(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v2, 22)
     o._unknown_tagged_fields = None
     return o
@@ -922,6 +987,7 @@ _e_ProduceResponse_PartitionProduceResponse_v3 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v3(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v3, 22)
     o._unknown_tagged_fields = None
     return o
@@ -965,6 +1031,7 @@ _e_ProduceResponse_PartitionProduceResponse_v4 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v4(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v4, 22)
     o._unknown_tagged_fields = None
     return o
@@ -1028,6 +1095,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v5(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v5(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v5, 30)
     o._unknown_tagged_fields = None
     return o
@@ -1071,6 +1139,7 @@ _e_ProduceResponse_PartitionProduceResponse_v6 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v6(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v6, 30)
     o._unknown_tagged_fields = None
     return o
@@ -1114,6 +1183,7 @@ _e_ProduceResponse_PartitionProduceResponse_v7 = _e_ProduceResponse_PartitionPro
 def _d_ProduceResponse_TopicProduceResponse_v7(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v7, 30)
     o._unknown_tagged_fields = None
     return o
@@ -1194,6 +1264,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v8(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v8(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.array(_d_ProduceResponse_PartitionProduceResponse_v8, 36)
     o._unknown_tagged_fields = None
     return o
@@ -1289,6 +1360,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v9(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v9(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v9, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1397,6 +1469,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v10(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v10(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v10, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1515,6 +1588,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v11(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v11(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v11, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1616,6 +1690,7 @@ def _e_ProduceResponse_PartitionProduceResponse_v12(w, o):
 def _d_ProduceResponse_TopicProduceResponse_v12(r):
     o = _new(ProduceResponse.TopicProduceResponse)
     o.name = r.compact_string()
+    o.topic_id = ZERO_UUID
     o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v12, 33)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1669,5 +1744,107 @@ def _e_ProduceResponse_ProduceResponse_v12(w, o):
     w.tagged_fields(_t)
 
 
-_DECODERS_ProduceResponse: dict[int, Decoder] = {0: _d_ProduceResponse_ProduceResponse_v0, 1: _d_ProduceResponse_ProduceResponse_v1, 2: _d_ProduceResponse_ProduceResponse_v2, 3: _d_ProduceResponse_ProduceResponse_v3, 4: _d_ProduceResponse_ProduceResponse_v4, 5: _d_ProduceResponse_ProduceResponse_v5, 6: _d_ProduceResponse_ProduceResponse_v6, 7: _d_ProduceResponse_ProduceResponse_v7, 8: _d_ProduceResponse_ProduceResponse_v8, 9: _d_ProduceResponse_ProduceResponse_v9, 10: _d_ProduceResponse_ProduceResponse_v10, 11: _d_ProduceResponse_ProduceResponse_v11, 12: _d_ProduceResponse_ProduceResponse_v12}
-_ENCODERS_ProduceResponse: dict[int, Encoder] = {0: _e_ProduceResponse_ProduceResponse_v0, 1: _e_ProduceResponse_ProduceResponse_v1, 2: _e_ProduceResponse_ProduceResponse_v2, 3: _e_ProduceResponse_ProduceResponse_v3, 4: _e_ProduceResponse_ProduceResponse_v4, 5: _e_ProduceResponse_ProduceResponse_v5, 6: _e_ProduceResponse_ProduceResponse_v6, 7: _e_ProduceResponse_ProduceResponse_v7, 8: _e_ProduceResponse_ProduceResponse_v8, 9: _e_ProduceResponse_ProduceResponse_v9, 10: _e_ProduceResponse_ProduceResponse_v10, 11: _e_ProduceResponse_ProduceResponse_v11, 12: _e_ProduceResponse_ProduceResponse_v12}
+_d_ProduceResponse_BatchIndexAndErrorMessage_v13 = _d_ProduceResponse_BatchIndexAndErrorMessage_v9
+_e_ProduceResponse_BatchIndexAndErrorMessage_v13 = _e_ProduceResponse_BatchIndexAndErrorMessage_v9
+_d_ProduceResponse_LeaderIdAndEpoch_v13 = _d_ProduceResponse_LeaderIdAndEpoch_v10
+_e_ProduceResponse_LeaderIdAndEpoch_v13 = _e_ProduceResponse_LeaderIdAndEpoch_v10
+def _d_ProduceResponse_PartitionProduceResponse_v13(r):
+    o = _new(ProduceResponse.PartitionProduceResponse)
+    o.index = r.int32()
+    o.error_code = r.int16()
+    o.base_offset = r.int64()
+    o.log_append_time_ms = r.int64()
+    o.log_start_offset = r.int64()
+    o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v13, 6)
+    o.error_message = r.compact_nullable_string()
+    o.current_leader = ProduceResponse.LeaderIdAndEpoch()
+
+    def known(r, tag, size):
+        if tag == 0:
+            o.current_leader = _d_ProduceResponse_LeaderIdAndEpoch_v13(r)
+            return True
+        return False
+    o._unknown_tagged_fields = r.tagged_fields(known)
+    return o
+
+
+def _e_ProduceResponse_PartitionProduceResponse_v13(w, o):
+    w.int32(o.index)
+    w.int16(o.error_code)
+    w.int64(o.base_offset)
+    w.int64(o.log_append_time_ms)
+    w.int64(o.log_start_offset)
+    _v = o.record_errors
+    w.compact_array_length(_v, False)
+    if _v:
+        for _x in _v:
+            _e_ProduceResponse_BatchIndexAndErrorMessage_v13(w, _x)
+    w.compact_nullable_string(o.error_message)
+    _t = list(o._unknown_tagged_fields or ())
+    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
+        _w, w = w, Writer()
+        _e_ProduceResponse_LeaderIdAndEpoch_v13(w, o.current_leader)
+        _t.append((0, w.getvalue()))
+        w = _w
+    w.tagged_fields(_t)
+
+
+def _d_ProduceResponse_TopicProduceResponse_v13(r):
+    o = _new(ProduceResponse.TopicProduceResponse)
+    o.name = ""
+    o.topic_id = r.uuid()
+    o.partition_responses = r.compact_array(_d_ProduceResponse_PartitionProduceResponse_v13, 33)
+    o._unknown_tagged_fields = r.skip_tagged_fields()
+    return o
+
+
+def _e_ProduceResponse_TopicProduceResponse_v13(w, o):
+    w.uuid(o.topic_id)
+    _v = o.partition_responses
+    w.compact_array_length(_v, False)
+    if _v:
+        for _x in _v:
+            _e_ProduceResponse_PartitionProduceResponse_v13(w, _x)
+    _t = list(o._unknown_tagged_fields or ())
+    w.tagged_fields(_t)
+
+
+_d_ProduceResponse_NodeEndpoint_v13 = _d_ProduceResponse_NodeEndpoint_v10
+_e_ProduceResponse_NodeEndpoint_v13 = _e_ProduceResponse_NodeEndpoint_v10
+def _d_ProduceResponse_ProduceResponse_v13(r):
+    o = _new(ProduceResponse)
+    o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v13, 18)
+    o.throttle_time_ms = r.int32()
+    o.node_endpoints = []
+
+    def known(r, tag, size):
+        if tag == 0:
+            o.node_endpoints = r.compact_array(_d_ProduceResponse_NodeEndpoint_v13, 11)
+            return True
+        return False
+    o._unknown_tagged_fields = r.tagged_fields(known)
+    return o
+
+
+def _e_ProduceResponse_ProduceResponse_v13(w, o):
+    _v = o.responses
+    w.compact_array_length(_v, False)
+    if _v:
+        for _x in _v:
+            _e_ProduceResponse_TopicProduceResponse_v13(w, _x)
+    w.int32(o.throttle_time_ms)
+    _t = list(o._unknown_tagged_fields or ())
+    if o.node_endpoints != []:
+        _w, w = w, Writer()
+        _v = o.node_endpoints
+        w.compact_array_length(_v, False)
+        if _v:
+            for _x in _v:
+                _e_ProduceResponse_NodeEndpoint_v13(w, _x)
+        _t.append((0, w.getvalue()))
+        w = _w
+    w.tagged_fields(_t)
+
+
+_DECODERS_ProduceResponse: dict[int, Decoder] = {0: _d_ProduceResponse_ProduceResponse_v0, 1: _d_ProduceResponse_ProduceResponse_v1, 2: _d_ProduceResponse_ProduceResponse_v2, 3: _d_ProduceResponse_ProduceResponse_v3, 4: _d_ProduceResponse_ProduceResponse_v4, 5: _d_ProduceResponse_ProduceResponse_v5, 6: _d_ProduceResponse_ProduceResponse_v6, 7: _d_ProduceResponse_ProduceResponse_v7, 8: _d_ProduceResponse_ProduceResponse_v8, 9: _d_ProduceResponse_ProduceResponse_v9, 10: _d_ProduceResponse_ProduceResponse_v10, 11: _d_ProduceResponse_ProduceResponse_v11, 12: _d_ProduceResponse_ProduceResponse_v12, 13: _d_ProduceResponse_ProduceResponse_v13}
+_ENCODERS_ProduceResponse: dict[int, Encoder] = {0: _e_ProduceResponse_ProduceResponse_v0, 1: _e_ProduceResponse_ProduceResponse_v1, 2: _e_ProduceResponse_ProduceResponse_v2, 3: _e_ProduceResponse_ProduceResponse_v3, 4: _e_ProduceResponse_ProduceResponse_v4, 5: _e_ProduceResponse_ProduceResponse_v5, 6: _e_ProduceResponse_ProduceResponse_v6, 7: _e_ProduceResponse_ProduceResponse_v7, 8: _e_ProduceResponse_ProduceResponse_v8, 9: _e_ProduceResponse_ProduceResponse_v9, 10: _e_ProduceResponse_ProduceResponse_v10, 11: _e_ProduceResponse_ProduceResponse_v11, 12: _e_ProduceResponse_ProduceResponse_v12, 13: _e_ProduceResponse_ProduceResponse_v13}

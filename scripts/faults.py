@@ -61,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     from tools.faults.nemesis import FAULTS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=120.0, help="how long faults go on")
-    parser.add_argument("--cycles", type=int, default=None, help="stop after this many faults instead")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="how long faults go on (default 120 s without --cycles; with it, a time limit)")
+    parser.add_argument("--cycles", type=int, default=None,
+                        help="stop after this many faults (or at --seconds, whichever comes first)")
     parser.add_argument("--faults", default="kill,pause,partition-leader,isolate-leader,partition-controller,"
                                             "partition-client",
                         help=f"comma-separated, taken in turn: {','.join(FAULTS)}")
@@ -120,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     root = tempfile.mkdtemp(prefix="gregor-faults-")
-    settings = Settings(root=root, seconds=args.seconds, cycles=args.cycles, faults=faults, seed=seed,
+    seconds = args.seconds if args.seconds is not None or args.cycles is not None else 120.0
+    settings = Settings(root=root, seconds=seconds, cycles=args.cycles, faults=faults, seed=seed,
                         brokers=args.brokers, controllers=args.controllers, partitions=args.partitions,
                         producers=args.producers, group_consumers=args.group_consumers, readers=args.readers,
                         rate=args.rate, acks=args.acks, workload=args.workload, abort_ratio=args.abort_ratio,

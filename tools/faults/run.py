@@ -28,7 +28,7 @@ from tools.faults.workload import (
 @dataclass
 class Settings:
     root: str
-    seconds: float = 60.0
+    seconds: float | None = None  # how long faults go on at most (one of `seconds`, `cycles` is needed)
     faults: list[str] = field(default_factory=lambda: ["kill", "pause", "partition-leader"])
     seed: int = 0
     workload: str = "queue"  # or "txn": transactional producers, read_committed consumers
@@ -43,7 +43,7 @@ class Settings:
     acks: str = "all"  # "1": a producer without idempotence, to show what acks=1 loses
     fault_seconds: tuple[float, float] = (2.0, 6.0)  # how long each fault lasts
     rest_seconds: tuple[float, float] = (1.0, 3.0)  # healthy time between faults
-    cycles: int | None = None  # stop after this many faults (else after `seconds`)
+    cycles: int | None = None  # stop after this many faults (or at `seconds`, whichever comes first)
     topic_config: dict[str, str] = field(default_factory=lambda: {"min.insync.replicas": "2"})
     catch_up_seconds: float = 60.0  # after healing, for the consumers to read to the end
     history_path: str | None = None
@@ -66,6 +66,8 @@ class Outcome:
 
 def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
         ) -> Outcome:
+    if settings.seconds is None and settings.cycles is None:
+        raise ValueError("a fault run needs a time (seconds) or a number of faults (cycles)")
     rng = random.Random(settings.seed)
     topic = "queue"
     history = History()
@@ -102,8 +104,9 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: print(line
         for worker in workers:
             worker.thread.start()
         nemesis = Nemesis(cluster, history, topic, rng)
-        deadline = time.monotonic() + settings.seconds
-        while (time.monotonic() < deadline) if settings.cycles is None else (cycles < settings.cycles):
+        deadline = None if settings.seconds is None else time.monotonic() + settings.seconds
+        while ((deadline is None or time.monotonic() < deadline)
+               and (settings.cycles is None or cycles < settings.cycles)):
             time.sleep(rng.uniform(*settings.rest_seconds))
             fault = settings.faults[cycles % len(settings.faults)]
             heal = nemesis.start(fault)

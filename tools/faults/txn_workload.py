@@ -13,11 +13,9 @@ import time
 from typing import Any
 
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     KafkaError,
     KafkaException,
     Producer,
-    TopicPartition,
 )
 
 from tools.faults.history import History
@@ -49,7 +47,7 @@ class TxnWorker:
         return producer
 
     def _run(self) -> None:
-        self.reader.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+        self.reader.assign_all()
         self.history.add(self.name, "ok", "assign", list(range(self.partitions)))
         try:
             while not self.stopping.is_set():

@@ -127,6 +127,10 @@ class ConsumerWorker:
         self.consumer = Consumer(config)
         self.read = 0
         self.positions: dict[int, int] = {}
+        # what this consumer holds, kept here: confluent-kafka's assignment() waits for librdkafka's
+        # main thread while holding the GIL, which once stopped every thread of the harness (the
+        # fault proxy's too, so the cluster lost its network) for good
+        self.assigned: list[TopicPartition] = []
         self.state: dict[str, object] = {}  # librdkafka's view, named when the consumer stalls
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -142,13 +146,23 @@ class ConsumerWorker:
                                      for p, state in partitions.items() if int(p) >= 0}}
 
     def _assigned(self, _consumer, partitions: list[TopicPartition]) -> None:
+        self.assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
         self.history.add(self.name, "ok", "assign", sorted(p.partition for p in partitions))
+
+    def _revoked(self, _consumer, _partitions: list[TopicPartition]) -> None:
+        self.assigned = []
+
+    def assign_all(self) -> None:
+        """Every partition from offset 0 (an assign-mode reader)."""
+        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+        self.assigned = [TopicPartition(self.topic, p) for p in range(self.partitions)]
 
     def _run(self) -> None:
         if self.group is not None:
-            self.consumer.subscribe([self.topic], on_assign=self._assigned)
+            self.consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked,
+                                    on_lost=self._revoked)
         else:
-            self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+            self.assign_all()
             self.history.add(self.name, "ok", "assign", list(range(self.partitions)))
         try:
             while not self.stopping.is_set():
@@ -169,7 +183,7 @@ class ConsumerWorker:
                 self.positions[partition] = offset + 1
             self.history.add(self.name, "ok", "poll", records)
         else:  # idle: the position may be past offsets never delivered (transaction markers, aborted records)
-            for tp in self.consumer.position(self.consumer.assignment()):
+            for tp in self.consumer.position(self.assigned) if self.assigned else ():
                 if tp.offset >= 0:
                     self.positions[tp.partition] = max(self.positions.get(tp.partition, 0), tp.offset)
         return records
@@ -183,7 +197,7 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: History, ti
     reader = ConsumerWorker("final", bootstrap, topic, partitions, history, extra=extra)
     ends = {p: reader.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
             for p in range(partitions)}
-    reader.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    reader.assign_all()
     history.add("final", "ok", "assign", list(range(partitions)))
     deadline = time.monotonic() + timeout
     try:

@@ -367,3 +367,28 @@ def test_a_group_id_belongs_to_one_group_type(share_broker):
                                                        topic_partitions=[]),
                          ConsumerGroupHeartbeatResponse, 68, 0)
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+@pytest.mark.slow
+def test_a_topic_created_again_under_the_same_name_starts_a_fresh_share_state(share_broker):
+    """The member stays across the delete and create: its assignment and share session move to
+    the new topic id, and the new topic's records come at delivery count 1."""
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "reborn", 1)
+    produce(bootstrap, "reborn", 5, 1)
+    consumer = share_consumer(bootstrap, "rebirth", "reborn", **{"topic.metadata.refresh.interval.ms": 500})
+    try:
+        assert len(poll_until(consumer, lambda got: len(got) >= 5, 30)) == 5
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics(["reborn"])["reborn"].result(10)
+        deadline = time.monotonic() + 15
+        while "reborn" in admin.list_topics(timeout=5).topics:
+            assert time.monotonic() < deadline, "the deleted topic is still listed"
+            time.sleep(0.2)
+        create_topic(bootstrap, "reborn", 1)
+        produce(bootstrap, "reborn", 3, 1, start=100)
+        received = poll_until(consumer, lambda got: len(got) >= 3, 30)
+    finally:
+        consumer.close()
+    assert [(m.offset(), m.value(), m.delivery_count()) for m in received] == [
+        (i, b"record-%d" % (100 + i), 1) for i in range(3)]

@@ -74,6 +74,7 @@ class ShareRuntime:
         self._pending: set[asyncio.Future[list[ErrorCode]]] = set()
         self._pending_writes: set[asyncio.Future[ErrorCode]] = set()
         self._persisted: dict[ShareKey, int] = {}
+        self._topic_ids: dict[ShareKey, uuid.UUID] = {}  # the topic each share-partition in memory belongs to
         self._member_timer = DeadlineTimer(clock, self._expire_members)
         self._lock_timer = DeadlineTimer(clock, self._expire_locks)
 
@@ -118,13 +119,14 @@ class ShareRuntime:
         now = self._clock()
         group = self.groups.groups.get(group_id)
         topics = set(subscribed or ()) | ({t for m in group.members.values() for t in m.subscribed} if group else set())
-        counts = {}
+        counts, ids = {}, {}
         for name in topics:
             topic = self._metadata.image.topics.get(name)
             if topic is not None:
                 counts[name] = len(topic.partitions)
+                ids[name] = topic.topic_id
         result = self.groups.heartbeat(group_id, member_id, member_epoch, rack_id, subscribed, client_id,
-                                       client_host, counts, now)
+                                       client_host, counts, now, ids)
         # A leave does not touch the member's share sessions, as in Kafka: its client closes them
         # with epoch -1 (acknowledging its last records) on another connection, and that request
         # may be handled after this one; its records come back then, or when its connection closes.
@@ -168,7 +170,9 @@ class ShareRuntime:
     def loaded(self, group_id: str, topic: str, partition: Partition) -> SharePartition | None:
         """The group's share-partition of `topic`-`partition` if it is in memory for the
         partition's current leader epoch (else `load` it first)."""
-        entry = self._shares.get((group_id, topic, partition.index))
+        key = (group_id, topic, partition.index)
+        self._drop_if_recreated(key)
+        entry = self._shares.get(key)
         if entry is None or entry[0] != partition.leader_epoch:
             return None
         return entry[1]
@@ -177,6 +181,8 @@ class ShareRuntime:
         """The share-partitions in memory whose partition this broker still leads (for metrics)."""
         for key, (epoch, share) in list(self._shares.items()):
             partition = self._partitions.partition(key[1], key[2])
+            if self._drop_if_recreated(key):
+                continue
             if partition is not None and partition.is_leader and partition.leader_epoch == epoch:
                 yield key, share, partition
 
@@ -209,6 +215,8 @@ class ShareRuntime:
         share.advance_log_start(partition.log_start_offset)
         self._shares[key] = (epoch, share)
         self._persisted[key] = -1
+        if topic_id is not None:
+            self._topic_ids[key] = topic_id
         return share
 
     def acquire(self, group_id: str, member_id: str, topic: str, partition: Partition, max_records: int,
@@ -278,12 +286,14 @@ class ShareRuntime:
         order; the future, None when there is nothing to write, is done once all are), wake the
         share fetches that can now acquire records, and re-arm the lock timer."""
         writes = []
+        for key in [k for k in list(self._shares) if self._drop_if_recreated(k)]:
+            self._partitions.consumer_fetches.check(key[1:])
         for key, (_, share) in self._shares.items():
             if self._persisted.get(key) == share.version:
                 continue
             self._persisted[key] = share.version
             group_id, topic, index = key
-            topic_id = self.topic_id(topic)
+            topic_id = self._topic_ids.get(key)
             if topic_id is not None:
                 writes.append(asyncio.ensure_future(self._write(key, (group_id, topic_id, index), share,
                                                                 share.snapshot())))
@@ -310,6 +320,7 @@ class ShareRuntime:
         if entry is not None and (share is None or entry[1] is share):
             del self._shares[key]
             self._persisted.pop(key, None)
+            self._topic_ids.pop(key, None)
 
     def close(self) -> None:
         self._member_timer.cancel()
@@ -329,8 +340,21 @@ class ShareRuntime:
 
     def _forget_partition(self, topic: str, index: int) -> None:
         for key in [k for k in self._shares if k[1] == topic and k[2] == index]:
-            del self._shares[key]
-            self._persisted.pop(key, None)
+            self.forget(key)
+
+    def _drop_if_recreated(self, key: ShareKey) -> bool:
+        """Drop the share-partition, and tombstone its persisted state, when its topic is gone or
+        was deleted and created again under the same name (Kafka keys share state by topic id:
+        the new topic starts afresh at `share.auto.offset.reset`); whether it was dropped."""
+        old_id = self._topic_ids.get(key)
+        if old_id is None or old_id == self.topic_id(key[1]):
+            return False
+        group_id, topic, index = key
+        log.info("share group %s: topic %s (id %s) was deleted; its share state on partition %d is dropped",
+                 group_id, topic, old_id, index)
+        self.forget(key)
+        self._background_write(asyncio.ensure_future(self.store.delete((group_id, old_id, index))))
+        return True
 
     def _arm_locks(self) -> None:
         deadlines = [d for _, share in self._shares.values() if (d := share.next_deadline()) is not None]

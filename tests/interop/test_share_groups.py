@@ -21,7 +21,7 @@ import time
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
@@ -392,3 +392,32 @@ def test_a_topic_created_again_under_the_same_name_starts_a_fresh_share_state(sh
         consumer.close()
     assert [(m.offset(), m.value(), m.delivery_count()) for m in received] == [
         (i, b"record-%d" % (100 + i), 1) for i in range(3)]
+
+
+def test_a_read_committed_share_group_gets_only_committed_transactions(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "ledger", 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    isolation = ConfigResource(ResourceType.GROUP, "auditors", incremental_configs=[ConfigEntry(
+        "share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([isolation]).values():
+        future.result(10)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ledger-writer"})
+    producer.init_transactions(10)
+    for outcome in ("aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("ledger", value=b"%s-%d" % (outcome.encode(), i), partition=0)
+        if outcome == "aborted":
+            producer.abort_transaction(10)
+        else:
+            producer.commit_transaction(10)
+    produce(bootstrap, "ledger", 1, 1)
+    consumer = share_consumer(bootstrap, "auditors", "ledger")
+    try:
+        received = poll_until(consumer, lambda got: len(got) >= 4, 30)
+        for _ in range(5):
+            received.extend(consumer.poll(0.2))
+    finally:
+        consumer.close()
+    assert [m.value() for m in received] == [b"committed-0", b"committed-1", b"committed-2", b"record-0"]

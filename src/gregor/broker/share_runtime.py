@@ -29,12 +29,15 @@ from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConf
 from gregor.coordinator.share.share_partition import (
     Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig, ShareSnapshot,
 )
+from gregor.coordinator.share.isolation import READ_COMMITTED as READ_COMMITTED_LEVEL
+from gregor.coordinator.share.isolation import READ_UNCOMMITTED as READ_UNCOMMITTED_LEVEL
+from gregor.coordinator.share.isolation import AbortedRange, LogBatch, undeliverable
 from gregor.coordinator.share.share_session import ShareSessions
 from gregor.metadata.features import SHARE_VERSION
 from gregor.metadata.group_configs import GROUP_RESOURCE, group_int
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import iter_batches
-from gregor.replication.partition import READ_UNCOMMITTED, Partition
+from gregor.replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 
 log = logging.getLogger("gregor.share")
 
@@ -227,13 +230,18 @@ class ShareRuntime:
         if share is None:
             return Acquired([], b"")
         share.advance_log_start(partition.log_start_offset)
+        committed = self.read_committed(group_id)
         start = share.acquirable_from()
-        if start is None or start >= partition.high_watermark or max_records <= 0:
+        if start is None or start >= self._readable_end(partition, committed) or max_records <= 0:
             return Acquired([], b"")
-        data = partition.read_records(start, max(max_bytes, 0), -1, READ_UNCOMMITTED, True).read_bytes()
+        info = partition.read_records(start, max(max_bytes, 0), -1, READ_COMMITTED if committed else READ_UNCOMMITTED,
+                                      True)
+        data = info.read_bytes()
         batches = [(header, pos) for header, pos in iter_batches(data)]
-        ranges = share.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for h, _ in batches],
-                               max_records, self._clock(), self.lock_duration_ms(group_id))
+        offered = undeliverable(
+            [LogBatch(h.base_offset, h.last_offset, h.producer_id, h.is_transactional, h.is_control) for h, _ in batches],
+            [AbortedRange(t.producer_id, t.first_offset, t.last_offset) for t in info.aborted_transactions], committed)
+        ranges = share.acquire(member_id, offered, max_records, self._clock(), self.lock_duration_ms(group_id))
         if not ranges:
             return Acquired([], b"")
         first, last = ranges[0].first_offset, ranges[-1].last_offset
@@ -258,7 +266,17 @@ class ShareRuntime:
         if share is None:
             return True
         start = share.acquirable_from()
-        return start is not None and start < partition.high_watermark
+        return start is not None and start < self._readable_end(partition, self.read_committed(group_id))
+
+    def read_committed(self, group_id: str) -> bool:
+        """Whether the group's `share.isolation.level` is read_committed (default read_uncommitted)."""
+        return self.group_configs(group_id).get("share.isolation.level", READ_UNCOMMITTED_LEVEL) == READ_COMMITTED_LEVEL
+
+    @staticmethod
+    def _readable_end(partition: Partition, committed: bool) -> int:
+        """Where a share group may read to: the last stable offset under read_committed, else the
+        high watermark."""
+        return partition.last_stable_offset if committed else partition.high_watermark
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member's records on this broker go back to the group (it closed its share session

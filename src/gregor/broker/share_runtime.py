@@ -240,7 +240,8 @@ class ShareRuntime:
         batches = [(header, pos) for header, pos in iter_batches(data)]
         offered = undeliverable(
             [LogBatch(h.base_offset, h.last_offset, h.producer_id, h.is_transactional, h.is_control) for h, _ in batches],
-            [AbortedRange(t.producer_id, t.first_offset, t.last_offset) for t in info.aborted_transactions], committed)
+            [AbortedRange(t.producer_id, t.first_offset, t.last_offset) for t in info.aborted_transactions or ()],
+            committed)
         ranges = share.acquire(member_id, offered, max_records, self._clock(), self.lock_duration_ms(group_id))
         if not ranges:
             return Acquired([], b"")

@@ -55,8 +55,8 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
 
 
-def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0, **config) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **config})
     for i in range(start, start + count):
         producer.produce(topic, value=b"record-%d" % i, partition=i % partitions)
     assert producer.flush(15) == 0
@@ -95,7 +95,8 @@ def test_three_consumers_on_two_partitions_each_record_to_exactly_one(share_brok
         time.sleep(1.5)
         for consumer in consumers:
             consumer.poll(0.1)
-        produce(bootstrap, "queue", 90, 2)
+        # small batches: a share fetch acquires whole batches, max.poll.records is a soft limit
+        produce(bootstrap, "queue", 90, 2, **{"batch.num.messages": 3})
         seen: dict[tuple[int, int], list[int]] = {}
         deadline = time.monotonic() + 60
         while sum(len(v) for v in seen.values()) < 90:
@@ -271,7 +272,8 @@ def _join(wire: _Wire, group: str, member: str, topic: str) -> None:
 def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker):
     bootstrap = share_broker.bootstrap
     create_topic(bootstrap, "strict", 1)
-    produce(bootstrap, "strict", 4, 1)
+    produce(bootstrap, "strict", 2, 1)  # two batches: a fetch with MaxRecords 2 acquires the first
+    produce(bootstrap, "strict", 2, 1, start=2)
     wire = _Wire(share_broker.port)
     metadata = wire.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="strict")]),
                          MetadataResponse, 3, 12)
@@ -311,7 +313,8 @@ def test_acknowledgements_closing_a_session_after_the_members_leave_are_applied(
     handled in that order, the leave must not drop the share session: the acknowledgements are
     applied and the accepted records never come back."""
     create_topic(share_broker.bootstrap, "closing", 1)
-    produce(share_broker.bootstrap, "closing", 4, 1)
+    produce(share_broker.bootstrap, "closing", 2, 1)  # two batches, as above
+    produce(share_broker.bootstrap, "closing", 2, 1, start=2)
     wire = _Wire(share_broker.port)
     metadata = wire.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="closing")]),
                          MetadataResponse, 3, 12)

@@ -21,7 +21,7 @@ import time
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import (
@@ -55,8 +55,8 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
 
 
-def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+def produce(bootstrap: str, topic: str, count: int, partitions: int, start: int = 0, **config) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **config})
     for i in range(start, start + count):
         producer.produce(topic, value=b"record-%d" % i, partition=i % partitions)
     assert producer.flush(15) == 0
@@ -95,7 +95,8 @@ def test_three_consumers_on_two_partitions_each_record_to_exactly_one(share_brok
         time.sleep(1.5)
         for consumer in consumers:
             consumer.poll(0.1)
-        produce(bootstrap, "queue", 90, 2)
+        # small batches: a share fetch acquires whole batches, max.poll.records is a soft limit
+        produce(bootstrap, "queue", 90, 2, **{"batch.num.messages": 3})
         seen: dict[tuple[int, int], list[int]] = {}
         deadline = time.monotonic() + 60
         while sum(len(v) for v in seen.values()) < 90:
@@ -271,7 +272,8 @@ def _join(wire: _Wire, group: str, member: str, topic: str) -> None:
 def test_acknowledging_a_record_the_member_does_not_hold_is_refused(share_broker):
     bootstrap = share_broker.bootstrap
     create_topic(bootstrap, "strict", 1)
-    produce(bootstrap, "strict", 4, 1)
+    produce(bootstrap, "strict", 2, 1)  # two batches: a fetch with MaxRecords 2 acquires the first
+    produce(bootstrap, "strict", 2, 1, start=2)
     wire = _Wire(share_broker.port)
     metadata = wire.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="strict")]),
                          MetadataResponse, 3, 12)
@@ -311,7 +313,8 @@ def test_acknowledgements_closing_a_session_after_the_members_leave_are_applied(
     handled in that order, the leave must not drop the share session: the acknowledgements are
     applied and the accepted records never come back."""
     create_topic(share_broker.bootstrap, "closing", 1)
-    produce(share_broker.bootstrap, "closing", 4, 1)
+    produce(share_broker.bootstrap, "closing", 2, 1)  # two batches, as above
+    produce(share_broker.bootstrap, "closing", 2, 1, start=2)
     wire = _Wire(share_broker.port)
     metadata = wire.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="closing")]),
                          MetadataResponse, 3, 12)
@@ -367,3 +370,57 @@ def test_a_group_id_belongs_to_one_group_type(share_broker):
                                                        topic_partitions=[]),
                          ConsumerGroupHeartbeatResponse, 68, 0)
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+@pytest.mark.slow
+def test_a_topic_created_again_under_the_same_name_starts_a_fresh_share_state(share_broker):
+    """The member stays across the delete and create: its assignment and share session move to
+    the new topic id, and the new topic's records come at delivery count 1."""
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "reborn", 1)
+    produce(bootstrap, "reborn", 5, 1)
+    consumer = share_consumer(bootstrap, "rebirth", "reborn", **{"topic.metadata.refresh.interval.ms": 500})
+    try:
+        assert len(poll_until(consumer, lambda got: len(got) >= 5, 30)) == 5
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics(["reborn"])["reborn"].result(10)
+        deadline = time.monotonic() + 15
+        while "reborn" in admin.list_topics(timeout=5).topics:
+            assert time.monotonic() < deadline, "the deleted topic is still listed"
+            time.sleep(0.2)
+        create_topic(bootstrap, "reborn", 1)
+        produce(bootstrap, "reborn", 3, 1, start=100)
+        received = poll_until(consumer, lambda got: len(got) >= 3, 30)
+    finally:
+        consumer.close()
+    assert [(m.offset(), m.value(), m.delivery_count()) for m in received] == [
+        (i, b"record-%d" % (100 + i), 1) for i in range(3)]
+
+
+def test_a_read_committed_share_group_gets_only_committed_transactions(share_broker):
+    bootstrap = share_broker.bootstrap
+    create_topic(bootstrap, "ledger", 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    isolation = ConfigResource(ResourceType.GROUP, "auditors", incremental_configs=[ConfigEntry(
+        "share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([isolation]).values():
+        future.result(10)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ledger-writer"})
+    producer.init_transactions(10)
+    for outcome in ("aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("ledger", value=b"%s-%d" % (outcome.encode(), i), partition=0)
+        if outcome == "aborted":
+            producer.abort_transaction(10)
+        else:
+            producer.commit_transaction(10)
+    produce(bootstrap, "ledger", 1, 1)
+    consumer = share_consumer(bootstrap, "auditors", "ledger")
+    try:
+        received = poll_until(consumer, lambda got: len(got) >= 4, 30)
+        for _ in range(5):
+            received.extend(consumer.poll(0.2))
+    finally:
+        consumer.close()
+    assert [m.value() for m in received] == [b"committed-0", b"committed-1", b"committed-2", b"record-0"]

@@ -29,12 +29,15 @@ from gregor.coordinator.share.share_group import HeartbeatResult, ShareGroupConf
 from gregor.coordinator.share.share_partition import (
     Acknowledgement, AcquiredRange, SharePartition, SharePartitionConfig, ShareSnapshot,
 )
+from gregor.coordinator.share.isolation import READ_COMMITTED as READ_COMMITTED_LEVEL
+from gregor.coordinator.share.isolation import READ_UNCOMMITTED as READ_UNCOMMITTED_LEVEL
+from gregor.coordinator.share.isolation import AbortedRange, LogBatch, undeliverable
 from gregor.coordinator.share.share_session import ShareSessions
 from gregor.metadata.features import SHARE_VERSION
 from gregor.metadata.group_configs import GROUP_RESOURCE, group_int
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import iter_batches
-from gregor.replication.partition import READ_UNCOMMITTED, Partition
+from gregor.replication.partition import READ_COMMITTED, READ_UNCOMMITTED, Partition
 
 log = logging.getLogger("gregor.share")
 
@@ -74,6 +77,7 @@ class ShareRuntime:
         self._pending: set[asyncio.Future[list[ErrorCode]]] = set()
         self._pending_writes: set[asyncio.Future[ErrorCode]] = set()
         self._persisted: dict[ShareKey, int] = {}
+        self._topic_ids: dict[ShareKey, uuid.UUID] = {}  # the topic each share-partition in memory belongs to
         self._member_timer = DeadlineTimer(clock, self._expire_members)
         self._lock_timer = DeadlineTimer(clock, self._expire_locks)
 
@@ -118,13 +122,14 @@ class ShareRuntime:
         now = self._clock()
         group = self.groups.groups.get(group_id)
         topics = set(subscribed or ()) | ({t for m in group.members.values() for t in m.subscribed} if group else set())
-        counts = {}
+        counts, ids = {}, {}
         for name in topics:
             topic = self._metadata.image.topics.get(name)
             if topic is not None:
                 counts[name] = len(topic.partitions)
+                ids[name] = topic.topic_id
         result = self.groups.heartbeat(group_id, member_id, member_epoch, rack_id, subscribed, client_id,
-                                       client_host, counts, now)
+                                       client_host, counts, now, ids)
         # A leave does not touch the member's share sessions, as in Kafka: its client closes them
         # with epoch -1 (acknowledging its last records) on another connection, and that request
         # may be handled after this one; its records come back then, or when its connection closes.
@@ -168,7 +173,9 @@ class ShareRuntime:
     def loaded(self, group_id: str, topic: str, partition: Partition) -> SharePartition | None:
         """The group's share-partition of `topic`-`partition` if it is in memory for the
         partition's current leader epoch (else `load` it first)."""
-        entry = self._shares.get((group_id, topic, partition.index))
+        key = (group_id, topic, partition.index)
+        self._drop_if_recreated(key)
+        entry = self._shares.get(key)
         if entry is None or entry[0] != partition.leader_epoch:
             return None
         return entry[1]
@@ -177,6 +184,8 @@ class ShareRuntime:
         """The share-partitions in memory whose partition this broker still leads (for metrics)."""
         for key, (epoch, share) in list(self._shares.items()):
             partition = self._partitions.partition(key[1], key[2])
+            if self._drop_if_recreated(key):
+                continue
             if partition is not None and partition.is_leader and partition.leader_epoch == epoch:
                 yield key, share, partition
 
@@ -209,6 +218,8 @@ class ShareRuntime:
         share.advance_log_start(partition.log_start_offset)
         self._shares[key] = (epoch, share)
         self._persisted[key] = -1
+        if topic_id is not None:
+            self._topic_ids[key] = topic_id
         return share
 
     def acquire(self, group_id: str, member_id: str, topic: str, partition: Partition, max_records: int,
@@ -219,13 +230,19 @@ class ShareRuntime:
         if share is None:
             return Acquired([], b"")
         share.advance_log_start(partition.log_start_offset)
+        committed = self.read_committed(group_id)
         start = share.acquirable_from()
-        if start is None or start >= partition.high_watermark or max_records <= 0:
+        if start is None or start >= self._readable_end(partition, committed) or max_records <= 0:
             return Acquired([], b"")
-        data = partition.read_records(start, max(max_bytes, 0), -1, READ_UNCOMMITTED, True).read_bytes()
+        info = partition.read_records(start, max(max_bytes, 0), -1, READ_COMMITTED if committed else READ_UNCOMMITTED,
+                                      True)
+        data = info.read_bytes()
         batches = [(header, pos) for header, pos in iter_batches(data)]
-        ranges = share.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for h, _ in batches],
-                               max_records, self._clock(), self.lock_duration_ms(group_id))
+        offered = undeliverable(
+            [LogBatch(h.base_offset, h.last_offset, h.producer_id, h.is_transactional, h.is_control) for h, _ in batches],
+            [AbortedRange(t.producer_id, t.first_offset, t.last_offset) for t in info.aborted_transactions or ()],
+            committed)
+        ranges = share.acquire(member_id, offered, max_records, self._clock(), self.lock_duration_ms(group_id))
         if not ranges:
             return Acquired([], b"")
         first, last = ranges[0].first_offset, ranges[-1].last_offset
@@ -250,7 +267,17 @@ class ShareRuntime:
         if share is None:
             return True
         start = share.acquirable_from()
-        return start is not None and start < partition.high_watermark
+        return start is not None and start < self._readable_end(partition, self.read_committed(group_id))
+
+    def read_committed(self, group_id: str) -> bool:
+        """Whether the group's `share.isolation.level` is read_committed (default read_uncommitted)."""
+        return self.group_configs(group_id).get("share.isolation.level", READ_UNCOMMITTED_LEVEL) == READ_COMMITTED_LEVEL
+
+    @staticmethod
+    def _readable_end(partition: Partition, committed: bool) -> int:
+        """Where a share group may read to: the last stable offset under read_committed, else the
+        high watermark."""
+        return partition.last_stable_offset if committed else partition.high_watermark
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member's records on this broker go back to the group (it closed its share session
@@ -278,12 +305,14 @@ class ShareRuntime:
         order; the future, None when there is nothing to write, is done once all are), wake the
         share fetches that can now acquire records, and re-arm the lock timer."""
         writes = []
+        for key in [k for k in list(self._shares) if self._drop_if_recreated(k)]:
+            self._partitions.consumer_fetches.check(key[1:])
         for key, (_, share) in self._shares.items():
             if self._persisted.get(key) == share.version:
                 continue
             self._persisted[key] = share.version
             group_id, topic, index = key
-            topic_id = self.topic_id(topic)
+            topic_id = self._topic_ids.get(key)
             if topic_id is not None:
                 writes.append(asyncio.ensure_future(self._write(key, (group_id, topic_id, index), share,
                                                                 share.snapshot())))
@@ -310,6 +339,7 @@ class ShareRuntime:
         if entry is not None and (share is None or entry[1] is share):
             del self._shares[key]
             self._persisted.pop(key, None)
+            self._topic_ids.pop(key, None)
 
     def close(self) -> None:
         self._member_timer.cancel()
@@ -329,8 +359,21 @@ class ShareRuntime:
 
     def _forget_partition(self, topic: str, index: int) -> None:
         for key in [k for k in self._shares if k[1] == topic and k[2] == index]:
-            del self._shares[key]
-            self._persisted.pop(key, None)
+            self.forget(key)
+
+    def _drop_if_recreated(self, key: ShareKey) -> bool:
+        """Drop the share-partition, and tombstone its persisted state, when its topic is gone or
+        was deleted and created again under the same name (Kafka keys share state by topic id:
+        the new topic starts afresh at `share.auto.offset.reset`); whether it was dropped."""
+        old_id = self._topic_ids.get(key)
+        if old_id is None or old_id == self.topic_id(key[1]):
+            return False
+        group_id, topic, index = key
+        log.info("share group %s: topic %s (id %s) was deleted; its share state on partition %d is dropped",
+                 group_id, topic, old_id, index)
+        self.forget(key)
+        self._background_write(asyncio.ensure_future(self.store.delete((group_id, old_id, index))))
+        return True
 
     def _arm_locks(self) -> None:
         deadlines = [d for _, share in self._shares.values() if (d := share.next_deadline()) is not None]

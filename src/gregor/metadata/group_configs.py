@@ -38,10 +38,16 @@ SHARE_BROKER_DEFAULTS: dict[str, BrokerValue] = {
 
 @dataclass(frozen=True)
 class GroupConfigKey:
-    synonym: str
-    """The broker key whose value the group takes without an override."""
+    synonym: str | None
+    """The broker key whose value the group takes without an override (None: `default`)."""
     type: str  # int or string
     doc: str
+    default: str = ""
+    choices: tuple[str, ...] = ()  # a string key's allowed values
+
+    def default_value(self, broker: Mapping[str, BrokerValue]) -> BrokerValue:
+        """The value without an override: the broker's synonym's, else the key's own default."""
+        return broker[self.synonym] if self.synonym is not None else self.default
 
 
 GROUP_CONFIGS: dict[str, GroupConfigKey] = {
@@ -58,7 +64,13 @@ GROUP_CONFIGS: dict[str, GroupConfigKey] = {
         "group.share.record.lock.duration.ms", "int", "The record acquisition lock duration of a share group."),
     "share.auto.offset.reset": GroupConfigKey(
         "share.auto.offset.reset", "string",
-        "Where a share group starts on a partition it has no state for: latest or earliest."),
+        "Where a share group starts on a partition it has no state for: latest or earliest.",
+        choices=("latest", "earliest")),
+    "share.isolation.level": GroupConfigKey(
+        None, "string",
+        "Whether a share group delivers records of transactions still open or aborted (read_uncommitted) "
+        "or only committed ones (read_committed).",
+        default="read_uncommitted", choices=("read_committed", "read_uncommitted")),
 }
 
 _CONSUMER_BOUNDS = {"consumer.session.timeout.ms": "group.consumer.{}.session.timeout.ms",
@@ -67,7 +79,6 @@ SHARE_BOUNDS: dict[str, tuple[int, int | None]] = {
     "share.session.timeout.ms": (1000, None), "share.heartbeat.interval.ms": (100, None),
     "share.record.lock.duration.ms": (1000, 3600000)}
 """The ranges Gregor allows for the share keys (those of their broker synonyms)."""
-SHARE_RESETS = ("latest", "earliest")
 
 
 def group_int(overrides: Mapping[str, str], name: str, default: int) -> int:
@@ -79,7 +90,7 @@ def validate_group_configs(overrides: Mapping[str, str], broker: Mapping[str, Br
     """Why a group's whole set of overrides cannot be used (Kafka's wording), or None.
 
     `broker` holds BROKER_GROUP_DEFAULTS' and SHARE_BROKER_DEFAULTS' keys with this broker's values."""
-    values: dict[str, BrokerValue] = {name: broker[key.synonym] for name, key in GROUP_CONFIGS.items()}
+    values: dict[str, BrokerValue] = {name: key.default_value(broker) for name, key in GROUP_CONFIGS.items()}
     for name, value in overrides.items():
         key = GROUP_CONFIGS.get(name)
         if key is None:
@@ -89,8 +100,8 @@ def validate_group_configs(overrides: Mapping[str, str], broker: Mapping[str, Br
                 values[name] = int(value.strip())
             except ValueError:
                 return f"Invalid value {value} for configuration {name}: Not a number of type INT"
-        elif value.strip() not in SHARE_RESETS:
-            return f"Invalid value {value} for configuration {name}: String must be one of: {', '.join(SHARE_RESETS)}"
+        elif value.strip() not in key.choices:
+            return f"Invalid value {value} for configuration {name}: String must be one of: {', '.join(key.choices)}"
         else:
             values[name] = value.strip()
     for name, pattern in _CONSUMER_BOUNDS.items():

@@ -155,10 +155,11 @@ async def _share_metrics(tmp_path) -> dict[tuple[str, str], float]:
         shares = broker.shares
         partition = broker.partitions.partition("t", 0)
         assert partition is not None
-        builder = BatchBuilder()
-        for i in range(10):
-            builder.append(0, None, b"v%d" % i)
-        partition.append_as_leader(memoryview(builder.build()), broker.clock(), 1)
+        for size in (6, 4):  # two batches: a share-partition acquires whole batches
+            builder = BatchBuilder()
+            for i in range(size):
+                builder.append(0, None, b"v%d" % i)
+            partition.append_as_leader(memoryview(builder.build()), broker.clock(), 1)
         broker.partitions.on_leader_append(partition, [])
         await shares.load(GROUP, "t", partition)
         assert shares.acquire(GROUP, "m", "t", partition, 6, 1 << 20).ranges  # offsets 0-5 acquired

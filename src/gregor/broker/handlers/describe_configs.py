@@ -135,7 +135,8 @@ def _group_entries(context: BrokerContext, request: DescribeConfigsRequest, grou
         if name in overrides:
             value, source = overrides[name], ConfigSource.GROUP_CONFIG
         else:
-            value, source = str(context.metadata.config.get(key.synonym)), ConfigSource.DEFAULT_CONFIG
+            value = key.default if key.synonym is None else str(context.metadata.config.get(key.synonym))
+            source = ConfigSource.DEFAULT_CONFIG
         config_type = ConfigType.INT if key.type == "int" else ConfigType.STRING
         entries.append(_entry(context.version, request, name, value, source, config_type, False,
                               [_Synonym(name=name, value=value, source=source)], key.doc))

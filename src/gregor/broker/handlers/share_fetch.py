@@ -140,6 +140,7 @@ def handle(context: BrokerContext, request: ShareFetchRequest):
                                                     context.connection.connection_id)
     if error or session is None:
         return _top_error(error)
+    session.topic_ids.update((n.topic, n.topic_id) for n in named if n.topic is not None and not n.refused)
     answer = _Answer(context, request, session)
     missing = to_load(context, group_id, dict.fromkeys([*added, *session.partitions]))
     if missing:
@@ -168,8 +169,8 @@ def _acquire(context: BrokerContext, request: ShareFetchRequest, session: ShareS
         if remaining_records <= 0 or remaining_bytes <= 0:
             break
         topic_id = shares.topic_id(topic)
-        if topic_id is None:
-            continue
+        if topic_id is None or session.topic_ids.get(topic, topic_id) != topic_id:
+            continue  # gone, or created again: the member still names the deleted topic's id
         error, partition = shares.leader(topic, index)
         if partition is None:
             answer.partition(topic_id, index).error_code = error

@@ -58,6 +58,7 @@ class ShareGroup:
     partition_counts: dict[str, int] = field(default_factory=dict)
     target: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # by member id, at assignment_epoch
     state_topics: set[str] = field(default_factory=set)  # topics whose partitions may have share state
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # of the subscribed topics, as last assigned
 
     @property
     def state(self) -> str:
@@ -88,9 +89,11 @@ class ShareGroupCoordinator:
 
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
                   subscribed: list[str] | None, client_id: str, client_host: str,
-                  partition_counts: Mapping[str, int], now_ms: int) -> HeartbeatResult:
+                  partition_counts: Mapping[str, int], now_ms: int,
+                  topic_ids: Mapping[str, uuid.UUID] | None = None) -> HeartbeatResult:
         """One ShareGroupHeartbeat; `partition_counts` are the current counts of the topics the
-        member subscribes to (absent: no such topic)."""
+        member subscribes to (absent: no such topic), `topic_ids` their ids: a topic deleted and
+        created again under its name is a new topic, so the assignment (by topic id) changes."""
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, message="GroupId can't be empty.")
         group = self.groups.get(group_id)
@@ -134,6 +137,11 @@ class ShareGroupCoordinator:
         counts = {topic: partition_counts.get(topic, 0) for topic in self._subscribed_topics(group)}
         if counts != group.partition_counts:
             changed = True
+        if topic_ids is not None:
+            ids = {topic: topic_ids[topic] for topic in self._subscribed_topics(group) if topic in topic_ids}
+            if ids != group.topic_ids:
+                group.topic_ids = ids
+                changed = True
         if changed:
             self._reassign(group, now_ms, partition_counts)
         if member.member_epoch != group.assignment_epoch:

@@ -181,6 +181,8 @@ class ShareGroupReplay:
             if PARTITION_METADATA in records:
                 group.partition_counts = {t.topic_name: t.num_partitions for t in records[PARTITION_METADATA].topics
                                           if t.topic_id in topic_names}
+                group.topic_ids = {t.topic_name: t.topic_id for t in records[PARTITION_METADATA].topics
+                                   if t.topic_id in topic_names}
             if STATE_PARTITION_METADATA in records:
                 group.state_topics = {t.topic_name for t in records[STATE_PARTITION_METADATA].initialized_topics
                                       if t.topic_id in topic_names}

@@ -157,14 +157,17 @@ class SharePartition:
     def acquire(self, member_id: str, batches: Iterable[tuple[int, int, bool]], max_records: int,
                 now_ms: int, lock_duration_ms: int | None = None) -> list[AcquiredRange]:
         """Acquire for `member_id` what may be delivered among the log's batches
-        ((base offset, last offset, is control) in log order), at most `max_records` offsets
-        (at least one batch's worth is never cut short below one record). Offsets the log does
-        not hold between batches, and control batches, are archived without delivery. The locks
-        last `lock_duration_ms` (the group's config), else the partition config's."""
+        ((base offset, last offset, never delivered) in log order: a control batch, or under
+        read_committed an aborted transaction's; `isolation.undeliverable`). `max_records` is a
+        soft limit at batch boundaries, as Kafka's SharePartition: a batch is acquired whole,
+        and the next one only while fewer than `max_records` offsets are acquired (so the first
+        batch is always whole, however big). Offsets the log does not hold between batches, and
+        batches never delivered, are archived without delivery. The locks last
+        `lock_duration_ms` (the group's config), else the partition config's."""
         acquired: list[AcquiredRange] = []
         count = 0
         deadline = now_ms + (lock_duration_ms if lock_duration_ms is not None else self.config.lock_duration_ms)
-        for base, last, is_control in batches:
+        for base, last, never_delivered in batches:
             if count >= max_records:
                 break
             if last < self.start_offset:
@@ -173,13 +176,11 @@ class SharePartition:
                 if not self._window_open():
                     break
                 self._archive_new(self._end_offset, base - 1)
-            if is_control:
+            if never_delivered:
                 if last >= self._end_offset:
                     self._archive_new(max(base, self._end_offset), last)
                 continue
             for offset in range(max(base, self.start_offset), last + 1):
-                if count >= max_records:
-                    break
                 rec = self._records.get(offset)
                 if rec is None:
                     if offset < self._end_offset or not self._window_open():

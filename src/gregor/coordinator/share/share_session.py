@@ -13,6 +13,7 @@ ShareSessionCache, without its size bound.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from gregor.protocol.error_codes import ErrorCode
@@ -29,6 +30,9 @@ class ShareSession:
     next_epoch: int = 1
     connection_id: int | None = None  # of the request that last used it
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # insertion-ordered set
+    # the topic id the member last named for each topic: a topic deleted and created again under
+    # its name is another topic, not served to a session that still names the old one
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
 
 
 class ShareSessions:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from gregor.coordinator.share import simple_assignor
 from gregor.coordinator.share.share_group import ShareGroupConfig, ShareGroupCoordinator
 from gregor.coordinator.share.share_session import ShareSessions
@@ -92,3 +94,13 @@ def test_a_share_session_closes_with_the_connection_it_last_used():
     assert sessions.close_connection(9) == [] and sessions.get("g", "c") is not None
     sessions.update("g", "c", -1, [], [], connection_id=8)  # closed by the client: nothing left on 8
     assert sessions.close_connection(8) == []
+
+
+def test_a_topic_created_again_under_its_name_is_assigned_afresh():
+    c = coordinator()
+    old, new = uuid.uuid4(), uuid.uuid4()
+    first = c.heartbeat("g", "a", 0, None, ["t"], "client", "host", COUNTS, 0, {"t": old})
+    steady = c.heartbeat("g", "a", first.member_epoch, None, None, "client", "host", COUNTS, 10, {"t": old})
+    assert steady.assignment is None
+    recreated = c.heartbeat("g", "a", first.member_epoch, None, None, "client", "host", COUNTS, 20, {"t": new})
+    assert recreated.member_epoch == first.member_epoch + 1 and recreated.assignment == {"t": [0, 1]}

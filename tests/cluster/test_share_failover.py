@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from tests.cluster.brokers import Cluster
+from tests.share_close import close_share_consumer
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +52,7 @@ def test_share_state_survives_the_partition_leader_killed(tmp_path):
             first.commit_sync()
             assert {(m.partition(), m.offset()) for m in got} == {(p, o) for p in range(3) for o in range(5)}
         finally:
-            first.close()
+            close_share_consumer(first)
         cluster.wait_for_full_isr("__share_group_state")
         leader = cluster.leader_of("jobs", 0)
         cluster.brokers[leader].kill9()
@@ -64,7 +65,7 @@ def test_share_state_survives_the_partition_leader_killed(tmp_path):
             for _ in range(10):
                 again.extend(second.poll(0.2))
         finally:
-            second.close()
+            close_share_consumer(second)
         assert sorted((m.partition(), m.offset(), m.delivery_count()) for m in again) == sorted(
             (p, o, 2) for p, o in released)
     finally:

@@ -13,6 +13,7 @@ from confluent_kafka import ShareConsumer
 from gregor.client import AdminClient
 from gregor.coordinator.partitioning import partition_for
 from tests.cluster.brokers import Cluster
+from tests.share_close import close_share_consumer
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,7 @@ def test_a_share_group_keeps_its_epoch_and_member_when_its_coordinator_is_killed
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         try:
             _described(admin, member, lambda g: len(g.members) == 2)
-            passing.close()  # a join and a leave move the group epoch past what a fresh group would have
+            close_share_consumer(passing)  # a join and a leave move the group epoch past what a fresh group would have
             before = _described(admin, member, lambda g: len(g.members) == 1 and g.members[0].assignment)
             assert before.group_epoch >= 3, before
             index = partition_for("crew", OFFSETS_PARTITIONS)
@@ -57,7 +58,7 @@ def test_a_share_group_keeps_its_epoch_and_member_when_its_coordinator_is_killed
             assert [m.member_id for m in after.members] == [m.member_id for m in before.members]
             assert after.members[0].assignment == [("jobs", 0)]
         finally:
-            member.close()
+            close_share_consumer(member)
     finally:
         if admin is not None:
             admin.close()

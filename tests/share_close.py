@@ -1,4 +1,4 @@
-"""Closing a librdkafka ShareConsumer with a bound on the wait.
+"""Closing a librdkafka ShareConsumer with a bound on the wait (the share tests' closes).
 
 librdkafka's ShareConsumer (a preview) once hung in `close()` for good in a loaded suite run
 (rd_kafka_consumer_close0 waiting on its queue, the broker's group already empty): a C call that

@@ -31,6 +31,7 @@ from gregor.protocol.messages import (
     ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 )
 from tests.broker_process import BrokerProcess
+from tests.share_close import close_share_consumer
 
 pytestmark = pytest.mark.interop
 
@@ -112,7 +113,7 @@ def test_three_consumers_on_two_partitions_each_record_to_exactly_one(share_brok
         assert all(count > 0 for count in per_consumer), per_consumer
     finally:
         for consumer in consumers:
-            consumer.close()
+            close_share_consumer(consumer)
 
 
 @pytest.mark.slow
@@ -145,7 +146,7 @@ def test_records_of_a_killed_consumer_go_to_another_with_their_delivery_count(sh
         received = poll_until(survivor, lambda got: {m.offset() for m in got} >= set(range(10)), 40, accept)
         survivor.commit_sync()
     finally:
-        survivor.close()
+        close_share_consumer(survivor)
     counts = {m.offset(): m.delivery_count() for m in received}
     assert killed_held and all(counts[offset] >= 2 for offset in killed_held), (killed_held, counts)
     assert all(counts[offset] == 1 for offset in set(range(10)) - killed_held), counts
@@ -171,7 +172,7 @@ def test_released_records_return_and_rejected_ones_never_do(share_broker):
         for _ in range(10):
             assert not [m for m in consumer.poll(0.2)], "an accepted or rejected record came back"
     finally:
-        consumer.close()
+        close_share_consumer(consumer)
 
 
 def test_a_poison_record_is_archived_at_the_delivery_count_limit(share_broker):
@@ -195,7 +196,7 @@ def test_a_poison_record_is_archived_at_the_delivery_count_limit(share_broker):
                 handle(message)
         assert deliveries == list(range(1, DELIVERY_LIMIT + 1)), deliveries
     finally:
-        consumer.close()
+        close_share_consumer(consumer)
 
 
 @pytest.mark.slow
@@ -213,7 +214,7 @@ def test_share_state_survives_a_broker_restart(tmp_path):
             consumer.commit_sync()
             assert {m.offset() for m in got} == set(range(6))
         finally:
-            consumer.close()
+            close_share_consumer(consumer)
         process.stop()
         process.start()
         consumer = share_consumer(process.bootstrap, "keepers", "durable")
@@ -222,7 +223,7 @@ def test_share_state_survives_a_broker_restart(tmp_path):
             for _ in range(5):
                 got.extend(consumer.poll(0.2))
         finally:
-            consumer.close()
+            close_share_consumer(consumer)
         assert sorted((m.offset(), m.delivery_count()) for m in got) == [(3, 2), (4, 2), (5, 2)]
     finally:
         process.stop()
@@ -392,7 +393,7 @@ def test_a_topic_created_again_under_the_same_name_starts_a_fresh_share_state(sh
         produce(bootstrap, "reborn", 3, 1, start=100)
         received = poll_until(consumer, lambda got: len(got) >= 3, 30)
     finally:
-        consumer.close()
+        close_share_consumer(consumer)
     assert [(m.offset(), m.value(), m.delivery_count()) for m in received] == [
         (i, b"record-%d" % (100 + i), 1) for i in range(3)]
 
@@ -422,5 +423,5 @@ def test_a_read_committed_share_group_gets_only_committed_transactions(share_bro
         for _ in range(5):
             received.extend(consumer.poll(0.2))
     finally:
-        consumer.close()
+        close_share_consumer(consumer)
     assert [m.value() for m in received] == [b"committed-0", b"committed-1", b"committed-2", b"record-0"]

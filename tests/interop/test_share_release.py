@@ -23,6 +23,7 @@ from confluent_kafka import AcknowledgeType
 
 from tests.broker_process import BrokerProcess
 from tests.interop.test_share_groups import create_topic, poll_until, produce, share_consumer
+from tests.share_close import close_share_consumer
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -74,7 +75,7 @@ def redelivered(bootstrap: str, topic: str, group: str, count: int, within_s: fl
                               lambda m: survivor.acknowledge(m, AcknowledgeType.ACCEPT))
         survivor.commit_sync()
     finally:
-        survivor.close()
+        close_share_consumer(survivor)
     return {m.offset(): m.delivery_count() for m in received}
 
 
@@ -113,7 +114,7 @@ def test_a_cleanly_closed_members_records_return_at_once(broker):
     try:
         held = [m.offset() for m in poll_until(leaving, lambda got: len(got) > 0, WAIT_S)]
     finally:
-        leaving.close()
+        close_share_consumer(leaving)
     counts = redelivered(broker.bootstrap, "closed", "closed-group", 8, BEFORE_SESSION_TIMEOUT_S)
     check_returned(counts, held, 8)
 
@@ -131,14 +132,14 @@ def test_a_closing_members_last_acknowledgements_are_kept(broker):
         for message in held[:-1]:
             leaving.acknowledge(message, AcknowledgeType.ACCEPT)
     finally:
-        leaving.close()
+        close_share_consumer(leaving)
     accepted = {m.offset() for m in held[:-1]}
     survivor = share_consumer(broker.bootstrap, "acked-group", "acked", **{"share.acknowledgement.mode": "explicit"})
     try:
         received = poll_until(survivor, lambda got: {m.offset() for m in got} >= set(range(8)) - accepted,
                               BEFORE_SESSION_TIMEOUT_S, lambda m: survivor.acknowledge(m, AcknowledgeType.ACCEPT))
     finally:
-        survivor.close()
+        close_share_consumer(survivor)
     counts = {m.offset(): m.delivery_count() for m in received}
     assert not accepted & set(counts), (sorted(accepted), counts)
     assert counts[held[-1].offset()] == 2, counts

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from abc import ABC, abstractmethod
 from typing import AbstractSet, Any, Protocol
 
 from gregor.client.consumer.coordinator import CoordinatorLink
@@ -23,7 +24,7 @@ class HeartbeatMembership(Protocol):
     def heartbeat_due(self, now: float) -> bool: ...
 
 
-class HeartbeatMember(CoordinatorLink):
+class HeartbeatMember(CoordinatorLink, ABC):
     """Subclasses set `membership` and `in_group` (the states with a heartbeat interval) and write
     `_heartbeat_once`; `_before_heartbeat` runs each turn of the loop."""
 
@@ -83,5 +84,6 @@ class HeartbeatMember(CoordinatorLink):
     def _before_heartbeat(self, now: float) -> None:
         """Each turn of the loop, before the due check."""
 
+    @abstractmethod
     async def _heartbeat_once(self) -> None:
-        raise NotImplementedError
+        """Send one heartbeat and apply its answer (the subclass's protocol)."""

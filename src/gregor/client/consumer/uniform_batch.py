@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from gregor.client.consumer.record_decoder import read_varint
 from gregor.client.consumer.records import ConsumerRecord
 from gregor.protocol.primitives import uvarint_bytes
 from gregor.records.batch import BatchHeader
@@ -86,7 +87,8 @@ def uniform_records(data: bytes, header: BatchHeader, topic: str, partition: int
         try:
             body, timestamp_delta, offset_delta = varints[length], varints[timestamp_bytes], varints[offset_bytes]
         except KeyError:  # a varint of three bytes or more (past 8191 records or ms), or a non-canonical one
-            body, timestamp_delta, offset_delta = _varint(length), _varint(timestamp_bytes), _varint(offset_bytes)
+            body, timestamp_delta, offset_delta = (read_varint(length, 0)[0], read_varint(timestamp_bytes, 0)[0],
+                                                   read_varint(offset_bytes, 0)[0])
         if body != fixed + len(timestamp_bytes) + len(offset_bytes):
             return None
         matched += len(length) + body
@@ -105,10 +107,3 @@ def uniform_records(data: bytes, header: BatchHeader, topic: str, partition: int
         add(record)
     return out if matched == len(data) else None
 
-
-def _varint(encoded: bytes) -> int:
-    """The zigzag-decoded value of a varint of any length (as `record_decoder.read_varint`)."""
-    raw = 0
-    for index, byte in enumerate(encoded):
-        raw |= (byte & 0x7F) << (7 * index)
-    return (raw >> 1) ^ -(raw & 1)

@@ -28,11 +28,13 @@ def call(port: int, request, version: int, response_class):
     return response_class.decode(Reader(frame, body), version)
 
 
+DESCRIBE_QUORUM = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+    topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+
+
 def describe(port: int) -> DescribeQuorumResponse.PartitionData | None:
-    request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-        topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
     try:
-        return call(port, request, 1, DescribeQuorumResponse).topics[0].partitions[0]
+        return call(port, DESCRIBE_QUORUM, 1, DescribeQuorumResponse).topics[0].partitions[0]
     except OSError:
         return None
 

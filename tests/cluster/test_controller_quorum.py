@@ -22,7 +22,9 @@ from gregor.protocol.messages import (
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 
 from tests.cli.conftest import in_process
-from tests.cluster.quorum import CLUSTER_ID, call, caught_up, committed_view, describe, leader_view, make_quorum
+from tests.cluster.quorum import (
+    CLUSTER_ID, DESCRIBE_QUORUM, call, caught_up, committed_view, describe, leader_view, make_quorum,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +49,22 @@ def test_three_controllers_elect_one_leader_and_replicate(quorum):
             follower = describe(node.port)
             assert follower.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
             assert (follower.leader_id, follower.leader_epoch) == (answer.leader_id, answer.leader_epoch)
+
+
+def test_describe_quorum_v2_lists_the_voters_controller_endpoints(quorum):
+    """KIP-853's v2, as kafka-python and `kafka-metadata-quorum.sh` read it: null error messages,
+    the voters' endpoints from the leader, none with a follower's NOT_LEADER_OR_FOLLOWER."""
+    index, _ = caught_up(quorum)
+    answer = call(quorum[index].port, DESCRIBE_QUORUM, 2, DescribeQuorumResponse)
+    partition = answer.topics[0].partitions[0]
+    assert (answer.error_message, partition.error_message, partition.error_code) == (None, None, ErrorCode.NONE)
+    assert [v.replica_id for v in partition.current_voters] == [1, 2, 3]
+    assert {(node.node_id, tuple((e.name, e.host, e.port) for e in node.listeners)) for node in answer.nodes} == {
+        (i, (("CONTROLLER", "127.0.0.1", node.port),)) for i, node in enumerate(quorum, 1)}
+    follower = call(quorum[(index + 1) % 3].port, DESCRIBE_QUORUM, 2, DescribeQuorumResponse)
+    refused = follower.topics[0].partitions[0]
+    assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and refused.error_message
+    assert follower.nodes == []
 
 
 def test_a_killed_leader_is_replaced_and_catches_up_after_restart(quorum):
@@ -141,6 +159,8 @@ def test_a_single_node_broker_describes_its_own_one_voter_quorum(broker):
     assert (answer.error_code, answer.leader_id) == (ErrorCode.NONE, 1)
     assert [voter.replica_id for voter in answer.current_voters] == [1]
     assert answer.high_watermark > 0 and answer.current_voters[0].log_end_offset == answer.high_watermark
+    v2 = call(broker.port, DESCRIBE_QUORUM, 2, DescribeQuorumResponse)
+    assert [(node.node_id, node.listeners) for node in v2.nodes] == [(1, [])]  # reached in process only
 
 
 def test_a_quorum_request_naming_no_metadata_partition_closes_only_its_connection(broker):

@@ -258,6 +258,19 @@ class ControllerServer:
     def describe_quorum(self, request: DescribeQuorumRequest) -> asyncio.Future[Message]:
         return self._driver().handle_request(-1, request)
 
+    def voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
+        """Static voters are reached on the first of `controller.listener.names` at the address
+        `controller.quorum.voters` gives, as Kafka reports them; a node that is its own only voter
+        (no `controller.quorum.voters`) reports the controller listeners it bound, or none when it
+        is reached only in process."""
+        voters = self.config.quorum_voters()
+        if not voters:
+            return {self.node_id: [(e.listener, e.host, self.bound_ports.get(e.listener, e.port))
+                                   for e in self.config.controller_listeners()]}
+        names = self.config.get("controller.listener.names")
+        name = names[0].upper() if names else ""
+        return {voter: [(name, host, port)] for voter, (host, port) in voters.items()}
+
     @property
     def leader_id(self) -> int | None:
         leader = self.raft.leader_id if self.raft_driver is not None else -1

@@ -164,4 +164,7 @@ class QuorumService(Protocol):
 
     def describe_quorum(self, request: DescribeQuorumRequest) -> asyncio.Future[Message]: ...
 
+    def voter_endpoints(self) -> dict[int, list[tuple[str, str, int]]]:
+        """Each voter's controller endpoints as (listener, host, port), for DescribeQuorum v2."""
+
     def unclean_allowed(self, topic: str) -> bool: ...

@@ -20,7 +20,9 @@ from collections import deque
 from typing import Callable, Iterable, Mapping
 
 from gregor.client.network import ClusterMetadata, TopicPartition
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, ProducerBatch, estimated_record_size
+from gregor.client.producer.batch import (
+    BATCH_HEADER_SIZE, RECORD_BOUND, EncodedBatch, ProducerBatch, estimated_record_size,
+)
 from gregor.client.producer.future import Callback, RecordFuture
 from gregor.client.producer.memory import BufferMemory
 
@@ -62,16 +64,36 @@ class RecordAccumulator:
         """Add a record to the partition's open batch, opening one (reserving memory, waiting
         up to `deadline`, or `max_block_s` from now when None) when there is none or it is full.
         A batch drained once stays full, so a retried batch never takes new records."""
-        with self._lock:  # the common case, inlined: the open batch takes the record
+        lock = self._lock
+        lock.acquire()  # not `with`, which costs twice as much: this is every record's path
+        try:
             queue = self._queues.get(topic_partition)
             if queue:
                 last = queue[-1]
                 if not last.full:
-                    future = last.try_append(timestamp, key, value, encoded_headers)
-                    if future is not None:
+                    # ProducerBatch.try_append's common case inlined (a call less per record): the
+                    # record fits under the bound. A queued batch that is not full holds a record.
+                    key_size = -1 if key is None else len(key)
+                    value_size = -1 if value is None else len(value)
+                    bound = last.bound + RECORD_BOUND + key_size + value_size + len(encoded_headers)
+                    if bound <= last.capacity:
+                        count = last.count
+                        last.bound = bound
+                        last.queued.append((timestamp, key, value, encoded_headers))
+                        last.count = count + 1
+                        if timestamp > last.max_timestamp:
+                            last.max_timestamp = timestamp
+                        future = RecordFuture(last.result, count, timestamp, key_size, value_size)
                         if callback is not None:
                             last.waiters.append((future, callback))
-                        return future, last.full, False
+                        return future, False, False
+                    exact = last.try_append(timestamp, key, value, encoded_headers)
+                    if exact is not None:
+                        if callback is not None:
+                            last.waiters.append((exact, callback))
+                        return exact, last.full, False
+        finally:
+            lock.release()
         size = max(self.batch_size, estimated_record_size(key, value, encoded_headers) + BATCH_HEADER_SIZE)
         self.memory.reserve(size, time.monotonic() + self.max_block_s if deadline is None else deadline)
         with self._lock:

@@ -40,11 +40,11 @@ def zigzag_varint(value: int) -> bytes:
 
 
 _NULL = b"\x01"  # zigzag(-1): a null key, value or header value
-_NO_HEADERS = b"\x00"
+NO_HEADERS = b"\x00"  # the encoded headers of a record without any
 _ATTRIBUTES = b"\x00"
 _LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
 """A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
-_RECORD_BOUND = 33
+RECORD_BOUND = 33
 """With a key and value size of -1 for null ones, an upper bound of the bytes a record adds
 beyond its key, value and headers: its length (5), attributes (1), timestamp delta (10), offset
 delta (5) and key and value lengths (5 each) as varints."""
@@ -117,7 +117,7 @@ def _encode_into(out: bytearray, records: Iterable[tuple[int, bytes | None, byte
 class ProducerBatch:
     """Records for one partition, appended until full, then sent (and maybe retried) as one."""
 
-    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "_queued", "_bound",
+    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "queued", "bound",
                  "count", "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
                  "retry_at", "producer_id", "producer_epoch", "base_sequence", "in_flight",
                  "done", "ordinal", "__weakref__")
@@ -130,8 +130,8 @@ class ProducerBatch:
         self.created = created
         self.reserved_bytes = reserved_bytes
         self._encoded = bytearray()  # the records encoded so far
-        self._queued: list[tuple[int, bytes | None, bytes | None, bytes]] = []  # and those after them
-        self._bound = BATCH_HEADER_SIZE  # an upper bound of the batch's size with the queued records
+        self.queued: list[tuple[int, bytes | None, bytes | None, bytes]] = []  # and those after them
+        self.bound = BATCH_HEADER_SIZE  # an upper bound of the batch's size with the queued records
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
@@ -153,13 +153,13 @@ class ProducerBatch:
         count = self.count
         key_size = -1 if key is None else len(key)
         value_size = -1 if value is None else len(value)
-        bound = self._bound + _RECORD_BOUND + key_size + value_size + len(encoded_headers)
+        bound = self.bound + RECORD_BOUND + key_size + value_size + len(encoded_headers)
         if bound > self.capacity:
             return self._append_exactly(timestamp, key, value, encoded_headers)
         if count == 0:
             self.base_timestamp = timestamp
-        self._bound = bound
-        self._queued.append((timestamp, key, value, encoded_headers))
+        self.bound = bound
+        self.queued.append((timestamp, key, value, encoded_headers))
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
@@ -181,7 +181,7 @@ class ProducerBatch:
             del encoded[before:]
             self.full = True
             return None
-        self._bound = new_size
+        self.bound = new_size
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
@@ -192,11 +192,11 @@ class ProducerBatch:
 
     def seal(self) -> None:
         """Encode the queued records (the batch's size is then exact)."""
-        queued = self._queued
+        queued = self.queued
         if queued:
             _encode_into(self._encoded, queued, self.base_timestamp, self.count - len(queued))
-            self._queued = []
-            self._bound = BATCH_HEADER_SIZE + len(self._encoded)
+            self.queued = []
+            self.bound = BATCH_HEADER_SIZE + len(self._encoded)
 
     @property
     def records(self) -> bytearray:
@@ -249,5 +249,5 @@ class ProducerBatch:
 
     def __repr__(self) -> str:
         # the size without sealing: a repr must not encode an open batch outside the accumulator's lock
-        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self._queued else f"<={self._bound}"
+        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self.queued else f"<={self.bound}"
         return f"<ProducerBatch {self.topic}-{self.partition} records={self.count} bytes={size} attempts={self.attempts}>"

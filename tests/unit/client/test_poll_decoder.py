@@ -115,9 +115,9 @@ def test_the_uniform_path_takes_its_shape_and_leaves_other_batches_to_the_loop()
     for late in (5, 9_000, 1 << 40):  # timestamp deltas of one, two and many varint bytes
         items = [(late if index == 7 else index, None, b"v%03d" % index, []) for index in range(20)]
         data = build(items)
-        records = uniform_records(batch_data(data, 0, parse_header(data, 0), MAX), parse_header(data, 0), "t", 0)
-        assert records is not None
-        assert [(r.offset, r.timestamp, r.value) for r in records] == \
+        uniform = uniform_records(batch_data(data, 0, parse_header(data, 0), MAX), parse_header(data, 0), "t", 0)
+        assert uniform is not None
+        assert [(r.offset, r.timestamp, r.value) for r in uniform.take(20)] == \
             [(index, NOW + delta, value) for index, (delta, _, value, _) in enumerate(items)]
     for odd_one in [(5, b"k", b"v005", []), (5, None, b"v5", []), (5, None, b"v005", [("h", b"1")])]:
         items = [(index, None, b"v%03d" % index, []) for index in range(20)]

@@ -108,6 +108,51 @@ def test_a_batch_takes_the_records_that_fit_encoded_one_by_one(records, capacity
         [(index, value) for index, (_, _, value, _) in enumerate(records[:taken])]
 
 
+def test_runs_of_one_timestamp_and_offsets_past_the_varint_table_decode_with_kafka_python():
+    """The encoder reuses a timestamp delta's varint along a run and slices offset varints from a
+    table of 8192: a batch of 9000 records crosses both, with null values, keys and headers."""
+    batch = new_batch(1 << 30)
+    records = [(1000 + index // 700, b"k%d" % index if index % 7 == 0 else None,
+                None if index % 11 == 0 else b"v" * (index % 3), [("h", b"1")] if index % 13 == 0 else [])
+               for index in range(9000)]
+    for timestamp, key, value, headers in records[:4000]:
+        batch.try_append(timestamp, key, value, encode_headers(headers))
+    batch.seal()  # a second seal starts at offset delta 4000
+    for timestamp, key, value, headers in records[4000:]:
+        batch.try_append(timestamp, key, value, encode_headers(headers))
+    decoded = decode(batch.build(Compression.NONE))
+    assert [(record.offset, record.timestamp, record.key, record.value, record.headers) for record in decoded] == \
+        [(index, timestamp, key, value, headers) for index, (timestamp, key, value, headers) in enumerate(records)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(records=records_strategy, capacity=st.integers(62, 30_000))
+def test_the_accumulator_fills_batches_as_try_append_does(records, capacity):
+    """`RecordAccumulator.append` inlines try_append's common case: the batches and futures it
+    makes are those of try_append alone, opening a batch whenever one refuses a record."""
+    acc = accumulator(Clock(), batch_size=capacity, memory=BufferMemory(1 << 40))
+    base = 1_700_000_000_000
+    futures = [acc.append(TopicPartition("t", 0), base + delta, key, value, encode_headers(headers), None, FOREVER)[0]
+               for delta, key, value, headers in records]
+    expected: list[ProducerBatch] = []
+    for delta, key, value, headers in records:
+        size = estimated_record_size(key, value, encode_headers(headers)) + 61  # what a new batch reserves
+        if not expected or expected[-1].try_append(base + delta, key, value, encode_headers(headers)) is None:
+            expected.append(new_batch(max(capacity, size)))
+            expected[-1].try_append(base + delta, key, value, encode_headers(headers))
+    queued = acc.abort_queued()
+    assert [(batch.count, batch.full, batch.build(Compression.NONE)) for batch in queued] == \
+        [(batch.count, batch.full, batch.build(Compression.NONE)) for batch in expected]
+    for index, batch in enumerate(queued):
+        batch.complete(1000 * index, -1, None)
+    starts = [sum(batch.count for batch in expected[:index]) for index in range(len(expected))]
+    assert [(future.get(0).offset, future.get(0).timestamp, future.get(0).serialized_value_size)
+            for future in futures] == \
+        [(1000 * batch + (index - starts[batch]), base + delta, -1 if value is None else len(value))
+         for index, (batch, (delta, _, value, _)) in enumerate(zip(
+             [number for number, batch in enumerate(expected) for _ in range(batch.count)], records))]
+
+
 def test_the_size_estimate_bounds_the_encoded_size():
     for key, value, headers in [(None, None, []), (b"k" * 300, b"v" * 70_000, [("h", b"x" * 200)])]:
         batch = new_batch()

@@ -44,6 +44,8 @@ NO_HEADERS = b"\x00"  # the encoded headers of a record without any
 _ATTRIBUTES = b"\x00"
 _LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
 """A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
+_OFFSETS = _SMALL[0:16384:2]
+"""The varint of each offset delta below 8192 (zigzag: twice the delta)."""
 RECORD_BOUND = 33
 """With a key and value size of -1 for null ones, an upper bound of the bytes a record adds
 beyond its key, value and headers: its length (5), attributes (1), timestamp delta (10), offset
@@ -81,26 +83,35 @@ class EncodedBatch(NamedTuple):
     max_timestamp: int
 
 
-def _encode_into(out: bytearray, records: Iterable[tuple[int, bytes | None, bytes | None, bytes]],
+def _encode_into(out: bytearray, records: Sequence[tuple[int, bytes | None, bytes | None, bytes]],
                  base_timestamp: int, offset_delta: int) -> None:
     """Append the v2 bytes of `records` ((timestamp, key, value, encoded headers)), whose offset
-    deltas start at `offset_delta`, to `out`: one loop gathering the pieces, one join."""
+    deltas start at `offset_delta`, to `out`: one loop gathering the pieces, one join. The offset
+    deltas' varints come sliced from a table, and a run of records with one timestamp (most of a
+    fast sender's) reuses its delta's varint."""
     small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
+    stop = offset_delta + len(records)
+    offsets = _OFFSETS[offset_delta:stop]
+    if stop > len(_OFFSETS):
+        offsets += tuple(zigzag_varint(delta) for delta in range(max(offset_delta, len(_OFFSETS)), stop))
     parts: list[bytes] = []
     add = parts.extend
-    for timestamp, key, value, encoded_headers in records:
-        delta = timestamp - base_timestamp
-        delta_bytes = small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta)
-        offset_bytes = small[offset_delta << 1] if offset_delta < 8192 else zigzag_varint(offset_delta)
-        offset_delta += 1
+    last_timestamp = last_value_size = delta_bytes = value_length = None
+    fixed = 0  # the record's length less its offset delta and header bytes: attributes, timestamp delta, value
+    for (timestamp, key, value, encoded_headers), offset_bytes in zip(records, offsets):
         if value is None:
-            value_length = _NULL
+            value_size = -1
             value = b""
-            length = 2 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers)
         else:
             value_size = len(value)
-            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
-            length = 1 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers) + len(value_length) + value_size
+        if timestamp != last_timestamp or value_size != last_value_size:
+            delta = timestamp - base_timestamp
+            delta_bytes = small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta)
+            value_length = _NULL if value_size < 0 else \
+                small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
+            fixed = 1 + len(delta_bytes) + len(value_length) + len(value)
+            last_timestamp, last_value_size = timestamp, value_size
+        length = fixed + len(offset_bytes) + len(encoded_headers)
         if key is None:
             length += 1
             add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,

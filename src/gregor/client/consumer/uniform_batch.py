@@ -118,8 +118,7 @@ class UniformRecords:
         new, record_type = object.__new__, ConsumerRecord
         out: list[ConsumerRecord] = []
         add = out.append
-        for index in range(start, stop):
-            timestamp_bytes, offset_bytes, value = self._matches[index]
+        for timestamp_bytes, offset_bytes, value in self._matches[start:stop]:
             try:
                 timestamp_delta, offset_delta = varints[timestamp_bytes], varints[offset_bytes]
             except KeyError:  # a varint of three bytes or more (past 8191 records or ms)

@@ -146,10 +146,11 @@ def test_the_accumulator_fills_batches_as_try_append_does(records, capacity):
     for index, batch in enumerate(queued):
         batch.complete(1000 * index, -1, None)
     starts = [sum(batch.count for batch in expected[:index]) for index in range(len(expected))]
-    assert [(future.get(0).offset, future.get(0).timestamp, future.get(0).serialized_value_size)
-            for future in futures] == \
-        [(1000 * batch + (index - starts[batch]), base + delta, -1 if value is None else len(value))
-         for index, (batch, (delta, _, value, _)) in enumerate(zip(
+    assert [(future.get(0).offset, future.get(0).timestamp, future.get(0).serialized_key_size,
+             future.get(0).serialized_value_size) for future in futures] == \
+        [(1000 * batch + (index - starts[batch]), base + delta, -1 if key is None else len(key),
+          -1 if value is None else len(value))
+         for index, (batch, (delta, key, value, _)) in enumerate(zip(
              [number for number, batch in enumerate(expected) for _ in range(batch.count)], records))]
 
 

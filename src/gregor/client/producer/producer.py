@@ -70,13 +70,19 @@ class Producer(ProducerBase):
             record_size = 22 + len(value)  # estimated_record_size, inlined
             if chosen is not None and chosen < route.num_partitions and \
                     record_size + BATCH_HEADER_SIZE <= self._record_limit:
+                topic_partition, timestamp = route.partitions[chosen], time_ns() // 1_000_000
+                future = self._accumulator.append_to_open(topic_partition, timestamp, None, value, NO_HEADERS,
+                                                          callback)
+                if future is not None:
+                    produced = sticky.produced_bytes + record_size
+                    if produced < sticky.sticky_batch_size:
+                        sticky.produced_bytes = produced
+                    else:
+                        self._appended(route, sticky, record_size, False, False)
+                    return future
                 future, batch_full, new_batch = self._accumulator.append(
-                    route.partitions[chosen], time_ns() // 1_000_000, None, value, NO_HEADERS, callback, None)
-                produced = sticky.produced_bytes + record_size
-                if produced < sticky.sticky_batch_size and not (batch_full or new_batch):
-                    sticky.produced_bytes = produced
-                else:
-                    self._appended(route, sticky, record_size, batch_full, new_batch)
+                    topic_partition, timestamp, None, value, NO_HEADERS, callback, None)
+                self._appended(route, sticky, record_size, batch_full, new_batch)
                 return future
         if self._closed:
             self._check_open()

@@ -6,10 +6,10 @@ only variable parts are three varints and the value. Per value size, two regular
 (the `re` engine, in C) do the work. The first, `fullmatch`ed against the whole batch, proves it
 is a sequence of such records from its first byte to its last, each with the length its fields
 add up to (the pattern has one branch per pair of varint sizes, each with its length spelled
-out), so that a sequential parse would read exactly them. The second, with `findall`, then
-splits the batch into (timestamp delta, offset delta, value) groups, leaving one dictionary
-lookup per varint to Python; a match starts where the last one ended, since varints are read by
-their continuation bits. Anything else (another shape, a malformed record, a delta of more than
+out), so that a sequential parse would read exactly them. The second, with `split`, then cuts
+the batch into a flat list of (timestamp delta, offset delta, value) groups (a tuple per record,
+as `findall` makes, costs more), leaving one dictionary lookup per varint to Python; a match
+starts where the last one ended, since varints are read by their continuation bits. Anything else (another shape, a malformed record, a delta of more than
 ten or five varint bytes) returns None, and the caller's general loop decodes the batch,
 raising what it raises for bad input.
 
@@ -87,14 +87,13 @@ def _first_value_size(data: bytes) -> int | None:
 class UniformRecords:
     """The records of a batch of the shape above, built as they are taken."""
 
-    __slots__ = ("_matches", "_taken", "remaining", "_topic", "_partition", "_base_offset", "_base_timestamp",
+    __slots__ = ("_parts", "_taken", "remaining", "_topic", "_partition", "_base_offset", "_base_timestamp",
                  "_timestamp_type", "_append_time", "_epoch", "_value_size")
 
-    def __init__(self, matches: list[tuple[bytes, bytes, bytes]], header: BatchHeader, topic: str, partition: int,
-                 value_size: int) -> None:
-        self._matches = matches
+    def __init__(self, parts: list[bytes], header: BatchHeader, topic: str, partition: int, value_size: int) -> None:
+        self._parts = parts  # b"", then timestamp delta, offset delta, value and b"" for each record
         self._taken = 0
-        self.remaining = len(matches)
+        self.remaining = header.records_count
         self._topic = topic
         self._partition = partition
         self._base_offset = header.base_offset
@@ -107,9 +106,11 @@ class UniformRecords:
     def take(self, limit: int) -> list[ConsumerRecord]:
         """The next `limit` records (fewer at the end of the batch)."""
         start = self._taken
-        stop = min(start + limit, len(self._matches))
+        taking = min(limit, self.remaining)
+        stop = start + taking
         self._taken = stop
-        self.remaining = len(self._matches) - stop
+        self.remaining -= taking
+        parts, first, end = self._parts, 1 + 4 * start, 1 + 4 * stop
         topic, partition, base_offset, base_timestamp = self._topic, self._partition, self._base_offset, \
             self._base_timestamp
         timestamp_type, append_time, epoch, value_size = self._timestamp_type, self._append_time, self._epoch, \
@@ -118,7 +119,8 @@ class UniformRecords:
         new, record_type = object.__new__, ConsumerRecord
         out: list[ConsumerRecord] = []
         add = out.append
-        for timestamp_bytes, offset_bytes, value in self._matches[start:stop]:
+        for timestamp_bytes, offset_bytes, value in zip(parts[first:end:4], parts[first + 1:end:4],
+                                                        parts[first + 2:end:4]):
             try:
                 timestamp_delta, offset_delta = varints[timestamp_bytes], varints[offset_bytes]
             except KeyError:  # a varint of three bytes or more (past 8191 records or ms)
@@ -137,7 +139,7 @@ class UniformRecords:
             record.serialized_value_size = value_size
             add(record)
         if not self.remaining:
-            self._matches = []
+            self._parts = []
         return out
 
 
@@ -153,7 +155,7 @@ def uniform_records(data: bytes, header: BatchHeader, topic: str, partition: int
     check, split = _patterns(value_size)
     if check.fullmatch(data) is None:
         return None
-    matches = split.findall(data)
-    if len(matches) != count:
+    parts = split.split(data)
+    if len(parts) != 4 * count + 1:
         return None
-    return UniformRecords(matches, header, topic, partition, value_size)
+    return UniformRecords(parts, header, topic, partition, value_size)

@@ -60,6 +60,8 @@ class LoopRecords:
     def take(self, limit: int) -> list[ConsumerRecord]:
         """The next `limit` records (fewer at the end of the batch); CORRUPT_MESSAGE RecordsError
         for a malformed one, or for bytes after the last."""
+        if not self.remaining:
+            return []
         data, header, topic, partition = self._data, self._header, self._topic, self._partition
         end = len(data)
         base_offset, base_timestamp = header.base_offset, header.base_timestamp

@@ -108,17 +108,21 @@ def test_a_batch_takes_the_records_that_fit_encoded_one_by_one(records, capacity
         [(index, value) for index, (_, _, value, _) in enumerate(records[:taken])]
 
 
-def test_runs_of_one_timestamp_and_offsets_past_the_varint_table_decode_with_kafka_python():
+@pytest.mark.parametrize("one_shape", [False, True])
+def test_runs_of_one_timestamp_and_offsets_past_the_varint_table_decode_with_kafka_python(one_shape):
     """The encoder reuses a timestamp delta's varint along a run and slices offset varints from a
-    table of 8192: a batch of 9000 records crosses both, with null values, keys and headers."""
+    table: a batch of 17,000 records crosses its one-, two- and three-byte widths and its end,
+    with null values, keys and headers, or in the one shape assembled in C (null keys, no
+    headers, values of one size)."""
     batch = new_batch(1 << 30)
-    records = [(1000 + index // 700, b"k%d" % index if index % 7 == 0 else None,
+    records = [(1000 + index // 700, None, b"v%04d" % (index % 10_000), []) if one_shape else
+               (1000 + index // 700, b"k%d" % index if index % 7 == 0 else None,
                 None if index % 11 == 0 else b"v" * (index % 3), [("h", b"1")] if index % 13 == 0 else [])
-               for index in range(9000)]
-    for timestamp, key, value, headers in records[:4000]:
+               for index in range(17_000)]
+    for timestamp, key, value, headers in records[:40]:
         batch.try_append(timestamp, key, value, encode_headers(headers))
-    batch.seal()  # a second seal starts at offset delta 4000
-    for timestamp, key, value, headers in records[4000:]:
+    batch.seal()  # a second seal starts at offset delta 40
+    for timestamp, key, value, headers in records[40:]:
         batch.try_append(timestamp, key, value, encode_headers(headers))
     decoded = decode(batch.build(Compression.NONE))
     assert [(record.offset, record.timestamp, record.key, record.value, record.headers) for record in decoded] == \

@@ -2,22 +2,21 @@
 
 `try_append` is the per-record hot path of the producer, on the sending thread: it only keeps
 the record (a tuple) and an upper bound of the batch's encoded size. The records are encoded
-into their v2 bytes (varints, key, value, headers) in one loop (`seal`) when the batch is
+into their v2 bytes (`record_encoding`) in one go (`seal`) when the batch is
 measured or built, or when the bound reaches `capacity`: then what is queued is encoded, and
 whether the record fits is decided on exact sizes, as if each had been encoded on arrival, so
 a batch holds the records it would hold when encoded one by one. The sender adds the 61-byte
-header, the producer id and sequence it knows at drain time, compression and the CRC. Small
-varints come from a table: most records have small deltas and sizes.
+header, the producer id and sequence it knows at drain time, compression and the CRC.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from gregor.client.errors import KafkaException
 from gregor.client.producer.future import BatchResult, Callback, RecordFuture
-from gregor.protocol.primitives import uvarint_bytes
+from gregor.client.producer.record_encoding import NO_HEADERS, encode_headers, encode_records
 from gregor.records.batch import BATCH_HEADER_SIZE
 from gregor.records.compression import compress
 from gregor.records.crc import crc32c
@@ -28,44 +27,13 @@ _TRANSACTIONAL = 0x10  # the batch attribute bit of a transactional batch
 _CRC_OFFSET, _ATTRIBUTES_OFFSET = 17, 21
 
 Headers = Sequence[tuple[str, "bytes | None"]]
+__all__ = ["BATCH_HEADER_SIZE", "NO_HEADERS", "RECORD_BOUND", "EncodedBatch", "ProducerBatch", "encode_headers",
+           "estimated_record_size"]
 
-
-_SMALL = tuple(uvarint_bytes(value) for value in range(1 << 14))
-
-
-def zigzag_varint(value: int) -> bytes:
-    """The zigzag varint of a signed 64-bit value."""
-    encoded = (value << 1) ^ (value >> 63)
-    return _SMALL[encoded] if encoded < 16384 else uvarint_bytes(encoded)
-
-
-_NULL = b"\x01"  # zigzag(-1): a null key, value or header value
-NO_HEADERS = b"\x00"  # the encoded headers of a record without any
-_ATTRIBUTES = b"\x00"
-_LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
-"""A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
-_OFFSETS = _SMALL[0:16384:2]
-"""The varint of each offset delta below 8192 (zigzag: twice the delta)."""
 RECORD_BOUND = 33
 """With a key and value size of -1 for null ones, an upper bound of the bytes a record adds
 beyond its key, value and headers: its length (5), attributes (1), timestamp delta (10), offset
 delta (5) and key and value lengths (5 each) as varints."""
-
-
-def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
-    """A record's header count and headers; names are UTF-8, values bytes or None."""
-    items = list(headers)
-    out = bytearray(zigzag_varint(len(items)))
-    for name, value in items:
-        encoded_name = name.encode("utf-8")
-        out += zigzag_varint(len(encoded_name))
-        out += encoded_name
-        if value is None:
-            out += _NULL
-        else:
-            out += zigzag_varint(len(value))
-            out += value
-    return bytes(out)
 
 
 def estimated_record_size(key: bytes | None, value: bytes | None, encoded_headers: bytes) -> int:
@@ -81,48 +49,6 @@ class EncodedBatch(NamedTuple):
     count: int
     base_timestamp: int
     max_timestamp: int
-
-
-def _encode_into(out: bytearray, records: Sequence[tuple[int, bytes | None, bytes | None, bytes]],
-                 base_timestamp: int, offset_delta: int) -> None:
-    """Append the v2 bytes of `records` ((timestamp, key, value, encoded headers)), whose offset
-    deltas start at `offset_delta`, to `out`: one loop gathering the pieces, one join. The offset
-    deltas' varints come sliced from a table, and a run of records with one timestamp (most of a
-    fast sender's) reuses its delta's varint."""
-    small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
-    stop = offset_delta + len(records)
-    offsets = _OFFSETS[offset_delta:stop]
-    if stop > len(_OFFSETS):
-        offsets += tuple(zigzag_varint(delta) for delta in range(max(offset_delta, len(_OFFSETS)), stop))
-    parts: list[bytes] = []
-    add = parts.extend
-    last_timestamp = last_value_size = delta_bytes = value_length = None
-    fixed = 0  # the record's length less its offset delta and header bytes: attributes, timestamp delta, value
-    for (timestamp, key, value, encoded_headers), offset_bytes in zip(records, offsets):
-        if value is None:
-            value_size = -1
-            value = b""
-        else:
-            value_size = len(value)
-        if timestamp != last_timestamp or value_size != last_value_size:
-            delta = timestamp - base_timestamp
-            delta_bytes = small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta)
-            value_length = _NULL if value_size < 0 else \
-                small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
-            fixed = 1 + len(delta_bytes) + len(value_length) + len(value)
-            last_timestamp, last_value_size = timestamp, value_size
-        length = fixed + len(offset_bytes) + len(encoded_headers)
-        if key is None:
-            length += 1
-            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
-                 delta_bytes, offset_bytes, _NULL, value_length, value, encoded_headers))
-        else:
-            key_size = len(key)
-            key_length = small[key_size << 1] if key_size < 8192 else zigzag_varint(key_size)
-            length += len(key_length) + key_size
-            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
-                 delta_bytes, offset_bytes, key_length, key, value_length, value, encoded_headers))
-    out += b"".join(parts)
 
 
 class ProducerBatch:
@@ -186,7 +112,7 @@ class ProducerBatch:
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
-        _encode_into(encoded, ((timestamp, key, value, encoded_headers),), self.base_timestamp, count)
+        encode_records(encoded, ((timestamp, key, value, encoded_headers),), self.base_timestamp, count)
         new_size = BATCH_HEADER_SIZE + len(encoded)
         if count and new_size > self.capacity:
             del encoded[before:]
@@ -205,7 +131,7 @@ class ProducerBatch:
         """Encode the queued records (the batch's size is then exact)."""
         queued = self.queued
         if queued:
-            _encode_into(self._encoded, queued, self.base_timestamp, self.count - len(queued))
+            encode_records(self._encoded, queued, self.base_timestamp, self.count - len(queued))
             self.queued = []
             self.bound = BATCH_HEADER_SIZE + len(self._encoded)
 

@@ -20,6 +20,8 @@ instead of outliving the garbage collector's young generations while a whole bat
 from __future__ import annotations
 
 import re
+from itertools import repeat
+from operator import add
 
 from gregor.client.consumer.record_decoder import read_varint
 from gregor.client.consumer.records import ConsumerRecord
@@ -115,21 +117,17 @@ class UniformRecords:
             self._base_timestamp
         timestamp_type, append_time, epoch, value_size = self._timestamp_type, self._append_time, self._epoch, \
             self._value_size
-        varints = _VARINTS
+        offsets = _values(parts[first + 1:end:4], base_offset)
+        timestamps = _values(parts[first:end:4], base_timestamp) if append_time is None else repeat(append_time)
         new, record_type = object.__new__, ConsumerRecord
         out: list[ConsumerRecord] = []
         add = out.append
-        for timestamp_bytes, offset_bytes, value in zip(parts[first:end:4], parts[first + 1:end:4],
-                                                        parts[first + 2:end:4]):
-            try:
-                timestamp_delta, offset_delta = varints[timestamp_bytes], varints[offset_bytes]
-            except KeyError:  # a varint of three bytes or more (past 8191 records or ms)
-                timestamp_delta, offset_delta = read_varint(timestamp_bytes, 0)[0], read_varint(offset_bytes, 0)[0]
+        for offset, timestamp, value in zip(offsets, timestamps, parts[first + 2:end:4]):
             record = new(record_type)  # every slot stored, as in poll_decoder
             record.topic = topic
             record.partition = partition
-            record.offset = base_offset + offset_delta
-            record.timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
+            record.offset = offset
+            record.timestamp = timestamp
             record.timestamp_type = timestamp_type
             record.key = None
             record.value = value
@@ -141,6 +139,14 @@ class UniformRecords:
         if not self.remaining:
             self._parts = []
         return out
+
+
+def _values(varints: list[bytes], base: int) -> list[int]:
+    """`base` plus each zigzag varint (decoded in C, by table, when all have one or two bytes)."""
+    try:
+        return list(map(add, repeat(base), map(_VARINTS.__getitem__, varints)))
+    except KeyError:  # a varint of three bytes or more (past 8191 records or ms), or a non-canonical one
+        return [base + read_varint(varint, 0)[0] for varint in varints]
 
 
 def uniform_records(data: bytes, header: BatchHeader, topic: str, partition: int) -> UniformRecords | None:

@@ -28,7 +28,7 @@ from gregor.client.partitioner import (
     DefaultPartitioner, StickyPartition, choose_partition, partition_for_key, resolve_partitioner,
 )
 from gregor.client.producer.accumulator import RecordAccumulator
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers
+from gregor.client.producer.batch import BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers, estimated_record_size
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
 from gregor.client.producer.sender import Sender, SenderSettings
@@ -138,7 +138,10 @@ class ProducerBase(abc.ABC):
         self._closed = False
         self._plain = not self._intercepting and self._txn is None and self._raw_keys and self._raw_values
         """Whether a send of a bytes value without key, partition, timestamp or headers may take
-        the sync producer's fast path: no interceptors, transaction or serializers to run."""
+        the sync producer's fast path: no interceptors, transaction or serializers to run, and
+        the producer open (`close` clears it)."""
+        self._plain_value_limit = self._record_limit - BATCH_HEADER_SIZE - estimated_record_size(None, b"", NO_HEADERS)
+        """The largest value such a record may have (max.request.size, buffer.memory)."""
 
     # -- the steps of a send --
 

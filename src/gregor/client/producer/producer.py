@@ -23,7 +23,7 @@ from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutEr
 from gregor.client.group_metadata import ConsumerGroupMetadata
 from gregor.client.network import NetworkThread, PartitionMetadata, TopicPartition
 from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, header_items
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, NO_HEADERS
+from gregor.client.producer.batch import NO_HEADERS
 from gregor.client.producer.future import Callback, ColumnsFuture, RecordFuture
 
 log = logging.getLogger(__name__)
@@ -62,14 +62,13 @@ class Producer(ProducerBase):
         route = self._routes.get(topic)
         if key is None and type(value) is bytes and partition is None and timestamp is None and not headers \
                 and self._plain and route is not None and route.metadata is self._cluster.topics.get(topic) \
-                and not self._closed and route.sticky is not None:
+                and route.sticky is not None and len(value) <= self._plain_value_limit:
             # the most common send, in one frame: a keyless bytes value to a known topic's sticky
             # partition (what `_queue` does for it, without the checks that cannot apply)
             sticky = route.sticky
             chosen = sticky.current
-            record_size = 22 + len(value)  # estimated_record_size, inlined
-            if chosen is not None and chosen < route.num_partitions and \
-                    record_size + BATCH_HEADER_SIZE <= self._record_limit:
+            if chosen is not None and chosen < route.num_partitions:
+                record_size = 22 + len(value)  # estimated_record_size, inlined
                 topic_partition, timestamp = route.partitions[chosen], time_ns() // 1_000_000
                 future = self._accumulator.append_to_open(topic_partition, timestamp, None, value, NO_HEADERS,
                                                           callback)
@@ -218,6 +217,7 @@ class Producer(ProducerBase):
         if self._closed:
             return
         self._closed = True
+        self._plain = False  # later sends take the checked path, which refuses them
         try:
             self._thread.call_soon(self._sender.stop, timeout == 0)
             try:

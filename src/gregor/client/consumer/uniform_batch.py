@@ -20,7 +20,7 @@ instead of outliving the garbage collector's young generations while a whole bat
 from __future__ import annotations
 
 import re
-from itertools import repeat
+from itertools import chain, repeat
 from operator import add
 
 from gregor.client.consumer.record_decoder import read_varint
@@ -28,8 +28,9 @@ from gregor.client.consumer.records import ConsumerRecord
 from gregor.protocol.primitives import uvarint_bytes
 from gregor.records.batch import BatchHeader
 
-_VARINTS = {uvarint_bytes(raw): (raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)}
-"""Zigzag-decoded value of every canonical varint of one or two bytes, by its bytes."""
+_VARINTS = {uvarint_bytes(raw): (raw >> 1) ^ -(raw & 1) for raw in chain(range(1 << 14), range(1 << 14, 1 << 15, 2))}
+"""Zigzag-decoded value of every canonical varint of one or two bytes, and of the three-byte ones
+of 8192 to 16383 (the offset deltas of a batch of up to 16384 records), by its bytes."""
 _MIN_RECORDS = 8  # below this the general loop is as fast
 _MAX_TIMESTAMP_BYTES, _MAX_OFFSET_BYTES = 10, 5  # a 64-bit delta, and a 32-bit one (offset deltas are ints)
 _PATTERNS: dict[int, tuple[re.Pattern[bytes], re.Pattern[bytes]]] = {}

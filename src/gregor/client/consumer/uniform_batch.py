@@ -8,13 +8,15 @@ is a sequence of such records from its first byte to its last, each with the len
 add up to (the pattern has one branch per pair of varint sizes, each with its length spelled
 out), so that a sequential parse would read exactly them. The second, with `split`, then cuts
 the batch into a flat list of (timestamp delta, offset delta, value) groups (a tuple per record,
-as `findall` makes, costs more), leaving one dictionary lookup per varint to Python; a match
-starts where the last one ended, since varints are read by their continuation bits. Anything else (another shape, a malformed record, a delta of more than
-ten or five varint bytes) returns None, and the caller's general loop decodes the batch,
-raising what it raises for bad input.
+as `findall` makes, costs more); a match starts where the last one ended, since varints are
+read by their continuation bits. Anything else (another shape, a malformed record, a delta of
+more than ten or five varint bytes) returns None, and the caller's general loop decodes the
+batch, raising what it raises for bad input.
 
 The records are built `take` at a time, as `poll` hands them over, so that they die young
-instead of outliving the garbage collector's young generations while a whole batch waits.
+instead of outliving the garbage collector's young generations while a whole batch waits. A
+take decodes its varints by table in C (`map`), or sees in one list comparison that the offset
+deltas are those of a batch without gaps.
 """
 
 from __future__ import annotations
@@ -61,9 +63,10 @@ def _patterns(value_size: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
             branches.append(re.escape(uvarint_bytes((fixed + deltas) << 1)) + rb"\x00(?:" + b"|".join(pairs) + rb")"
                             + tail)
         check = re.compile(rb"(?:" + b"|".join(branches) + rb")*", re.DOTALL)
-        split = re.compile(rb"[\x80-\xff]{0,4}[\x00-\x7f]\x00([\x80-\xff]{0,%d}[\x00-\x7f])([\x80-\xff]{0,%d}[\x00-\x7f])"
-                           % (_MAX_TIMESTAMP_BYTES - 1, _MAX_OFFSET_BYTES - 1)
-                           + rb"\x01" + value_length + rb"(.{%d})\x00" % value_size, re.DOTALL)
+        delta_groups = rb"([\x80-\xff]{0,%d}[\x00-\x7f])([\x80-\xff]{0,%d}[\x00-\x7f])" % (
+            _MAX_TIMESTAMP_BYTES - 1, _MAX_OFFSET_BYTES - 1)
+        split = re.compile(rb"[\x80-\xff]{0,4}[\x00-\x7f]\x00" + delta_groups + rb"\x01" + value_length
+                           + rb"(.{%d})\x00" % value_size, re.DOTALL)
         patterns = _PATTERNS[value_size] = (check, split)
     return patterns
 

@@ -28,7 +28,9 @@ from gregor.client.partitioner import (
     DefaultPartitioner, StickyPartition, choose_partition, partition_for_key, resolve_partitioner,
 )
 from gregor.client.producer.accumulator import RecordAccumulator
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers, estimated_record_size
+from gregor.client.producer.batch import (
+    BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers, estimated_record_size,
+)
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
 from gregor.client.producer.sender import Sender, SenderSettings

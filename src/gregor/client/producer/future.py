@@ -210,4 +210,3 @@ class RecordFuture:
     def __repr__(self) -> str:
         state = "pending" if not self.done() else ("failed" if self._batch.error else "done")
         return f"<RecordFuture {self._batch.topic}-{self._batch.partition} {state}>"
-

@@ -18,6 +18,7 @@ from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import ProducerBatch, encode_headers, estimated_record_size
 from gregor.client.producer.idempotence import ProducerIdentity
 from gregor.client.producer.memory import BufferMemory
+from gregor.client.producer.sender import Sender, SenderSettings
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.compression import Compression
 
@@ -395,3 +396,27 @@ def test_the_identity_numbers_each_partition_and_keeps_a_retry_sequence():
     identity.set(10, 0)
     identity.stamp(batches[1])
     assert (batches[1].producer_id, batches[1].base_sequence) == (10, 0)
+
+
+def test_wakeups_from_sending_threads_coalesce_until_the_loop_runs_one():
+    """A batch filling while a wakeup is on its way to the sender's loop adds no second one (each
+    costs a system call); once the loop ran it, the next batch wakes the sender again."""
+    sender = Sender(None, accumulator(Clock()), SenderSettings(  # type: ignore[arg-type]
+        acks=-1, retries=0, request_timeout_ms=1000, max_in_flight=5, max_request_size=1 << 20, compression=0,
+        compression_level=None, idempotent=False, transaction_timeout_ms=60_000))
+    scheduled = []
+
+    class Loop:
+        def is_closed(self) -> bool:
+            return False
+
+        def call_soon_threadsafe(self, callback) -> None:
+            scheduled.append(callback)
+
+    sender._loop = Loop()  # type: ignore[assignment]
+    sender.wakeup_threadsafe()
+    sender.wakeup_threadsafe()
+    assert len(scheduled) == 1
+    scheduled[0]()  # the loop runs it
+    sender.wakeup_threadsafe()
+    assert len(scheduled) == 2

@@ -128,7 +128,7 @@ class UniformRecords:
         timestamps = _values(parts[first:end:4], base_timestamp) if append_time is None else repeat(append_time)
         new, record_type = object.__new__, ConsumerRecord
         out: list[ConsumerRecord] = []
-        add = out.append
+        append = out.append
         for offset, timestamp, value in zip(offsets, timestamps, parts[first + 2:end:4]):
             record = new(record_type)  # every slot stored, as in poll_decoder
             record.topic = topic
@@ -142,7 +142,7 @@ class UniformRecords:
             record.leader_epoch = epoch
             record.serialized_key_size = -1
             record.serialized_value_size = value_size
-            add(record)
+            append(record)
         if not self.remaining:
             self._parts = []
         return out
@@ -158,10 +158,10 @@ def _offsets(varints: list[bytes], start: int, base_offset: int) -> Sequence[int
 
 
 def _values(varints: list[bytes], base: int) -> list[int]:
-    """`base` plus each zigzag varint (decoded in C, by table, when all have one or two bytes)."""
+    """`base` plus each zigzag varint (decoded in C, by table, when all are in `_VARINTS`)."""
     try:
         return list(map(add, repeat(base), map(_VARINTS.__getitem__, varints)))
-    except KeyError:  # a varint of three bytes or more (past 8191 records or ms), or a non-canonical one
+    except KeyError:  # a longer varint (a timestamp delta past 8191 ms, or 16383 records), or a non-canonical one
         return [base + read_varint(varint, 0)[0] for varint in varints]
 
 

@@ -1,4 +1,4 @@
-"""Decoding a whole v2 record batch straight into the `ConsumerRecord`s that `poll` returns.
+"""Decoding a v2 record batch straight into the `ConsumerRecord`s that `poll` returns.
 
 A record decoded through a generator (`record_decoder.iter_records`) and then turned into a
 ConsumerRecord costs a generator step, a tuple, an unpacking and a second loop per record, and
@@ -8,7 +8,7 @@ one flat loop per batch reads each record with one- and two-byte varints from a 
 unless the record has headers. The record's slots are stored here directly, without a call to
 `ConsumerRecord.__init__` (a Python call with eleven arguments costs about as much as the
 stores): this loop sets every slot the class declares, as its test checks. Batches of the most
-common shape (null keys, no headers, values of one size) are split by a regular expression
+common shape (null keys, no headers, values of one size) are split by regular expressions
 instead (`uniform_batch`). Malformed input raises the same CORRUPT_MESSAGE RecordsError as the
 other decoders.
 

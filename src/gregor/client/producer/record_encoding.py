@@ -41,7 +41,6 @@ _UNIFORM_MIN = 16  # records below which the general loop is as fast
 _TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(index) for index in range(4))
 
 
-
 def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
     """A record's header count and headers; names are UTF-8, values bytes or None."""
     items = list(headers)
@@ -56,8 +55,6 @@ def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
             out += zigzag_varint(len(value))
             out += value
     return bytes(out)
-
-
 
 
 def encode_records(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> None:
@@ -99,7 +96,7 @@ def _encode_uniform(out: bytearray, records: Sequence[Record], base_timestamp: i
         return False
     size, = sizes
     middle = _NULL + zigzag_varint(size)  # the null key and the value's length
-    fixed = 3 + len(middle) - 1 + size  # attributes, null key, value length, value, header count
+    fixed = 2 + len(middle) + size  # attributes, null key and value length, value, header count
     pieces = [middle] * (4 * count)  # per record: separator, offset delta, `middle`, value
     pieces[3::4] = values
     taken = 0
@@ -119,8 +116,7 @@ def _encode_uniform(out: bytearray, records: Sequence[Record], base_timestamp: i
     return True
 
 
-def _encode_loop(out: bytearray, records: Sequence[tuple[int, bytes | None, bytes | None, bytes]],
-                 base_timestamp: int, offset_delta: int) -> None:
+def _encode_loop(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> None:
     """`encode_records` for any records: one loop gathering the pieces, one join. The offset
     deltas' varints come sliced from a table, and a run of records with one timestamp (most of a
     fast sender's) reuses its delta's varint."""

@@ -1,7 +1,9 @@
 """One open produce batch: records are queued into it as they are sent, encoded in bulk.
 
 `try_append` is the per-record hot path of the producer, on the sending thread: it only keeps
-the record (a tuple) and an upper bound of the batch's encoded size. The records are encoded
+the record (a tuple) and an upper bound of the batch's encoded size (its common case is also
+written out in `RecordAccumulator.append_to_open`, which updates `queued`, `bound`, `count` and
+`max_timestamp` itself, under the accumulator's lock, a call less per record). The records are encoded
 into their v2 bytes (`record_encoding`) in one go (`seal`) when the batch is
 measured or built, or when the bound reaches `capacity`: then what is queued is encoded, and
 whether the record fits is decided on exact sizes, as if each had been encoded on arrival, so

@@ -203,6 +203,7 @@ def test_close_sends_what_is_queued_and_refuses_later_sends(peer, topic_factory)
     topic = topic_factory()
     producer = Producer({"bootstrap.servers": peer.bootstrap}, linger_ms=60_000)
     futures = [producer.send(topic, b"%d" % index, partition=0) for index in range(10)]
+    futures += [producer.send(topic, b"keyless") for _ in range(2)]  # the second takes send's short path
     producer.close(20)
     assert all(future.done() and future.exception(0) is None for future in futures)
     with pytest.raises(KafkaException) as raised:

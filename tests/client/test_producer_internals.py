@@ -18,6 +18,7 @@ from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import ProducerBatch, encode_headers, estimated_record_size
 from gregor.client.producer.idempotence import ProducerIdentity
 from gregor.client.producer.memory import BufferMemory
+from gregor.client.producer.sender import Sender, SenderSettings
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.compression import Compression
 
@@ -106,6 +107,56 @@ def test_a_batch_takes_the_records_that_fit_encoded_one_by_one(records, capacity
     decoded = decode(batch.build(Compression.NONE))
     assert [(record.offset, record.value) for record in decoded] == \
         [(index, value) for index, (_, _, value, _) in enumerate(records[:taken])]
+
+
+@pytest.mark.parametrize("one_shape", [False, True])
+def test_runs_of_one_timestamp_and_offsets_past_the_varint_table_decode_with_kafka_python(one_shape):
+    """The encoder reuses a timestamp delta's varint along a run and slices offset varints from a
+    table: a batch of 17,000 records crosses its one-, two- and three-byte widths and its end,
+    with null values, keys and headers, or in the one shape assembled in C (null keys, no
+    headers, values of one size)."""
+    batch = new_batch(1 << 30)
+    records = [(1000 + index // 700, None, b"v%04d" % (index % 10_000), []) if one_shape else
+               (1000 + index // 700, b"k%d" % index if index % 7 == 0 else None,
+                None if index % 11 == 0 else b"v" * (index % 3), [("h", b"1")] if index % 13 == 0 else [])
+               for index in range(17_000)]
+    for timestamp, key, value, headers in records[:40]:
+        batch.try_append(timestamp, key, value, encode_headers(headers))
+    batch.seal()  # a second seal starts at offset delta 40
+    for timestamp, key, value, headers in records[40:]:
+        batch.try_append(timestamp, key, value, encode_headers(headers))
+    decoded = decode(batch.build(Compression.NONE))
+    assert [(record.offset, record.timestamp, record.key, record.value, record.headers) for record in decoded] == \
+        [(index, timestamp, key, value, headers) for index, (timestamp, key, value, headers) in enumerate(records)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(records=records_strategy, capacity=st.integers(62, 30_000))
+def test_the_accumulator_fills_batches_as_try_append_does(records, capacity):
+    """`RecordAccumulator.append` inlines try_append's common case: the batches and futures it
+    makes are those of try_append alone, opening a batch whenever one refuses a record."""
+    acc = accumulator(Clock(), batch_size=capacity, memory=BufferMemory(1 << 40))
+    base = 1_700_000_000_000
+    futures = [acc.append(TopicPartition("t", 0), base + delta, key, value, encode_headers(headers), None, FOREVER)[0]
+               for delta, key, value, headers in records]
+    expected: list[ProducerBatch] = []
+    for delta, key, value, headers in records:
+        size = estimated_record_size(key, value, encode_headers(headers)) + 61  # what a new batch reserves
+        if not expected or expected[-1].try_append(base + delta, key, value, encode_headers(headers)) is None:
+            expected.append(new_batch(max(capacity, size)))
+            expected[-1].try_append(base + delta, key, value, encode_headers(headers))
+    queued = acc.abort_queued()
+    assert [(batch.count, batch.full, batch.build(Compression.NONE)) for batch in queued] == \
+        [(batch.count, batch.full, batch.build(Compression.NONE)) for batch in expected]
+    for index, batch in enumerate(queued):
+        batch.complete(1000 * index, -1, None)
+    starts = [sum(batch.count for batch in expected[:index]) for index in range(len(expected))]
+    assert [(future.get(0).offset, future.get(0).timestamp, future.get(0).serialized_key_size,
+             future.get(0).serialized_value_size) for future in futures] == \
+        [(1000 * batch + (index - starts[batch]), base + delta, -1 if key is None else len(key),
+          -1 if value is None else len(value))
+         for index, (batch, (delta, key, value, _)) in enumerate(zip(
+             [number for number, batch in enumerate(expected) for _ in range(batch.count)], records))]
 
 
 def test_the_size_estimate_bounds_the_encoded_size():
@@ -345,3 +396,27 @@ def test_the_identity_numbers_each_partition_and_keeps_a_retry_sequence():
     identity.set(10, 0)
     identity.stamp(batches[1])
     assert (batches[1].producer_id, batches[1].base_sequence) == (10, 0)
+
+
+def test_wakeups_from_sending_threads_coalesce_until_the_loop_runs_one():
+    """A batch filling while a wakeup is on its way to the sender's loop adds no second one (each
+    costs a system call); once the loop ran it, the next batch wakes the sender again."""
+    sender = Sender(None, accumulator(Clock()), SenderSettings(  # type: ignore[arg-type]
+        acks=-1, retries=0, request_timeout_ms=1000, max_in_flight=5, max_request_size=1 << 20, compression=0,
+        compression_level=None, idempotent=False, transaction_timeout_ms=60_000))
+    scheduled = []
+
+    class Loop:
+        def is_closed(self) -> bool:
+            return False
+
+        def call_soon_threadsafe(self, callback) -> None:
+            scheduled.append(callback)
+
+    sender._loop = Loop()  # type: ignore[assignment]
+    sender.wakeup_threadsafe()
+    sender.wakeup_threadsafe()
+    assert len(scheduled) == 1
+    scheduled[0]()  # the loop runs it
+    sender.wakeup_threadsafe()
+    assert len(scheduled) == 2

@@ -1,15 +1,18 @@
-"""WireSession, sans-IO: frames split or joined anyhow, in-order matching, violations."""
+"""WireSession, sans-IO: frames split or joined anyhow, in-order matching, violations, and
+request frames whose large record batches are parts of their own."""
 
 from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gregor.client.network.request_frames import LARGE_RECORDS
 from gregor.client.network.wire import WireSession
 from gregor.protocol.error_codes import ErrorCode
-from gregor.protocol.headers import encode_response
+from gregor.protocol.headers import encode_request, encode_response
 from gregor.protocol.messages import (
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse, ProduceRequest,
 )
@@ -26,7 +29,7 @@ def metadata_response(cluster_id: str) -> MetadataResponse:
 
 def test_request_frames_carry_size_header_and_increasing_correlation_ids():
     session = WireSession("me")
-    first_id, first = session.encode_request(MetadataRequest(topics=None), 12)
+    first_id, (first,) = session.encode_request(MetadataRequest(topics=None), 12)
     second_id, _ = session.encode_request(MetadataRequest(topics=None), 1)
     assert (first_id, second_id) == (0, 1)
     size, api_key, version, correlation_id = struct.unpack_from(">ihhi", first)
@@ -89,3 +92,16 @@ def test_api_versions_refusal_is_read_in_the_v0_format_whatever_version_was_aske
     (reply,) = session.receive_data(response_frame(correlation_id, refusal, ApiKey.API_VERSIONS, 0))
     assert reply.response.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert [(key.api_key, key.max_version) for key in reply.response.api_keys] == [(ApiKey.API_VERSIONS, 2)]
+
+
+@pytest.mark.parametrize("version", [3, 9])  # records with an int32 length, and compact ones
+def test_a_produce_frame_keeps_large_records_apart_and_concatenates_to_the_encoded_request(version):
+    """Record batches of 16 KiB or more are written as they are (the same object, not copied into
+    the frame); the parts together are the frame `encode_request` makes, and small ones stay inline."""
+    for size in (LARGE_RECORDS, LARGE_RECORDS - 1):
+        records = bytes(range(256)) * (size // 256) + bytes(size % 256)
+        request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+        _, frame = WireSession("me").encode_request(request, version)
+        assert (frame[1] is records) if size >= LARGE_RECORDS else len(frame) == 1
+        assert b"".join(frame) == encode_request(0, "me", request, version)

@@ -5,10 +5,12 @@ its refusal of malformed batches."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gregor.client.consumer.poll_decoder import decode_consumer_records
+from gregor.client.consumer.poll_decoder import batch_records, decode_consumer_records
 from gregor.client.consumer.record_decoder import batch_data, iter_records
 from gregor.client.consumer.records import ConsumerRecord
 from gregor.client.consumer.uniform_batch import uniform_records
@@ -115,9 +117,9 @@ def test_the_uniform_path_takes_its_shape_and_leaves_other_batches_to_the_loop()
     for late in (5, 9_000, 1 << 40):  # timestamp deltas of one, two and many varint bytes
         items = [(late if index == 7 else index, None, b"v%03d" % index, []) for index in range(20)]
         data = build(items)
-        records = uniform_records(batch_data(data, 0, parse_header(data, 0), MAX), parse_header(data, 0), "t", 0)
-        assert records is not None
-        assert [(r.offset, r.timestamp, r.value) for r in records] == \
+        uniform = uniform_records(batch_data(data, 0, parse_header(data, 0), MAX), parse_header(data, 0), "t", 0)
+        assert uniform is not None
+        assert [(r.offset, r.timestamp, r.value) for r in uniform.take(20)] == \
             [(index, NOW + delta, value) for index, (delta, _, value, _) in enumerate(items)]
     for odd_one in [(5, b"k", b"v005", []), (5, None, b"v5", []), (5, None, b"v005", [("h", b"1")])]:
         items = [(index, None, b"v%03d" % index, []) for index in range(20)]
@@ -136,3 +138,56 @@ def test_a_uniform_batch_with_a_wrong_record_length_is_corrupt_message():
     header = parse_header(bytes(data), 0)
     with pytest.raises(RecordsError, match="malformed record"):
         decode_consumer_records(bytes(data), 0, header, MAX, "t", 0)
+
+
+# -- records built take by take, as poll hands them over --
+
+def fields(record: ConsumerRecord) -> tuple:
+    return tuple(getattr(record, name) for name in ConsumerRecord.__slots__)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records | uniform_batches.map(lambda shape: [(shape[2][index % len(shape[2])], None, b"u" * shape[1], [])
+                                                     for index in range(shape[0])]),
+       st.sampled_from(list(Compression)), st.lists(st.integers(1, 30), min_size=1, max_size=5))
+def test_a_batch_taken_in_parts_gives_the_records_decoded_at_once(items, compression, limits):
+    """`poll` builds a batch's records as it hands them over; the parts, in order, are the batch."""
+    data = build(items, compression, epoch=1)
+    header = parse_header(data, 0)
+    parts = batch_records(data, 0, header, MAX, "t", 0)
+    taken, turn = [], 0
+    while parts.remaining:
+        part = parts.take(limits[turn % len(limits)])
+        assert 0 < len(part) <= limits[turn % len(limits)]
+        taken += part
+        turn += 1
+    assert parts.take(5) == []
+    assert [fields(record) for record in taken] == \
+        [fields(record) for record in decode_consumer_records(data, 0, header, MAX, "t", 0)]
+
+
+@pytest.mark.parametrize("key", [b"k", None])  # the general loop, and the one-shape path's refusal
+def test_a_malformed_record_is_raised_when_a_take_reaches_it(key):
+    data = build([(index, key, b"value", []) for index in range(12)])
+    damaged = data[:-3]
+    header = parse_header(data, 0)._replace(batch_length=len(damaged) - 12)
+    parts = batch_records(damaged, 0, header, MAX, "t", 0)
+    assert [record.offset for record in parts.take(5) + parts.take(5)] == list(range(10))
+    with pytest.raises(RecordsError, match="malformed record"):
+        parts.take(5)
+
+
+def test_a_uniform_batch_with_offset_gaps_keeps_its_offsets():
+    """Compaction leaves gaps between offset deltas; the one-shape path reads each delta then."""
+    builder = BatchBuilder(base_offset=1000)
+    for index in range(40):
+        builder._count += index % 3  # the records compaction removed (a test-only shortcut)
+        builder.append(NOW + index, None, b"v%03d" % index)
+    data = bytearray(builder.build())
+    struct.pack_into(">i", data, 57, 40)  # the batch's record count: the records it holds
+    data = bytes(data)
+    header = parse_header(data, 0)
+    assert uniform_records(batch_data(data, 0, header, MAX), header, "t", 0) is not None
+    parts = batch_records(data, 0, header, MAX, "t", 0)
+    assert [record.offset for record in parts.take(15) + parts.take(30)] == \
+        [offset for offset, *_ in iter_records(data, 0, header, MAX)]

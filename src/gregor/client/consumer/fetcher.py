@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from gregor.client.consumer.batch_decoder import RecordColumns, decode_batch
-from gregor.client.consumer.poll_decoder import decode_consumer_records
+from gregor.client.consumer.poll_decoder import BatchRecords, ListRecords, batch_records
 from gregor.client.consumer.records import ConsumerRecord, RecordChunk
 from gregor.client.consumer.subscription import SubscriptionState
 from gregor.client.errors import ClientErrorCode, KafkaException, error_for
@@ -82,40 +82,36 @@ class CompletedFetch:
                                for item in partition.aborted_transactions or ())
         self._read_committed = isolation_level == READ_COMMITTED
         self._check_crcs = check_crcs
-        self._batches: Iterator[tuple[list[ConsumerRecord], int]] | None = None
-        self._pending: list[ConsumerRecord] = []  # decoded records not taken yet, from `_taken` on
-        self._taken = 0
-        self._pending_end = 0  # the offset after the batch `_pending` came from
+        self._batches: Iterator[tuple[BatchRecords, int]] | None = None
+        self._batch: BatchRecords | None = None  # the batch `take_records` is in
+        self._batch_end = 0  # the offset after it
         self._chunks: Iterator[tuple[RecordColumns, int, int, int]] | None = None
         self._leftover: tuple[RecordColumns, int, int, int] | None = None
 
     def take_records(self, limit: int) -> list[ConsumerRecord] | None:
-        """At most `limit` records (raw keys and values) from the position on: the rest of one
-        batch, or the part of it that fits; None when the fetch is used up. `next_offset` is the
+        """At most `limit` records (raw keys and values) from the position on, all of one batch,
+        built now (see `poll_decoder`); None when the fetch is used up. `next_offset` is the
         position after them."""
-        pending, taken = self._pending, self._taken
-        if taken < len(pending) and pending[taken].offset != self.next_offset:
-            taken = bisect.bisect_left(pending, self.next_offset, key=_offset)  # poll_columns took some
-        while taken >= len(pending):
-            if self._batches is None:
-                self._batches = self._record_batches()
-            item = next(self._batches, None)
-            if item is None:
-                self._pending, self._taken = [], 0
-                return None
-            pending, self._pending_end = item
-            taken = bisect.bisect_left(pending, self.next_offset, key=_offset)
-            self._pending = pending
-        stop = taken + limit
-        if stop >= len(pending):
-            records = pending[taken:] if taken else pending
-            self._pending, self._taken = [], 0
-            self.next_offset = self._pending_end
-        else:
-            records = pending[taken:stop]
-            self._taken = stop
-            self.next_offset = pending[stop].offset
-        return records
+        while True:
+            batch = self._batch
+            if batch is None:
+                if self._batches is None:
+                    self._batches = self._record_batches()
+                item = next(self._batches, None)
+                if item is None:
+                    return None
+                batch, self._batch_end = item
+                self._batch = batch
+            records = batch.take(limit) if batch.remaining else []
+            if records and records[0].offset < self.next_offset:  # the fetch began inside the batch, or
+                records = records[bisect.bisect_left(records, self.next_offset, key=_offset):]  # poll_columns took some
+            if not batch.remaining:
+                self._batch = None
+                self.next_offset = max(self.next_offset, self._batch_end)
+            elif records:
+                self.next_offset = records[-1].offset + 1
+            if records:
+                return records
 
     def take_columns(self, limit: int) -> tuple[RecordColumns, int, int] | None:
         """(columns, leader epoch, timestamp type) of at most `limit` records from the position on
@@ -178,7 +174,7 @@ class CompletedFetch:
                 continue
             yield header, start, end
 
-    def _record_batches(self) -> Iterator[tuple[list[ConsumerRecord], int]]:
+    def _record_batches(self) -> Iterator[tuple[BatchRecords, int]]:
         """(records, offset after them) per batch, records before the position included (the
         taker skips them); `take_records` moves `next_offset` as they are taken."""
         data = self._data
@@ -187,14 +183,10 @@ class CompletedFetch:
             if header is None:
                 records = self._legacy_records(memoryview(data)[start:end])
                 if records:
-                    yield records, records[-1].offset + 1
+                    yield ListRecords(records), records[-1].offset + 1
                 continue
-            records = decode_consumer_records(data, start, header, _MAX_UNCOMPRESSED, topic, partition)
-            end_offset = max(self.next_offset, header.last_offset + 1)
-            if records and records[-1].offset >= self.next_offset:
-                yield records, end_offset
-            else:
-                self.next_offset = end_offset
+            yield batch_records(data, start, header, _MAX_UNCOMPRESSED, topic, partition), \
+                max(self.next_offset, header.last_offset + 1)
 
     def _column_chunks(self) -> Iterator[tuple[RecordColumns, int, int, int]]:
         """(columns, leader epoch, timestamp type, offset after them) per batch from the position on;

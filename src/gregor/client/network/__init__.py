@@ -3,6 +3,7 @@
 Layers, bottom up (each module holds one concept):
 
 - `wire.WireSession` — sans-IO framing, correlation ids and in-order response matching.
+- `request_frames` — request frames whose large record batches are written as they are, not copied.
 - `versions` — the client's API version ranges and the choice of version per broker.
 - `connection.BrokerConnection` — one negotiated TCP connection (asyncio).
 - `cluster.ClusterMetadata` — sans-IO picture of brokers, controller and topic partitions.

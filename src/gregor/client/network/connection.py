@@ -109,7 +109,8 @@ class BrokerConnection(asyncio.Protocol):
         if self.close_reason is not None:
             raise _fresh(self.close_reason)
         correlation_id, frame = self._wire.encode_request(request, version, expect_response)
-        self._transport.write(frame)
+        for part in frame:
+            self._transport.write(part)
         if not expect_response:
             return None
         waiter = self._loop.create_future()

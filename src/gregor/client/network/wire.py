@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gregor.client.errors import ClientErrorCode, KafkaException
+from gregor.client.network.request_frames import request_frame
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import DecodeError
-from gregor.protocol.headers import decode_response_header, encode_request
+from gregor.protocol.headers import decode_response_header
 from gregor.protocol.messages import RESPONSES, ApiKey
 
 _SIZE = struct.Struct(">i")
@@ -62,11 +63,12 @@ class WireSession:
     def in_flight(self) -> int:
         return len(self._in_flight)
 
-    def encode_request(self, request: Any, version: int, expect_response: bool = True) -> tuple[int, bytes]:
-        """The correlation id and the whole frame to write for `request` at `version`."""
+    def encode_request(self, request: Any, version: int, expect_response: bool = True) -> tuple[int, list[bytes]]:
+        """The correlation id and the parts of the whole frame to write for `request` at `version`
+        (one part, or a large records field apart: see `request_frames`)."""
         correlation_id = self._next_correlation_id
         self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
-        frame = encode_request(correlation_id, self._client_id, request, version)
+        frame = request_frame(correlation_id, self._client_id, request, version)
         if expect_response:
             self._in_flight.append(PendingRequest(correlation_id, request.API_KEY, version))
         return correlation_id, frame

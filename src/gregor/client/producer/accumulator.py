@@ -20,9 +20,13 @@ from collections import deque
 from typing import Callable, Iterable, Mapping
 
 from gregor.client.network import ClusterMetadata, TopicPartition
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, ProducerBatch, estimated_record_size
+from gregor.client.producer.batch import (
+    BATCH_HEADER_SIZE, RECORD_BOUND, EncodedBatch, ProducerBatch, estimated_record_size,
+)
 from gregor.client.producer.future import Callback, RecordFuture
 from gregor.client.producer.memory import BufferMemory
+
+_new = object.__new__
 
 LoadStatsSink = Callable[[str, Mapping[int, int], int], None]
 """(topic, batches queued per usable partition in partition order, partitions left out)."""
@@ -56,22 +60,58 @@ class RecordAccumulator:
 
     # -- application threads --
 
+    def append_to_open(self, topic_partition: TopicPartition, timestamp: int, key: bytes | None,
+                       value: bytes | None, encoded_headers: bytes, callback: Callback | None) -> RecordFuture | None:
+        """The common case of `append`, cheaper: the partition's open batch takes the record, which
+        fits under the batch's size bound (the batch is neither full nor new then). None when
+        there is no open batch or the record may not fit: call `append`."""
+        lock = self._lock
+        lock.acquire()  # not `with`, which costs twice as much: this is every record's path
+        try:
+            queue = self._queues.get(topic_partition)
+            if not queue:
+                return None
+            last = queue[-1]
+            if last.full:
+                return None
+            # ProducerBatch.try_append's common case inlined (a call less per record). A queued
+            # batch that is not full holds a record already, so its base timestamp is set.
+            key_size = -1 if key is None else len(key)
+            value_size = -1 if value is None else len(value)
+            bound = last.bound + RECORD_BOUND + key_size + value_size + len(encoded_headers)
+            if bound > last.capacity:
+                return None
+            count = last.count
+            last.bound = bound
+            last.queued.append((timestamp, key, value, encoded_headers))
+            last.count = count + 1
+            if timestamp > last.max_timestamp:
+                last.max_timestamp = timestamp
+            future = _new(RecordFuture)  # RecordFuture(...) without the call to __init__: every slot stored
+            future._batch = last.result
+            future._relative_offset = count
+            future._timestamp = timestamp
+            future._key_size = key_size
+            future._value_size = value_size
+            if callback is not None:
+                last.waiters.append((future, callback))
+            return future
+        finally:
+            lock.release()
+
     def append(self, topic_partition: TopicPartition, timestamp: int, key: bytes | None,
                value: bytes | None, encoded_headers: bytes, callback: Callback | None,
                deadline: float | None) -> AppendResult:
         """Add a record to the partition's open batch, opening one (reserving memory, waiting
         up to `deadline`, or `max_block_s` from now when None) when there is none or it is full.
         A batch drained once stays full, so a retried batch never takes new records."""
-        with self._lock:  # the common case, inlined: the open batch takes the record
-            queue = self._queues.get(topic_partition)
-            if queue:
-                last = queue[-1]
-                if not last.full:
-                    future = last.try_append(timestamp, key, value, encoded_headers)
-                    if future is not None:
-                        if callback is not None:
-                            last.waiters.append((future, callback))
-                        return future, last.full, False
+        future = self.append_to_open(topic_partition, timestamp, key, value, encoded_headers, callback)
+        if future is not None:
+            return future, False, False
+        with self._lock:  # near the open batch's capacity: decide on its exact size
+            result = self._append_to_last(topic_partition, timestamp, key, value, encoded_headers, callback)
+            if result is not None:
+                return result
         size = max(self.batch_size, estimated_record_size(key, value, encoded_headers) + BATCH_HEADER_SIZE)
         self.memory.reserve(size, time.monotonic() + self.max_block_s if deadline is None else deadline)
         with self._lock:

@@ -28,7 +28,9 @@ from gregor.client.partitioner import (
     DefaultPartitioner, StickyPartition, choose_partition, partition_for_key, resolve_partitioner,
 )
 from gregor.client.producer.accumulator import RecordAccumulator
-from gregor.client.producer.batch import BATCH_HEADER_SIZE, EncodedBatch, encode_headers
+from gregor.client.producer.batch import (
+    BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers, estimated_record_size,
+)
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
 from gregor.client.producer.sender import Sender, SenderSettings
@@ -39,7 +41,6 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.records.compression import Compression
 
 _CLIENT_NUMBERS = itertools.count(1)
-_NO_HEADERS = b"\x00"
 _COMPRESSION = {"none": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
                 "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 _LEVEL_KEYS = {"gzip": "compression.gzip.level", "lz4": "compression.lz4.level", "zstd": "compression.zstd.level"}
@@ -137,6 +138,12 @@ class ProducerBase(abc.ABC):
                 parsed["request.timeout.ms"])
         self._routes: dict[str, Route] = {}
         self._closed = False
+        self._plain = not self._intercepting and self._txn is None and self._raw_keys and self._raw_values
+        """Whether a send of a bytes value without key, partition, timestamp or headers may take
+        the sync producer's fast path: no interceptors, transaction or serializers to run, and
+        the producer open (`close` clears it)."""
+        self._plain_value_limit = self._record_limit - BATCH_HEADER_SIZE - estimated_record_size(None, b"", NO_HEADERS)
+        """The largest value such a record may have (max.request.size, buffer.memory)."""
 
     # -- the steps of a send --
 
@@ -237,7 +244,7 @@ class ProducerBase(abc.ABC):
                                           route.num_partitions, route.available)
             except ValueError as error:
                 raise KafkaException(ClientErrorCode._UNKNOWN_PARTITION, str(error)) from None
-        encoded_headers = encode_headers(header_items) if header_items else _NO_HEADERS
+        encoded_headers = encode_headers(header_items) if header_items else NO_HEADERS
         record_size = 21 + len(encoded_headers) + (len(key_bytes) if key_bytes is not None else 0) \
             + (len(value_bytes) if value_bytes is not None else 0)  # estimated_record_size, inlined
         if record_size + BATCH_HEADER_SIZE > self._record_limit:
@@ -260,14 +267,23 @@ class ProducerBase(abc.ABC):
             raise
         if sticky is not None:
             produced = sticky.produced_bytes + record_size
-            if produced < sticky.sticky_batch_size:  # record_appended, inlined: no switch yet
-                sticky.produced_bytes = produced
-            else:
-                sticky.record_appended(record_size, route.num_partitions, route.available,
-                                       enable_switch=batch_full or new_batch)
+            if produced < sticky.sticky_batch_size and not (batch_full or new_batch):
+                sticky.produced_bytes = produced  # record_appended, inlined: no switch yet
+                return future
+        elif not (batch_full or new_batch):
+            return future
+        self._appended(route, sticky, record_size, batch_full, new_batch)
+        return future
+
+    def _appended(self, route: Route, sticky: StickyPartition | None, record_size: int, batch_full: bool,
+                  new_batch: bool) -> None:
+        """After an append that filled or opened a batch or moves the sticky partition on: count
+        the bytes for the sticky partitioner and wake the sender when it has something to send."""
+        if sticky is not None:
+            sticky.record_appended(record_size, route.num_partitions, route.available,
+                                   enable_switch=batch_full or new_batch)
         if batch_full or (new_batch and self._sender.sleeping_until > time.monotonic() + self._accumulator.linger_s):
             self._wake_sender()
-        return future
 
     def _append(self, record: PreparedRecord, callback: Callback | None, deadline: float | None) -> RecordFuture:
         """Append a record `_queue` prepared (after its NoRoom); raises NoRoom again if still no room."""

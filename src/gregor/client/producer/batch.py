@@ -1,23 +1,24 @@
 """One open produce batch: records are queued into it as they are sent, encoded in bulk.
 
 `try_append` is the per-record hot path of the producer, on the sending thread: it only keeps
-the record (a tuple) and an upper bound of the batch's encoded size. The records are encoded
-into their v2 bytes (varints, key, value, headers) in one loop (`seal`) when the batch is
+the record (a tuple) and an upper bound of the batch's encoded size (its common case is also
+written out in `RecordAccumulator.append_to_open`, which updates `queued`, `bound`, `count` and
+`max_timestamp` itself, under the accumulator's lock, a call less per record). The records are encoded
+into their v2 bytes (`record_encoding`) in one go (`seal`) when the batch is
 measured or built, or when the bound reaches `capacity`: then what is queued is encoded, and
 whether the record fits is decided on exact sizes, as if each had been encoded on arrival, so
 a batch holds the records it would hold when encoded one by one. The sender adds the 61-byte
-header, the producer id and sequence it knows at drain time, compression and the CRC. Small
-varints come from a table: most records have small deltas and sizes.
+header, the producer id and sequence it knows at drain time, compression and the CRC.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from gregor.client.errors import KafkaException
 from gregor.client.producer.future import BatchResult, Callback, RecordFuture
-from gregor.protocol.primitives import uvarint_bytes
+from gregor.client.producer.record_encoding import NO_HEADERS, encode_headers, encode_records
 from gregor.records.batch import BATCH_HEADER_SIZE
 from gregor.records.compression import compress
 from gregor.records.crc import crc32c
@@ -28,42 +29,13 @@ _TRANSACTIONAL = 0x10  # the batch attribute bit of a transactional batch
 _CRC_OFFSET, _ATTRIBUTES_OFFSET = 17, 21
 
 Headers = Sequence[tuple[str, "bytes | None"]]
+__all__ = ["BATCH_HEADER_SIZE", "NO_HEADERS", "RECORD_BOUND", "EncodedBatch", "ProducerBatch", "encode_headers",
+           "estimated_record_size"]
 
-
-_SMALL = tuple(uvarint_bytes(value) for value in range(1 << 14))
-
-
-def zigzag_varint(value: int) -> bytes:
-    """The zigzag varint of a signed 64-bit value."""
-    encoded = (value << 1) ^ (value >> 63)
-    return _SMALL[encoded] if encoded < 16384 else uvarint_bytes(encoded)
-
-
-_NULL = b"\x01"  # zigzag(-1): a null key, value or header value
-_NO_HEADERS = b"\x00"
-_ATTRIBUTES = b"\x00"
-_LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
-"""A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
-_RECORD_BOUND = 33
+RECORD_BOUND = 33
 """With a key and value size of -1 for null ones, an upper bound of the bytes a record adds
 beyond its key, value and headers: its length (5), attributes (1), timestamp delta (10), offset
 delta (5) and key and value lengths (5 each) as varints."""
-
-
-def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
-    """A record's header count and headers; names are UTF-8, values bytes or None."""
-    items = list(headers)
-    out = bytearray(zigzag_varint(len(items)))
-    for name, value in items:
-        encoded_name = name.encode("utf-8")
-        out += zigzag_varint(len(encoded_name))
-        out += encoded_name
-        if value is None:
-            out += _NULL
-        else:
-            out += zigzag_varint(len(value))
-            out += value
-    return bytes(out)
 
 
 def estimated_record_size(key: bytes | None, value: bytes | None, encoded_headers: bytes) -> int:
@@ -81,43 +53,10 @@ class EncodedBatch(NamedTuple):
     max_timestamp: int
 
 
-def _encode_into(out: bytearray, records: Iterable[tuple[int, bytes | None, bytes | None, bytes]],
-                 base_timestamp: int, offset_delta: int) -> None:
-    """Append the v2 bytes of `records` ((timestamp, key, value, encoded headers)), whose offset
-    deltas start at `offset_delta`, to `out`: one loop gathering the pieces, one join."""
-    small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
-    parts: list[bytes] = []
-    add = parts.extend
-    for timestamp, key, value, encoded_headers in records:
-        delta = timestamp - base_timestamp
-        delta_bytes = small[delta << 1] if 0 <= delta < 8192 else zigzag_varint(delta)
-        offset_bytes = small[offset_delta << 1] if offset_delta < 8192 else zigzag_varint(offset_delta)
-        offset_delta += 1
-        if value is None:
-            value_length = _NULL
-            value = b""
-            length = 2 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers)
-        else:
-            value_size = len(value)
-            value_length = small[value_size << 1] if value_size < 8192 else zigzag_varint(value_size)
-            length = 1 + len(delta_bytes) + len(offset_bytes) + len(encoded_headers) + len(value_length) + value_size
-        if key is None:
-            length += 1
-            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
-                 delta_bytes, offset_bytes, _NULL, value_length, value, encoded_headers))
-        else:
-            key_size = len(key)
-            key_length = small[key_size << 1] if key_size < 8192 else zigzag_varint(key_size)
-            length += len(key_length) + key_size
-            add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
-                 delta_bytes, offset_bytes, key_length, key, value_length, value, encoded_headers))
-    out += b"".join(parts)
-
-
 class ProducerBatch:
     """Records for one partition, appended until full, then sent (and maybe retried) as one."""
 
-    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "_queued", "_bound",
+    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "queued", "bound",
                  "count", "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
                  "retry_at", "producer_id", "producer_epoch", "base_sequence", "in_flight",
                  "done", "ordinal", "__weakref__")
@@ -130,8 +69,8 @@ class ProducerBatch:
         self.created = created
         self.reserved_bytes = reserved_bytes
         self._encoded = bytearray()  # the records encoded so far
-        self._queued: list[tuple[int, bytes | None, bytes | None, bytes]] = []  # and those after them
-        self._bound = BATCH_HEADER_SIZE  # an upper bound of the batch's size with the queued records
+        self.queued: list[tuple[int, bytes | None, bytes | None, bytes]] = []  # and those after them
+        self.bound = BATCH_HEADER_SIZE  # an upper bound of the batch's size with the queued records
         self.count = 0
         self.base_timestamp = 0
         self.max_timestamp = -1
@@ -153,13 +92,13 @@ class ProducerBatch:
         count = self.count
         key_size = -1 if key is None else len(key)
         value_size = -1 if value is None else len(value)
-        bound = self._bound + _RECORD_BOUND + key_size + value_size + len(encoded_headers)
+        bound = self.bound + RECORD_BOUND + key_size + value_size + len(encoded_headers)
         if bound > self.capacity:
             return self._append_exactly(timestamp, key, value, encoded_headers)
         if count == 0:
             self.base_timestamp = timestamp
-        self._bound = bound
-        self._queued.append((timestamp, key, value, encoded_headers))
+        self.bound = bound
+        self.queued.append((timestamp, key, value, encoded_headers))
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
@@ -175,13 +114,13 @@ class ProducerBatch:
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
-        _encode_into(encoded, ((timestamp, key, value, encoded_headers),), self.base_timestamp, count)
+        encode_records(encoded, ((timestamp, key, value, encoded_headers),), self.base_timestamp, count)
         new_size = BATCH_HEADER_SIZE + len(encoded)
         if count and new_size > self.capacity:
             del encoded[before:]
             self.full = True
             return None
-        self._bound = new_size
+        self.bound = new_size
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
@@ -192,11 +131,11 @@ class ProducerBatch:
 
     def seal(self) -> None:
         """Encode the queued records (the batch's size is then exact)."""
-        queued = self._queued
+        queued = self.queued
         if queued:
-            _encode_into(self._encoded, queued, self.base_timestamp, self.count - len(queued))
-            self._queued = []
-            self._bound = BATCH_HEADER_SIZE + len(self._encoded)
+            encode_records(self._encoded, queued, self.base_timestamp, self.count - len(queued))
+            self.queued = []
+            self.bound = BATCH_HEADER_SIZE + len(self._encoded)
 
     @property
     def records(self) -> bytearray:
@@ -249,5 +188,5 @@ class ProducerBatch:
 
     def __repr__(self) -> str:
         # the size without sealing: a repr must not encode an open batch outside the accumulator's lock
-        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self._queued else f"<={self._bound}"
+        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self.queued else f"<={self.bound}"
         return f"<ProducerBatch {self.topic}-{self.partition} records={self.count} bytes={size} attempts={self.attempts}>"

@@ -71,6 +71,7 @@ class Sender:
         self._stopping = False
         self._forced = False
         self.sleeping_until = 0.0  # time.monotonic(); read by sending threads to decide on a wakeup
+        self._wakeup_pending = False  # a wakeup_threadsafe whose call has not run yet
         self._loop: asyncio.AbstractEventLoop | None = None
         self.transactions: TransactionRequests | None = None
 
@@ -78,12 +79,19 @@ class Sender:
 
     def wakeup(self) -> None:
         """Wake the loop (call on the network thread)."""
+        self._wakeup_pending = False
         if self._wakeup is not None:
             self._wakeup.set()
 
     def wakeup_threadsafe(self) -> None:
+        """Wake the loop from another thread, unless a wakeup is already on its way: the loop then
+        looks at the accumulator after it anyway (a wakeup costs a system call, during which the
+        sending thread lets go of the GIL)."""
+        if self._wakeup_pending:
+            return
         loop = self._loop
         if loop is not None and not loop.is_closed():
+            self._wakeup_pending = True
             loop.call_soon_threadsafe(self.wakeup)
 
     def stop(self, force: bool) -> None:

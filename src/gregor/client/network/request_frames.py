@@ -1,0 +1,51 @@
+"""Request frames whose record batches are written as they are, not copied into the frame.
+
+A Produce request is mostly its record batches (up to max.request.size). Encoded into one
+buffer, as `protocol.headers.encode_request` does, they are copied three times: into the
+writer's buffer, out of it, and behind the size prefix; for a producer sending as fast as it
+can that was about a tenth of its time, measured. Here a records field of `LARGE_RECORDS` bytes
+or more becomes a part of its own (the writer's opaque parts, as the broker's file regions), and
+the connection writes the frame's parts one after the other.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from gregor.protocol.messages import RequestHeader
+from gregor.protocol.primitives import Writer
+
+LARGE_RECORDS = 16 * 1024
+_SIZE = struct.Struct(">i")
+
+
+class _FrameWriter(Writer):
+    """A Writer that keeps large records fields out of its buffer."""
+
+    def records(self, value: Any) -> None:
+        if value is not None and len(value) >= LARGE_RECORDS:
+            self.int32(len(value))
+            self.opaque(value)
+        else:
+            super().records(value)
+
+    def compact_records(self, value: Any) -> None:
+        if value is not None and len(value) >= LARGE_RECORDS:
+            self.uvarint(len(value) + 1)
+            self.opaque(value)
+        else:
+            super().compact_records(value)
+
+
+def request_frame(correlation_id: int, client_id: str | None, request: Any, version: int) -> list[bytes]:
+    """The parts of the whole frame for `request`, size prefix first: their concatenation is
+    `encode_request(correlation_id, client_id, request, version)`."""
+    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    writer = _FrameWriter()
+    header.encode_into(writer, request.header_version(version))
+    request.encode_into(writer, version)
+    parts = writer.parts()
+    parts[0] = _SIZE.pack(sum(len(part) for part in parts)) + parts[0]
+    return parts

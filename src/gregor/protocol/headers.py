@@ -37,13 +37,19 @@ def parse_request_header(frame: memoryview) -> tuple[Any, int]:
 
 def encode_request(correlation_id: int, client_id: str | None, request: Any, version: int) -> bytes:
     """A whole request frame, size prefix included (used by clients and tests)."""
-    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
     writer = Writer()
-    header.encode_into(writer, request.header_version(version))
-    request.encode_into(writer, version)
+    encode_request_into(writer, correlation_id, client_id, request, version)
     body = writer.getvalue()
     return _SIZE.pack(len(body)) + body
+
+
+def encode_request_into(writer: Writer, correlation_id: int, client_id: str | None, request: Any,
+                        version: int) -> None:
+    """The request's header and body, without the size prefix, into `writer`."""
+    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    header.encode_into(writer, request.header_version(version))
+    request.encode_into(writer, version)
 
 
 def encode_response(correlation_id: int, response: Any, api_key: int, version: int) -> list:

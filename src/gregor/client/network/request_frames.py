@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from gregor.protocol.messages import RequestHeader
+from gregor.protocol.headers import encode_request_into
 from gregor.protocol.primitives import Writer
 
 LARGE_RECORDS = 16 * 1024
@@ -41,11 +41,8 @@ class _FrameWriter(Writer):
 def request_frame(correlation_id: int, client_id: str | None, request: Any, version: int) -> list[bytes]:
     """The parts of the whole frame for `request`, size prefix first: their concatenation is
     `encode_request(correlation_id, client_id, request, version)`."""
-    header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
     writer = _FrameWriter()
-    header.encode_into(writer, request.header_version(version))
-    request.encode_into(writer, version)
+    encode_request_into(writer, correlation_id, client_id, request, version)
     parts = writer.parts()
     parts[0] = _SIZE.pack(sum(len(part) for part in parts)) + parts[0]
     return parts

@@ -52,6 +52,15 @@ class Reader:
         self.pos = pos + size
         return pos
 
+    def fixed(self, packer: struct.Struct) -> tuple[Any, ...]:
+        """A run of fixed-width fields read with one precompiled struct (the generated decoders)."""
+        pos = self.pos
+        end = pos + packer.size
+        if end > self.end:
+            raise DecodeError(f"need {packer.size} bytes at offset {pos}, {self.end - pos} remain")
+        self.pos = end
+        return packer.unpack_from(self.buf, pos)
+
     def int8(self) -> int:
         return _I8.unpack_from(self.buf, self._take(1))[0]
 
@@ -221,6 +230,10 @@ class Reader:
 
         Unknown tags are returned raw so that they survive a decode/encode round trip.
         """
+        pos = self.pos
+        if pos < self.end and self.buf[pos] == 0:  # the common case: no tagged field at all
+            self.pos = pos + 1
+            return None
         count = self._count(self.uvarint(), 2)
         unknown = None
         for _ in range(count):
@@ -412,6 +425,10 @@ class Writer:
             self._buf.append(0)
         else:
             self.uvarint(len(value) + 1)
+
+    def no_tagged_fields(self) -> None:
+        """An empty tagged-field section (its count, 0)."""
+        self._buf.append(0)
 
     def tagged_fields(self, fields: list[tuple[int, builtins.bytes]]) -> None:
         """Write a tagged-field section from (tag, encoded value) pairs, in tag order."""

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 

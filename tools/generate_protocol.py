@@ -478,11 +478,16 @@ class Emitter:
             for f in tagged:
                 default = self.default_expr(f)
                 if f.is_struct and not f.is_array and default != "None":
-                    # compared with one shared default instance, never handed out, not a new one per message
+                    # Struct.__eq__ inlined: the same class and the same slot values as a default
+                    # instance, whose values are taken once (not a new instance per message)
                     name = self.struct_of(f).name
                     self.defaults.add(name)
-                    default = f"_D_{self.message.root.name}_{name}"
-                body.append(f"    if o.{f.attr} != {default}:")
+                    suffix = f"{self.message.root.name}_{name}"
+                    body.append(f"    _c = o.{f.attr}")
+                    body.append(f"    if _c.__class__ is not {self.qualified(self.struct_of(f))} "
+                                f"or _G_{suffix}(_c) != _T_{suffix}:")
+                else:
+                    body.append(f"    if o.{f.attr} != {default}:")
                 body.append("        _w, w = w, Writer()")
                 body.extend(self.write_stmt(f, f"o.{f.attr}", version, True, "        "))
                 body.append(f"        _t.append(({f.tag}, w.getvalue()))")
@@ -554,6 +559,7 @@ def class_source(message: Message, struct: Struct, indent: str, base: str = "Str
 
 IMPORTS = (
     "from __future__ import annotations\n\n"
+    "from operator import attrgetter as _attrgetter\n"
     "from struct import Struct as _Packer\n"
     "from typing import Self\n"
     "from uuid import UUID\n\n"
@@ -613,8 +619,10 @@ def message_body(message: Message) -> str:
             emitter.emit_decoder(struct, version)
             emitter.emit_encoder(struct, version)
     out.extend(f"{packer_name(formats)} = _Packer('>{formats}')" for formats in sorted(emitter.packers))
-    out.extend(f"_D_{root.name}_{name} = {emitter.qualified(message.structs[name])}()"
-               for name in sorted(emitter.defaults))
+    for name in sorted(emitter.defaults):
+        qualified = emitter.qualified(message.structs[name])
+        out.append(f"_G_{root.name}_{name} = _attrgetter(*{qualified}.__slots__)")
+        out.append(f"_T_{root.name}_{name} = _G_{root.name}_{name}({qualified}())")
     if emitter.packers or emitter.defaults:
         out.extend(["", ""])
     out.extend(emitter.lines)

@@ -101,6 +101,11 @@ class ReplicaManager:
 
     def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
         """Carry out what `partition` asked for."""
+        self._carry_out(partition, effects)
+        self._schedule_send()
+        self.reschedule(partition)
+
+    def _carry_out(self, partition: Partition, effects: Iterable[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, ProduceCompleted):
                 if isinstance(effect.token, asyncio.Future) and not effect.token.done():  # the broker's tokens
@@ -112,8 +117,6 @@ class ReplicaManager:
                          self.metadata.node_id, list(effect.isr), partition.isr)
                 self._proposals[(partition.topic, partition.index)] = (partition, effect)
                 self._proposals_ready.set()
-        self._schedule_send()
-        self.reschedule(partition)
 
     def reschedule(self, partition: Partition) -> None:
         """Take the partition's next deadline after an event on it (every `apply` does; an
@@ -182,7 +185,8 @@ class ReplicaManager:
             return
         for partition, effects in self._links.on_response(outgoing.leader_id, outgoing.request_id, response,
                                                           self._clock()):
-            self.apply(partition, effects)
+            self._carry_out(partition, effects)  # their next fetches are sent below, not scheduled each
+            self.reschedule(partition)
         if self._links.has_ready():  # every partition the answer carried has asked again: at once
             self._send_ready()
 

@@ -5,6 +5,11 @@ follower's remote LEO, which may move the high watermark (completing acks=all pr
 the follower back into the ISR; a last fetched epoch that disagrees with the leader's log is
 answered with the diverging epoch. Followers read up to the log end, not the high watermark.
 
+A partition whose follower asks again from the same offset at the log end (each idle partition
+of a follower's fetch) and whose high watermark did not move is left out of `effects`: nothing
+changed that the host must carry out, and its next deadline can only have moved later (the
+follower is caught up again), which the host takes when that deadline comes.
+
 With nothing to send and no error, the answer may wait (`FollowerFetch.must_wait`): the host parks
 it in `DelayedFetches` until records are appended to one of its partitions or its max wait ends,
 then serves it again. An error or a diverging epoch is answered at once, since waiting would only
@@ -63,8 +68,13 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                 served.urgent = True
                 continue
             assert name is not None
+            known = partition.remote.get(replica_id)
+            fetch_offset = fetch_partition.fetch_offset
+            idle = known is not None and known.log_end_offset == fetch_offset == partition.log.log_end_offset
+            high_watermark = partition.high_watermark
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, now_ms)
-            served.effects.append((partition, effects))
+            if effects or not idle or partition.high_watermark != high_watermark:
+                served.effects.append((partition, effects))
             partitions.append(data)
             served.keys.append((name, fetch_partition.partition))
             served.bytes += len(data.records) if data.records else 0

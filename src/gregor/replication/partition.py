@@ -364,7 +364,9 @@ class Partition:
                 return response, []
         leader_end = log.log_end_offset
         try:
-            records = log.read_bytes(request.fetch_offset, request.partition_max_bytes or self.config.replica_fetch_max_bytes)
+            # a follower at the log end (every idle partition, on every fetch) has nothing to read
+            records = b"" if request.fetch_offset == leader_end else log.read_bytes(
+                request.fetch_offset, request.partition_max_bytes or self.config.replica_fetch_max_bytes)
         except StorageError as error:
             response.error_code = error.code
             return response, []

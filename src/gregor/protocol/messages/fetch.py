@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
@@ -126,7 +127,8 @@ _P_iiqqi = _Packer('>iiqqi')
 _P_iq = _Packer('>iq')
 _P_iqi = _Packer('>iqi')
 _P_iqqi = _Packer('>iqqi')
-_D_FetchRequest_ReplicaState = FetchRequest.ReplicaState()
+_G_FetchRequest_ReplicaState = _attrgetter(*FetchRequest.ReplicaState.__slots__)
+_T_FetchRequest_ReplicaState = _G_FetchRequest_ReplicaState(FetchRequest.ReplicaState())
 
 
 def _d_FetchRequest_ReplicaState_v0(r):
@@ -1157,7 +1159,8 @@ def _e_FetchRequest_FetchRequest_v15(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.replica_state != _D_FetchRequest_ReplicaState:
+    _c = o.replica_state
+    if _c.__class__ is not FetchRequest.ReplicaState or _G_FetchRequest_ReplicaState(_c) != _T_FetchRequest_ReplicaState:
         _w, w = w, Writer()
         _e_FetchRequest_ReplicaState_v15(w, o.replica_state)
         _t.append((1, w.getvalue()))
@@ -1238,7 +1241,8 @@ def _e_FetchRequest_FetchRequest_v16(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.replica_state != _D_FetchRequest_ReplicaState:
+    _c = o.replica_state
+    if _c.__class__ is not FetchRequest.ReplicaState or _G_FetchRequest_ReplicaState(_c) != _T_FetchRequest_ReplicaState:
         _w, w = w, Writer()
         _e_FetchRequest_ReplicaState_v16(w, o.replica_state)
         _t.append((1, w.getvalue()))
@@ -1345,7 +1349,8 @@ def _e_FetchRequest_FetchRequest_v17(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.replica_state != _D_FetchRequest_ReplicaState:
+    _c = o.replica_state
+    if _c.__class__ is not FetchRequest.ReplicaState or _G_FetchRequest_ReplicaState(_c) != _T_FetchRequest_ReplicaState:
         _w, w = w, Writer()
         _e_FetchRequest_ReplicaState_v17(w, o.replica_state)
         _t.append((1, w.getvalue()))
@@ -1495,9 +1500,12 @@ _P_ii = _Packer('>ii')
 _P_iq = _Packer('>iq')
 _P_qi = _Packer('>qi')
 _P_qq = _Packer('>qq')
-_D_FetchResponse_EpochEndOffset = FetchResponse.EpochEndOffset()
-_D_FetchResponse_LeaderIdAndEpoch = FetchResponse.LeaderIdAndEpoch()
-_D_FetchResponse_SnapshotId = FetchResponse.SnapshotId()
+_G_FetchResponse_EpochEndOffset = _attrgetter(*FetchResponse.EpochEndOffset.__slots__)
+_T_FetchResponse_EpochEndOffset = _G_FetchResponse_EpochEndOffset(FetchResponse.EpochEndOffset())
+_G_FetchResponse_LeaderIdAndEpoch = _attrgetter(*FetchResponse.LeaderIdAndEpoch.__slots__)
+_T_FetchResponse_LeaderIdAndEpoch = _G_FetchResponse_LeaderIdAndEpoch(FetchResponse.LeaderIdAndEpoch())
+_G_FetchResponse_SnapshotId = _attrgetter(*FetchResponse.SnapshotId.__slots__)
+_T_FetchResponse_SnapshotId = _G_FetchResponse_SnapshotId(FetchResponse.SnapshotId())
 
 
 def _d_FetchResponse_EpochEndOffset_v0(r):
@@ -2427,17 +2435,20 @@ def _e_FetchResponse_PartitionData_v12(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != _D_FetchResponse_EpochEndOffset:
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v12(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v12(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != _D_FetchResponse_SnapshotId:
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v12(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
@@ -2555,17 +2566,20 @@ def _e_FetchResponse_PartitionData_v13(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != _D_FetchResponse_EpochEndOffset:
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v13(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v13(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != _D_FetchResponse_SnapshotId:
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v13(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
@@ -2667,17 +2681,20 @@ def _e_FetchResponse_PartitionData_v14(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != _D_FetchResponse_EpochEndOffset:
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v14(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v14(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != _D_FetchResponse_SnapshotId:
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v14(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
@@ -2779,17 +2796,20 @@ def _e_FetchResponse_PartitionData_v15(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != _D_FetchResponse_EpochEndOffset:
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v15(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v15(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != _D_FetchResponse_SnapshotId:
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v15(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
@@ -2891,17 +2911,20 @@ def _e_FetchResponse_PartitionData_v16(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != _D_FetchResponse_EpochEndOffset:
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v16(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v16(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != _D_FetchResponse_SnapshotId:
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v16(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
@@ -3038,17 +3061,20 @@ def _e_FetchResponse_PartitionData_v17(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != _D_FetchResponse_EpochEndOffset:
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v17(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v17(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != _D_FetchResponse_SnapshotId:
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v17(w, o.snapshot_id)
         _t.append((2, w.getvalue()))

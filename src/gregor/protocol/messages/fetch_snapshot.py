@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
@@ -370,7 +371,8 @@ _P_ih = _Packer('>ih')
 _P_ii = _Packer('>ii')
 _P_qi = _Packer('>qi')
 _P_qq = _Packer('>qq')
-_D_FetchSnapshotResponse_LeaderIdAndEpoch = FetchSnapshotResponse.LeaderIdAndEpoch()
+_G_FetchSnapshotResponse_LeaderIdAndEpoch = _attrgetter(*FetchSnapshotResponse.LeaderIdAndEpoch.__slots__)
+_T_FetchSnapshotResponse_LeaderIdAndEpoch = _G_FetchSnapshotResponse_LeaderIdAndEpoch(FetchSnapshotResponse.LeaderIdAndEpoch())
 
 
 def _d_FetchSnapshotResponse_SnapshotId_v0(r):
@@ -428,7 +430,8 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_v0(w, o):
     w.raw(_P_qq.pack(o.size, o.position))
     w.compact_records(o.unaligned_records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_FetchSnapshotResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchSnapshotResponse.LeaderIdAndEpoch or _G_FetchSnapshotResponse_LeaderIdAndEpoch(_c) != _T_FetchSnapshotResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchSnapshotResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
         _t.append((0, w.getvalue()))
@@ -528,7 +531,8 @@ def _e_FetchSnapshotResponse_PartitionSnapshot_v1(w, o):
     w.raw(_P_qq.pack(o.size, o.position))
     w.compact_records(o.unaligned_records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_FetchSnapshotResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not FetchSnapshotResponse.LeaderIdAndEpoch or _G_FetchSnapshotResponse_LeaderIdAndEpoch(_c) != _T_FetchSnapshotResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchSnapshotResponse_LeaderIdAndEpoch_v1(w, o.current_leader)
         _t.append((0, w.getvalue()))

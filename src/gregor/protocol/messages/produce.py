@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
@@ -797,7 +798,8 @@ _P_ihq = _Packer('>ihq')
 _P_ihqq = _Packer('>ihqq')
 _P_ihqqq = _Packer('>ihqqq')
 _P_ii = _Packer('>ii')
-_D_ProduceResponse_LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch()
+_G_ProduceResponse_LeaderIdAndEpoch = _attrgetter(*ProduceResponse.LeaderIdAndEpoch.__slots__)
+_T_ProduceResponse_LeaderIdAndEpoch = _G_ProduceResponse_LeaderIdAndEpoch(ProduceResponse.LeaderIdAndEpoch())
 
 
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v0(r):
@@ -1448,7 +1450,8 @@ def _e_ProduceResponse_PartitionProduceResponse_v10(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v10(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_ProduceResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v10(w, o.current_leader)
         _t.append((0, w.getvalue()))
@@ -1571,7 +1574,8 @@ def _e_ProduceResponse_PartitionProduceResponse_v11(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v11(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_ProduceResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v11(w, o.current_leader)
         _t.append((0, w.getvalue()))
@@ -1674,7 +1678,8 @@ def _e_ProduceResponse_PartitionProduceResponse_v12(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v12(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_ProduceResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v12(w, o.current_leader)
         _t.append((0, w.getvalue()))
@@ -1777,7 +1782,8 @@ def _e_ProduceResponse_PartitionProduceResponse_v13(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v13(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_ProduceResponse_LeaderIdAndEpoch:
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v13(w, o.current_leader)
         _t.append((0, w.getvalue()))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
@@ -189,7 +190,8 @@ class UpdateRaftVoterResponse(Message):
 
 _P_ih = _Packer('>ih')
 _P_ii = _Packer('>ii')
-_D_UpdateRaftVoterResponse_CurrentLeader = UpdateRaftVoterResponse.CurrentLeader()
+_G_UpdateRaftVoterResponse_CurrentLeader = _attrgetter(*UpdateRaftVoterResponse.CurrentLeader.__slots__)
+_T_UpdateRaftVoterResponse_CurrentLeader = _G_UpdateRaftVoterResponse_CurrentLeader(UpdateRaftVoterResponse.CurrentLeader())
 
 
 def _d_UpdateRaftVoterResponse_CurrentLeader_v0(r):
@@ -229,7 +231,8 @@ def _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0(r):
 def _e_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0(w, o):
     w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != _D_UpdateRaftVoterResponse_CurrentLeader:
+    _c = o.current_leader
+    if _c.__class__ is not UpdateRaftVoterResponse.CurrentLeader or _G_UpdateRaftVoterResponse_CurrentLeader(_c) != _T_UpdateRaftVoterResponse_CurrentLeader:
         _w, w = w, Writer()
         _e_UpdateRaftVoterResponse_CurrentLeader_v0(w, o.current_leader)
         _t.append((0, w.getvalue()))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
@@ -72,7 +73,8 @@ class ConsumerGroupMemberMetadataValue(Message):
         encode_with(_ENCODERS_ConsumerGroupMemberMetadataValue, self, w, version)
 
 
-_D_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata = ConsumerGroupMemberMetadataValue.ClassicMemberMetadata()
+_G_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata = _attrgetter(*ConsumerGroupMemberMetadataValue.ClassicMemberMetadata.__slots__)
+_T_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata = _G_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(ConsumerGroupMemberMetadataValue.ClassicMemberMetadata())
 
 
 def _d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(r):
@@ -150,7 +152,8 @@ def _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(w, o
     w.int32(o.rebalance_timeout_ms)
     w.compact_nullable_string(o.server_assignor)
     _t = list(o._unknown_tagged_fields or ())
-    if o.classic_member_metadata != _D_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata:
+    _c = o.classic_member_metadata
+    if _c.__class__ is not ConsumerGroupMemberMetadataValue.ClassicMemberMetadata or _G_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(_c) != _T_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata:
         _w, w = w, Writer()
         _s = o.classic_member_metadata
         if _s is None:

@@ -111,6 +111,16 @@ class FollowerFetcher:
             return self._in_flight.sent_ms + self.config.replica_socket_timeout_ms
         return None if self.state is FetchState.FENCED else self._next_send_ms
 
+    def still_fetching(self, request_id: int, now_ms: int) -> bool:
+        """An incremental fetch session's answer left this partition out (nothing new): its fetch
+        `request_id` stays in flight, as sent now, and rides in the link's next request; False
+        when that is not the fetch in flight (the answer must then go through `on_fetch_response`)."""
+        in_flight = self._in_flight
+        if in_flight is None or in_flight.request_id != request_id or in_flight.ask is not _Ask.FETCH:
+            return False
+        self._in_flight = _InFlight(request_id, _Ask.FETCH, now_ms)
+        return True
+
     def _accept(self, request_id: int, asks: tuple[_Ask, ...]) -> _Ask | None:
         in_flight = self._in_flight
         if in_flight is None or in_flight.request_id != request_id or in_flight.ask not in asks:

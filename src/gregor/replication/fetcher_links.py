@@ -12,6 +12,12 @@ them their next requests, which the host adds again. The host should add every e
 before it asks `ready()`: a request sent for the first partition that asks again would leave the
 others waiting behind it, which a leader may hold for its max wait. A partition no longer hosted (deleted,
 reassigned) is skipped when its answer comes.
+
+A link fetches in an incremental fetch session with its leader (KIP-227, `fetch_sessions`): the
+first fetch asks for one, and the next ones name only the partitions whose fetch position
+changed and those no longer fetched. A partition the answer leaves out has nothing new: its fetch
+stays in flight (`Partition.still_fetching`) and rides in the next request, with no effects; the
+session's errors make every partition the fetch carried ask again at once, in a new session.
 """
 
 from __future__ import annotations
@@ -164,15 +170,21 @@ class FetcherLinks:
         if carried is None:
             return []
         if isinstance(response, FetchResponse):
-            unchanged = self._session_answered(self._links[leader_id].session, response)
+            link = self._links[leader_id]
+            incremental = link.session.session_id != INVALID_SESSION_ID
+            unchanged = self._session_answered(link.session, response)
             # topics come back by id from v13, by name before
             answers: dict[tuple[object, int], FetchResponse.PartitionData] = {
                 (topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index): data
                 for topic in response.responses for data in topic.partitions}
             results = []
-            for partition, effect in carried.values():
+            for key, (partition, effect) in carried.items():
                 data = answers.get((partition.topic_id, partition.index)) or answers.get(
                     (partition.topic, partition.index))
+                if data is None and incremental and unchanged and response.error_code == ErrorCode.NONE \
+                        and self._is_current(partition) and partition.still_fetching(effect.request_id, now_ms):
+                    link.fetches[key] = (partition, effect)  # nothing new: its fetch rides in the next request
+                    continue
                 if data is None:
                     data = _unchanged(partition) if unchanged else FetchResponse.PartitionData(
                         partition_index=partition.index, error_code=response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)

@@ -80,6 +80,15 @@ class SessionFetch:
         for key, cached in self.session.partitions.items():
             yield key, cached.request
 
+    def says_nothing_new(self, key: SessionKey, high_watermark: int, last_stable_offset: int,
+                         log_start_offset: int) -> bool:
+        """Whether an incremental answer leaves out a partition with no records and no error
+        whose offsets are these (what the follower already knows)."""
+        if self.full:
+            return False
+        cached = self.session.partitions.get(key)
+        return cached is not None and cached.answered == (high_watermark, last_stable_offset, log_start_offset)
+
     def select(self, key: SessionKey, data: FetchResponse.PartitionData) -> bool:
         """Whether the answer carries this partition; called once per answer sent, which then
         is what the follower knows of the partition."""

@@ -141,3 +141,11 @@ def test_past_the_session_slots_a_new_follower_is_served_without_a_session(tmp_p
     request = FetchRequest(replica_id=2, session_id=0, session_epoch=0, topics=[])
     assert sessions.open(request, 2, True).full and sessions.open(request, 2, True).full  # its own, replaced
     assert sessions.open(request, 3, True) is None and len(sessions) == 1
+
+
+def test_idle_partitions_of_a_session_still_count_the_follower_as_fetching(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    request, response = pair.round()  # an empty incremental fetch still serves every partition
+    assert named(request) == [] and named(response) == []
+    assert {pair.leaders[i].remote[2].last_caught_up_ms for i in range(PARTITIONS)} == {pair.now}

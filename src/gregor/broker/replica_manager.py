@@ -13,7 +13,8 @@ Each hosted `Partition` decides; this carries out its effects:
   partitions retry after replica.fetch.backoff.ms.
 - `ProposeIsr` goes to the active controller as AlterPartition, batched like Kafka's
   AlterPartitionManager; each answer goes back to its partition.
-- `ProduceCompleted` answers the waiting acks=all produce (its token is an asyncio future).
+- `ProduceCompleted` answers the waiting acks=all produce (its token is an asyncio future, or a
+  callable given the outcome: Produce's, which answers without a turn of the loop).
 
 Partitions have timers of their own (ISR shrink after replica.lag.time.max.ms, acks=all
 timeouts, overdue proposals, a follower's fetch backoff): after every event on a partition this
@@ -108,8 +109,12 @@ class ReplicaManager:
     def _carry_out(self, partition: Partition, effects: Iterable[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, ProduceCompleted):
-                if isinstance(effect.token, asyncio.Future) and not effect.token.done():  # the broker's tokens
-                    effect.token.set_result(effect.error)
+                token = effect.token
+                if isinstance(token, asyncio.Future):  # the broker's tokens: a future, or a callable (Produce's)
+                    if not token.done():
+                        token.set_result(effect.error)
+                elif callable(token):
+                    token(effect.error)
             elif isinstance(effect, (SendFetch, SendOffsetsForLeaderEpoch)):
                 self._links.add(partition, effect)
             elif isinstance(effect, ProposeIsr):

@@ -27,6 +27,10 @@ _F64 = struct.Struct(">d")
 _UUID = struct.Struct(">16s")
 
 ZERO_UUID = uuid.UUID(int=0)
+# Topic ids decoded before, by their bytes: the same few come in every request of a busy broker, and
+# uuid.UUID's constructor is Python code (UUIDs are immutable, so one object serves every decode).
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_MAX_UUIDS = 4096
 MAX_ARRAY_ELEMENTS = 1_000_000
 
 
@@ -87,7 +91,13 @@ class Reader:
 
     def uuid(self) -> uuid.UUID:
         pos = self._take(16)
-        return uuid.UUID(bytes=bytes(self.buf[pos:pos + 16]))
+        raw = bytes(self.buf[pos:pos + 16])
+        found = _UUIDS.get(raw)
+        if found is None:
+            if len(_UUIDS) >= _MAX_UUIDS:
+                _UUIDS.clear()
+            found = _UUIDS[raw] = uuid.UUID(bytes=raw)
+        return found
 
     def uvarint(self) -> int:
         """Unsigned varint of at most 5 bytes (an int32 on the wire)."""

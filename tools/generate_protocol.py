@@ -34,6 +34,10 @@ PRIMITIVES = {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "fl
 BUFFER = "bytes | bytearray | memoryview"
 FIXED_SIZE = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
               "int64": 8, "float64": 8, "uuid": 16}
+# struct format characters of the fixed-width primitives: a run of them is read and written with
+# one precompiled struct (one call instead of one per field, on every message of the hot paths)
+PACKED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+          "int64": "q", "float64": "d"}
 
 
 # ---------------------------------------------------------------- spec model
@@ -231,6 +235,11 @@ PY_TYPES = {"bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int
             "records": "RecordsData"}
 
 
+def packer_name(formats: str) -> str:
+    """A Python name for a struct format: its characters, bool's `?` spelled `o`."""
+    return "_P_" + formats.replace("?", "o")
+
+
 class Emitter:
     """Writes the decode/encode functions of one message for each of its versions."""
 
@@ -238,6 +247,19 @@ class Emitter:
         self.message = message
         self.lines: list[str] = []
         self.functions: dict[str, str] = {}  # body text -> first function name with it
+        self.packers: set[str] = set()  # struct formats the functions use (module-level _P_ names)
+        self.defaults: set[str] = set()  # structs whose default instance encoders compare tagged fields with
+
+    def packer(self, elements: list[str]) -> str:
+        """The module-level name of the precompiled struct for a run of fixed-width fields."""
+        formats = "".join(PACKED[element] for element in elements)
+        self.packers.add(formats)
+        return packer_name(formats)
+
+    def fixed_run(self, f: Field, version: int) -> bool:
+        """Whether `f` is a plain fixed-width field at `version`, which a run may pack with its neighbours."""
+        return (f.tagged is None and version in f.versions and not f.is_array and not f.is_struct
+                and f.element in PACKED)
 
     def qualified(self, struct: Struct) -> str:
         if struct is self.message.root:
@@ -335,14 +357,28 @@ class Emitter:
         cls = self.qualified(struct)
         body = [f"    o = _new({cls})"]
         tagged = []
+        run: list[Field] = []
+
+        def flush() -> None:
+            if len(run) == 1:
+                body.append(f"    o.{run[0].attr} = {self.read_expr(run[0], version, flexible)}")
+            elif run:
+                targets = ", ".join(f"o.{f.attr}" for f in run)
+                body.append(f"    {targets} = r.fixed({self.packer([f.element for f in run])})")
+            run.clear()
+
         for f in struct.fields:
-            if f.tagged is not None and version in f.tagged and flexible:
+            if self.fixed_run(f, version):
+                run.append(f)
+            elif f.tagged is not None and version in f.tagged and flexible:
                 tagged.append(f)
                 body.append(f"    o.{f.attr} = {self.default_expr(f)}")
             elif version in f.versions and f.tagged is None:
+                flush()
                 body.append(f"    o.{f.attr} = {self.read_expr(f, version, flexible)}")
             else:
                 body.append(f"    o.{f.attr} = {self.default_expr(f)}")
+        flush()
         if flexible:
             if tagged:
                 body.append("")
@@ -411,22 +447,55 @@ class Emitter:
         flexible = version in self.message.flexible
         body: list[str] = []
         tagged = []
+        run: list[Field] = []
+
+        def flush() -> None:
+            if len(run) == 1:
+                body.extend(self.write_stmt(run[0], f"o.{run[0].attr}", version, flexible, "    "))
+            elif run:
+                values = ", ".join(f"o.{f.attr}" for f in run)
+                body.append(f"    w.raw({self.packer([f.element for f in run])}.pack({values}))")
+            run.clear()
+
         for f in struct.fields:
             if f.tagged is not None:
                 if flexible and version in f.tagged:
                     tagged.append(f)
+            elif self.fixed_run(f, version):
+                run.append(f)
             elif version in f.versions:
+                flush()
                 body.extend(self.write_stmt(f, f"o.{f.attr}", version, flexible, "    "))
-        if flexible:
+        flush()
+        if flexible and not tagged:
+            body.append("    _u = o._unknown_tagged_fields")
+            body.append("    if _u:")
+            body.append("        w.tagged_fields(list(_u))")
+            body.append("    else:")
+            body.append("        w.no_tagged_fields()")
+        elif flexible:
             body.append("    _t = list(o._unknown_tagged_fields or ())")
             for f in tagged:
                 default = self.default_expr(f)
-                body.append(f"    if o.{f.attr} != {default}:")
+                if f.is_struct and not f.is_array and default != "None":
+                    # Struct.__eq__ inlined: the same class and the same slot values as a default
+                    # instance, whose values are taken once (not a new instance per message)
+                    name = self.struct_of(f).name
+                    self.defaults.add(name)
+                    suffix = f"{self.message.root.name}_{name}"
+                    body.append(f"    _c = o.{f.attr}")
+                    body.append(f"    if _c.__class__ is not {self.qualified(self.struct_of(f))} "
+                                f"or _G_{suffix}(_c) != _T_{suffix}:")
+                else:
+                    body.append(f"    if o.{f.attr} != {default}:")
                 body.append("        _w, w = w, Writer()")
                 body.extend(self.write_stmt(f, f"o.{f.attr}", version, True, "        "))
                 body.append(f"        _t.append(({f.tag}, w.getvalue()))")
                 body.append("        w = _w")
-            body.append("    w.tagged_fields(_t)")
+            body.append("    if _t:")
+            body.append("        w.tagged_fields(_t)")
+            body.append("    else:")
+            body.append("        w.no_tagged_fields()")
         if not body:
             body.append("    pass")
         self.emit_function(self.encoder_name(struct, version), "w, o", body)
@@ -490,6 +559,8 @@ def class_source(message: Message, struct: Struct, indent: str, base: str = "Str
 
 IMPORTS = (
     "from __future__ import annotations\n\n"
+    "from operator import attrgetter as _attrgetter\n"
+    "from struct import Struct as _Packer\n"
     "from typing import Self\n"
     "from uuid import UUID\n\n"
     "from gregor.protocol.messages._base import (\n"
@@ -547,6 +618,13 @@ def message_body(message: Message) -> str:
         for struct in all_structs(root):
             emitter.emit_decoder(struct, version)
             emitter.emit_encoder(struct, version)
+    out.extend(f"{packer_name(formats)} = _Packer('>{formats}')" for formats in sorted(emitter.packers))
+    for name in sorted(emitter.defaults):
+        qualified = emitter.qualified(message.structs[name])
+        out.append(f"_G_{root.name}_{name} = _attrgetter(*{qualified}.__slots__)")
+        out.append(f"_T_{root.name}_{name} = _G_{root.name}_{name}({qualified}())")
+    if emitter.packers or emitter.defaults:
+        out.extend(["", ""])
     out.extend(emitter.lines)
     out.append(f"{decoders}: dict[int, Decoder] = "
                f"{{{', '.join(f'{v}: {emitter.decoder_name(root, v)}' for v in versions)}}}")

@@ -28,6 +28,7 @@ from gregor.controller.replication_control import partition_state
 from gregor.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from gregor.raft.storage_log import METADATA_PARTITION_DIR
 from gregor.replication.effects import Effect
+from gregor.replication.fetch_sessions import FetchSessions
 from gregor.replication.partition import Partition
 from gregor.storage.cleaning import CleanerConfig
 from gregor.storage.log import Log
@@ -50,6 +51,7 @@ class HostedPartitions:
         # (a follower reads up to the log end; the high watermark reaches it with its next fetch)
         self.consumer_fetches = FetchPurgatory(clock)
         self.replica_fetches = FetchPurgatory(clock)
+        self.fetch_sessions = FetchSessions()
         self.max_uncompressed_bytes = MAX_UNCOMPRESSED_BYTES
         self.replicas = ReplicaManager(replication_config(config), self.partitions, metadata, controller, events,
                                        clock)

@@ -13,7 +13,8 @@ Each hosted `Partition` decides; this carries out its effects:
   partitions retry after replica.fetch.backoff.ms.
 - `ProposeIsr` goes to the active controller as AlterPartition, batched like Kafka's
   AlterPartitionManager; each answer goes back to its partition.
-- `ProduceCompleted` answers the waiting acks=all produce (its token is an asyncio future).
+- `ProduceCompleted` answers the waiting acks=all produce (its token is an asyncio future, or a
+  callable given the outcome: Produce's, which answers without a turn of the loop).
 
 Partitions have timers of their own (ISR shrink after replica.lag.time.max.ms, acks=all
 timeouts, overdue proposals, a follower's fetch backoff): after every event on a partition this
@@ -101,10 +102,19 @@ class ReplicaManager:
 
     def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
         """Carry out what `partition` asked for."""
+        self._carry_out(partition, effects)
+        self._schedule_send()
+        self.reschedule(partition)
+
+    def _carry_out(self, partition: Partition, effects: Iterable[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, ProduceCompleted):
-                if isinstance(effect.token, asyncio.Future) and not effect.token.done():  # the broker's tokens
-                    effect.token.set_result(effect.error)
+                token = effect.token
+                if isinstance(token, asyncio.Future):  # the broker's tokens: a future, or a callable (Produce's)
+                    if not token.done():
+                        token.set_result(effect.error)
+                elif callable(token):
+                    token(effect.error)
             elif isinstance(effect, (SendFetch, SendOffsetsForLeaderEpoch)):
                 self._links.add(partition, effect)
             elif isinstance(effect, ProposeIsr):
@@ -112,8 +122,6 @@ class ReplicaManager:
                          self.metadata.node_id, list(effect.isr), partition.isr)
                 self._proposals[(partition.topic, partition.index)] = (partition, effect)
                 self._proposals_ready.set()
-        self._schedule_send()
-        self.reschedule(partition)
 
     def reschedule(self, partition: Partition) -> None:
         """Take the partition's next deadline after an event on it (every `apply` does; an
@@ -182,7 +190,8 @@ class ReplicaManager:
             return
         for partition, effects in self._links.on_response(outgoing.leader_id, outgoing.request_id, response,
                                                           self._clock()):
-            self.apply(partition, effects)
+            self._carry_out(partition, effects)  # their next fetches are sent below, not scheduled each
+            self.reschedule(partition)
         if self._links.has_ready():  # every partition the answer carried has asked again: at once
             self._send_ready()
 

@@ -27,6 +27,7 @@ from gregor.metadata.topic_configs import ConfigEntry
 from gregor.protocol.messages import Message
 from gregor.protocol.messages.describe_quorum import DescribeQuorumRequest
 from gregor.replication.effects import Effect
+from gregor.replication.fetch_sessions import FetchSessions
 from gregor.replication.partition import Partition
 from gregor.storage.log import Log
 
@@ -52,6 +53,10 @@ class PartitionHost(Protocol):
     @property
     def replica_fetches(self) -> FetchPurgatory:
         """Followers' fetches waiting for records to be appended."""
+
+    @property
+    def fetch_sessions(self) -> FetchSessions:
+        """Followers' incremental fetch sessions (KIP-227)."""
 
     @property
     def max_uncompressed_bytes(self) -> int:

@@ -55,8 +55,10 @@ def encode_request_into(writer: Writer, correlation_id: int, client_id: str | No
 def encode_response(correlation_id: int, response: Any, api_key: int, version: int) -> list:
     """A whole response frame as a list of parts, size prefix first; opaque parts stay uncopied."""
     writer = Writer()
-    header_version = RESPONSES[api_key].header_version(version)
-    ResponseHeader(correlation_id=correlation_id).encode_into(writer, header_version)
+    # ResponseHeader: the correlation id, and from header v1 an (always empty) tagged-field section
+    writer.raw(_SIZE.pack(correlation_id))
+    if RESPONSES[api_key].header_version(version) >= 1:
+        writer.no_tagged_fields()
     response.encode_into(writer, version)
     parts = writer.parts()
     size = writer.size()

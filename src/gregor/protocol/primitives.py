@@ -27,6 +27,10 @@ _F64 = struct.Struct(">d")
 _UUID = struct.Struct(">16s")
 
 ZERO_UUID = uuid.UUID(int=0)
+# Topic ids decoded before, by their bytes: the same few come in every request of a busy broker, and
+# uuid.UUID's constructor is Python code (UUIDs are immutable, so one object serves every decode).
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_MAX_UUIDS = 4096
 MAX_ARRAY_ELEMENTS = 1_000_000
 
 
@@ -51,6 +55,15 @@ class Reader:
             raise DecodeError(f"need {size} bytes at offset {pos}, {self.end - pos} remain")
         self.pos = pos + size
         return pos
+
+    def fixed(self, packer: struct.Struct) -> tuple[Any, ...]:
+        """A run of fixed-width fields read with one precompiled struct (the generated decoders)."""
+        pos = self.pos
+        end = pos + packer.size
+        if end > self.end:
+            raise DecodeError(f"need {packer.size} bytes at offset {pos}, {self.end - pos} remain")
+        self.pos = end
+        return packer.unpack_from(self.buf, pos)
 
     def int8(self) -> int:
         return _I8.unpack_from(self.buf, self._take(1))[0]
@@ -78,7 +91,13 @@ class Reader:
 
     def uuid(self) -> uuid.UUID:
         pos = self._take(16)
-        return uuid.UUID(bytes=bytes(self.buf[pos:pos + 16]))
+        raw = bytes(self.buf[pos:pos + 16])
+        found = _UUIDS.get(raw)
+        if found is None:
+            if len(_UUIDS) >= _MAX_UUIDS:
+                _UUIDS.clear()
+            found = _UUIDS[raw] = uuid.UUID(bytes=raw)
+        return found
 
     def uvarint(self) -> int:
         """Unsigned varint of at most 5 bytes (an int32 on the wire)."""
@@ -221,6 +240,10 @@ class Reader:
 
         Unknown tags are returned raw so that they survive a decode/encode round trip.
         """
+        pos = self.pos
+        if pos < self.end and self.buf[pos] == 0:  # the common case: no tagged field at all
+            self.pos = pos + 1
+            return None
         count = self._count(self.uvarint(), 2)
         unknown = None
         for _ in range(count):
@@ -412,6 +435,10 @@ class Writer:
             self._buf.append(0)
         else:
             self.uvarint(len(value) + 1)
+
+    def no_tagged_fields(self) -> None:
+        """An empty tagged-field section (its count, 0)."""
+        self._buf.append(0)
 
     def tagged_fields(self, fields: list[tuple[int, builtins.bytes]]) -> None:
         """Write a tagged-field section from (tag, encoded value) pairs, in tag order."""

@@ -25,9 +25,8 @@ by `replica.socket.timeout.ms` is given up and the request sent again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -50,8 +49,9 @@ class _Ask(Enum):
     LEADER_END = "leader_end"
 
 
-@dataclass(frozen=True)
-class _InFlight:
+class _InFlight(NamedTuple):
+    """The request out (a tuple: one is made per partition per fetch round)."""
+
     request_id: int
     ask: _Ask
     sent_ms: int
@@ -111,6 +111,16 @@ class FollowerFetcher:
             return self._in_flight.sent_ms + self.config.replica_socket_timeout_ms
         return None if self.state is FetchState.FENCED else self._next_send_ms
 
+    def still_fetching(self, request_id: int, now_ms: int) -> bool:
+        """An incremental fetch session's answer left this partition out (nothing new): its fetch
+        `request_id` stays in flight, as sent now, and rides in the link's next request; False
+        when that is not the fetch in flight (the answer must then go through `on_fetch_response`)."""
+        in_flight = self._in_flight
+        if in_flight is None or in_flight.request_id != request_id or in_flight.ask is not _Ask.FETCH:
+            return False
+        self._in_flight = _InFlight(request_id, _Ask.FETCH, now_ms)
+        return True
+
     def _accept(self, request_id: int, asks: tuple[_Ask, ...]) -> _Ask | None:
         in_flight = self._in_flight
         if in_flight is None or in_flight.request_id != request_id or in_flight.ask not in asks:
@@ -132,12 +142,12 @@ class FollowerFetcher:
     def on_fetch_response(self, request_id: int, data: FetchResponse.PartitionData, now_ms: int) -> None:
         if self._accept(request_id, (_Ask.FETCH,)) is None:
             return
-        code = ErrorCode(data.error_code)
+        code = data.error_code  # an int compares with the enum; made one only for an error
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._on_out_of_range(data.log_start_offset, now_ms)
             return
         if code != ErrorCode.NONE:
-            self._on_error(code, now_ms)
+            self._on_error(ErrorCode(code), now_ms)
             return
         diverging = data.diverging_epoch
         if diverging.epoch >= 0:

@@ -12,6 +12,12 @@ them their next requests, which the host adds again. The host should add every e
 before it asks `ready()`: a request sent for the first partition that asks again would leave the
 others waiting behind it, which a leader may hold for its max wait. A partition no longer hosted (deleted,
 reassigned) is skipped when its answer comes.
+
+A link fetches in an incremental fetch session with its leader (KIP-227, `fetch_sessions`): the
+first fetch asks for one, and the next ones name only the partitions whose fetch position
+changed and those no longer fetched. A partition the answer leaves out has nothing new: its fetch
+stays in flight (`Partition.still_fetching`) and rides in the next request, with no effects; the
+session's errors make every partition the fetch carried ask again at once, in a new session.
 """
 
 from __future__ import annotations
@@ -23,10 +29,14 @@ from typing import Callable, Iterator, Union
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from gregor.protocol.primitives import ZERO_UUID
 from gregor.replication.effects import Effect, SendFetch, SendOffsetsForLeaderEpoch
+from gregor.replication.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID
 from gregor.replication.partition import Partition
 
 REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                   ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
 Key = tuple[str, int]
 LinkRequest = Union[FetchRequest, OffsetForLeaderEpochRequest]
 
@@ -44,11 +54,29 @@ _Carried = dict[Key, tuple[Partition, Union[SendFetch, SendOffsetsForLeaderEpoch
 
 
 @dataclass
+class _Session:
+    """The follower's side of an incremental fetch session with one leader (KIP-227): the fetch
+    positions the leader holds for it, and the epoch of the next request."""
+
+    session_id: int = INVALID_SESSION_ID
+    next_epoch: int = INITIAL_EPOCH
+    positions: dict[Key, FetchRequest.FetchPartition] = field(default_factory=dict)
+    sent: dict[Key, FetchRequest.FetchPartition] = field(default_factory=dict)  # named by the request in flight
+    forgotten: list[Key] = field(default_factory=list)  # forgotten by the request in flight
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # of the topics named, for forgetting them
+
+    def reset(self) -> None:
+        self.session_id, self.next_epoch = INVALID_SESSION_ID, INITIAL_EPOCH
+        self.positions, self.sent, self.forgotten = {}, {}, []
+
+
+@dataclass
 class _Link:
     fetches: _Carried = field(default_factory=dict)
     asks: _Carried = field(default_factory=dict)
     in_flight: int | None = None  # request id
     carried: _Carried = field(default_factory=dict)  # what the request in flight asks
+    session: _Session = field(default_factory=_Session)
 
 
 class FetcherLinks:
@@ -88,19 +116,35 @@ class FetcherLinks:
                 outgoing.append(Outgoing(leader_id, request_id, self._epoch_request(link.carried)))
             else:
                 link.carried, link.fetches = dict(link.fetches), {}
-                outgoing.append(Outgoing(leader_id, request_id, self._fetch_request(link.carried)))
+                outgoing.append(Outgoing(leader_id, request_id, self._fetch_request(link.carried, link.session)))
         return outgoing
 
-    def _fetch_request(self, fetches: _Carried) -> FetchRequest:
+    def _fetch_request(self, fetches: _Carried, session: _Session) -> FetchRequest:
+        """A full fetch that asks for a new session, or an incremental one in the session: only
+        the partitions whose fetch position changed, and those no longer fetched to forget."""
         by_topic: dict[tuple[uuid.UUID, str], list[FetchRequest.FetchPartition]] = {}
-        for partition, effect in fetches.values():
+        incremental = session.session_id != INVALID_SESSION_ID
+        session.sent = {}
+        for key, (partition, effect) in fetches.items():
             assert isinstance(effect, SendFetch)
+            if incremental and _same_position(session.positions.get(key), effect.partition):
+                continue
+            session.sent[key] = effect.partition
+            session.topic_ids[partition.topic] = partition.topic_id
             by_topic.setdefault((partition.topic_id, partition.topic), []).append(effect.partition)
+        session.forgotten = [key for key in session.positions if key not in fetches] if incremental else []
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in session.forgotten:
+            forgotten.setdefault(topic, []).append(index)
         return FetchRequest(replica_id=self.broker_id, replica_state=FetchRequest.ReplicaState(replica_id=self.broker_id),
                             max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.response_max_bytes,
-                            isolation_level=0, session_id=0, session_epoch=-1,
+                            isolation_level=0, session_id=session.session_id, session_epoch=session.next_epoch,
                             topics=[FetchRequest.FetchTopic(topic_id=topic_id, topic=name, partitions=partitions)
-                                    for (topic_id, name), partitions in by_topic.items()])
+                                    for (topic_id, name), partitions in by_topic.items()],
+                            forgotten_topics_data=[
+                                FetchRequest.ForgottenTopic(topic=topic, topic_id=session.topic_ids.get(topic, ZERO_UUID),
+                                                            partitions=indexes)
+                                for topic, indexes in forgotten.items()])
 
     @staticmethod
     def _epoch_request(asks: _Carried) -> OffsetForLeaderEpochRequest:
@@ -126,15 +170,24 @@ class FetcherLinks:
         if carried is None:
             return []
         if isinstance(response, FetchResponse):
+            link = self._links[leader_id]
+            incremental = link.session.session_id != INVALID_SESSION_ID
+            unchanged = self._session_answered(link.session, response)
             # topics come back by id from v13, by name before
             answers: dict[tuple[object, int], FetchResponse.PartitionData] = {
                 (topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index): data
                 for topic in response.responses for data in topic.partitions}
             results = []
-            for partition, effect in carried.values():
+            for key, (partition, effect) in carried.items():
                 data = answers.get((partition.topic_id, partition.index)) or answers.get(
-                    (partition.topic, partition.index)) or FetchResponse.PartitionData(
-                    partition_index=partition.index, error_code=response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)
+                    (partition.topic, partition.index))
+                if data is None and incremental and unchanged and response.error_code == ErrorCode.NONE \
+                        and self._is_current(partition) and partition.still_fetching(effect.request_id, now_ms):
+                    link.fetches[key] = (partition, effect)  # nothing new: its fetch rides in the next request
+                    continue
+                if data is None:
+                    data = _unchanged(partition) if unchanged else FetchResponse.PartitionData(
+                        partition_index=partition.index, error_code=response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)
                 if self._is_current(partition):
                     results.append((partition, partition.on_fetch_response(effect.request_id, data, now_ms)))
             return results
@@ -148,11 +201,35 @@ class FetcherLinks:
                                                                                           now_ms)))
         return results
 
+    @staticmethod
+    def _session_answered(session: _Session, response: FetchResponse) -> bool:
+        """Bring the session up to date with the answer to a fetch; whether a partition the fetch
+        carried and the answer leaves out is unchanged (an incremental answer, or the session's
+        error: the partitions ask again at once, in a full fetch), rather than failed."""
+        code = response.error_code
+        if code != ErrorCode.NONE:
+            session.reset()
+            return code in _SESSION_ERRORS
+        if session.session_id == INVALID_SESSION_ID:
+            if response.session_id != INVALID_SESSION_ID:  # the leader created the session the fetch asked for
+                session.session_id, session.next_epoch = response.session_id, INITIAL_EPOCH + 1
+                session.positions = session.sent
+            return False
+        if response.session_id != session.session_id:  # the leader answered without the session
+            session.reset()
+            return True
+        session.next_epoch += 1
+        session.positions.update(session.sent)
+        for key in session.forgotten:
+            session.positions.pop(key, None)
+        return True
+
     def on_failure(self, leader_id: int, request_id: int, now_ms: int) -> list[tuple[Partition, list[Effect]]]:
         """The leader could not be asked (unreachable, timed out): each partition retries after its backoff."""
         carried = self._take(leader_id, request_id)
         if carried is None:
             return []
+        self._links[leader_id].session.reset()  # the answer may be lost: the next fetch starts a new session
         results = []
         for partition, effect in carried.values():
             if not self._is_current(partition):
@@ -165,3 +242,20 @@ class FetcherLinks:
                     effect.request_id, OffsetForLeaderEpochResponse.EpochEndOffset(
                         partition=partition.index, error_code=ErrorCode.NETWORK_EXCEPTION), now_ms)))
         return results
+
+
+def _same_position(known: FetchRequest.FetchPartition | None, asked: FetchRequest.FetchPartition) -> bool:
+    """Whether an incremental fetch may leave the partition out: the leader's session holds this position."""
+    return known is not None and (
+        known.fetch_offset, known.current_leader_epoch, known.last_fetched_epoch, known.log_start_offset,
+        known.partition_max_bytes) == (
+        asked.fetch_offset, asked.current_leader_epoch, asked.last_fetched_epoch, asked.log_start_offset,
+        asked.partition_max_bytes)
+
+
+def _unchanged(partition: Partition) -> FetchResponse.PartitionData:
+    """A partition an incremental answer leaves out: nothing new, which the follower takes as an
+    answer with no records and the high watermark and log start it already has, and asks again."""
+    return FetchResponse.PartitionData(partition_index=partition.index, error_code=ErrorCode.NONE,
+                                       high_watermark=partition.high_watermark, last_stable_offset=-1,
+                                       log_start_offset=partition.log_start_offset, records=b"")

@@ -5,6 +5,14 @@ follower's remote LEO, which may move the high watermark (completing acks=all pr
 the follower back into the ISR; a last fetched epoch that disagrees with the leader's log is
 answered with the diverging epoch. Followers read up to the log end, not the high watermark.
 
+A partition whose follower asks again from the same offset at the log end (each idle partition
+of a follower's fetch) and whose high watermark did not move is left out of `effects`: nothing
+changed that the host must carry out, and its next deadline can only have moved later (the
+follower is caught up again), which the host takes when that deadline comes.
+
+In a fetch session (`fetch_sessions`, KIP-227) every partition of the session is served, and the
+answer carries only those with something new for the follower.
+
 With nothing to send and no error, the answer may wait (`FollowerFetch.must_wait`): the host parks
 it in `DelayedFetches` until records are appended to one of its partitions or its max wait ends,
 then serves it again. An error or a diverging epoch is answered at once, since waiting would only
@@ -15,11 +23,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.replication.effects import Effect
+from gregor.replication.fetch_sessions import SessionFetch, TopicKey
 from gregor.replication.partition import Partition
 
 _Topic = FetchResponse.FetchableTopicResponse
@@ -37,23 +46,50 @@ class FollowerFetch:
     effects: list[tuple[Partition, list[Effect]]] = field(default_factory=list)
     bytes: int = 0
     urgent: bool = False
+    session: SessionFetch | None = None
+    topic_keys: list[TopicKey] = field(default_factory=list)  # each topic's session key
 
     def must_wait(self, request: FetchRequest) -> bool:
         return not self.urgent and self.bytes < max(request.min_bytes, 1) and request.max_wait_ms > 0
 
     def response(self) -> FetchResponse:
-        return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=self.topics)
+        """The answer; in a session, only the partitions it must carry (call once per answer sent)."""
+        session = self.session
+        if session is None:
+            return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=self.topics)
+        topics = []
+        for key, topic in zip(self.topic_keys, self.topics):
+            topic.partitions = [data for data in topic.partitions if session.select((key, data.partition_index), data)]
+            if topic.partitions:
+                topics.append(topic)
+        return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session.session.session_id,
+                             responses=topics)
+
+
+def _requested(request: FetchRequest, by_id: bool, session: SessionFetch | None
+               ) -> Iterator[tuple[TopicKey, list[FetchRequest.FetchPartition]]]:
+    """The partitions to serve by topic: the request's, or every partition of its session."""
+    if session is None:
+        for fetch_topic in request.topics:
+            yield (fetch_topic.topic_id if by_id else fetch_topic.topic), fetch_topic.partitions
+        return
+    by_topic: dict[TopicKey, list[FetchRequest.FetchPartition]] = {}
+    for (topic_key, _), fetch_partition in session.entries():
+        by_topic.setdefault(topic_key, []).append(fetch_partition)
+    yield from by_topic.items()
 
 
 def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                          partition_of: Callable[[str, int], Partition | None],
-                         topic_name: Callable[[uuid.UUID], str | None], now_ms: int) -> FollowerFetch:
-    """Read every partition the follower asks for (topics by id from Fetch v13, else by name)."""
-    served = FollowerFetch()
-    for fetch_topic in request.topics:
-        name = topic_name(fetch_topic.topic_id) if by_id else fetch_topic.topic
+                         topic_name: Callable[[uuid.UUID], str | None], now_ms: int,
+                         session: SessionFetch | None = None) -> FollowerFetch:
+    """Read every partition the follower asks for (topics by id from Fetch v13, else by name), or
+    with `session` (`FetchSessions.open`) every partition of the fetch session."""
+    served = FollowerFetch(session=session)
+    for topic_key, fetch_partitions in _requested(request, by_id, session):
+        name = topic_name(topic_key) if isinstance(topic_key, uuid.UUID) else topic_key
         partitions = []
-        for fetch_partition in fetch_topic.partitions:
+        for fetch_partition in fetch_partitions:
             partition = partition_of(name, fetch_partition.partition) if name else None
             if partition is None:
                 partitions.append(_Partition(
@@ -63,14 +99,31 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                 served.urgent = True
                 continue
             assert name is not None
+            known = partition.remote.get(replica_id)
+            fetch_offset = fetch_partition.fetch_offset
+            idle = known is not None and known.log_end_offset == fetch_offset == partition.log.log_end_offset
+            high_watermark = partition.high_watermark
+            if idle and session is not None and not session.full:
+                at_end = partition.fetch_at_log_end(replica_id, fetch_partition, now_ms)
+                if at_end is not None:  # an idle partition of the session: no answer to build unless news
+                    if at_end or partition.high_watermark != high_watermark:
+                        served.effects.append((partition, at_end))
+                    served.keys.append((name, fetch_partition.partition))
+                    if not session.says_nothing_new((topic_key, fetch_partition.partition), partition.high_watermark,
+                                                    partition.last_stable_offset, partition.log_start_offset):
+                        partitions.append(partition.answer_at_log_end())
+                    continue
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, now_ms)
-            served.effects.append((partition, effects))
+            if effects or not idle or partition.high_watermark != high_watermark:
+                served.effects.append((partition, effects))
             partitions.append(data)
             served.keys.append((name, fetch_partition.partition))
             served.bytes += len(data.records) if data.records else 0
             served.urgent = served.urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
         topic = _Topic(topic="" if by_id else (name or ""), partitions=partitions)
         if by_id:
-            topic.topic_id = fetch_topic.topic_id
+            assert isinstance(topic_key, uuid.UUID)
+            topic.topic_id = topic_key
         served.topics.append(topic)
+        served.topic_keys.append(topic_key)
     return served

@@ -364,7 +364,9 @@ class Partition:
                 return response, []
         leader_end = log.log_end_offset
         try:
-            records = log.read_bytes(request.fetch_offset, request.partition_max_bytes or self.config.replica_fetch_max_bytes)
+            # a follower at the log end (every idle partition, on every fetch) has nothing to read
+            records = b"" if request.fetch_offset == leader_end else log.read_bytes(
+                request.fetch_offset, request.partition_max_bytes or self.config.replica_fetch_max_bytes)
         except StorageError as error:
             response.error_code = error.code
             return response, []
@@ -374,6 +376,29 @@ class Partition:
         response.records = records
         response.high_watermark, response.last_stable_offset = self.high_watermark, self.last_stable_offset
         return response, effects
+
+    def fetch_at_log_end(self, replica_id: int, request: FetchRequest.FetchPartition, now_ms: int) -> list[Effect] | None:
+        """`fetch_for_follower` for a follower that asks again from the log end it already had
+        (an idle partition of a fetch session), without building its answer: the same checks and
+        state changes, and its effects; None when the fetch is not that one (serve it in full)."""
+        log = self.log
+        leader_end = log.log_end_offset
+        follower = self.remote.get(replica_id)
+        if (follower is None or request.fetch_offset != leader_end or follower.log_end_offset != leader_end
+                or self._check_epoch(request.current_leader_epoch) != ErrorCode.NONE
+                or (request.last_fetched_epoch >= 0
+                    and request.last_fetched_epoch != log.leader_epoch_cache.latest_epoch)):
+            return None
+        follower.update_fetch_state(leader_end, leader_end, now_ms)
+        effects = self._maybe_expand_isr(follower, now_ms)
+        effects.extend(self._update_high_watermark(now_ms))
+        return effects
+
+    def answer_at_log_end(self) -> FetchResponse.PartitionData:
+        """The answer `fetch_for_follower` gives a follower at the log end (no records)."""
+        return FetchResponse.PartitionData(partition_index=self.index, high_watermark=self.high_watermark,
+                                           last_stable_offset=self.last_stable_offset,
+                                           log_start_offset=self.log.log_start_offset, records=b"")
 
     def offsets_for_leader_epoch(self, request: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> _EpochEndOffset:
         """Where epoch `request.leader_epoch` ends in this leader's log (the largest epoch <= it)."""
@@ -480,6 +505,10 @@ class Partition:
             return []
         self.fetcher.on_fetch_response(request_id, data, now_ms)
         return self.fetcher.poll(now_ms)
+
+    def still_fetching(self, request_id: int, now_ms: int) -> bool:
+        """Fetch `request_id` goes on unanswered in the follower's fetch session (`FollowerFetcher.still_fetching`)."""
+        return self.fetcher is not None and self.fetcher.still_fetching(request_id, now_ms)
 
     def on_offsets_for_leader_epoch_response(self, request_id: int, data: _EpochEndOffset,
                                              now_ms: int) -> list[Effect]:

@@ -37,12 +37,15 @@ class FetchDataInfo(NamedTuple):
     fetch_offset: int
     slices: tuple[FileSlice, ...]
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
+    data: bytes | None = None  # the slices' bytes, when the log had them in memory (`recent_appends`)
 
     @property
     def size(self) -> int:
         return sum(piece.length for piece in self.slices)
 
     def read_bytes(self) -> bytes:
+        if self.data is not None:
+            return self.data
         if len(self.slices) == 1:
             return self.slices[0].read()
         return b"".join(piece.read() for piece in self.slices)

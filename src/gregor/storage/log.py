@@ -53,6 +53,7 @@ from gregor.records.batch import (
 from gregor.records.record import build_txn_marker, decode_records, txn_marker_of
 from gregor.storage.errors import StorageError
 from gregor.storage.file_slice import FetchDataInfo, FileSlice
+from gregor.storage.recent_appends import RecentAppends
 from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from gregor.storage.log_config import LogConfig
 from gregor.storage.producer_state import CompletedTxn, ProducerStateManager, TxnMarker
@@ -119,6 +120,7 @@ class Log:
         self.truncated_bytes_at_load = 0
         self.cleaner_offset = 0
         self.truncations = 0
+        self._recent = RecentAppends()  # the latest appends as leader, for reads of the log's tail
         self._position_memo: tuple[int, OffsetPosition] | None = None  # (truncations, the last one found)
         self._deleted: list[LogSegment] = []
         self._now_ms = now_ms
@@ -380,6 +382,7 @@ class Log:
         last_offset = offset - 1
         segment = self._maybe_roll(len(data), last_offset, max_timestamp, now_ms)
         _write(segment, data, described, now_ms)
+        self._recent.record(segment, self.truncations, first_offset, segment.size - len(data), bytes(data))
         if producers is not None:
             for txn in producers.commit():
                 self._complete_txn(txn, segment)
@@ -511,6 +514,12 @@ class Log:
             raise StorageError(ErrorCode.OFFSET_OUT_OF_RANGE,
                                f"offset {fetch_offset} is outside {self.log_start_offset}..{end}")
         limit = end if max_offset is None else min(max_offset, end)
+        if limit == end:  # to the log end: most often from the start of a recent append, held in memory
+            active = self.segments[-1]
+            recent = self._recent.read(active, self.truncations, fetch_offset, max_bytes)
+            if recent is not None:
+                position, data = recent
+                return FetchDataInfo(fetch_offset, (FileSlice(active.file, position, len(data)),), data=data)
         slices: list[FileSlice] = []
         remaining = max_bytes
         offset = fetch_offset

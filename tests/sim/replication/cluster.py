@@ -48,6 +48,7 @@ from gregor.replication.config import ReplicationConfig, TruncationMode
 from gregor.replication.delayed_fetch import DelayedFetches
 from gregor.replication.effects import ProduceCompleted, ProposeIsr, SendFetch, SendOffsetsForLeaderEpoch
 from gregor.replication.fetcher_links import FetcherLinks, Outgoing
+from gregor.replication.fetch_sessions import FetchSessions, SessionFetch
 from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import NO_LEADER, Partition
 from gregor.storage.log import Log, LogConfig
@@ -149,6 +150,8 @@ class SimBroker:
     paused_until: int = -1
     links: FetcherLinks | None = None  # this broker's requests to the leaders it follows
     parked: DelayedFetches[Callable[[], None]] | None = None  # followers' fetches it holds as leader
+    sessions: FetchSessions | None = None  # followers' fetch sessions it holds as leader
+    fetch_version: int = 13  # the Fetch version of its replica fetches, drawn at each start
     hw_checkpoint: int = 0
     recovery_point_checkpoint: int = 0
     tick_at: int | None = None  # the tick scheduled at the partition's next deadline
@@ -255,6 +258,10 @@ class Cluster:
         broker.links = FetcherLinks(broker.broker_id, self.config.replica_fetch_wait_max_ms,
                                     lambda partition: partition is broker.partition)
         broker.parked = DelayedFetches()
+        broker.sessions = FetchSessions()
+        # one version per incarnation, as a broker negotiates it once: a fetch session's topics are
+        # named one way (a change between fetches is refused with FETCH_SESSION_TOPIC_ID_ERROR)
+        broker.fetch_version = self.rng.randint(*FETCH_VERSIONS[self.truncation])
         incarnation = broker.incarnation
         if incarnation > 0 and self.controller.fence(broker.broker_id):
             self.log_event(f"controller fenced restarted {broker.broker_id}: {self.controller.state}")
@@ -350,7 +357,7 @@ class Cluster:
         self.stats["truncations"] += log.truncations
         broker.partition = None
         broker.log = None
-        broker.links = broker.parked = None
+        broker.links = broker.parked = broker.sessions = None
         broker.incarnation += 1
         broker.paused_until = -1
         broker.recovery_point_checkpoint = log.recovery_point
@@ -448,8 +455,7 @@ class Cluster:
         self._send_ready(broker)
 
     def _send_fetch(self, broker: SimBroker, outgoing: Outgoing) -> None:
-        lowest, highest = FETCH_VERSIONS[self.truncation]
-        version = self.rng.randint(lowest, highest)
+        version = broker.fetch_version
         follower, incarnation = broker.broker_id, broker.incarnation
 
         def answer(response: FetchResponse) -> None:
@@ -460,23 +466,31 @@ class Cluster:
         def at_leader(leader: SimBroker) -> None:
             decoded = self._wire(outgoing.request, version)
             replica = decoded.replica_state.replica_id if version >= 15 else decoded.replica_id
-            self._serve_fetch(leader, decoded, version >= 13, replica, answer, may_wait=True)
+            assert leader.sessions is not None
+            session = leader.sessions.open(decoded, replica, version >= 13)
+            if isinstance(session, FetchResponse):
+                answer(session)
+                return
+            self._serve_fetch(leader, decoded, version >= 13, replica, answer, may_wait=True, session=session)
 
         self._send(follower, outgoing.leader_id, self._to_broker(outgoing.leader_id, None, at_leader))
 
     def _serve_fetch(self, leader: SimBroker, request: FetchRequest, by_id: bool, replica: int,
-                     answer: Callable[[FetchResponse], None], may_wait: bool) -> None:
+                     answer: Callable[[FetchResponse], None], may_wait: bool,
+                     session: SessionFetch | None = None) -> None:
         """The leader's side, as the broker's replica-fetch handler: serve, or park the fetch in the
-        purgatory until an append or its max wait, then serve it once more."""
+        purgatory until an append or its max wait, then serve it once more (in the fetch session
+        `session` opened when it arrived)."""
         served = serve_follower_fetch(request, replica, by_id,
                                       lambda name, index: leader.partition if (name, index) == (TOPIC, 0) else None,
-                                      lambda topic_id: TOPIC if topic_id == TOPIC_ID else None, self.now)
+                                      lambda topic_id: TOPIC if topic_id == TOPIC_ID else None, self.now, session)
         for _, effects in served.effects:
             self._effects(leader, effects)
         if may_wait and served.must_wait(request):
             self.stats["parked_fetches"] += 1
             leader.parked.park(served.keys, self.now + request.max_wait_ms,
-                               lambda: self._serve_fetch(leader, request, by_id, replica, answer, may_wait=False))
+                               lambda: self._serve_fetch(leader, request, by_id, replica, answer, may_wait=False,
+                                                         session=session))
             self.at(self.now + request.max_wait_ms, self._to_broker(leader.broker_id, leader.incarnation,
                                                                    self._expire_fetches))
             return

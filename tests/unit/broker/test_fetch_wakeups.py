@@ -20,6 +20,7 @@ from gregor.broker.handlers import BrokerContext, BrokerServices, fetch
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch
 from gregor.broker.network import ConnectionInfo
 from gregor.protocol.messages import FetchRequest, RequestHeader
+from gregor.replication.fetch_sessions import FetchSessions
 
 from tests.unit.replication.helpers import TOPIC_ID, Replica
 
@@ -39,6 +40,7 @@ class _Partitions:
         self.replica = replica
         self.consumer_fetches = FetchPurgatory()
         self.replica_fetches = FetchPurgatory()
+        self.fetch_sessions = FetchSessions()
         self.max_uncompressed_bytes = 1 << 20
 
     def partition(self, topic: str, index: int):

@@ -6,7 +6,10 @@ produces) and bring the follower back into the ISR; a diverging epoch or an erro
 once. With nothing to send, the fetch parks in the broker's fetch purgatory until records are
 appended to one of its partitions, the partition changes leadership or goes, or max_wait_ms ends
 (the follower's next fetch is its acknowledgement, so a quick answer keeps acks=all latency low),
-and is then served once more. A move of the high watermark does not wake it, as in Kafka: the
+and is then served once more. From v7 a follower's fetch may belong to an incremental fetch session
+(KIP-227, `replication.fetch_sessions`, kept by the hosted partitions): it names only the
+partitions whose fetch position changed, every partition of the session is served, and the answer
+carries only those with something new. A move of the high watermark does not wake it, as in Kafka: the
 follower learns it with its next fetch, and waking every follower on every move would double the
 replication traffic. Topics are named by id (the fetch versions Gregor's replica fetchers send);
 a follower of a partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER and waits for the
@@ -32,7 +35,10 @@ from gregor.broker.network import LaterAnswer
 from gregor.metadata.acls import AclOperation
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
+from gregor.replication.fetch_sessions import SessionFetch
 from gregor.replication.follower_fetch import FollowerFetch, serve_follower_fetch
+
+SESSION_VERSION = 7  # the first Fetch with session ids and epochs (KIP-227)
 
 
 def replica_id_of(request: FetchRequest, version: int) -> int:
@@ -40,10 +46,11 @@ def replica_id_of(request: FetchRequest, version: int) -> int:
     return request.replica_state.replica_id if version >= 15 else request.replica_id
 
 
-def _serve(context: BrokerContext, request: FetchRequest, replica_id: int) -> FollowerFetch:
+def _serve(context: BrokerContext, request: FetchRequest, replica_id: int,
+           session: SessionFetch | None) -> FollowerFetch:
     host = context.partitions
     served = serve_follower_fetch(request, replica_id, context.version >= 13, host.partition,
-                                  context.metadata.topic_name, context.now_ms)
+                                  context.metadata.topic_name, context.now_ms, session)
     for partition, effects in served.effects:
         host.apply(partition, effects)
     return served
@@ -54,19 +61,25 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
     if (context.connection.listener != context.metadata.config.inter_broker_listener
             or not context.allowed(AclOperation.CLUSTER_ACTION)):
         return _not_authorized(request, context.version >= 13)
-    served = _serve(context, request, replica_id)
+    session = None
+    if context.version >= SESSION_VERSION:
+        opened = context.partitions.fetch_sessions.open(request, replica_id, context.version >= 13)
+        if isinstance(opened, FetchResponse):
+            return opened
+        session = opened
+    served = _serve(context, request, replica_id, session)
     if not served.must_wait(request):
         return served.response()
     purgatory = context.partitions.replica_fetches
     due = purgatory.park(served.keys, purgatory.now_ms() + request.max_wait_ms)
-    return _when_due(context, request, replica_id, due)
+    return _when_due(context, request, replica_id, session, due)
 
 
-def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int,
+def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int, session: SessionFetch | None,
               due: asyncio.Future[None]) -> LaterAnswer:
     def serve() -> FetchResponse:
         context.now_ms = context.partitions.replica_fetches.now_ms()
-        return _serve(context, request, replica_id).response()
+        return _serve(context, request, replica_id, session).response()
 
     return answer_when_due(due, serve)
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -45,11 +47,13 @@ class AddOffsetsToTxnRequest(Message):
         return 2 if version >= 3 else 1
 
 
+_P_qh = _Packer('>qh')
+
+
 def _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0(r):
     o = _new(AddOffsetsToTxnRequest)
     o.transactional_id = r.string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.producer_id, o.producer_epoch = r.fixed(_P_qh)
     o.group_id = r.string()
     o._unknown_tagged_fields = None
     return o
@@ -57,8 +61,7 @@ def _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0(r):
 
 def _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v0(w, o):
     w.string(o.transactional_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_qh.pack(o.producer_id, o.producer_epoch))
     w.string(o.group_id)
 
 
@@ -69,8 +72,7 @@ _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v2 = _e_AddOffsetsToTxnRequest_
 def _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3(r):
     o = _new(AddOffsetsToTxnRequest)
     o.transactional_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.producer_id, o.producer_epoch = r.fixed(_P_qh)
     o.group_id = r.compact_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -78,11 +80,13 @@ def _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3(r):
 
 def _e_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3(w, o):
     w.compact_string(o.transactional_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_qh.pack(o.producer_id, o.producer_epoch))
     w.compact_string(o.group_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v4 = _d_AddOffsetsToTxnRequest_AddOffsetsToTxnRequest_v3
@@ -118,17 +122,18 @@ class AddOffsetsToTxnResponse(Message):
         return 1 if version >= 3 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0(r):
     o = _new(AddOffsetsToTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
 
 
 _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v1 = _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0
@@ -137,17 +142,18 @@ _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v2 = _d_AddOffsetsToTxnRespon
 _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v2 = _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v0
 def _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3(r):
     o = _new(AddOffsetsToTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v4 = _d_AddOffsetsToTxnResponse_AddOffsetsToTxnResponse_v3

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -73,6 +75,10 @@ class AddPartitionsToTxnRequest(Message):
         return 2 if version >= 3 else 1
 
 
+_P_qh = _Packer('>qh')
+_P_qho = _Packer('>qh?')
+
+
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(r):
     o = _new(AddPartitionsToTxnRequest.AddPartitionsToTxnTopic)
     o.name = r.string()
@@ -109,8 +115,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(r):
     o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
     o.v3_and_below_transactional_id = r.string()
-    o.v3_and_below_producer_id = r.int64()
-    o.v3_and_below_producer_epoch = r.int16()
+    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = r.fixed(_P_qh)
     o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
@@ -118,8 +123,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(r):
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0(w, o):
     w.string(o.v3_and_below_transactional_id)
-    w.int64(o.v3_and_below_producer_id)
-    w.int16(o.v3_and_below_producer_epoch)
+    w.raw(_P_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     _v = o.v3_and_below_topics
     w.array_length(_v, False)
     if _v:
@@ -135,8 +139,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(r):
     o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
     o.v3_and_below_transactional_id = r.string()
-    o.v3_and_below_producer_id = r.int64()
-    o.v3_and_below_producer_epoch = r.int16()
+    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = r.fixed(_P_qh)
     o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
@@ -144,8 +147,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(r):
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1(w, o):
     w.string(o.v3_and_below_transactional_id)
-    w.int64(o.v3_and_below_producer_id)
-    w.int16(o.v3_and_below_producer_epoch)
+    w.raw(_P_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     _v = o.v3_and_below_topics
     w.array_length(_v, False)
     if _v:
@@ -161,8 +163,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(r):
     o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
     o.v3_and_below_transactional_id = r.string()
-    o.v3_and_below_producer_id = r.int64()
-    o.v3_and_below_producer_epoch = r.int16()
+    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = r.fixed(_P_qh)
     o.v3_and_below_topics = r.array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
@@ -170,8 +171,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(r):
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2(w, o):
     w.string(o.v3_and_below_transactional_id)
-    w.int64(o.v3_and_below_producer_id)
-    w.int16(o.v3_and_below_producer_epoch)
+    w.raw(_P_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     _v = o.v3_and_below_topics
     w.array_length(_v, False)
     if _v:
@@ -194,8 +194,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(r):
@@ -210,16 +213,18 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(r):
 
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v3(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3(r):
     o = _new(AddPartitionsToTxnRequest)
     o.transactions = []
     o.v3_and_below_transactional_id = r.compact_string()
-    o.v3_and_below_producer_id = r.int64()
-    o.v3_and_below_producer_epoch = r.int16()
+    o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = r.fixed(_P_qh)
     o.v3_and_below_topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -227,15 +232,17 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3(r):
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3(w, o):
     w.compact_string(o.v3_and_below_transactional_id)
-    w.int64(o.v3_and_below_producer_id)
-    w.int16(o.v3_and_below_producer_epoch)
+    w.raw(_P_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     _v = o.v3_and_below_topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v4 = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3
@@ -243,9 +250,7 @@ _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v4 = _e_AddPartitionsToTxnR
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(r):
     o = _new(AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction)
     o.transactional_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.verify_only = r.bool()
+    o.producer_id, o.producer_epoch, o.verify_only = r.fixed(_P_qho)
     o.topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -253,16 +258,17 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(r):
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(w, o):
     w.compact_string(o.transactional_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.bool(o.verify_only)
+    w.raw(_P_qho.pack(o.producer_id, o.producer_epoch, o.verify_only))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4(r):
@@ -282,8 +288,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v5 = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3
@@ -291,9 +300,7 @@ _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v5 = _e_AddPartitionsToTxnR
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(r):
     o = _new(AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction)
     o.transactional_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.verify_only = r.bool()
+    o.producer_id, o.producer_epoch, o.verify_only = r.fixed(_P_qho)
     o.topics = r.compact_array(_d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v5, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -301,16 +308,17 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(r):
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(w, o):
     w.compact_string(o.transactional_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.bool(o.verify_only)
+    w.raw(_P_qho.pack(o.producer_id, o.producer_epoch, o.verify_only))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5(r):
@@ -330,8 +338,11 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AddPartitionsToTxnRequest: dict[int, Decoder] = {0: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v0, 1: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v1, 2: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v2, 3: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v3, 4: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v4, 5: _d_AddPartitionsToTxnRequest_AddPartitionsToTxnRequest_v5}
@@ -399,6 +410,9 @@ class AddPartitionsToTxnResponse(Message):
         return 1 if version >= 3 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult)
     o.name = r.string()
@@ -418,15 +432,13 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(w, o):
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult)
-    o.partition_index = r.int32()
-    o.partition_error_code = r.int16()
+    o.partition_index, o.partition_error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.partition_error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.partition_error_code))
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(r):
@@ -443,9 +455,9 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0(w, o):
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0(r):
     o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
+    o.throttle_time_ms = r.int32()
     o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
@@ -483,9 +495,9 @@ _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1 = _d_AddPartitionsToTx
 _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v1 = _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1(r):
     o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
+    o.throttle_time_ms = r.int32()
     o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
@@ -523,9 +535,9 @@ _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2 = _d_AddPartitionsToTx
 _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v2 = _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v0
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2(r):
     o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
+    o.throttle_time_ms = r.int32()
     o.results_by_topic_v3_and_below = r.array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v2, 6)
     o._unknown_tagged_fields = None
     return o
@@ -555,23 +567,27 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(r):
     o = _new(AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult)
-    o.partition_index = r.int32()
-    o.partition_error_code = r.int16()
+    o.partition_index, o.partition_error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.partition_error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.partition_error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(r):
@@ -583,15 +599,18 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(r):
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v3(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3(r):
     o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.results_by_transaction = []
+    o.throttle_time_ms = r.int32()
     o.results_by_topic_v3_and_below = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -604,8 +623,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v4(r):
@@ -623,8 +645,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v4(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v4 = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3
@@ -644,14 +669,16 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4(r):
     o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.results_by_transaction = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4, 3)
     o.results_by_topic_v3_and_below = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -659,15 +686,17 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4(r):
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.results_by_transaction
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v5(r):
@@ -685,8 +714,11 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v5(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v5 = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3
@@ -706,14 +738,16 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5(w, o):
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5(r):
     o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.results_by_transaction = r.compact_array(_d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5, 3)
     o.results_by_topic_v3_and_below = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -721,15 +755,17 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5(r):
 
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.results_by_transaction
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AddPartitionsToTxnResponse: dict[int, Decoder] = {0: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v0, 1: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v1, 2: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v2, 3: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v3, 4: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v4, 5: _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResponse_v5}

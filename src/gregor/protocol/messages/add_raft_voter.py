@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -59,6 +61,9 @@ class AddRaftVoterRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_AddRaftVoterRequest_Listener_v0(r):
     o = _new(AddRaftVoterRequest.Listener)
     o.name = r.compact_string()
@@ -72,15 +77,17 @@ def _e_AddRaftVoterRequest_Listener_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AddRaftVoterRequest_AddRaftVoterRequest_v0(r):
     o = _new(AddRaftVoterRequest)
     o.cluster_id = r.compact_nullable_string()
-    o.timeout_ms = r.int32()
-    o.voter_id = r.int32()
+    o.timeout_ms, o.voter_id = r.fixed(_P_ii)
     o.voter_directory_id = r.uuid()
     o.listeners = r.compact_array(_d_AddRaftVoterRequest_Listener_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -89,16 +96,18 @@ def _d_AddRaftVoterRequest_AddRaftVoterRequest_v0(r):
 
 def _e_AddRaftVoterRequest_AddRaftVoterRequest_v0(w, o):
     w.compact_nullable_string(o.cluster_id)
-    w.int32(o.timeout_ms)
-    w.int32(o.voter_id)
+    w.raw(_P_ii.pack(o.timeout_ms, o.voter_id))
     w.uuid(o.voter_directory_id)
     _v = o.listeners
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AddRaftVoterRequest_Listener_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AddRaftVoterRequest: dict[int, Decoder] = {0: _d_AddRaftVoterRequest_AddRaftVoterRequest_v0}
@@ -134,21 +143,25 @@ class AddRaftVoterResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AddRaftVoterResponse_AddRaftVoterResponse_v0(r):
     o = _new(AddRaftVoterResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AddRaftVoterResponse_AddRaftVoterResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AddRaftVoterResponse: dict[int, Decoder] = {0: _d_AddRaftVoterResponse_AddRaftVoterResponse_v0}

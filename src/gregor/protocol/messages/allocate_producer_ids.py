@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -41,19 +43,23 @@ class AllocateProducerIdsRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0(r):
     o = _new(AllocateProducerIdsRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AllocateProducerIdsRequest: dict[int, Decoder] = {0: _d_AllocateProducerIdsRequest_AllocateProducerIdsRequest_v0}
@@ -91,23 +97,23 @@ class AllocateProducerIdsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ihqi = _Packer('>ihqi')
+
+
 def _d_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0(r):
     o = _new(AllocateProducerIdsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.producer_id_start = r.int64()
-    o.producer_id_len = r.int32()
+    o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len = r.fixed(_P_ihqi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int64(o.producer_id_start)
-    w.int32(o.producer_id_len)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihqi.pack(o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AllocateProducerIdsResponse: dict[int, Decoder] = {0: _d_AllocateProducerIdsResponse_AllocateProducerIdsResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -73,6 +75,9 @@ class AlterClientQuotasRequest(Message):
         return 2 if version >= 1 else 1
 
 
+_P_do = _Packer('>d?')
+
+
 def _d_AlterClientQuotasRequest_EntityData_v0(r):
     o = _new(AlterClientQuotasRequest.EntityData)
     o.entity_type = r.string()
@@ -89,16 +94,14 @@ def _e_AlterClientQuotasRequest_EntityData_v0(w, o):
 def _d_AlterClientQuotasRequest_OpData_v0(r):
     o = _new(AlterClientQuotasRequest.OpData)
     o.key = r.string()
-    o.value = r.float64()
-    o.remove = r.bool()
+    o.value, o.remove = r.fixed(_P_do)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_AlterClientQuotasRequest_OpData_v0(w, o):
     w.string(o.key)
-    w.float64(o.value)
-    w.bool(o.remove)
+    w.raw(_P_do.pack(o.value, o.remove))
 
 
 def _d_AlterClientQuotasRequest_EntryData_v0(r):
@@ -150,25 +153,29 @@ def _d_AlterClientQuotasRequest_EntityData_v1(r):
 def _e_AlterClientQuotasRequest_EntityData_v1(w, o):
     w.compact_string(o.entity_type)
     w.compact_nullable_string(o.entity_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterClientQuotasRequest_OpData_v1(r):
     o = _new(AlterClientQuotasRequest.OpData)
     o.key = r.compact_string()
-    o.value = r.float64()
-    o.remove = r.bool()
+    o.value, o.remove = r.fixed(_P_do)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterClientQuotasRequest_OpData_v1(w, o):
     w.compact_string(o.key)
-    w.float64(o.value)
-    w.bool(o.remove)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_do.pack(o.value, o.remove))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterClientQuotasRequest_EntryData_v1(r):
@@ -190,8 +197,11 @@ def _e_AlterClientQuotasRequest_EntryData_v1(w, o):
     if _v:
         for _x in _v:
             _e_AlterClientQuotasRequest_OpData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v1(r):
@@ -209,8 +219,11 @@ def _e_AlterClientQuotasRequest_AlterClientQuotasRequest_v1(w, o):
         for _x in _v:
             _e_AlterClientQuotasRequest_EntryData_v1(w, _x)
     w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterClientQuotasRequest: dict[int, Decoder] = {0: _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v0, 1: _d_AlterClientQuotasRequest_AlterClientQuotasRequest_v1}
@@ -326,8 +339,11 @@ def _d_AlterClientQuotasResponse_EntityData_v1(r):
 def _e_AlterClientQuotasResponse_EntityData_v1(w, o):
     w.compact_string(o.entity_type)
     w.compact_nullable_string(o.entity_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterClientQuotasResponse_EntryData_v1(r):
@@ -347,8 +363,11 @@ def _e_AlterClientQuotasResponse_EntryData_v1(w, o):
     if _v:
         for _x in _v:
             _e_AlterClientQuotasResponse_EntityData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v1(r):
@@ -366,8 +385,11 @@ def _e_AlterClientQuotasResponse_AlterClientQuotasResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_AlterClientQuotasResponse_EntryData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterClientQuotasResponse: dict[int, Decoder] = {0: _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v0, 1: _d_AlterClientQuotasResponse_AlterClientQuotasResponse_v1}

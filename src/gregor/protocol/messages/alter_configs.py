@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -161,8 +163,11 @@ def _d_AlterConfigsRequest_AlterableConfig_v2(r):
 def _e_AlterConfigsRequest_AlterableConfig_v2(w, o):
     w.compact_string(o.name)
     w.compact_nullable_string(o.value)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterConfigsRequest_AlterConfigsResource_v2(r):
@@ -182,8 +187,11 @@ def _e_AlterConfigsRequest_AlterConfigsResource_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterConfigsRequest_AlterableConfig_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterConfigsRequest_AlterConfigsRequest_v2(r):
@@ -201,8 +209,11 @@ def _e_AlterConfigsRequest_AlterConfigsRequest_v2(w, o):
         for _x in _v:
             _e_AlterConfigsRequest_AlterConfigsResource_v2(w, _x)
     w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterConfigsRequest: dict[int, Decoder] = {0: _d_AlterConfigsRequest_AlterConfigsRequest_v0, 1: _d_AlterConfigsRequest_AlterConfigsRequest_v1, 2: _d_AlterConfigsRequest_AlterConfigsRequest_v2}
@@ -318,8 +329,11 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w, o):
     w.compact_nullable_string(o.error_message)
     w.int8(o.resource_type)
     w.compact_string(o.resource_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterConfigsResponse_AlterConfigsResponse_v2(r):
@@ -337,8 +351,11 @@ def _e_AlterConfigsResponse_AlterConfigsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterConfigsResponse_AlterConfigsResourceResponse_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterConfigsResponse: dict[int, Decoder] = {0: _d_AlterConfigsResponse_AlterConfigsResponse_v0, 1: _d_AlterConfigsResponse_AlterConfigsResponse_v1, 2: _d_AlterConfigsResponse_AlterConfigsResponse_v2}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -83,6 +85,11 @@ class AlterPartitionRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_bi = _Packer('>bi')
+_P_ii = _Packer('>ii')
+_P_iq = _Packer('>iq')
+
+
 def _d_AlterPartitionRequest_BrokerState_v0(r):
     o = _new(AlterPartitionRequest.BrokerState)
     o.broker_id = 0
@@ -92,14 +99,16 @@ def _d_AlterPartitionRequest_BrokerState_v0(r):
 
 
 def _e_AlterPartitionRequest_BrokerState_v0(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_PartitionData_v0(r):
     o = _new(AlterPartitionRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.leader_epoch = r.fixed(_P_ii)
     o.new_isr = r.compact_array(_R_int32, 4)
     o.new_isr_with_epochs = []
     o.leader_recovery_state = 0
@@ -109,16 +118,18 @@ def _d_AlterPartitionRequest_PartitionData_v0(r):
 
 
 def _e_AlterPartitionRequest_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ii.pack(o.partition_index, o.leader_epoch))
     _v = o.new_isr
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.int32(_x)
     w.int32(o.partition_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_TopicData_v0(r):
@@ -137,57 +148,60 @@ def _e_AlterPartitionRequest_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_AlterPartitionRequest_v0(r):
     o = _new(AlterPartitionRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AlterPartitionRequest_BrokerState_v1 = _d_AlterPartitionRequest_BrokerState_v0
 _e_AlterPartitionRequest_BrokerState_v1 = _e_AlterPartitionRequest_BrokerState_v0
 def _d_AlterPartitionRequest_PartitionData_v1(r):
     o = _new(AlterPartitionRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.leader_epoch = r.fixed(_P_ii)
     o.new_isr = r.compact_array(_R_int32, 4)
     o.new_isr_with_epochs = []
-    o.leader_recovery_state = r.int8()
-    o.partition_epoch = r.int32()
+    o.leader_recovery_state, o.partition_epoch = r.fixed(_P_bi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ii.pack(o.partition_index, o.leader_epoch))
     _v = o.new_isr
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.int32(_x)
-    w.int8(o.leader_recovery_state)
-    w.int32(o.partition_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bi.pack(o.leader_recovery_state, o.partition_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_TopicData_v1(r):
@@ -206,29 +220,33 @@ def _e_AlterPartitionRequest_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_AlterPartitionRequest_v1(r):
     o = _new(AlterPartitionRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_v1(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_TopicData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AlterPartitionRequest_BrokerState_v2 = _d_AlterPartitionRequest_BrokerState_v0
@@ -251,70 +269,74 @@ def _e_AlterPartitionRequest_TopicData_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_PartitionData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_AlterPartitionRequest_v2(r):
     o = _new(AlterPartitionRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v2, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_v2(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_TopicData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_BrokerState_v3(r):
     o = _new(AlterPartitionRequest.BrokerState)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_BrokerState_v3(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_PartitionData_v3(r):
     o = _new(AlterPartitionRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.leader_epoch = r.int32()
     o.new_isr = []
+    o.partition_index, o.leader_epoch = r.fixed(_P_ii)
     o.new_isr_with_epochs = r.compact_array(_d_AlterPartitionRequest_BrokerState_v3, 13)
-    o.leader_recovery_state = r.int8()
-    o.partition_epoch = r.int32()
+    o.leader_recovery_state, o.partition_epoch = r.fixed(_P_bi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_PartitionData_v3(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ii.pack(o.partition_index, o.leader_epoch))
     _v = o.new_isr_with_epochs
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_BrokerState_v3(w, _x)
-    w.int8(o.leader_recovery_state)
-    w.int32(o.partition_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bi.pack(o.leader_recovery_state, o.partition_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_TopicData_v3(r):
@@ -333,29 +355,33 @@ def _e_AlterPartitionRequest_TopicData_v3(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_PartitionData_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionRequest_AlterPartitionRequest_v3(r):
     o = _new(AlterPartitionRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o.topics = r.compact_array(_d_AlterPartitionRequest_TopicData_v3, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionRequest_AlterPartitionRequest_v3(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionRequest_TopicData_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterPartitionRequest: dict[int, Decoder] = {0: _d_AlterPartitionRequest_AlterPartitionRequest_v0, 1: _d_AlterPartitionRequest_AlterPartitionRequest_v1, 2: _d_AlterPartitionRequest_AlterPartitionRequest_v2, 3: _d_AlterPartitionRequest_AlterPartitionRequest_v3}
@@ -423,12 +449,14 @@ class AlterPartitionResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_bi = _Packer('>bi')
+_P_ih = _Packer('>ih')
+_P_ihii = _Packer('>ihii')
+
+
 def _d_AlterPartitionResponse_PartitionData_v0(r):
     o = _new(AlterPartitionResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = r.fixed(_P_ihii)
     o.isr = r.compact_array(_R_int32, 4)
     o.leader_recovery_state = 0
     o.partition_epoch = r.int32()
@@ -437,18 +465,18 @@ def _d_AlterPartitionResponse_PartitionData_v0(r):
 
 
 def _e_AlterPartitionResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
     _v = o.isr
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.int32(_x)
     w.int32(o.partition_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_TopicData_v0(r):
@@ -467,58 +495,57 @@ def _e_AlterPartitionResponse_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_AlterPartitionResponse_v0(r):
     o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_PartitionData_v1(r):
     o = _new(AlterPartitionResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = r.fixed(_P_ihii)
     o.isr = r.compact_array(_R_int32, 4)
-    o.leader_recovery_state = r.int8()
-    o.partition_epoch = r.int32()
+    o.leader_recovery_state, o.partition_epoch = r.fixed(_P_bi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
     _v = o.isr
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.int32(_x)
-    w.int8(o.leader_recovery_state)
-    w.int32(o.partition_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bi.pack(o.leader_recovery_state, o.partition_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_TopicData_v1(r):
@@ -537,29 +564,33 @@ def _e_AlterPartitionResponse_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_AlterPartitionResponse_v1(r):
     o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_TopicData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AlterPartitionResponse_PartitionData_v2 = _d_AlterPartitionResponse_PartitionData_v1
@@ -580,29 +611,33 @@ def _e_AlterPartitionResponse_TopicData_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_PartitionData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_AlterPartitionResponse_v2(r):
     o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v2, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_TopicData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_AlterPartitionResponse_PartitionData_v3 = _d_AlterPartitionResponse_PartitionData_v1
@@ -623,29 +658,33 @@ def _e_AlterPartitionResponse_TopicData_v3(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_PartitionData_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionResponse_AlterPartitionResponse_v3(r):
     o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.topics = r.compact_array(_d_AlterPartitionResponse_TopicData_v3, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionResponse_AlterPartitionResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionResponse_TopicData_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterPartitionResponse: dict[int, Decoder] = {0: _d_AlterPartitionResponse_AlterPartitionResponse_v0, 1: _d_AlterPartitionResponse_AlterPartitionResponse_v1, 2: _d_AlterPartitionResponse_AlterPartitionResponse_v2, 3: _d_AlterPartitionResponse_AlterPartitionResponse_v3}

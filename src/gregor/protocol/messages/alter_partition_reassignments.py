@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -76,8 +78,11 @@ def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(r):
@@ -95,8 +100,11 @@ def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0(r):
@@ -114,8 +122,11 @@ def _e_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0(
     if _v:
         for _x in _v:
             _e_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterPartitionReassignmentsRequest: dict[int, Decoder] = {0: _d_AlterPartitionReassignmentsRequest_AlterPartitionReassignmentsRequest_v0}
@@ -175,21 +186,25 @@ class AlterPartitionReassignmentsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(r):
     o = _new(AlterPartitionReassignmentsResponse.ReassignablePartitionResponse)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(r):
@@ -207,14 +222,16 @@ def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0(r):
     o = _new(AlterPartitionReassignmentsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.responses = r.compact_array(_d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -222,16 +239,18 @@ def _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v
 
 
 def _e_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterPartitionReassignmentsResponse: dict[int, Decoder] = {0: _d_AlterPartitionReassignmentsResponse_AlterPartitionReassignmentsResponse_v0}

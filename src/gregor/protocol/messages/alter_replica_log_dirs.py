@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -157,8 +159,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(r):
@@ -176,8 +181,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2(r):
@@ -193,8 +201,11 @@ def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterReplicaLogDirsRequest: dict[int, Decoder] = {0: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v0, 1: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v1, 2: _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirsRequest_v2}
@@ -248,17 +259,18 @@ class AlterReplicaLogDirsResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(r):
     o = _new(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(r):
@@ -333,17 +345,18 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1(w, o):
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(r):
     o = _new(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(r):
@@ -361,8 +374,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2(r):
@@ -380,8 +396,11 @@ def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterReplicaLogDirsResponse: dict[int, Decoder] = {0: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v0, 1: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v1, 2: _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirsResponse_v2}

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -62,19 +64,23 @@ class AlterShareGroupOffsetsRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(r):
     o = _new(AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition)
-    o.partition_index = r.int32()
-    o.start_offset = r.int64()
+    o.partition_index, o.start_offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.start_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.partition_index, o.start_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(r):
@@ -92,8 +98,11 @@ def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(w, o)
     if _v:
         for _x in _v:
             _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequest_v0(r):
@@ -111,8 +120,11 @@ def _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterShareGroupOffsetsRequest: dict[int, Decoder] = {0: _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequest_v0}
@@ -174,21 +186,25 @@ class AlterShareGroupOffsetsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0(r):
     o = _new(AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(r):
@@ -208,14 +224,16 @@ def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(w, 
     if _v:
         for _x in _v:
             _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponse_v0(r):
     o = _new(AlterShareGroupOffsetsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.responses = r.compact_array(_d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0, 19)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -223,16 +241,18 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponse_v0(r):
 
 
 def _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterShareGroupOffsetsResponse: dict[int, Decoder] = {0: _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponse_v0}

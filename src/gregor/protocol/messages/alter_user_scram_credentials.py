@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -67,6 +69,9 @@ class AlterUserScramCredentialsRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_bi = _Packer('>bi')
+
+
 def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(r):
     o = _new(AlterUserScramCredentialsRequest.ScramCredentialDeletion)
     o.name = r.compact_string()
@@ -78,15 +83,17 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(r):
 def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(w, o):
     w.compact_string(o.name)
     w.int8(o.mechanism)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(r):
     o = _new(AlterUserScramCredentialsRequest.ScramCredentialUpsertion)
     o.name = r.compact_string()
-    o.mechanism = r.int8()
-    o.iterations = r.int32()
+    o.mechanism, o.iterations = r.fixed(_P_bi)
     o.salt = r.compact_bytes()
     o.salted_password = r.compact_bytes()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -95,12 +102,14 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(r):
 
 def _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w, o):
     w.compact_string(o.name)
-    w.int8(o.mechanism)
-    w.int32(o.iterations)
+    w.raw(_P_bi.pack(o.mechanism, o.iterations))
     w.compact_bytes(o.salt)
     w.compact_bytes(o.salted_password)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0(r):
@@ -122,8 +131,11 @@ def _e_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0(w, o
     if _v:
         for _x in _v:
             _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterUserScramCredentialsRequest: dict[int, Decoder] = {0: _d_AlterUserScramCredentialsRequest_AlterUserScramCredentialsRequest_v0}
@@ -182,8 +194,11 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w, o
     w.compact_string(o.user)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0(r):
@@ -201,8 +216,11 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0(w,
     if _v:
         for _x in _v:
             _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AlterUserScramCredentialsResponse: dict[int, Decoder] = {0: _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResponse_v0}

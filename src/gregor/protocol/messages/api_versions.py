@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -68,8 +70,11 @@ def _d_ApiVersionsRequest_ApiVersionsRequest_v3(r):
 def _e_ApiVersionsRequest_ApiVersionsRequest_v3(w, o):
     w.compact_string(o.client_software_name)
     w.compact_string(o.client_software_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ApiVersionsRequest_ApiVersionsRequest_v4 = _d_ApiVersionsRequest_ApiVersionsRequest_v3
@@ -151,19 +156,19 @@ class ApiVersionsResponse(Message):
         return 0
 
 
+_P_hh = _Packer('>hh')
+_P_hhh = _Packer('>hhh')
+
+
 def _d_ApiVersionsResponse_ApiVersion_v0(r):
     o = _new(ApiVersionsResponse.ApiVersion)
-    o.api_key = r.int16()
-    o.min_version = r.int16()
-    o.max_version = r.int16()
+    o.api_key, o.min_version, o.max_version = r.fixed(_P_hhh)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ApiVersionsResponse_ApiVersion_v0(w, o):
-    w.int16(o.api_key)
-    w.int16(o.min_version)
-    w.int16(o.max_version)
+    w.raw(_P_hhh.pack(o.api_key, o.min_version, o.max_version))
 
 
 def _d_ApiVersionsResponse_SupportedFeatureKey_v0(r):
@@ -221,11 +226,11 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_v1(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
     o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v1, 6)
-    o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
     o.zk_migration_ready = False
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -250,11 +255,11 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_v2(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
     o.api_keys = r.array(_d_ApiVersionsResponse_ApiVersion_v2, 6)
-    o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
     o.zk_migration_ready = False
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -271,64 +276,65 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_v2(w, o):
 
 def _d_ApiVersionsResponse_ApiVersion_v3(r):
     o = _new(ApiVersionsResponse.ApiVersion)
-    o.api_key = r.int16()
-    o.min_version = r.int16()
-    o.max_version = r.int16()
+    o.api_key, o.min_version, o.max_version = r.fixed(_P_hhh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ApiVersionsResponse_ApiVersion_v3(w, o):
-    w.int16(o.api_key)
-    w.int16(o.min_version)
-    w.int16(o.max_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hhh.pack(o.api_key, o.min_version, o.max_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ApiVersionsResponse_SupportedFeatureKey_v3(r):
     o = _new(ApiVersionsResponse.SupportedFeatureKey)
     o.name = r.compact_string()
-    o.min_version = r.int16()
-    o.max_version = r.int16()
+    o.min_version, o.max_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ApiVersionsResponse_SupportedFeatureKey_v3(w, o):
     w.compact_string(o.name)
-    w.int16(o.min_version)
-    w.int16(o.max_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_version, o.max_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ApiVersionsResponse_FinalizedFeatureKey_v3(r):
     o = _new(ApiVersionsResponse.FinalizedFeatureKey)
     o.name = r.compact_string()
-    o.max_version_level = r.int16()
-    o.min_version_level = r.int16()
+    o.max_version_level, o.min_version_level = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ApiVersionsResponse_FinalizedFeatureKey_v3(w, o):
     w.compact_string(o.name)
-    w.int16(o.max_version_level)
-    w.int16(o.min_version_level)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.max_version_level, o.min_version_level))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ApiVersionsResponse_ApiVersionsResponse_v3(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
     o.api_keys = r.compact_array(_d_ApiVersionsResponse_ApiVersion_v3, 7)
-    o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
     o.zk_migration_ready = False
+    o.throttle_time_ms = r.int32()
 
     def known(r, tag, size):
         if tag == 0:
@@ -385,7 +391,10 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_v3(w, o):
         w.bool(o.zk_migration_ready)
         _t.append((3, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_ApiVersionsResponse_ApiVersion_v4 = _d_ApiVersionsResponse_ApiVersion_v3
@@ -398,11 +407,11 @@ def _d_ApiVersionsResponse_ApiVersionsResponse_v4(r):
     o = _new(ApiVersionsResponse)
     o.error_code = r.int16()
     o.api_keys = r.compact_array(_d_ApiVersionsResponse_ApiVersion_v4, 7)
-    o.throttle_time_ms = r.int32()
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
     o.zk_migration_ready = False
+    o.throttle_time_ms = r.int32()
 
     def known(r, tag, size):
         if tag == 0:
@@ -459,7 +468,10 @@ def _e_ApiVersionsResponse_ApiVersionsResponse_v4(w, o):
         w.bool(o.zk_migration_ready)
         _t.append((3, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ApiVersionsResponse: dict[int, Decoder] = {0: _d_ApiVersionsResponse_ApiVersionsResponse_v0, 1: _d_ApiVersionsResponse_ApiVersionsResponse_v1, 2: _d_ApiVersionsResponse_ApiVersionsResponse_v2, 3: _d_ApiVersionsResponse_ApiVersionsResponse_v3, 4: _d_ApiVersionsResponse_ApiVersionsResponse_v4}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -71,6 +73,9 @@ class AssignReplicasToDirsRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_AssignReplicasToDirsRequest_PartitionData_v0(r):
     o = _new(AssignReplicasToDirsRequest.PartitionData)
     o.partition_index = r.int32()
@@ -80,8 +85,11 @@ def _d_AssignReplicasToDirsRequest_PartitionData_v0(r):
 
 def _e_AssignReplicasToDirsRequest_PartitionData_v0(w, o):
     w.int32(o.partition_index)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AssignReplicasToDirsRequest_TopicData_v0(r):
@@ -99,8 +107,11 @@ def _e_AssignReplicasToDirsRequest_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_AssignReplicasToDirsRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AssignReplicasToDirsRequest_DirectoryData_v0(r):
@@ -118,29 +129,33 @@ def _e_AssignReplicasToDirsRequest_DirectoryData_v0(w, o):
     if _v:
         for _x in _v:
             _e_AssignReplicasToDirsRequest_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0(r):
     o = _new(AssignReplicasToDirsRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o.directories = r.compact_array(_d_AssignReplicasToDirsRequest_DirectoryData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _v = o.directories
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AssignReplicasToDirsRequest_DirectoryData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AssignReplicasToDirsRequest: dict[int, Decoder] = {0: _d_AssignReplicasToDirsRequest_AssignReplicasToDirsRequest_v0}
@@ -206,19 +221,23 @@ class AssignReplicasToDirsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_AssignReplicasToDirsResponse_PartitionData_v0(r):
     o = _new(AssignReplicasToDirsResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AssignReplicasToDirsResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AssignReplicasToDirsResponse_TopicData_v0(r):
@@ -236,8 +255,11 @@ def _e_AssignReplicasToDirsResponse_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_AssignReplicasToDirsResponse_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AssignReplicasToDirsResponse_DirectoryData_v0(r):
@@ -255,29 +277,33 @@ def _e_AssignReplicasToDirsResponse_DirectoryData_v0(w, o):
     if _v:
         for _x in _v:
             _e_AssignReplicasToDirsResponse_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0(r):
     o = _new(AssignReplicasToDirsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.directories = r.compact_array(_d_AssignReplicasToDirsResponse_DirectoryData_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.directories
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_AssignReplicasToDirsResponse_DirectoryData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AssignReplicasToDirsResponse: dict[int, Decoder] = {0: _d_AssignReplicasToDirsResponse_AssignReplicasToDirsResponse_v0}

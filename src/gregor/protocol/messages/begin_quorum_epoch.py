@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -81,20 +83,20 @@ class BeginQuorumEpochRequest(Message):
         return 2 if version >= 1 else 1
 
 
+_P_ii = _Packer('>ii')
+_P_iii = _Packer('>iii')
+
+
 def _d_BeginQuorumEpochRequest_PartitionData_v0(r):
     o = _new(BeginQuorumEpochRequest.PartitionData)
-    o.partition_index = r.int32()
     o.voter_directory_id = ZERO_UUID
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.leader_id, o.leader_epoch = r.fixed(_P_iii)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_BeginQuorumEpochRequest_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iii.pack(o.partition_index, o.leader_id, o.leader_epoch))
 
 
 def _d_BeginQuorumEpochRequest_TopicData_v0(r):
@@ -150,8 +152,7 @@ def _d_BeginQuorumEpochRequest_PartitionData_v1(r):
     o = _new(BeginQuorumEpochRequest.PartitionData)
     o.partition_index = r.int32()
     o.voter_directory_id = r.uuid()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -159,10 +160,12 @@ def _d_BeginQuorumEpochRequest_PartitionData_v1(r):
 def _e_BeginQuorumEpochRequest_PartitionData_v1(w, o):
     w.int32(o.partition_index)
     w.uuid(o.voter_directory_id)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BeginQuorumEpochRequest_TopicData_v1(r):
@@ -180,8 +183,11 @@ def _e_BeginQuorumEpochRequest_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_BeginQuorumEpochRequest_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BeginQuorumEpochRequest_LeaderEndpoint_v1(r):
@@ -197,8 +203,11 @@ def _e_BeginQuorumEpochRequest_LeaderEndpoint_v1(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1(r):
@@ -224,8 +233,11 @@ def _e_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_BeginQuorumEpochRequest_LeaderEndpoint_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_BeginQuorumEpochRequest: dict[int, Decoder] = {0: _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v0, 1: _d_BeginQuorumEpochRequest_BeginQuorumEpochRequest_v1}
@@ -297,21 +309,18 @@ class BeginQuorumEpochResponse(Message):
         return 1 if version >= 1 else 0
 
 
+_P_ihii = _Packer('>ihii')
+
+
 def _d_BeginQuorumEpochResponse_PartitionData_v0(r):
     o = _new(BeginQuorumEpochResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = r.fixed(_P_ihii)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_BeginQuorumEpochResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
 
 
 def _d_BeginQuorumEpochResponse_TopicData_v0(r):
@@ -364,21 +373,18 @@ def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0(w, o):
 
 def _d_BeginQuorumEpochResponse_PartitionData_v1(r):
     o = _new(BeginQuorumEpochResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = r.fixed(_P_ihii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_BeginQuorumEpochResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BeginQuorumEpochResponse_TopicData_v1(r):
@@ -396,8 +402,11 @@ def _e_BeginQuorumEpochResponse_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_BeginQuorumEpochResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BeginQuorumEpochResponse_NodeEndpoint_v1(r):
@@ -413,8 +422,11 @@ def _e_BeginQuorumEpochResponse_NodeEndpoint_v1(w, o):
     w.int32(o.node_id)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1(r):
@@ -449,7 +461,10 @@ def _e_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1(w, o):
                 _e_BeginQuorumEpochResponse_NodeEndpoint_v1(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_BeginQuorumEpochResponse: dict[int, Decoder] = {0: _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v0, 1: _d_BeginQuorumEpochResponse_BeginQuorumEpochResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -49,36 +51,30 @@ class BrokerHeartbeatRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iqqoo = _Packer('>iqq??')
+
+
 def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0(r):
     o = _new(BrokerHeartbeatRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
-    o.current_metadata_offset = r.int64()
-    o.want_fence = r.bool()
-    o.want_shut_down = r.bool()
     o.offline_log_dirs = []
+    o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = r.fixed(_P_iqqoo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    w.int64(o.current_metadata_offset)
-    w.bool(o.want_fence)
-    w.bool(o.want_shut_down)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1(r):
     o = _new(BrokerHeartbeatRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
-    o.current_metadata_offset = r.int64()
-    o.want_fence = r.bool()
-    o.want_shut_down = r.bool()
     o.offline_log_dirs = []
+    o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down = r.fixed(_P_iqqoo)
 
     def known(r, tag, size):
         if tag == 0:
@@ -90,11 +86,7 @@ def _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1(r):
 
 
 def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    w.int64(o.current_metadata_offset)
-    w.bool(o.want_fence)
-    w.bool(o.want_shut_down)
+    w.raw(_P_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down))
     _t = list(o._unknown_tagged_fields or ())
     if o.offline_log_dirs != []:
         _w, w = w, Writer()
@@ -105,7 +97,10 @@ def _e_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1(w, o):
                 w.uuid(_x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_BrokerHeartbeatRequest: dict[int, Decoder] = {0: _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v0, 1: _d_BrokerHeartbeatRequest_BrokerHeartbeatRequest_v1}
@@ -145,25 +140,23 @@ class BrokerHeartbeatResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ihooo = _Packer('>ih???')
+
+
 def _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0(r):
     o = _new(BrokerHeartbeatResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.is_caught_up = r.bool()
-    o.is_fenced = r.bool()
-    o.should_shut_down = r.bool()
+    o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down = r.fixed(_P_ihooo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.bool(o.is_caught_up)
-    w.bool(o.is_fenced)
-    w.bool(o.should_shut_down)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihooo.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v1 = _d_BrokerHeartbeatResponse_BrokerHeartbeatResponse_v0

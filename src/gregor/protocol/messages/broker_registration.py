@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -81,12 +83,15 @@ class BrokerRegistrationRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_Hh = _Packer('>Hh')
+_P_hh = _Packer('>hh')
+
+
 def _d_BrokerRegistrationRequest_Listener_v0(r):
     o = _new(BrokerRegistrationRequest.Listener)
     o.name = r.compact_string()
     o.host = r.compact_string()
-    o.port = r.uint16()
-    o.security_protocol = r.int16()
+    o.port, o.security_protocol = r.fixed(_P_Hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -94,27 +99,30 @@ def _d_BrokerRegistrationRequest_Listener_v0(r):
 def _e_BrokerRegistrationRequest_Listener_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
-    w.uint16(o.port)
-    w.int16(o.security_protocol)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_Hh.pack(o.port, o.security_protocol))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BrokerRegistrationRequest_Feature_v0(r):
     o = _new(BrokerRegistrationRequest.Feature)
     o.name = r.compact_string()
-    o.min_supported_version = r.int16()
-    o.max_supported_version = r.int16()
+    o.min_supported_version, o.max_supported_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_BrokerRegistrationRequest_Feature_v0(w, o):
     w.compact_string(o.name)
-    w.int16(o.min_supported_version)
-    w.int16(o.max_supported_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_supported_version, o.max_supported_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v0(r):
@@ -147,8 +155,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v0(w, o):
         for _x in _v:
             _e_BrokerRegistrationRequest_Feature_v0(w, _x)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_BrokerRegistrationRequest_Listener_v1 = _d_BrokerRegistrationRequest_Listener_v0
@@ -163,9 +174,9 @@ def _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v1(r):
     o.listeners = r.compact_array(_d_BrokerRegistrationRequest_Listener_v1, 7)
     o.features = r.compact_array(_d_BrokerRegistrationRequest_Feature_v1, 6)
     o.rack = r.compact_nullable_string()
-    o.is_migrating_zk_broker = r.bool()
     o.log_dirs = []
     o.previous_broker_epoch = -1
+    o.is_migrating_zk_broker = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -186,8 +197,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v1(w, o):
             _e_BrokerRegistrationRequest_Feature_v1(w, _x)
     w.compact_nullable_string(o.rack)
     w.bool(o.is_migrating_zk_broker)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_BrokerRegistrationRequest_Listener_v2 = _d_BrokerRegistrationRequest_Listener_v0
@@ -230,8 +244,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v2(w, o):
     if _v:
         for _x in _v:
             w.uuid(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_BrokerRegistrationRequest_Listener_v3 = _d_BrokerRegistrationRequest_Listener_v0
@@ -275,8 +292,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v3(w, o):
         for _x in _v:
             w.uuid(_x)
     w.int64(o.previous_broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_BrokerRegistrationRequest_Listener_v4 = _d_BrokerRegistrationRequest_Listener_v0
@@ -320,8 +340,11 @@ def _e_BrokerRegistrationRequest_BrokerRegistrationRequest_v4(w, o):
         for _x in _v:
             w.uuid(_x)
     w.int64(o.previous_broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_BrokerRegistrationRequest: dict[int, Decoder] = {0: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v0, 1: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v1, 2: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v2, 3: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v3, 4: _d_BrokerRegistrationRequest_BrokerRegistrationRequest_v4}
@@ -357,21 +380,23 @@ class BrokerRegistrationResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ihq = _Packer('>ihq')
+
+
 def _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v0(r):
     o = _new(BrokerRegistrationResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.broker_epoch = r.int64()
+    o.throttle_time_ms, o.error_code, o.broker_epoch = r.fixed(_P_ihq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_BrokerRegistrationResponse_BrokerRegistrationResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int64(o.broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihq.pack(o.throttle_time_ms, o.error_code, o.broker_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v1 = _d_BrokerRegistrationResponse_BrokerRegistrationResponse_v0

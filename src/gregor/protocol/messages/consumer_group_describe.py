@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -56,8 +58,11 @@ def _e_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0(w, o):
         for _x in _v:
             w.compact_string(_x)
     w.bool(o.include_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupDescribeRequest: dict[int, Decoder] = {0: _d_ConsumerGroupDescribeRequest_ConsumerGroupDescribeRequest_v0}
@@ -161,6 +166,9 @@ class ConsumerGroupDescribeResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_ConsumerGroupDescribeResponse_TopicPartitions_v0(r):
     o = _new(ConsumerGroupDescribeResponse.TopicPartitions)
     o.topic_id = r.uuid()
@@ -178,8 +186,11 @@ def _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupDescribeResponse_Assignment_v0(r):
@@ -195,8 +206,11 @@ def _e_ConsumerGroupDescribeResponse_Assignment_v0(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupDescribeResponse_TopicPartitions_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupDescribeResponse_Member_v0(r):
@@ -230,8 +244,11 @@ def _e_ConsumerGroupDescribeResponse_Member_v0(w, o):
     w.compact_nullable_string(o.subscribed_topic_regex)
     _e_ConsumerGroupDescribeResponse_Assignment_v0(w, o.assignment)
     _e_ConsumerGroupDescribeResponse_Assignment_v0(w, o.target_assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupDescribeResponse_DescribedGroup_v0(r):
@@ -240,8 +257,7 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_v0(r):
     o.error_message = r.compact_nullable_string()
     o.group_id = r.compact_string()
     o.group_state = r.compact_string()
-    o.group_epoch = r.int32()
-    o.assignment_epoch = r.int32()
+    o.group_epoch, o.assignment_epoch = r.fixed(_P_ii)
     o.assignor_name = r.compact_string()
     o.members = r.compact_array(_d_ConsumerGroupDescribeResponse_Member_v0, 16)
     o.authorized_operations = r.int32()
@@ -254,8 +270,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, o):
     w.compact_nullable_string(o.error_message)
     w.compact_string(o.group_id)
     w.compact_string(o.group_state)
-    w.int32(o.group_epoch)
-    w.int32(o.assignment_epoch)
+    w.raw(_P_ii.pack(o.group_epoch, o.assignment_epoch))
     w.compact_string(o.assignor_name)
     _v = o.members
     w.compact_array_length(_v, False)
@@ -263,8 +278,11 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, o):
         for _x in _v:
             _e_ConsumerGroupDescribeResponse_Member_v0(w, _x)
     w.int32(o.authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0(r):
@@ -282,8 +300,11 @@ def _e_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupDescribeResponse_DescribedGroup_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupDescribeResponse: dict[int, Decoder] = {0: _d_ConsumerGroupDescribeResponse_ConsumerGroupDescribeResponse_v0}

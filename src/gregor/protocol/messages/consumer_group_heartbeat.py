@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -82,8 +84,11 @@ def _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0(r):
@@ -120,8 +125,11 @@ def _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ConsumerGroupHeartbeatRequest_TopicPartitions_v1 = _d_ConsumerGroupHeartbeatRequest_TopicPartitions_v0
@@ -161,8 +169,11 @@ def _e_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupHeartbeatRequest_TopicPartitions_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupHeartbeatRequest: dict[int, Decoder] = {0: _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v0, 1: _d_ConsumerGroupHeartbeatRequest_ConsumerGroupHeartbeatRequest_v1}
@@ -224,6 +235,10 @@ class ConsumerGroupHeartbeatResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ii = _Packer('>ii')
+
+
 def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(r):
     o = _new(ConsumerGroupHeartbeatResponse.TopicPartitions)
     o.topic_id = r.uuid()
@@ -239,8 +254,11 @@ def _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupHeartbeatResponse_Assignment_v0(r):
@@ -256,38 +274,40 @@ def _e_ConsumerGroupHeartbeatResponse_Assignment_v0(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0(r):
     o = _new(ConsumerGroupHeartbeatResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.member_id = r.compact_nullable_string()
-    o.member_epoch = r.int32()
-    o.heartbeat_interval_ms = r.int32()
+    o.member_epoch, o.heartbeat_interval_ms = r.fixed(_P_ii)
     o.assignment = (None if r.int8() < 0 else _d_ConsumerGroupHeartbeatResponse_Assignment_v0(r))
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.compact_nullable_string(o.member_id)
-    w.int32(o.member_epoch)
-    w.int32(o.heartbeat_interval_ms)
+    w.raw(_P_ii.pack(o.member_epoch, o.heartbeat_interval_ms))
     _s = o.assignment
     if _s is None:
         w.int8(-1)
     else:
         w.int8(1)
         _e_ConsumerGroupHeartbeatResponse_Assignment_v0(w, _s)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v1 = _d_ConsumerGroupHeartbeatResponse_TopicPartitions_v0
@@ -305,38 +325,40 @@ def _e_ConsumerGroupHeartbeatResponse_Assignment_v1(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupHeartbeatResponse_TopicPartitions_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1(r):
     o = _new(ConsumerGroupHeartbeatResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.member_id = r.compact_nullable_string()
-    o.member_epoch = r.int32()
-    o.heartbeat_interval_ms = r.int32()
+    o.member_epoch, o.heartbeat_interval_ms = r.fixed(_P_ii)
     o.assignment = (None if r.int8() < 0 else _d_ConsumerGroupHeartbeatResponse_Assignment_v1(r))
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.compact_nullable_string(o.member_id)
-    w.int32(o.member_epoch)
-    w.int32(o.heartbeat_interval_ms)
+    w.raw(_P_ii.pack(o.member_epoch, o.heartbeat_interval_ms))
     _s = o.assignment
     if _s is None:
         w.int8(-1)
     else:
         w.int8(1)
         _e_ConsumerGroupHeartbeatResponse_Assignment_v1(w, _s)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupHeartbeatResponse: dict[int, Decoder] = {0: _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v0, 1: _d_ConsumerGroupHeartbeatResponse_ConsumerGroupHeartbeatResponse_v1}

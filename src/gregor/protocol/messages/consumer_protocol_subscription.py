@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -134,8 +136,8 @@ def _d_ConsumerProtocolSubscription_ConsumerProtocolSubscription_v2(r):
     o.topics = r.array(_R_string, 2)
     o.user_data = r.nullable_bytes()
     o.owned_partitions = r.array(_d_ConsumerProtocolSubscription_TopicPartition_v2, 6)
-    o.generation_id = r.int32()
     o.rack_id = None
+    o.generation_id = r.int32()
     o._unknown_tagged_fields = None
     return o
 

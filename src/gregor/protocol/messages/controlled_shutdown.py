@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -43,10 +45,13 @@ class ControlledShutdownRequest(Message):
         return 2 if version >= 3 else 1
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_ControlledShutdownRequest_ControlledShutdownRequest_v0(r):
     o = _new(ControlledShutdownRequest)
-    o.broker_id = r.int32()
     o.broker_epoch = -1
+    o.broker_id = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -59,30 +64,29 @@ _d_ControlledShutdownRequest_ControlledShutdownRequest_v1 = _d_ControlledShutdow
 _e_ControlledShutdownRequest_ControlledShutdownRequest_v1 = _e_ControlledShutdownRequest_ControlledShutdownRequest_v0
 def _d_ControlledShutdownRequest_ControlledShutdownRequest_v2(r):
     o = _new(ControlledShutdownRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ControlledShutdownRequest_ControlledShutdownRequest_v2(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
 
 
 def _d_ControlledShutdownRequest_ControlledShutdownRequest_v3(r):
     o = _new(ControlledShutdownRequest)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ControlledShutdownRequest_ControlledShutdownRequest_v3(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ControlledShutdownRequest: dict[int, Decoder] = {0: _d_ControlledShutdownRequest_ControlledShutdownRequest_v0, 1: _d_ControlledShutdownRequest_ControlledShutdownRequest_v1, 2: _d_ControlledShutdownRequest_ControlledShutdownRequest_v2, 3: _d_ControlledShutdownRequest_ControlledShutdownRequest_v3}
@@ -205,8 +209,11 @@ def _d_ControlledShutdownResponse_RemainingPartition_v3(r):
 def _e_ControlledShutdownResponse_RemainingPartition_v3(w, o):
     w.compact_string(o.topic_name)
     w.int32(o.partition_index)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ControlledShutdownResponse_ControlledShutdownResponse_v3(r):
@@ -224,8 +231,11 @@ def _e_ControlledShutdownResponse_ControlledShutdownResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_ControlledShutdownResponse_RemainingPartition_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ControlledShutdownResponse: dict[int, Decoder] = {0: _d_ControlledShutdownResponse_ControlledShutdownResponse_v0, 1: _d_ControlledShutdownResponse_ControlledShutdownResponse_v1, 2: _d_ControlledShutdownResponse_ControlledShutdownResponse_v2, 3: _d_ControlledShutdownResponse_ControlledShutdownResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -73,12 +75,15 @@ class ControllerRegistrationRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_Hh = _Packer('>Hh')
+_P_hh = _Packer('>hh')
+
+
 def _d_ControllerRegistrationRequest_Listener_v0(r):
     o = _new(ControllerRegistrationRequest.Listener)
     o.name = r.compact_string()
     o.host = r.compact_string()
-    o.port = r.uint16()
-    o.security_protocol = r.int16()
+    o.port, o.security_protocol = r.fixed(_P_Hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -86,27 +91,30 @@ def _d_ControllerRegistrationRequest_Listener_v0(r):
 def _e_ControllerRegistrationRequest_Listener_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
-    w.uint16(o.port)
-    w.int16(o.security_protocol)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_Hh.pack(o.port, o.security_protocol))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ControllerRegistrationRequest_Feature_v0(r):
     o = _new(ControllerRegistrationRequest.Feature)
     o.name = r.compact_string()
-    o.min_supported_version = r.int16()
-    o.max_supported_version = r.int16()
+    o.min_supported_version, o.max_supported_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ControllerRegistrationRequest_Feature_v0(w, o):
     w.compact_string(o.name)
-    w.int16(o.min_supported_version)
-    w.int16(o.max_supported_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_supported_version, o.max_supported_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ControllerRegistrationRequest_ControllerRegistrationRequest_v0(r):
@@ -134,8 +142,11 @@ def _e_ControllerRegistrationRequest_ControllerRegistrationRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_ControllerRegistrationRequest_Feature_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ControllerRegistrationRequest: dict[int, Decoder] = {0: _d_ControllerRegistrationRequest_ControllerRegistrationRequest_v0}
@@ -171,21 +182,25 @@ class ControllerRegistrationResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_ControllerRegistrationResponse_ControllerRegistrationResponse_v0(r):
     o = _new(ControllerRegistrationResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ControllerRegistrationResponse_ControllerRegistrationResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ControllerRegistrationResponse: dict[int, Decoder] = {0: _d_ControllerRegistrationResponse_ControllerRegistrationResponse_v0}

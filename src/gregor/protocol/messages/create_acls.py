@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -59,6 +61,9 @@ class CreateAclsRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_bb = _Packer('>bb')
+
+
 def _d_CreateAclsRequest_AclCreation_v0(r):
     o = _new(CreateAclsRequest.AclCreation)
     o.resource_type = r.int8()
@@ -66,8 +71,7 @@ def _d_CreateAclsRequest_AclCreation_v0(r):
     o.resource_pattern_type = 3
     o.principal = r.string()
     o.host = r.string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -77,8 +81,7 @@ def _e_CreateAclsRequest_AclCreation_v0(w, o):
     w.string(o.resource_name)
     w.string(o.principal)
     w.string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_CreateAclsRequest_CreateAclsRequest_v0(r):
@@ -103,8 +106,7 @@ def _d_CreateAclsRequest_AclCreation_v1(r):
     o.resource_pattern_type = r.int8()
     o.principal = r.string()
     o.host = r.string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -115,8 +117,7 @@ def _e_CreateAclsRequest_AclCreation_v1(w, o):
     w.int8(o.resource_pattern_type)
     w.string(o.principal)
     w.string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_CreateAclsRequest_CreateAclsRequest_v1(r):
@@ -141,8 +142,7 @@ def _d_CreateAclsRequest_AclCreation_v2(r):
     o.resource_pattern_type = r.int8()
     o.principal = r.compact_string()
     o.host = r.compact_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -153,10 +153,12 @@ def _e_CreateAclsRequest_AclCreation_v2(w, o):
     w.int8(o.resource_pattern_type)
     w.compact_string(o.principal)
     w.compact_string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateAclsRequest_CreateAclsRequest_v2(r):
@@ -172,8 +174,11 @@ def _e_CreateAclsRequest_CreateAclsRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_CreateAclsRequest_AclCreation_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateAclsRequest_AclCreation_v3 = _d_CreateAclsRequest_AclCreation_v2
@@ -191,8 +196,11 @@ def _e_CreateAclsRequest_CreateAclsRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_CreateAclsRequest_AclCreation_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreateAclsRequest: dict[int, Decoder] = {0: _d_CreateAclsRequest_CreateAclsRequest_v0, 1: _d_CreateAclsRequest_CreateAclsRequest_v1, 2: _d_CreateAclsRequest_CreateAclsRequest_v2, 3: _d_CreateAclsRequest_CreateAclsRequest_v3}
@@ -296,8 +304,11 @@ def _d_CreateAclsResponse_AclCreationResult_v2(r):
 def _e_CreateAclsResponse_AclCreationResult_v2(w, o):
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateAclsResponse_CreateAclsResponse_v2(r):
@@ -315,8 +326,11 @@ def _e_CreateAclsResponse_CreateAclsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_CreateAclsResponse_AclCreationResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateAclsResponse_AclCreationResult_v3 = _d_CreateAclsResponse_AclCreationResult_v2
@@ -336,8 +350,11 @@ def _e_CreateAclsResponse_CreateAclsResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_CreateAclsResponse_AclCreationResult_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreateAclsResponse: dict[int, Decoder] = {0: _d_CreateAclsResponse_CreateAclsResponse_v0, 1: _d_CreateAclsResponse_CreateAclsResponse_v1, 2: _d_CreateAclsResponse_CreateAclsResponse_v2, 3: _d_CreateAclsResponse_CreateAclsResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -119,8 +121,11 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_v2(r):
 def _e_CreateDelegationTokenRequest_CreatableRenewers_v2(w, o):
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2(r):
@@ -140,8 +145,11 @@ def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2(w, o):
         for _x in _v:
             _e_CreateDelegationTokenRequest_CreatableRenewers_v2(w, _x)
     w.int64(o.max_lifetime_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateDelegationTokenRequest_CreatableRenewers_v3 = _d_CreateDelegationTokenRequest_CreatableRenewers_v2
@@ -165,8 +173,11 @@ def _e_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3(w, o):
         for _x in _v:
             _e_CreateDelegationTokenRequest_CreatableRenewers_v3(w, _x)
     w.int64(o.max_lifetime_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreateDelegationTokenRequest: dict[int, Decoder] = {0: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v0, 1: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v1, 2: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v2, 3: _d_CreateDelegationTokenRequest_CreateDelegationTokenRequest_v3}
@@ -218,6 +229,9 @@ class CreateDelegationTokenResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_qqq = _Packer('>qqq')
+
+
 def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0(r):
     o = _new(CreateDelegationTokenResponse)
     o.error_code = r.int16()
@@ -225,9 +239,7 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0(r):
     o.principal_name = r.string()
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-    o.issue_timestamp_ms = r.int64()
-    o.expiry_timestamp_ms = r.int64()
-    o.max_timestamp_ms = r.int64()
+    o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = r.fixed(_P_qqq)
     o.token_id = r.string()
     o.hmac = r.bytes()
     o.throttle_time_ms = r.int32()
@@ -239,9 +251,7 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0(w, o):
     w.int16(o.error_code)
     w.string(o.principal_type)
     w.string(o.principal_name)
-    w.int64(o.issue_timestamp_ms)
-    w.int64(o.expiry_timestamp_ms)
-    w.int64(o.max_timestamp_ms)
+    w.raw(_P_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
     w.string(o.token_id)
     w.bytes(o.hmac)
     w.int32(o.throttle_time_ms)
@@ -256,9 +266,7 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2(r):
     o.principal_name = r.compact_string()
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-    o.issue_timestamp_ms = r.int64()
-    o.expiry_timestamp_ms = r.int64()
-    o.max_timestamp_ms = r.int64()
+    o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = r.fixed(_P_qqq)
     o.token_id = r.compact_string()
     o.hmac = r.compact_bytes()
     o.throttle_time_ms = r.int32()
@@ -270,14 +278,15 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2(w, o):
     w.int16(o.error_code)
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    w.int64(o.issue_timestamp_ms)
-    w.int64(o.expiry_timestamp_ms)
-    w.int64(o.max_timestamp_ms)
+    w.raw(_P_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
     w.compact_string(o.token_id)
     w.compact_bytes(o.hmac)
     w.int32(o.throttle_time_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3(r):
@@ -287,9 +296,7 @@ def _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3(r):
     o.principal_name = r.compact_string()
     o.token_requester_principal_type = r.compact_string()
     o.token_requester_principal_name = r.compact_string()
-    o.issue_timestamp_ms = r.int64()
-    o.expiry_timestamp_ms = r.int64()
-    o.max_timestamp_ms = r.int64()
+    o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = r.fixed(_P_qqq)
     o.token_id = r.compact_string()
     o.hmac = r.compact_bytes()
     o.throttle_time_ms = r.int32()
@@ -303,14 +310,15 @@ def _e_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3(w, o):
     w.compact_string(o.principal_name)
     w.compact_string(o.token_requester_principal_type)
     w.compact_string(o.token_requester_principal_name)
-    w.int64(o.issue_timestamp_ms)
-    w.int64(o.expiry_timestamp_ms)
-    w.int64(o.max_timestamp_ms)
+    w.raw(_P_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms))
     w.compact_string(o.token_id)
     w.compact_bytes(o.hmac)
     w.int32(o.throttle_time_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreateDelegationTokenResponse: dict[int, Decoder] = {0: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v0, 1: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v1, 2: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v2, 3: _d_CreateDelegationTokenResponse_CreateDelegationTokenResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -63,6 +65,9 @@ class CreatePartitionsRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_io = _Packer('>i?')
+
+
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v0(r):
     o = _new(CreatePartitionsRequest.CreatePartitionsAssignment)
     o.broker_ids = r.array(_R_int32, 4)
@@ -100,8 +105,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(w, o):
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v0(r):
     o = _new(CreatePartitionsRequest)
     o.topics = r.array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v0, 10)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = None
     return o
 
@@ -112,8 +116,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsRequest_CreatePartitionsTopic_v0(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
 
 
 _d_CreatePartitionsRequest_CreatePartitionsAssignment_v1 = _d_CreatePartitionsRequest_CreatePartitionsAssignment_v0
@@ -140,8 +143,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(w, o):
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v1(r):
     o = _new(CreatePartitionsRequest)
     o.topics = r.array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v1, 10)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = None
     return o
 
@@ -152,8 +154,7 @@ def _e_CreatePartitionsRequest_CreatePartitionsRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsRequest_CreatePartitionsTopic_v1(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_v2(r):
@@ -169,8 +170,11 @@ def _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsTopic_v2(r):
@@ -190,15 +194,17 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsRequest_CreatePartitionsAssignment_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v2(r):
     o = _new(CreatePartitionsRequest)
     o.topics = r.compact_array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v2, 7)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -209,10 +215,12 @@ def _e_CreatePartitionsRequest_CreatePartitionsRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsRequest_CreatePartitionsTopic_v2(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreatePartitionsRequest_CreatePartitionsAssignment_v3 = _d_CreatePartitionsRequest_CreatePartitionsAssignment_v2
@@ -234,15 +242,17 @@ def _e_CreatePartitionsRequest_CreatePartitionsTopic_v3(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsRequest_CreatePartitionsAssignment_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreatePartitionsRequest_CreatePartitionsRequest_v3(r):
     o = _new(CreatePartitionsRequest)
     o.topics = r.compact_array(_d_CreatePartitionsRequest_CreatePartitionsTopic_v3, 7)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -253,10 +263,12 @@ def _e_CreatePartitionsRequest_CreatePartitionsRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsRequest_CreatePartitionsTopic_v3(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreatePartitionsRequest: dict[int, Decoder] = {0: _d_CreatePartitionsRequest_CreatePartitionsRequest_v0, 1: _d_CreatePartitionsRequest_CreatePartitionsRequest_v1, 2: _d_CreatePartitionsRequest_CreatePartitionsRequest_v2, 3: _d_CreatePartitionsRequest_CreatePartitionsRequest_v3}
@@ -366,8 +378,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(w, o):
     w.compact_string(o.name)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreatePartitionsResponse_CreatePartitionsResponse_v2(r):
@@ -385,8 +400,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v3 = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_v2
@@ -406,8 +424,11 @@ def _e_CreatePartitionsResponse_CreatePartitionsResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_CreatePartitionsResponse_CreatePartitionsTopicResult_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreatePartitionsResponse: dict[int, Decoder] = {0: _d_CreatePartitionsResponse_CreatePartitionsResponse_v0, 1: _d_CreatePartitionsResponse_CreatePartitionsResponse_v1, 2: _d_CreatePartitionsResponse_CreatePartitionsResponse_v2, 3: _d_CreatePartitionsResponse_CreatePartitionsResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -79,6 +81,10 @@ class CreateTopicsRequest(Message):
         return 2 if version >= 5 else 1
 
 
+_P_io = _Packer('>i?')
+_P_ih = _Packer('>ih')
+
+
 def _d_CreateTopicsRequest_CreatableReplicaAssignment_v0(r):
     o = _new(CreateTopicsRequest.CreatableReplicaAssignment)
     o.partition_index = r.int32()
@@ -112,8 +118,7 @@ def _e_CreateTopicsRequest_CreatableTopicConfig_v0(w, o):
 def _d_CreateTopicsRequest_CreatableTopic_v0(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v0, 8)
     o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v0, 4)
     o._unknown_tagged_fields = None
@@ -122,8 +127,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v0(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v0(w, o):
     w.string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -139,8 +143,8 @@ def _e_CreateTopicsRequest_CreatableTopic_v0(w, o):
 def _d_CreateTopicsRequest_CreateTopicsRequest_v0(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v0, 16)
-    o.timeout_ms = r.int32()
     o.validate_only = False
+    o.timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -161,8 +165,7 @@ _e_CreateTopicsRequest_CreatableTopicConfig_v1 = _e_CreateTopicsRequest_Creatabl
 def _d_CreateTopicsRequest_CreatableTopic_v1(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v1, 8)
     o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v1, 4)
     o._unknown_tagged_fields = None
@@ -171,8 +174,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v1(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v1(w, o):
     w.string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -188,8 +190,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v1(w, o):
 def _d_CreateTopicsRequest_CreateTopicsRequest_v1(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v1, 16)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = None
     return o
 
@@ -200,8 +201,7 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v1(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
 
 
 _d_CreateTopicsRequest_CreatableReplicaAssignment_v2 = _d_CreateTopicsRequest_CreatableReplicaAssignment_v0
@@ -211,8 +211,7 @@ _e_CreateTopicsRequest_CreatableTopicConfig_v2 = _e_CreateTopicsRequest_Creatabl
 def _d_CreateTopicsRequest_CreatableTopic_v2(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v2, 8)
     o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v2, 4)
     o._unknown_tagged_fields = None
@@ -221,8 +220,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v2(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v2(w, o):
     w.string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -238,8 +236,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v2(w, o):
 def _d_CreateTopicsRequest_CreateTopicsRequest_v2(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v2, 16)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = None
     return o
 
@@ -250,8 +247,7 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v2(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
 
 
 _d_CreateTopicsRequest_CreatableReplicaAssignment_v3 = _d_CreateTopicsRequest_CreatableReplicaAssignment_v0
@@ -261,8 +257,7 @@ _e_CreateTopicsRequest_CreatableTopicConfig_v3 = _e_CreateTopicsRequest_Creatabl
 def _d_CreateTopicsRequest_CreatableTopic_v3(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v3, 8)
     o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v3, 4)
     o._unknown_tagged_fields = None
@@ -271,8 +266,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v3(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v3(w, o):
     w.string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -288,8 +282,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v3(w, o):
 def _d_CreateTopicsRequest_CreateTopicsRequest_v3(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v3, 16)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = None
     return o
 
@@ -300,8 +293,7 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v3(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
 
 
 _d_CreateTopicsRequest_CreatableReplicaAssignment_v4 = _d_CreateTopicsRequest_CreatableReplicaAssignment_v0
@@ -311,8 +303,7 @@ _e_CreateTopicsRequest_CreatableTopicConfig_v4 = _e_CreateTopicsRequest_Creatabl
 def _d_CreateTopicsRequest_CreatableTopic_v4(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v4, 8)
     o.configs = r.array(_d_CreateTopicsRequest_CreatableTopicConfig_v4, 4)
     o._unknown_tagged_fields = None
@@ -321,8 +312,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v4(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v4(w, o):
     w.string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.array_length(_v, False)
     if _v:
@@ -338,8 +328,7 @@ def _e_CreateTopicsRequest_CreatableTopic_v4(w, o):
 def _d_CreateTopicsRequest_CreateTopicsRequest_v4(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.array(_d_CreateTopicsRequest_CreatableTopic_v4, 16)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = None
     return o
 
@@ -350,8 +339,7 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v4(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
 
 
 def _d_CreateTopicsRequest_CreatableReplicaAssignment_v5(r):
@@ -369,8 +357,11 @@ def _e_CreateTopicsRequest_CreatableReplicaAssignment_v5(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsRequest_CreatableTopicConfig_v5(r):
@@ -384,15 +375,17 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_v5(r):
 def _e_CreateTopicsRequest_CreatableTopicConfig_v5(w, o):
     w.compact_string(o.name)
     w.compact_nullable_string(o.value)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsRequest_CreatableTopic_v5(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.compact_string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v5, 6)
     o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v5, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -401,8 +394,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v5(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v5(w, o):
     w.compact_string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.compact_array_length(_v, False)
     if _v:
@@ -413,15 +405,17 @@ def _e_CreateTopicsRequest_CreatableTopic_v5(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopicConfig_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v5(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v5, 10)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -432,10 +426,12 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v5(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateTopicsRequest_CreatableReplicaAssignment_v6 = _d_CreateTopicsRequest_CreatableReplicaAssignment_v5
@@ -445,8 +441,7 @@ _e_CreateTopicsRequest_CreatableTopicConfig_v6 = _e_CreateTopicsRequest_Creatabl
 def _d_CreateTopicsRequest_CreatableTopic_v6(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.compact_string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v6, 6)
     o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v6, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -455,8 +450,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v6(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v6(w, o):
     w.compact_string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.compact_array_length(_v, False)
     if _v:
@@ -467,15 +461,17 @@ def _e_CreateTopicsRequest_CreatableTopic_v6(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopicConfig_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v6(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v6, 10)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -486,10 +482,12 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v6(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateTopicsRequest_CreatableReplicaAssignment_v7 = _d_CreateTopicsRequest_CreatableReplicaAssignment_v5
@@ -499,8 +497,7 @@ _e_CreateTopicsRequest_CreatableTopicConfig_v7 = _e_CreateTopicsRequest_Creatabl
 def _d_CreateTopicsRequest_CreatableTopic_v7(r):
     o = _new(CreateTopicsRequest.CreatableTopic)
     o.name = r.compact_string()
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.assignments = r.compact_array(_d_CreateTopicsRequest_CreatableReplicaAssignment_v7, 6)
     o.configs = r.compact_array(_d_CreateTopicsRequest_CreatableTopicConfig_v7, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -509,8 +506,7 @@ def _d_CreateTopicsRequest_CreatableTopic_v7(r):
 
 def _e_CreateTopicsRequest_CreatableTopic_v7(w, o):
     w.compact_string(o.name)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.assignments
     w.compact_array_length(_v, False)
     if _v:
@@ -521,15 +517,17 @@ def _e_CreateTopicsRequest_CreatableTopic_v7(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopicConfig_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsRequest_CreateTopicsRequest_v7(r):
     o = _new(CreateTopicsRequest)
     o.topics = r.compact_array(_d_CreateTopicsRequest_CreatableTopic_v7, 10)
-    o.timeout_ms = r.int32()
-    o.validate_only = r.bool()
+    o.timeout_ms, o.validate_only = r.fixed(_P_io)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -540,10 +538,12 @@ def _e_CreateTopicsRequest_CreateTopicsRequest_v7(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsRequest_CreatableTopic_v7(w, _x)
-    w.int32(o.timeout_ms)
-    w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_io.pack(o.timeout_ms, o.validate_only))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreateTopicsRequest: dict[int, Decoder] = {0: _d_CreateTopicsRequest_CreateTopicsRequest_v0, 1: _d_CreateTopicsRequest_CreateTopicsRequest_v1, 2: _d_CreateTopicsRequest_CreateTopicsRequest_v2, 3: _d_CreateTopicsRequest_CreateTopicsRequest_v3, 4: _d_CreateTopicsRequest_CreateTopicsRequest_v4, 5: _d_CreateTopicsRequest_CreateTopicsRequest_v5, 6: _d_CreateTopicsRequest_CreateTopicsRequest_v6, 7: _d_CreateTopicsRequest_CreateTopicsRequest_v7}
@@ -615,6 +615,10 @@ class CreateTopicsResponse(Message):
         return 1 if version >= 5 else 0
 
 
+_P_obo = _Packer('>?b?')
+_P_ih = _Packer('>ih')
+
+
 def _d_CreateTopicsResponse_CreatableTopicConfigs_v0(r):
     o = _new(CreateTopicsResponse.CreatableTopicConfigs)
     o.name = ""
@@ -634,12 +638,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v0(r):
     o = _new(CreateTopicsResponse.CreatableTopicResult)
     o.name = r.string()
     o.topic_id = ZERO_UUID
-    o.error_code = r.int16()
     o.error_message = ""
     o.topic_config_error_code = 0
     o.num_partitions = -1
     o.replication_factor = -1
     o.configs = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -770,9 +774,7 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v5(r):
     o = _new(CreateTopicsResponse.CreatableTopicConfigs)
     o.name = r.compact_string()
     o.value = r.compact_nullable_string()
-    o.read_only = r.bool()
-    o.config_source = r.int8()
-    o.is_sensitive = r.bool()
+    o.read_only, o.config_source, o.is_sensitive = r.fixed(_P_obo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -780,11 +782,12 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_v5(r):
 def _e_CreateTopicsResponse_CreatableTopicConfigs_v5(w, o):
     w.compact_string(o.name)
     w.compact_nullable_string(o.value)
-    w.bool(o.read_only)
-    w.int8(o.config_source)
-    w.bool(o.is_sensitive)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_obo.pack(o.read_only, o.config_source, o.is_sensitive))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsResponse_CreatableTopicResult_v5(r):
@@ -794,8 +797,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v5(r):
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
     o.topic_config_error_code = 0
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v5, 6)
 
     def known(r, tag, size):
@@ -811,8 +813,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v5(w, o):
     w.compact_string(o.name)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.configs
     w.compact_array_length(_v, True)
     if _v:
@@ -824,7 +825,10 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v5(w, o):
         w.int16(o.topic_config_error_code)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsResponse_CreateTopicsResponse_v5(r):
@@ -842,8 +846,11 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsResponse_CreatableTopicResult_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateTopicsResponse_CreatableTopicConfigs_v6 = _d_CreateTopicsResponse_CreatableTopicConfigs_v5
@@ -855,8 +862,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v6(r):
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
     o.topic_config_error_code = 0
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v6, 6)
 
     def known(r, tag, size):
@@ -872,8 +878,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v6(w, o):
     w.compact_string(o.name)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.configs
     w.compact_array_length(_v, True)
     if _v:
@@ -885,7 +890,10 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v6(w, o):
         w.int16(o.topic_config_error_code)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsResponse_CreateTopicsResponse_v6(r):
@@ -903,8 +911,11 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsResponse_CreatableTopicResult_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_CreateTopicsResponse_CreatableTopicConfigs_v7 = _d_CreateTopicsResponse_CreatableTopicConfigs_v5
@@ -916,8 +927,7 @@ def _d_CreateTopicsResponse_CreatableTopicResult_v7(r):
     o.error_code = r.int16()
     o.error_message = r.compact_nullable_string()
     o.topic_config_error_code = 0
-    o.num_partitions = r.int32()
-    o.replication_factor = r.int16()
+    o.num_partitions, o.replication_factor = r.fixed(_P_ih)
     o.configs = r.compact_nullable_array(_d_CreateTopicsResponse_CreatableTopicConfigs_v7, 6)
 
     def known(r, tag, size):
@@ -934,8 +944,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v7(w, o):
     w.uuid(o.topic_id)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    w.int32(o.num_partitions)
-    w.int16(o.replication_factor)
+    w.raw(_P_ih.pack(o.num_partitions, o.replication_factor))
     _v = o.configs
     w.compact_array_length(_v, True)
     if _v:
@@ -947,7 +956,10 @@ def _e_CreateTopicsResponse_CreatableTopicResult_v7(w, o):
         w.int16(o.topic_config_error_code)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_CreateTopicsResponse_CreateTopicsResponse_v7(r):
@@ -965,8 +977,11 @@ def _e_CreateTopicsResponse_CreateTopicsResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_CreateTopicsResponse_CreatableTopicResult_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_CreateTopicsResponse: dict[int, Decoder] = {0: _d_CreateTopicsResponse_CreateTopicsResponse_v0, 1: _d_CreateTopicsResponse_CreateTopicsResponse_v1, 2: _d_CreateTopicsResponse_CreateTopicsResponse_v2, 3: _d_CreateTopicsResponse_CreateTopicsResponse_v3, 4: _d_CreateTopicsResponse_CreateTopicsResponse_v4, 5: _d_CreateTopicsResponse_CreateTopicsResponse_v5, 6: _d_CreateTopicsResponse_CreateTopicsResponse_v6, 7: _d_CreateTopicsResponse_CreateTopicsResponse_v7}

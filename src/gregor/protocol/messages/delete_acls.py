@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -59,6 +61,9 @@ class DeleteAclsRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_bb = _Packer('>bb')
+
+
 def _d_DeleteAclsRequest_DeleteAclsFilter_v0(r):
     o = _new(DeleteAclsRequest.DeleteAclsFilter)
     o.resource_type_filter = r.int8()
@@ -66,8 +71,7 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v0(r):
     o.pattern_type_filter = 3
     o.principal_filter = r.nullable_string()
     o.host_filter = r.nullable_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -77,8 +81,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v0(w, o):
     w.nullable_string(o.resource_name_filter)
     w.nullable_string(o.principal_filter)
     w.nullable_string(o.host_filter)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_v0(r):
@@ -103,8 +106,7 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v1(r):
     o.pattern_type_filter = r.int8()
     o.principal_filter = r.nullable_string()
     o.host_filter = r.nullable_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -115,8 +117,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v1(w, o):
     w.int8(o.pattern_type_filter)
     w.nullable_string(o.principal_filter)
     w.nullable_string(o.host_filter)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_v1(r):
@@ -141,8 +142,7 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_v2(r):
     o.pattern_type_filter = r.int8()
     o.principal_filter = r.compact_nullable_string()
     o.host_filter = r.compact_nullable_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -153,10 +153,12 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_v2(w, o):
     w.int8(o.pattern_type_filter)
     w.compact_nullable_string(o.principal_filter)
     w.compact_nullable_string(o.host_filter)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteAclsRequest_DeleteAclsRequest_v2(r):
@@ -172,8 +174,11 @@ def _e_DeleteAclsRequest_DeleteAclsRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteAclsRequest_DeleteAclsFilter_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DeleteAclsRequest_DeleteAclsFilter_v3 = _d_DeleteAclsRequest_DeleteAclsFilter_v2
@@ -191,8 +196,11 @@ def _e_DeleteAclsRequest_DeleteAclsRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_DeleteAclsRequest_DeleteAclsFilter_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteAclsRequest: dict[int, Decoder] = {0: _d_DeleteAclsRequest_DeleteAclsRequest_v0, 1: _d_DeleteAclsRequest_DeleteAclsRequest_v1, 2: _d_DeleteAclsRequest_DeleteAclsRequest_v2, 3: _d_DeleteAclsRequest_DeleteAclsRequest_v3}
@@ -262,6 +270,9 @@ class DeleteAclsResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_bb = _Packer('>bb')
+
+
 def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(r):
     o = _new(DeleteAclsResponse.DeleteAclsMatchingAcl)
     o.error_code = r.int16()
@@ -271,8 +282,7 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(r):
     o.pattern_type = 3
     o.principal = r.string()
     o.host = r.string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -284,8 +294,7 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(w, o):
     w.string(o.resource_name)
     w.string(o.principal)
     w.string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_v0(r):
@@ -333,8 +342,7 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(r):
     o.pattern_type = r.int8()
     o.principal = r.string()
     o.host = r.string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -347,8 +355,7 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(w, o):
     w.int8(o.pattern_type)
     w.string(o.principal)
     w.string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_v1(r):
@@ -396,8 +403,7 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(r):
     o.pattern_type = r.int8()
     o.principal = r.compact_string()
     o.host = r.compact_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -410,10 +416,12 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(w, o):
     w.int8(o.pattern_type)
     w.compact_string(o.principal)
     w.compact_string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteAclsResponse_DeleteAclsFilterResult_v2(r):
@@ -433,8 +441,11 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteAclsResponse_DeleteAclsResponse_v2(r):
@@ -452,8 +463,11 @@ def _e_DeleteAclsResponse_DeleteAclsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteAclsResponse_DeleteAclsFilterResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v3 = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_v2
@@ -475,8 +489,11 @@ def _e_DeleteAclsResponse_DeleteAclsFilterResult_v3(w, o):
     if _v:
         for _x in _v:
             _e_DeleteAclsResponse_DeleteAclsMatchingAcl_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteAclsResponse_DeleteAclsResponse_v3(r):
@@ -494,8 +511,11 @@ def _e_DeleteAclsResponse_DeleteAclsResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_DeleteAclsResponse_DeleteAclsFilterResult_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteAclsResponse: dict[int, Decoder] = {0: _d_DeleteAclsResponse_DeleteAclsResponse_v0, 1: _d_DeleteAclsResponse_DeleteAclsResponse_v1, 2: _d_DeleteAclsResponse_DeleteAclsResponse_v2, 3: _d_DeleteAclsResponse_DeleteAclsResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -69,8 +71,11 @@ def _e_DeleteGroupsRequest_DeleteGroupsRequest_v2(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteGroupsRequest: dict[int, Decoder] = {0: _d_DeleteGroupsRequest_DeleteGroupsRequest_v0, 1: _d_DeleteGroupsRequest_DeleteGroupsRequest_v1, 2: _d_DeleteGroupsRequest_DeleteGroupsRequest_v2}
@@ -174,8 +179,11 @@ def _d_DeleteGroupsResponse_DeletableGroupResult_v2(r):
 def _e_DeleteGroupsResponse_DeletableGroupResult_v2(w, o):
     w.compact_string(o.group_id)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteGroupsResponse_DeleteGroupsResponse_v2(r):
@@ -193,8 +201,11 @@ def _e_DeleteGroupsResponse_DeleteGroupsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteGroupsResponse_DeletableGroupResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteGroupsResponse: dict[int, Decoder] = {0: _d_DeleteGroupsResponse_DeleteGroupsResponse_v0, 1: _d_DeleteGroupsResponse_DeleteGroupsResponse_v1, 2: _d_DeleteGroupsResponse_DeleteGroupsResponse_v2}

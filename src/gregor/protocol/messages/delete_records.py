@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -61,17 +63,18 @@ class DeleteRecordsRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_DeleteRecordsRequest_DeleteRecordsPartition_v0(r):
     o = _new(DeleteRecordsRequest.DeleteRecordsPartition)
-    o.partition_index = r.int32()
-    o.offset = r.int64()
+    o.partition_index, o.offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.offset)
+    w.raw(_P_iq.pack(o.partition_index, o.offset))
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v0(r):
@@ -146,17 +149,18 @@ def _e_DeleteRecordsRequest_DeleteRecordsRequest_v1(w, o):
 
 def _d_DeleteRecordsRequest_DeleteRecordsPartition_v2(r):
     o = _new(DeleteRecordsRequest.DeleteRecordsPartition)
-    o.partition_index = r.int32()
-    o.offset = r.int64()
+    o.partition_index, o.offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.partition_index, o.offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsTopic_v2(r):
@@ -174,8 +178,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteRecordsRequest_DeleteRecordsPartition_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteRecordsRequest_DeleteRecordsRequest_v2(r):
@@ -193,8 +200,11 @@ def _e_DeleteRecordsRequest_DeleteRecordsRequest_v2(w, o):
         for _x in _v:
             _e_DeleteRecordsRequest_DeleteRecordsTopic_v2(w, _x)
     w.int32(o.timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteRecordsRequest: dict[int, Decoder] = {0: _d_DeleteRecordsRequest_DeleteRecordsRequest_v0, 1: _d_DeleteRecordsRequest_DeleteRecordsRequest_v1, 2: _d_DeleteRecordsRequest_DeleteRecordsRequest_v2}
@@ -250,19 +260,18 @@ class DeleteRecordsResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_iqh = _Packer('>iqh')
+
+
 def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(r):
     o = _new(DeleteRecordsResponse.DeleteRecordsPartitionResult)
-    o.partition_index = r.int32()
-    o.low_watermark = r.int64()
-    o.error_code = r.int16()
+    o.partition_index, o.low_watermark, o.error_code = r.fixed(_P_iqh)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.low_watermark)
-    w.int16(o.error_code)
+    w.raw(_P_iqh.pack(o.partition_index, o.low_watermark, o.error_code))
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(r):
@@ -337,19 +346,18 @@ def _e_DeleteRecordsResponse_DeleteRecordsResponse_v1(w, o):
 
 def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(r):
     o = _new(DeleteRecordsResponse.DeleteRecordsPartitionResult)
-    o.partition_index = r.int32()
-    o.low_watermark = r.int64()
-    o.error_code = r.int16()
+    o.partition_index, o.low_watermark, o.error_code = r.fixed(_P_iqh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.low_watermark)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iqh.pack(o.partition_index, o.low_watermark, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(r):
@@ -367,8 +375,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteRecordsResponse_DeleteRecordsResponse_v2(r):
@@ -386,8 +397,11 @@ def _e_DeleteRecordsResponse_DeleteRecordsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteRecordsResponse: dict[int, Decoder] = {0: _d_DeleteRecordsResponse_DeleteRecordsResponse_v0, 1: _d_DeleteRecordsResponse_DeleteRecordsResponse_v1, 2: _d_DeleteRecordsResponse_DeleteRecordsResponse_v2}

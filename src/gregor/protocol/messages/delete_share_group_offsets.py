@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -59,8 +61,11 @@ def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(r):
 
 def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(w, o):
     w.compact_string(o.topic_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequest_v0(r):
@@ -78,8 +83,11 @@ def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteShareGroupOffsetsRequest: dict[int, Decoder] = {0: _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequest_v0}
@@ -131,6 +139,9 @@ class DeleteShareGroupOffsetsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(r):
     o = _new(DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic)
     o.topic_name = r.compact_string()
@@ -146,14 +157,16 @@ def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(w
     w.uuid(o.topic_id)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponse_v0(r):
     o = _new(DeleteShareGroupOffsetsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.responses = r.compact_array(_d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -161,16 +174,18 @@ def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponse_v0(r):
 
 
 def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteShareGroupOffsetsResponse: dict[int, Decoder] = {0: _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -68,8 +70,11 @@ def _d_DeleteShareGroupStateRequest_PartitionData_v0(r):
 
 def _e_DeleteShareGroupStateRequest_PartitionData_v0(w, o):
     w.int32(o.partition)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteShareGroupStateRequest_DeleteStateData_v0(r):
@@ -87,8 +92,11 @@ def _e_DeleteShareGroupStateRequest_DeleteStateData_v0(w, o):
     if _v:
         for _x in _v:
             _e_DeleteShareGroupStateRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0(r):
@@ -106,8 +114,11 @@ def _e_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_DeleteShareGroupStateRequest_DeleteStateData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteShareGroupStateRequest: dict[int, Decoder] = {0: _d_DeleteShareGroupStateRequest_DeleteShareGroupStateRequest_v0}
@@ -161,21 +172,25 @@ class DeleteShareGroupStateResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_DeleteShareGroupStateResponse_PartitionResult_v0(r):
     o = _new(DeleteShareGroupStateResponse.PartitionResult)
-    o.partition = r.int32()
-    o.error_code = r.int16()
+    o.partition, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DeleteShareGroupStateResponse_PartitionResult_v0(w, o):
-    w.int32(o.partition)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteShareGroupStateResponse_DeleteStateResult_v0(r):
@@ -193,8 +208,11 @@ def _e_DeleteShareGroupStateResponse_DeleteStateResult_v0(w, o):
     if _v:
         for _x in _v:
             _e_DeleteShareGroupStateResponse_PartitionResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0(r):
@@ -210,8 +228,11 @@ def _e_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DeleteShareGroupStateResponse_DeleteStateResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteShareGroupStateResponse: dict[int, Decoder] = {0: _d_DeleteShareGroupStateResponse_DeleteShareGroupStateResponse_v0}

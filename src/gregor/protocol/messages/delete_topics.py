@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -104,8 +106,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v4(r):
 
 
 def _e_DeleteTopicsRequest_DeleteTopicState_v4(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_v4(r):
@@ -124,8 +129,11 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_v4(w, o):
         for _x in _v:
             w.compact_string(_x)
     w.int32(o.timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DeleteTopicsRequest_DeleteTopicState_v5 = _d_DeleteTopicsRequest_DeleteTopicState_v4
@@ -143,8 +151,11 @@ def _d_DeleteTopicsRequest_DeleteTopicState_v6(r):
 def _e_DeleteTopicsRequest_DeleteTopicState_v6(w, o):
     w.compact_nullable_string(o.name)
     w.uuid(o.topic_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsRequest_DeleteTopicsRequest_v6(r):
@@ -163,8 +174,11 @@ def _e_DeleteTopicsRequest_DeleteTopicsRequest_v6(w, o):
         for _x in _v:
             _e_DeleteTopicsRequest_DeleteTopicState_v6(w, _x)
     w.int32(o.timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteTopicsRequest: dict[int, Decoder] = {0: _d_DeleteTopicsRequest_DeleteTopicsRequest_v0, 1: _d_DeleteTopicsRequest_DeleteTopicsRequest_v1, 2: _d_DeleteTopicsRequest_DeleteTopicsRequest_v2, 3: _d_DeleteTopicsRequest_DeleteTopicsRequest_v3, 4: _d_DeleteTopicsRequest_DeleteTopicsRequest_v4, 5: _d_DeleteTopicsRequest_DeleteTopicsRequest_v5, 6: _d_DeleteTopicsRequest_DeleteTopicsRequest_v6}
@@ -216,8 +230,8 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v0(r):
     o = _new(DeleteTopicsResponse.DeletableTopicResult)
     o.name = r.string()
     o.topic_id = ZERO_UUID
-    o.error_code = r.int16()
     o.error_message = None
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -304,8 +318,8 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v4(r):
     o = _new(DeleteTopicsResponse.DeletableTopicResult)
     o.name = r.compact_string()
     o.topic_id = ZERO_UUID
-    o.error_code = r.int16()
     o.error_message = None
+    o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -313,8 +327,11 @@ def _d_DeleteTopicsResponse_DeletableTopicResult_v4(r):
 def _e_DeleteTopicsResponse_DeletableTopicResult_v4(w, o):
     w.compact_string(o.name)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v4(r):
@@ -332,8 +349,11 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_DeleteTopicsResponse_DeletableTopicResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsResponse_DeletableTopicResult_v5(r):
@@ -350,8 +370,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v5(w, o):
     w.compact_string(o.name)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v5(r):
@@ -369,8 +392,11 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_DeleteTopicsResponse_DeletableTopicResult_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsResponse_DeletableTopicResult_v6(r):
@@ -388,8 +414,11 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_v6(w, o):
     w.uuid(o.topic_id)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DeleteTopicsResponse_DeleteTopicsResponse_v6(r):
@@ -407,8 +436,11 @@ def _e_DeleteTopicsResponse_DeleteTopicsResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_DeleteTopicsResponse_DeletableTopicResult_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DeleteTopicsResponse: dict[int, Decoder] = {0: _d_DeleteTopicsResponse_DeleteTopicsResponse_v0, 1: _d_DeleteTopicsResponse_DeleteTopicsResponse_v1, 2: _d_DeleteTopicsResponse_DeleteTopicsResponse_v2, 3: _d_DeleteTopicsResponse_DeleteTopicsResponse_v3, 4: _d_DeleteTopicsResponse_DeleteTopicsResponse_v4, 5: _d_DeleteTopicsResponse_DeleteTopicsResponse_v5, 6: _d_DeleteTopicsResponse_DeleteTopicsResponse_v6}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -51,6 +53,9 @@ class DescribeAclsRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_bb = _Packer('>bb')
+
+
 def _d_DescribeAclsRequest_DescribeAclsRequest_v0(r):
     o = _new(DescribeAclsRequest)
     o.resource_type_filter = r.int8()
@@ -58,8 +63,7 @@ def _d_DescribeAclsRequest_DescribeAclsRequest_v0(r):
     o.pattern_type_filter = 3
     o.principal_filter = r.nullable_string()
     o.host_filter = r.nullable_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -69,8 +73,7 @@ def _e_DescribeAclsRequest_DescribeAclsRequest_v0(w, o):
     w.nullable_string(o.resource_name_filter)
     w.nullable_string(o.principal_filter)
     w.nullable_string(o.host_filter)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DescribeAclsRequest_DescribeAclsRequest_v1(r):
@@ -80,8 +83,7 @@ def _d_DescribeAclsRequest_DescribeAclsRequest_v1(r):
     o.pattern_type_filter = r.int8()
     o.principal_filter = r.nullable_string()
     o.host_filter = r.nullable_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -92,8 +94,7 @@ def _e_DescribeAclsRequest_DescribeAclsRequest_v1(w, o):
     w.int8(o.pattern_type_filter)
     w.nullable_string(o.principal_filter)
     w.nullable_string(o.host_filter)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DescribeAclsRequest_DescribeAclsRequest_v2(r):
@@ -103,8 +104,7 @@ def _d_DescribeAclsRequest_DescribeAclsRequest_v2(r):
     o.pattern_type_filter = r.int8()
     o.principal_filter = r.compact_nullable_string()
     o.host_filter = r.compact_nullable_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -115,10 +115,12 @@ def _e_DescribeAclsRequest_DescribeAclsRequest_v2(w, o):
     w.int8(o.pattern_type_filter)
     w.compact_nullable_string(o.principal_filter)
     w.compact_nullable_string(o.host_filter)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeAclsRequest_DescribeAclsRequest_v3 = _d_DescribeAclsRequest_DescribeAclsRequest_v2
@@ -186,12 +188,15 @@ class DescribeAclsResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_bb = _Packer('>bb')
+_P_ih = _Packer('>ih')
+
+
 def _d_DescribeAclsResponse_AclDescription_v0(r):
     o = _new(DescribeAclsResponse.AclDescription)
     o.principal = r.string()
     o.host = r.string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = None
     return o
 
@@ -199,8 +204,7 @@ def _d_DescribeAclsResponse_AclDescription_v0(r):
 def _e_DescribeAclsResponse_AclDescription_v0(w, o):
     w.string(o.principal)
     w.string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
 
 
 def _d_DescribeAclsResponse_DescribeAclsResource_v0(r):
@@ -225,8 +229,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_v0(w, o):
 
 def _d_DescribeAclsResponse_DescribeAclsResponse_v0(r):
     o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.nullable_string()
     o.resources = r.array(_d_DescribeAclsResponse_DescribeAclsResource_v0, 7)
     o._unknown_tagged_fields = None
@@ -234,8 +237,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v0(r):
 
 
 def _e_DescribeAclsResponse_DescribeAclsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.nullable_string(o.error_message)
     _v = o.resources
     w.array_length(_v, False)
@@ -269,8 +271,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_v1(w, o):
 
 def _d_DescribeAclsResponse_DescribeAclsResponse_v1(r):
     o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.nullable_string()
     o.resources = r.array(_d_DescribeAclsResponse_DescribeAclsResource_v1, 8)
     o._unknown_tagged_fields = None
@@ -278,8 +279,7 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v1(r):
 
 
 def _e_DescribeAclsResponse_DescribeAclsResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.nullable_string(o.error_message)
     _v = o.resources
     w.array_length(_v, False)
@@ -292,8 +292,7 @@ def _d_DescribeAclsResponse_AclDescription_v2(r):
     o = _new(DescribeAclsResponse.AclDescription)
     o.principal = r.compact_string()
     o.host = r.compact_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -301,10 +300,12 @@ def _d_DescribeAclsResponse_AclDescription_v2(r):
 def _e_DescribeAclsResponse_AclDescription_v2(w, o):
     w.compact_string(o.principal)
     w.compact_string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeAclsResponse_DescribeAclsResource_v2(r):
@@ -326,14 +327,16 @@ def _e_DescribeAclsResponse_DescribeAclsResource_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeAclsResponse_AclDescription_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeAclsResponse_DescribeAclsResponse_v2(r):
     o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.resources = r.compact_array(_d_DescribeAclsResponse_DescribeAclsResource_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -341,16 +344,18 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v2(r):
 
 
 def _e_DescribeAclsResponse_DescribeAclsResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.resources
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeAclsResponse_DescribeAclsResource_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeAclsResponse_AclDescription_v3 = _d_DescribeAclsResponse_AclDescription_v2
@@ -374,14 +379,16 @@ def _e_DescribeAclsResponse_DescribeAclsResource_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeAclsResponse_AclDescription_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeAclsResponse_DescribeAclsResponse_v3(r):
     o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.resources = r.compact_array(_d_DescribeAclsResponse_DescribeAclsResource_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -389,16 +396,18 @@ def _d_DescribeAclsResponse_DescribeAclsResponse_v3(r):
 
 
 def _e_DescribeAclsResponse_DescribeAclsResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.resources
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeAclsResponse_DescribeAclsResource_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeAclsResponse: dict[int, Decoder] = {0: _d_DescribeAclsResponse_DescribeAclsResponse_v0, 1: _d_DescribeAclsResponse_DescribeAclsResponse_v1, 2: _d_DescribeAclsResponse_DescribeAclsResponse_v2, 3: _d_DescribeAclsResponse_DescribeAclsResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -98,8 +100,11 @@ def _e_DescribeClientQuotasRequest_ComponentData_v1(w, o):
     w.compact_string(o.entity_type)
     w.int8(o.match_type)
     w.compact_nullable_string(o.match)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1(r):
@@ -117,8 +122,11 @@ def _e_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1(w, o):
         for _x in _v:
             _e_DescribeClientQuotasRequest_ComponentData_v1(w, _x)
     w.bool(o.strict)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeClientQuotasRequest: dict[int, Decoder] = {0: _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v0, 1: _d_DescribeClientQuotasRequest_DescribeClientQuotasRequest_v1}
@@ -186,6 +194,9 @@ class DescribeClientQuotasResponse(Message):
         return 1 if version >= 1 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_DescribeClientQuotasResponse_EntityData_v0(r):
     o = _new(DescribeClientQuotasResponse.EntityData)
     o.entity_type = r.string()
@@ -235,8 +246,7 @@ def _e_DescribeClientQuotasResponse_EntryData_v0(w, o):
 
 def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0(r):
     o = _new(DescribeClientQuotasResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.nullable_string()
     o.entries = r.nullable_array(_d_DescribeClientQuotasResponse_EntryData_v0, 8)
     o._unknown_tagged_fields = None
@@ -244,8 +254,7 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0(r):
 
 
 def _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.nullable_string(o.error_message)
     _v = o.entries
     w.array_length(_v, True)
@@ -265,8 +274,11 @@ def _d_DescribeClientQuotasResponse_EntityData_v1(r):
 def _e_DescribeClientQuotasResponse_EntityData_v1(w, o):
     w.compact_string(o.entity_type)
     w.compact_nullable_string(o.entity_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeClientQuotasResponse_ValueData_v1(r):
@@ -280,8 +292,11 @@ def _d_DescribeClientQuotasResponse_ValueData_v1(r):
 def _e_DescribeClientQuotasResponse_ValueData_v1(w, o):
     w.compact_string(o.key)
     w.float64(o.value)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeClientQuotasResponse_EntryData_v1(r):
@@ -303,14 +318,16 @@ def _e_DescribeClientQuotasResponse_EntryData_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeClientQuotasResponse_ValueData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1(r):
     o = _new(DescribeClientQuotasResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.entries = r.compact_nullable_array(_d_DescribeClientQuotasResponse_EntryData_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -318,16 +335,18 @@ def _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1(r):
 
 
 def _e_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.entries
     w.compact_array_length(_v, True)
     if _v:
         for _x in _v:
             _e_DescribeClientQuotasResponse_EntryData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeClientQuotasResponse: dict[int, Decoder] = {0: _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v0, 1: _d_DescribeClientQuotasResponse_DescribeClientQuotasResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -41,33 +43,40 @@ class DescribeClusterRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ob = _Packer('>?b')
+
+
 def _d_DescribeClusterRequest_DescribeClusterRequest_v0(r):
     o = _new(DescribeClusterRequest)
-    o.include_cluster_authorized_operations = r.bool()
     o.endpoint_type = 1
+    o.include_cluster_authorized_operations = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeClusterRequest_DescribeClusterRequest_v0(w, o):
     w.bool(o.include_cluster_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeClusterRequest_DescribeClusterRequest_v1(r):
     o = _new(DescribeClusterRequest)
-    o.include_cluster_authorized_operations = r.bool()
-    o.endpoint_type = r.int8()
+    o.include_cluster_authorized_operations, o.endpoint_type = r.fixed(_P_ob)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeClusterRequest_DescribeClusterRequest_v1(w, o):
-    w.bool(o.include_cluster_authorized_operations)
-    w.int8(o.endpoint_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeClusterRequest: dict[int, Decoder] = {0: _d_DescribeClusterRequest_DescribeClusterRequest_v0, 1: _d_DescribeClusterRequest_DescribeClusterRequest_v1}
@@ -127,6 +136,9 @@ class DescribeClusterResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_DescribeClusterResponse_DescribeClusterBroker_v0(r):
     o = _new(DescribeClusterResponse.DescribeClusterBroker)
     o.broker_id = r.int32()
@@ -142,14 +154,16 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_v0(w, o):
     w.compact_string(o.host)
     w.int32(o.port)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeClusterResponse_DescribeClusterResponse_v0(r):
     o = _new(DescribeClusterResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.endpoint_type = 1
     o.cluster_id = r.compact_string()
@@ -161,8 +175,7 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_v0(r):
 
 
 def _e_DescribeClusterResponse_DescribeClusterResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.compact_string(o.cluster_id)
     w.int32(o.controller_id)
@@ -172,16 +185,18 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_v0(w, o):
         for _x in _v:
             _e_DescribeClusterResponse_DescribeClusterBroker_v0(w, _x)
     w.int32(o.cluster_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeClusterResponse_DescribeClusterBroker_v1 = _d_DescribeClusterResponse_DescribeClusterBroker_v0
 _e_DescribeClusterResponse_DescribeClusterBroker_v1 = _e_DescribeClusterResponse_DescribeClusterBroker_v0
 def _d_DescribeClusterResponse_DescribeClusterResponse_v1(r):
     o = _new(DescribeClusterResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.endpoint_type = r.int8()
     o.cluster_id = r.compact_string()
@@ -193,8 +208,7 @@ def _d_DescribeClusterResponse_DescribeClusterResponse_v1(r):
 
 
 def _e_DescribeClusterResponse_DescribeClusterResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.int8(o.endpoint_type)
     w.compact_string(o.cluster_id)
@@ -205,8 +219,11 @@ def _e_DescribeClusterResponse_DescribeClusterResponse_v1(w, o):
         for _x in _v:
             _e_DescribeClusterResponse_DescribeClusterBroker_v1(w, _x)
     w.int32(o.cluster_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeClusterResponse: dict[int, Decoder] = {0: _d_DescribeClusterResponse_DescribeClusterResponse_v0, 1: _d_DescribeClusterResponse_DescribeClusterResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -55,6 +57,9 @@ class DescribeConfigsRequest(Message):
         return 2 if version >= 4 else 1
 
 
+_P_oo = _Packer('>??')
+
+
 def _d_DescribeConfigsRequest_DescribeConfigsResource_v0(r):
     o = _new(DescribeConfigsRequest.DescribeConfigsResource)
     o.resource_type = r.int8()
@@ -96,8 +101,8 @@ _e_DescribeConfigsRequest_DescribeConfigsResource_v1 = _e_DescribeConfigsRequest
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v1(r):
     o = _new(DescribeConfigsRequest)
     o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v1, 7)
-    o.include_synonyms = r.bool()
     o.include_documentation = False
+    o.include_synonyms = r.bool()
     o._unknown_tagged_fields = None
     return o
 
@@ -116,8 +121,8 @@ _e_DescribeConfigsRequest_DescribeConfigsResource_v2 = _e_DescribeConfigsRequest
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v2(r):
     o = _new(DescribeConfigsRequest)
     o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v2, 7)
-    o.include_synonyms = r.bool()
     o.include_documentation = False
+    o.include_synonyms = r.bool()
     o._unknown_tagged_fields = None
     return o
 
@@ -136,8 +141,7 @@ _e_DescribeConfigsRequest_DescribeConfigsResource_v3 = _e_DescribeConfigsRequest
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v3(r):
     o = _new(DescribeConfigsRequest)
     o.resources = r.array(_d_DescribeConfigsRequest_DescribeConfigsResource_v3, 7)
-    o.include_synonyms = r.bool()
-    o.include_documentation = r.bool()
+    o.include_synonyms, o.include_documentation = r.fixed(_P_oo)
     o._unknown_tagged_fields = None
     return o
 
@@ -148,8 +152,7 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeConfigsRequest_DescribeConfigsResource_v3(w, _x)
-    w.bool(o.include_synonyms)
-    w.bool(o.include_documentation)
+    w.raw(_P_oo.pack(o.include_synonyms, o.include_documentation))
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsResource_v4(r):
@@ -169,15 +172,17 @@ def _e_DescribeConfigsRequest_DescribeConfigsResource_v4(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeConfigsRequest_DescribeConfigsRequest_v4(r):
     o = _new(DescribeConfigsRequest)
     o.resources = r.compact_array(_d_DescribeConfigsRequest_DescribeConfigsResource_v4, 4)
-    o.include_synonyms = r.bool()
-    o.include_documentation = r.bool()
+    o.include_synonyms, o.include_documentation = r.fixed(_P_oo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -188,10 +193,12 @@ def _e_DescribeConfigsRequest_DescribeConfigsRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_DescribeConfigsRequest_DescribeConfigsResource_v4(w, _x)
-    w.bool(o.include_synonyms)
-    w.bool(o.include_documentation)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_oo.pack(o.include_synonyms, o.include_documentation))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeConfigsRequest: dict[int, Decoder] = {0: _d_DescribeConfigsRequest_DescribeConfigsRequest_v0, 1: _d_DescribeConfigsRequest_DescribeConfigsRequest_v1, 2: _d_DescribeConfigsRequest_DescribeConfigsRequest_v2, 3: _d_DescribeConfigsRequest_DescribeConfigsRequest_v3, 4: _d_DescribeConfigsRequest_DescribeConfigsRequest_v4}
@@ -277,6 +284,10 @@ class DescribeConfigsResponse(Message):
         return 1 if version >= 4 else 0
 
 
+_P_ooo = _Packer('>???')
+_P_obo = _Packer('>?b?')
+
+
 def _d_DescribeConfigsResponse_DescribeConfigsSynonym_v0(r):
     o = _new(DescribeConfigsResponse.DescribeConfigsSynonym)
     o.name = ""
@@ -294,13 +305,11 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(r):
     o = _new(DescribeConfigsResponse.DescribeConfigsResourceResult)
     o.name = r.string()
     o.value = r.nullable_string()
-    o.read_only = r.bool()
-    o.is_default = r.bool()
     o.config_source = -1
-    o.is_sensitive = r.bool()
     o.synonyms = []
     o.config_type = 0
     o.documentation = ""
+    o.read_only, o.is_default, o.is_sensitive = r.fixed(_P_ooo)
     o._unknown_tagged_fields = None
     return o
 
@@ -308,9 +317,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(r):
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
-    w.bool(o.read_only)
-    w.bool(o.is_default)
-    w.bool(o.is_sensitive)
+    w.raw(_P_ooo.pack(o.read_only, o.is_default, o.is_sensitive))
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_v0(r):
@@ -372,10 +379,8 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(r):
     o = _new(DescribeConfigsResponse.DescribeConfigsResourceResult)
     o.name = r.string()
     o.value = r.nullable_string()
-    o.read_only = r.bool()
     o.is_default = False
-    o.config_source = r.int8()
-    o.is_sensitive = r.bool()
+    o.read_only, o.config_source, o.is_sensitive = r.fixed(_P_obo)
     o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v1, 5)
     o.config_type = 0
     o.documentation = ""
@@ -386,9 +391,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(r):
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
-    w.bool(o.read_only)
-    w.int8(o.config_source)
-    w.bool(o.is_sensitive)
+    w.raw(_P_obo.pack(o.read_only, o.config_source, o.is_sensitive))
     _v = o.synonyms
     w.array_length(_v, False)
     if _v:
@@ -442,10 +445,8 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(r):
     o = _new(DescribeConfigsResponse.DescribeConfigsResourceResult)
     o.name = r.string()
     o.value = r.nullable_string()
-    o.read_only = r.bool()
     o.is_default = False
-    o.config_source = r.int8()
-    o.is_sensitive = r.bool()
+    o.read_only, o.config_source, o.is_sensitive = r.fixed(_P_obo)
     o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v2, 5)
     o.config_type = 0
     o.documentation = ""
@@ -456,9 +457,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(r):
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
-    w.bool(o.read_only)
-    w.int8(o.config_source)
-    w.bool(o.is_sensitive)
+    w.raw(_P_obo.pack(o.read_only, o.config_source, o.is_sensitive))
     _v = o.synonyms
     w.array_length(_v, False)
     if _v:
@@ -512,10 +511,8 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(r):
     o = _new(DescribeConfigsResponse.DescribeConfigsResourceResult)
     o.name = r.string()
     o.value = r.nullable_string()
-    o.read_only = r.bool()
     o.is_default = False
-    o.config_source = r.int8()
-    o.is_sensitive = r.bool()
+    o.read_only, o.config_source, o.is_sensitive = r.fixed(_P_obo)
     o.synonyms = r.array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v3, 5)
     o.config_type = r.int8()
     o.documentation = r.nullable_string()
@@ -526,9 +523,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(r):
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(w, o):
     w.string(o.name)
     w.nullable_string(o.value)
-    w.bool(o.read_only)
-    w.int8(o.config_source)
-    w.bool(o.is_sensitive)
+    w.raw(_P_obo.pack(o.read_only, o.config_source, o.is_sensitive))
     _v = o.synonyms
     w.array_length(_v, False)
     if _v:
@@ -591,18 +586,19 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w, o):
     w.compact_string(o.name)
     w.compact_nullable_string(o.value)
     w.int8(o.source)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(r):
     o = _new(DescribeConfigsResponse.DescribeConfigsResourceResult)
     o.name = r.compact_string()
     o.value = r.compact_nullable_string()
-    o.read_only = r.bool()
     o.is_default = False
-    o.config_source = r.int8()
-    o.is_sensitive = r.bool()
+    o.read_only, o.config_source, o.is_sensitive = r.fixed(_P_obo)
     o.synonyms = r.compact_array(_d_DescribeConfigsResponse_DescribeConfigsSynonym_v4, 4)
     o.config_type = r.int8()
     o.documentation = r.compact_nullable_string()
@@ -613,9 +609,7 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(r):
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, o):
     w.compact_string(o.name)
     w.compact_nullable_string(o.value)
-    w.bool(o.read_only)
-    w.int8(o.config_source)
-    w.bool(o.is_sensitive)
+    w.raw(_P_obo.pack(o.read_only, o.config_source, o.is_sensitive))
     _v = o.synonyms
     w.compact_array_length(_v, False)
     if _v:
@@ -623,8 +617,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, o):
             _e_DescribeConfigsResponse_DescribeConfigsSynonym_v4(w, _x)
     w.int8(o.config_type)
     w.compact_nullable_string(o.documentation)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResult_v4(r):
@@ -648,8 +645,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_v4(w, o):
     if _v:
         for _x in _v:
             _e_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeConfigsResponse_DescribeConfigsResponse_v4(r):
@@ -667,8 +667,11 @@ def _e_DescribeConfigsResponse_DescribeConfigsResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_DescribeConfigsResponse_DescribeConfigsResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeConfigsResponse: dict[int, Decoder] = {0: _d_DescribeConfigsResponse_DescribeConfigsResponse_v0, 1: _d_DescribeConfigsResponse_DescribeConfigsResponse_v1, 2: _d_DescribeConfigsResponse_DescribeConfigsResponse_v2, 3: _d_DescribeConfigsResponse_DescribeConfigsResponse_v3, 4: _d_DescribeConfigsResponse_DescribeConfigsResponse_v4}

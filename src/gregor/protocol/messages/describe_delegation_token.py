@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -105,8 +107,11 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(r):
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(w, o):
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2(r):
@@ -122,8 +127,11 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v3 = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2
@@ -141,8 +149,11 @@ def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeDelegationTokenRequest: dict[int, Decoder] = {0: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v0, 1: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v1, 2: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v2, 3: _d_DescribeDelegationTokenRequest_DescribeDelegationTokenRequest_v3}
@@ -214,6 +225,9 @@ class DescribeDelegationTokenResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_qqq = _Packer('>qqq')
+
+
 def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(r):
     o = _new(DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer)
     o.principal_type = r.string()
@@ -233,9 +247,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(r):
     o.principal_name = r.string()
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-    o.issue_timestamp = r.int64()
-    o.expiry_timestamp = r.int64()
-    o.max_timestamp = r.int64()
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = r.fixed(_P_qqq)
     o.token_id = r.string()
     o.hmac = r.bytes()
     o.renewers = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0, 4)
@@ -246,9 +258,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(w, o):
     w.string(o.principal_type)
     w.string(o.principal_name)
-    w.int64(o.issue_timestamp)
-    w.int64(o.expiry_timestamp)
-    w.int64(o.max_timestamp)
+    w.raw(_P_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w.string(o.token_id)
     w.bytes(o.hmac)
     _v = o.renewers
@@ -285,9 +295,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(r):
     o.principal_name = r.string()
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-    o.issue_timestamp = r.int64()
-    o.expiry_timestamp = r.int64()
-    o.max_timestamp = r.int64()
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = r.fixed(_P_qqq)
     o.token_id = r.string()
     o.hmac = r.bytes()
     o.renewers = r.array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1, 4)
@@ -298,9 +306,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(w, o):
     w.string(o.principal_type)
     w.string(o.principal_name)
-    w.int64(o.issue_timestamp)
-    w.int64(o.expiry_timestamp)
-    w.int64(o.max_timestamp)
+    w.raw(_P_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w.string(o.token_id)
     w.bytes(o.hmac)
     _v = o.renewers
@@ -340,8 +346,11 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(w, o):
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(r):
@@ -350,9 +359,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(r):
     o.principal_name = r.compact_string()
     o.token_requester_principal_type = ""
     o.token_requester_principal_name = ""
-    o.issue_timestamp = r.int64()
-    o.expiry_timestamp = r.int64()
-    o.max_timestamp = r.int64()
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = r.fixed(_P_qqq)
     o.token_id = r.compact_string()
     o.hmac = r.compact_bytes()
     o.renewers = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2, 3)
@@ -363,9 +370,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(r):
 def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, o):
     w.compact_string(o.principal_type)
     w.compact_string(o.principal_name)
-    w.int64(o.issue_timestamp)
-    w.int64(o.expiry_timestamp)
-    w.int64(o.max_timestamp)
+    w.raw(_P_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w.compact_string(o.token_id)
     w.compact_bytes(o.hmac)
     _v = o.renewers
@@ -373,8 +378,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2(r):
@@ -394,8 +402,11 @@ def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2(w, o):
         for _x in _v:
             _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(w, _x)
     w.int32(o.throttle_time_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v3 = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2
@@ -406,9 +417,7 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(r):
     o.principal_name = r.compact_string()
     o.token_requester_principal_type = r.compact_string()
     o.token_requester_principal_name = r.compact_string()
-    o.issue_timestamp = r.int64()
-    o.expiry_timestamp = r.int64()
-    o.max_timestamp = r.int64()
+    o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = r.fixed(_P_qqq)
     o.token_id = r.compact_string()
     o.hmac = r.compact_bytes()
     o.renewers = r.compact_array(_d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v3, 3)
@@ -421,9 +430,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, o):
     w.compact_string(o.principal_name)
     w.compact_string(o.token_requester_principal_type)
     w.compact_string(o.token_requester_principal_name)
-    w.int64(o.issue_timestamp)
-    w.int64(o.expiry_timestamp)
-    w.int64(o.max_timestamp)
+    w.raw(_P_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp))
     w.compact_string(o.token_id)
     w.compact_bytes(o.hmac)
     _v = o.renewers
@@ -431,8 +438,11 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3(r):
@@ -452,8 +462,11 @@ def _e_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3(w, o):
         for _x in _v:
             _e_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(w, _x)
     w.int32(o.throttle_time_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeDelegationTokenResponse: dict[int, Decoder] = {0: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v0, 1: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v1, 2: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v2, 3: _d_DescribeDelegationTokenResponse_DescribeDelegationTokenResponse_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -95,8 +97,11 @@ def _e_DescribeGroupsRequest_DescribeGroupsRequest_v5(w, o):
         for _x in _v:
             w.compact_string(_x)
     w.bool(o.include_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeGroupsRequest: dict[int, Decoder] = {0: _d_DescribeGroupsRequest_DescribeGroupsRequest_v0, 1: _d_DescribeGroupsRequest_DescribeGroupsRequest_v1, 2: _d_DescribeGroupsRequest_DescribeGroupsRequest_v2, 3: _d_DescribeGroupsRequest_DescribeGroupsRequest_v3, 4: _d_DescribeGroupsRequest_DescribeGroupsRequest_v4, 5: _d_DescribeGroupsRequest_DescribeGroupsRequest_v5}
@@ -450,8 +455,11 @@ def _e_DescribeGroupsResponse_DescribedGroupMember_v5(w, o):
     w.compact_string(o.client_host)
     w.compact_bytes(o.member_metadata)
     w.compact_bytes(o.member_assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeGroupsResponse_DescribedGroup_v5(r):
@@ -479,8 +487,11 @@ def _e_DescribeGroupsResponse_DescribedGroup_v5(w, o):
         for _x in _v:
             _e_DescribeGroupsResponse_DescribedGroupMember_v5(w, _x)
     w.int32(o.authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeGroupsResponse_DescribeGroupsResponse_v5(r):
@@ -498,8 +509,11 @@ def _e_DescribeGroupsResponse_DescribeGroupsResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_DescribeGroupsResponse_DescribedGroup_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeGroupsResponse: dict[int, Decoder] = {0: _d_DescribeGroupsResponse_DescribeGroupsResponse_v0, 1: _d_DescribeGroupsResponse_DescribeGroupsResponse_v1, 2: _d_DescribeGroupsResponse_DescribeGroupsResponse_v2, 3: _d_DescribeGroupsResponse_DescribeGroupsResponse_v3, 4: _d_DescribeGroupsResponse_DescribeGroupsResponse_v4, 5: _d_DescribeGroupsResponse_DescribeGroupsResponse_v5}

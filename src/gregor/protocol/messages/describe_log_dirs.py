@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -113,8 +115,11 @@ def _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v2(r):
@@ -130,8 +135,11 @@ def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsRequest_DescribableLogDirTopic_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeLogDirsRequest_DescribableLogDirTopic_v3 = _d_DescribeLogDirsRequest_DescribableLogDirTopic_v2
@@ -149,8 +157,11 @@ def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsRequest_DescribableLogDirTopic_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeLogDirsRequest_DescribableLogDirTopic_v4 = _d_DescribeLogDirsRequest_DescribableLogDirTopic_v2
@@ -168,8 +179,11 @@ def _e_DescribeLogDirsRequest_DescribeLogDirsRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsRequest_DescribableLogDirTopic_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeLogDirsRequest: dict[int, Decoder] = {0: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v0, 1: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v1, 2: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v2, 3: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v3, 4: _d_DescribeLogDirsRequest_DescribeLogDirsRequest_v4}
@@ -245,21 +259,20 @@ class DescribeLogDirsResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_iqqo = _Packer('>iqq?')
+_P_qq = _Packer('>qq')
+
+
 def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsPartition)
-    o.partition_index = r.int32()
-    o.partition_size = r.int64()
-    o.offset_lag = r.int64()
-    o.is_future_key = r.bool()
+    o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = r.fixed(_P_iqqo)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.partition_size)
-    w.int64(o.offset_lag)
-    w.bool(o.is_future_key)
+    w.raw(_P_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(r):
@@ -302,8 +315,8 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v0(w, o):
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v0(r):
     o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
+    o.throttle_time_ms = r.int32()
     o.results = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v0, 8)
     o._unknown_tagged_fields = None
     return o
@@ -360,8 +373,8 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v1(w, o):
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v1(r):
     o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
+    o.throttle_time_ms = r.int32()
     o.results = r.array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v1, 8)
     o._unknown_tagged_fields = None
     return o
@@ -378,21 +391,18 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v1(w, o):
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(r):
     o = _new(DescribeLogDirsResponse.DescribeLogDirsPartition)
-    o.partition_index = r.int32()
-    o.partition_size = r.int64()
-    o.offset_lag = r.int64()
-    o.is_future_key = r.bool()
+    o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = r.fixed(_P_iqqo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.partition_size)
-    w.int64(o.offset_lag)
-    w.bool(o.is_future_key)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(r):
@@ -410,8 +420,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v2(r):
@@ -433,14 +446,17 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v2(r):
     o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
+    o.throttle_time_ms = r.int32()
     o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v2, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -453,8 +469,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v3 = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2
@@ -474,8 +493,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v3(r):
@@ -497,29 +519,33 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v3(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v3(r):
     o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v3, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.results
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsResult_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v4 = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_v2
@@ -539,8 +565,11 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v4(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsPartition_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v4(r):
@@ -548,8 +577,7 @@ def _d_DescribeLogDirsResponse_DescribeLogDirsResult_v4(r):
     o.error_code = r.int16()
     o.log_dir = r.compact_string()
     o.topics = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsTopic_v4, 3)
-    o.total_bytes = r.int64()
-    o.usable_bytes = r.int64()
+    o.total_bytes, o.usable_bytes = r.fixed(_P_qq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -562,31 +590,34 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w, o):
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsTopic_v4(w, _x)
-    w.int64(o.total_bytes)
-    w.int64(o.usable_bytes)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qq.pack(o.total_bytes, o.usable_bytes))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v4(r):
     o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.results = r.compact_array(_d_DescribeLogDirsResponse_DescribeLogDirsResult_v4, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.results
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeLogDirsResponse_DescribeLogDirsResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeLogDirsResponse: dict[int, Decoder] = {0: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v0, 1: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v1, 2: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v2, 3: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v3, 4: _d_DescribeLogDirsResponse_DescribeLogDirsResponse_v4}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -64,8 +66,11 @@ def _e_DescribeProducersRequest_TopicRequest_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeProducersRequest_DescribeProducersRequest_v0(r):
@@ -81,8 +86,11 @@ def _e_DescribeProducersRequest_DescribeProducersRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeProducersRequest_TopicRequest_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeProducersRequest: dict[int, Decoder] = {0: _d_DescribeProducersRequest_DescribeProducersRequest_v0}
@@ -158,33 +166,29 @@ class DescribeProducersResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_qiiqiq = _Packer('>qiiqiq')
+
+
 def _d_DescribeProducersResponse_ProducerState_v0(r):
     o = _new(DescribeProducersResponse.ProducerState)
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int32()
-    o.last_sequence = r.int32()
-    o.last_timestamp = r.int64()
-    o.coordinator_epoch = r.int32()
-    o.current_txn_start_offset = r.int64()
+    o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset = r.fixed(_P_qiiqiq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeProducersResponse_ProducerState_v0(w, o):
-    w.int64(o.producer_id)
-    w.int32(o.producer_epoch)
-    w.int32(o.last_sequence)
-    w.int64(o.last_timestamp)
-    w.int32(o.coordinator_epoch)
-    w.int64(o.current_txn_start_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qiiqiq.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeProducersResponse_PartitionResponse_v0(r):
     o = _new(DescribeProducersResponse.PartitionResponse)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.active_producers = r.compact_array(_d_DescribeProducersResponse_ProducerState_v0, 37)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -192,16 +196,18 @@ def _d_DescribeProducersResponse_PartitionResponse_v0(r):
 
 
 def _e_DescribeProducersResponse_PartitionResponse_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.active_producers
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeProducersResponse_ProducerState_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeProducersResponse_TopicResponse_v0(r):
@@ -219,8 +225,11 @@ def _e_DescribeProducersResponse_TopicResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeProducersResponse_PartitionResponse_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeProducersResponse_DescribeProducersResponse_v0(r):
@@ -238,8 +247,11 @@ def _e_DescribeProducersResponse_DescribeProducersResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeProducersResponse_TopicResponse_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeProducersResponse: dict[int, Decoder] = {0: _d_DescribeProducersResponse_DescribeProducersResponse_v0}

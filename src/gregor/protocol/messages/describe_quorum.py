@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -66,8 +68,11 @@ def _d_DescribeQuorumRequest_PartitionData_v0(r):
 
 def _e_DescribeQuorumRequest_PartitionData_v0(w, o):
     w.int32(o.partition_index)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumRequest_TopicData_v0(r):
@@ -85,8 +90,11 @@ def _e_DescribeQuorumRequest_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_v0(r):
@@ -102,8 +110,11 @@ def _e_DescribeQuorumRequest_DescribeQuorumRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumRequest_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeQuorumRequest_PartitionData_v1 = _d_DescribeQuorumRequest_PartitionData_v0
@@ -123,8 +134,11 @@ def _e_DescribeQuorumRequest_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumRequest_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_v1(r):
@@ -140,8 +154,11 @@ def _e_DescribeQuorumRequest_DescribeQuorumRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumRequest_TopicData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeQuorumRequest_PartitionData_v2 = _d_DescribeQuorumRequest_PartitionData_v0
@@ -161,8 +178,11 @@ def _e_DescribeQuorumRequest_TopicData_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumRequest_PartitionData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumRequest_DescribeQuorumRequest_v2(r):
@@ -178,8 +198,11 @@ def _e_DescribeQuorumRequest_DescribeQuorumRequest_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumRequest_TopicData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeQuorumRequest: dict[int, Decoder] = {0: _d_DescribeQuorumRequest_DescribeQuorumRequest_v0, 1: _d_DescribeQuorumRequest_DescribeQuorumRequest_v1, 2: _d_DescribeQuorumRequest_DescribeQuorumRequest_v2}
@@ -287,32 +310,37 @@ class DescribeQuorumResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ihiiq = _Packer('>ihiiq')
+_P_iiq = _Packer('>iiq')
+_P_iq = _Packer('>iq')
+_P_iqqq = _Packer('>iqqq')
+_P_qqq = _Packer('>qqq')
+
+
 def _d_DescribeQuorumResponse_ReplicaState_v0(r):
     o = _new(DescribeQuorumResponse.ReplicaState)
-    o.replica_id = r.int32()
     o.replica_directory_id = ZERO_UUID
-    o.log_end_offset = r.int64()
     o.last_fetch_timestamp = -1
     o.last_caught_up_timestamp = -1
+    o.replica_id, o.log_end_offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeQuorumResponse_ReplicaState_v0(w, o):
-    w.int32(o.replica_id)
-    w.int64(o.log_end_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.replica_id, o.log_end_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_PartitionData_v0(r):
     o = _new(DescribeQuorumResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
     o.error_message = ""
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
-    o.high_watermark = r.int64()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = r.fixed(_P_ihiiq)
     o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v0, 13)
     o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v0, 13)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -320,11 +348,7 @@ def _d_DescribeQuorumResponse_PartitionData_v0(r):
 
 
 def _e_DescribeQuorumResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    w.int64(o.high_watermark)
+    w.raw(_P_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark))
     _v = o.current_voters
     w.compact_array_length(_v, False)
     if _v:
@@ -335,8 +359,11 @@ def _e_DescribeQuorumResponse_PartitionData_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_ReplicaState_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_TopicData_v0(r):
@@ -354,8 +381,11 @@ def _e_DescribeQuorumResponse_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_Listener_v0(r):
@@ -368,8 +398,11 @@ def _d_DescribeQuorumResponse_Listener_v0(r):
 
 
 def _e_DescribeQuorumResponse_Listener_v0(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_Node_v0(r):
@@ -383,8 +416,8 @@ def _d_DescribeQuorumResponse_Node_v0(r):
 _e_DescribeQuorumResponse_Node_v0 = _e_DescribeQuorumResponse_Listener_v0
 def _d_DescribeQuorumResponse_DescribeQuorumResponse_v0(r):
     o = _new(DescribeQuorumResponse)
-    o.error_code = r.int16()
     o.error_message = ""
+    o.error_code = r.int16()
     o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v0, 3)
     o.nodes = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -398,38 +431,34 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_ReplicaState_v1(r):
     o = _new(DescribeQuorumResponse.ReplicaState)
-    o.replica_id = r.int32()
     o.replica_directory_id = ZERO_UUID
-    o.log_end_offset = r.int64()
-    o.last_fetch_timestamp = r.int64()
-    o.last_caught_up_timestamp = r.int64()
+    o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = r.fixed(_P_iqqq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeQuorumResponse_ReplicaState_v1(w, o):
-    w.int32(o.replica_id)
-    w.int64(o.log_end_offset)
-    w.int64(o.last_fetch_timestamp)
-    w.int64(o.last_caught_up_timestamp)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iqqq.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_PartitionData_v1(r):
     o = _new(DescribeQuorumResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
     o.error_message = ""
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
-    o.high_watermark = r.int64()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = r.fixed(_P_ihiiq)
     o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v1, 29)
     o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v1, 29)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -437,11 +466,7 @@ def _d_DescribeQuorumResponse_PartitionData_v1(r):
 
 
 def _e_DescribeQuorumResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    w.int64(o.high_watermark)
+    w.raw(_P_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark))
     _v = o.current_voters
     w.compact_array_length(_v, False)
     if _v:
@@ -452,8 +477,11 @@ def _e_DescribeQuorumResponse_PartitionData_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_ReplicaState_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_TopicData_v1(r):
@@ -471,8 +499,11 @@ def _e_DescribeQuorumResponse_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_DescribeQuorumResponse_Listener_v1 = _d_DescribeQuorumResponse_Listener_v0
@@ -481,8 +512,8 @@ _d_DescribeQuorumResponse_Node_v1 = _d_DescribeQuorumResponse_Node_v0
 _e_DescribeQuorumResponse_Node_v1 = _e_DescribeQuorumResponse_Listener_v0
 def _d_DescribeQuorumResponse_DescribeQuorumResponse_v1(r):
     o = _new(DescribeQuorumResponse)
-    o.error_code = r.int16()
     o.error_message = ""
+    o.error_code = r.int16()
     o.topics = r.compact_array(_d_DescribeQuorumResponse_TopicData_v1, 3)
     o.nodes = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -496,17 +527,18 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_TopicData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_ReplicaState_v2(r):
     o = _new(DescribeQuorumResponse.ReplicaState)
     o.replica_id = r.int32()
     o.replica_directory_id = r.uuid()
-    o.log_end_offset = r.int64()
-    o.last_fetch_timestamp = r.int64()
-    o.last_caught_up_timestamp = r.int64()
+    o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = r.fixed(_P_qqq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -514,21 +546,19 @@ def _d_DescribeQuorumResponse_ReplicaState_v2(r):
 def _e_DescribeQuorumResponse_ReplicaState_v2(w, o):
     w.int32(o.replica_id)
     w.uuid(o.replica_directory_id)
-    w.int64(o.log_end_offset)
-    w.int64(o.last_fetch_timestamp)
-    w.int64(o.last_caught_up_timestamp)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qqq.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_PartitionData_v2(r):
     o = _new(DescribeQuorumResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
-    o.high_watermark = r.int64()
+    o.leader_id, o.leader_epoch, o.high_watermark = r.fixed(_P_iiq)
     o.current_voters = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v2, 45)
     o.observers = r.compact_array(_d_DescribeQuorumResponse_ReplicaState_v2, 45)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -536,12 +566,9 @@ def _d_DescribeQuorumResponse_PartitionData_v2(r):
 
 
 def _e_DescribeQuorumResponse_PartitionData_v2(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    w.int64(o.high_watermark)
+    w.raw(_P_iiq.pack(o.leader_id, o.leader_epoch, o.high_watermark))
     _v = o.current_voters
     w.compact_array_length(_v, False)
     if _v:
@@ -552,8 +579,11 @@ def _e_DescribeQuorumResponse_PartitionData_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_ReplicaState_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_TopicData_v2(r):
@@ -571,8 +601,11 @@ def _e_DescribeQuorumResponse_TopicData_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_PartitionData_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_Listener_v2(r):
@@ -588,8 +621,11 @@ def _e_DescribeQuorumResponse_Listener_v2(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_Node_v2(r):
@@ -607,8 +643,11 @@ def _e_DescribeQuorumResponse_Node_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_Listener_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeQuorumResponse_DescribeQuorumResponse_v2(r):
@@ -634,8 +673,11 @@ def _e_DescribeQuorumResponse_DescribeQuorumResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_DescribeQuorumResponse_Node_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeQuorumResponse: dict[int, Decoder] = {0: _d_DescribeQuorumResponse_DescribeQuorumResponse_v0, 1: _d_DescribeQuorumResponse_DescribeQuorumResponse_v1, 2: _d_DescribeQuorumResponse_DescribeQuorumResponse_v2}

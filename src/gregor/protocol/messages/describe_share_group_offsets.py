@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -75,8 +77,11 @@ def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(r):
@@ -94,8 +99,11 @@ def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0
     if _v:
         for _x in _v:
             _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequest_v0(r):
@@ -111,8 +119,11 @@ def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequest_v0(w, o
     if _v:
         for _x in _v:
             _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeShareGroupOffsetsRequest: dict[int, Decoder] = {0: _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequest_v0}
@@ -188,25 +199,25 @@ class DescribeShareGroupOffsetsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_iqih = _Packer('>iqih')
+
+
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v0(r):
     o = _new(DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition)
-    o.partition_index = r.int32()
-    o.start_offset = r.int64()
-    o.leader_epoch = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.start_offset, o.leader_epoch, o.error_code = r.fixed(_P_iqih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.start_offset)
-    w.int32(o.leader_epoch)
-    w.int16(o.error_code)
+    w.raw(_P_iqih.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_v0(r):
@@ -226,8 +237,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
     if _v:
         for _x in _v:
             _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(r):
@@ -249,8 +263,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
             _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_v0(w, _x)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponse_v0(r):
@@ -268,8 +285,11 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponse_v0(w,
     if _v:
         for _x in _v:
             _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeShareGroupOffsetsResponse: dict[int, Decoder] = {0: _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponse_v0}

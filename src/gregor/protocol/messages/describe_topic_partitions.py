@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -70,8 +72,11 @@ def _d_DescribeTopicPartitionsRequest_TopicRequest_v0(r):
 
 def _e_DescribeTopicPartitionsRequest_TopicRequest_v0(w, o):
     w.compact_string(o.name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTopicPartitionsRequest_Cursor_v0(r):
@@ -85,8 +90,11 @@ def _d_DescribeTopicPartitionsRequest_Cursor_v0(r):
 def _e_DescribeTopicPartitionsRequest_Cursor_v0(w, o):
     w.compact_string(o.topic_name)
     w.int32(o.partition_index)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0(r):
@@ -111,8 +119,11 @@ def _e_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0(w, o):
     else:
         w.int8(1)
         _e_DescribeTopicPartitionsRequest_Cursor_v0(w, _s)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeTopicPartitionsRequest: dict[int, Decoder] = {0: _d_DescribeTopicPartitionsRequest_DescribeTopicPartitionsRequest_v0}
@@ -200,12 +211,12 @@ class DescribeTopicPartitionsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_hiii = _Packer('>hiii')
+
+
 def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(r):
     o = _new(DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition)
-    o.error_code = r.int16()
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.error_code, o.partition_index, o.leader_id, o.leader_epoch = r.fixed(_P_hiii)
     o.replica_nodes = r.compact_array(_R_int32, 4)
     o.isr_nodes = r.compact_array(_R_int32, 4)
     o.eligible_leader_replicas = r.compact_nullable_array(_R_int32, 4)
@@ -216,10 +227,7 @@ def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
 
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
     _v = o.replica_nodes
     w.compact_array_length(_v, False)
     if _v:
@@ -245,8 +253,11 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(r):
@@ -272,8 +283,11 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(w
         for _x in _v:
             _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(w, _x)
     w.int32(o.topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTopicPartitionsResponse_Cursor_v0(r):
@@ -287,8 +301,11 @@ def _d_DescribeTopicPartitionsResponse_Cursor_v0(r):
 def _e_DescribeTopicPartitionsResponse_Cursor_v0(w, o):
     w.compact_string(o.topic_name)
     w.int32(o.partition_index)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0(r):
@@ -313,8 +330,11 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0(w, o):
     else:
         w.int8(1)
         _e_DescribeTopicPartitionsResponse_Cursor_v0(w, _s)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeTopicPartitionsResponse: dict[int, Decoder] = {0: _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -52,8 +54,11 @@ def _e_DescribeTransactionsRequest_DescribeTransactionsRequest_v0(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeTransactionsRequest: dict[int, Decoder] = {0: _d_DescribeTransactionsRequest_DescribeTransactionsRequest_v0}
@@ -119,6 +124,9 @@ class DescribeTransactionsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_iqqh = _Packer('>iqqh')
+
+
 def _d_DescribeTransactionsResponse_TopicData_v0(r):
     o = _new(DescribeTransactionsResponse.TopicData)
     o.topic = r.compact_string()
@@ -134,8 +142,11 @@ def _e_DescribeTransactionsResponse_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTransactionsResponse_TransactionState_v0(r):
@@ -143,10 +154,7 @@ def _d_DescribeTransactionsResponse_TransactionState_v0(r):
     o.error_code = r.int16()
     o.transactional_id = r.compact_string()
     o.transaction_state = r.compact_string()
-    o.transaction_timeout_ms = r.int32()
-    o.transaction_start_time_ms = r.int64()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = r.fixed(_P_iqqh)
     o.topics = r.compact_array(_d_DescribeTransactionsResponse_TopicData_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -156,17 +164,17 @@ def _e_DescribeTransactionsResponse_TransactionState_v0(w, o):
     w.int16(o.error_code)
     w.compact_string(o.transactional_id)
     w.compact_string(o.transaction_state)
-    w.int32(o.transaction_timeout_ms)
-    w.int64(o.transaction_start_time_ms)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeTransactionsResponse_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeTransactionsResponse_DescribeTransactionsResponse_v0(r):
@@ -184,8 +192,11 @@ def _e_DescribeTransactionsResponse_DescribeTransactionsResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_DescribeTransactionsResponse_TransactionState_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeTransactionsResponse: dict[int, Decoder] = {0: _d_DescribeTransactionsResponse_DescribeTransactionsResponse_v0}

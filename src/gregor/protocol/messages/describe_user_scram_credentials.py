@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -56,8 +58,11 @@ def _d_DescribeUserScramCredentialsRequest_UserName_v0(r):
 
 def _e_DescribeUserScramCredentialsRequest_UserName_v0(w, o):
     w.compact_string(o.name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0(r):
@@ -73,8 +78,11 @@ def _e_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v
     if _v:
         for _x in _v:
             _e_DescribeUserScramCredentialsRequest_UserName_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeUserScramCredentialsRequest: dict[int, Decoder] = {0: _d_DescribeUserScramCredentialsRequest_DescribeUserScramCredentialsRequest_v0}
@@ -136,19 +144,24 @@ class DescribeUserScramCredentialsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_bi = _Packer('>bi')
+_P_ih = _Packer('>ih')
+
+
 def _d_DescribeUserScramCredentialsResponse_CredentialInfo_v0(r):
     o = _new(DescribeUserScramCredentialsResponse.CredentialInfo)
-    o.mechanism = r.int8()
-    o.iterations = r.int32()
+    o.mechanism, o.iterations = r.fixed(_P_bi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w, o):
-    w.int8(o.mechanism)
-    w.int32(o.iterations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bi.pack(o.mechanism, o.iterations))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(r):
@@ -170,14 +183,16 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v
     if _v:
         for _x in _v:
             _e_DescribeUserScramCredentialsResponse_CredentialInfo_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0(r):
     o = _new(DescribeUserScramCredentialsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.results = r.compact_array(_d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0, 6)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -185,16 +200,18 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse
 
 
 def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.results
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DescribeUserScramCredentialsResponse: dict[int, Decoder] = {0: _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResponse_v0}

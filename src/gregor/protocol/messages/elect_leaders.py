@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -124,8 +126,11 @@ def _e_ElectLeadersRequest_TopicPartitions_v2(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ElectLeadersRequest_ElectLeadersRequest_v2(r):
@@ -145,8 +150,11 @@ def _e_ElectLeadersRequest_ElectLeadersRequest_v2(w, o):
         for _x in _v:
             _e_ElectLeadersRequest_TopicPartitions_v2(w, _x)
     w.int32(o.timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ElectLeadersRequest: dict[int, Decoder] = {0: _d_ElectLeadersRequest_ElectLeadersRequest_v0, 1: _d_ElectLeadersRequest_ElectLeadersRequest_v1, 2: _d_ElectLeadersRequest_ElectLeadersRequest_v2}
@@ -204,18 +212,19 @@ class ElectLeadersResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_ElectLeadersResponse_PartitionResult_v0(r):
     o = _new(ElectLeadersResponse.PartitionResult)
-    o.partition_id = r.int32()
-    o.error_code = r.int16()
+    o.partition_id, o.error_code = r.fixed(_P_ih)
     o.error_message = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ElectLeadersResponse_PartitionResult_v0(w, o):
-    w.int32(o.partition_id)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_id, o.error_code))
     w.nullable_string(o.error_message)
 
 
@@ -238,8 +247,8 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_v0(w, o):
 
 def _d_ElectLeadersResponse_ElectLeadersResponse_v0(r):
     o = _new(ElectLeadersResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
+    o.throttle_time_ms = r.int32()
     o.replica_election_results = r.array(_d_ElectLeadersResponse_ReplicaElectionResult_v0, 6)
     o._unknown_tagged_fields = None
     return o
@@ -275,16 +284,14 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_v1(w, o):
 
 def _d_ElectLeadersResponse_ElectLeadersResponse_v1(r):
     o = _new(ElectLeadersResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.replica_election_results = r.array(_d_ElectLeadersResponse_ReplicaElectionResult_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ElectLeadersResponse_ElectLeadersResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.replica_election_results
     w.array_length(_v, False)
     if _v:
@@ -294,19 +301,20 @@ def _e_ElectLeadersResponse_ElectLeadersResponse_v1(w, o):
 
 def _d_ElectLeadersResponse_PartitionResult_v2(r):
     o = _new(ElectLeadersResponse.PartitionResult)
-    o.partition_id = r.int32()
-    o.error_code = r.int16()
+    o.partition_id, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ElectLeadersResponse_PartitionResult_v2(w, o):
-    w.int32(o.partition_id)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_id, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ElectLeadersResponse_ReplicaElectionResult_v2(r):
@@ -324,29 +332,33 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_v2(w, o):
     if _v:
         for _x in _v:
             _e_ElectLeadersResponse_PartitionResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ElectLeadersResponse_ElectLeadersResponse_v2(r):
     o = _new(ElectLeadersResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.replica_election_results = r.compact_array(_d_ElectLeadersResponse_ReplicaElectionResult_v2, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ElectLeadersResponse_ElectLeadersResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.replica_election_results
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ElectLeadersResponse_ReplicaElectionResult_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ElectLeadersResponse: dict[int, Decoder] = {0: _d_ElectLeadersResponse_ElectLeadersResponse_v0, 1: _d_ElectLeadersResponse_ElectLeadersResponse_v1, 2: _d_ElectLeadersResponse_ElectLeadersResponse_v2}

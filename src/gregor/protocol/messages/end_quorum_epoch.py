@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -91,6 +93,9 @@ class EndQuorumEpochRequest(Message):
         return 2 if version >= 1 else 1
 
 
+_P_iii = _Packer('>iii')
+
+
 def _d_EndQuorumEpochRequest_ReplicaInfo_v0(r):
     o = _new(EndQuorumEpochRequest.ReplicaInfo)
     o.candidate_id = 0
@@ -105,9 +110,7 @@ def _e_EndQuorumEpochRequest_ReplicaInfo_v0(w, o):
 
 def _d_EndQuorumEpochRequest_PartitionData_v0(r):
     o = _new(EndQuorumEpochRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.leader_id, o.leader_epoch = r.fixed(_P_iii)
     o.preferred_successors = r.array(_R_int32, 4)
     o.preferred_candidates = []
     o._unknown_tagged_fields = None
@@ -115,9 +118,7 @@ def _d_EndQuorumEpochRequest_PartitionData_v0(r):
 
 
 def _e_EndQuorumEpochRequest_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iii.pack(o.partition_index, o.leader_id, o.leader_epoch))
     _v = o.preferred_successors
     w.array_length(_v, False)
     if _v:
@@ -181,32 +182,34 @@ def _d_EndQuorumEpochRequest_ReplicaInfo_v1(r):
 def _e_EndQuorumEpochRequest_ReplicaInfo_v1(w, o):
     w.int32(o.candidate_id)
     w.uuid(o.candidate_directory_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochRequest_PartitionData_v1(r):
     o = _new(EndQuorumEpochRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
     o.preferred_successors = []
+    o.partition_index, o.leader_id, o.leader_epoch = r.fixed(_P_iii)
     o.preferred_candidates = r.compact_array(_d_EndQuorumEpochRequest_ReplicaInfo_v1, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_EndQuorumEpochRequest_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iii.pack(o.partition_index, o.leader_id, o.leader_epoch))
     _v = o.preferred_candidates
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_EndQuorumEpochRequest_ReplicaInfo_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochRequest_TopicData_v1(r):
@@ -224,8 +227,11 @@ def _e_EndQuorumEpochRequest_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_EndQuorumEpochRequest_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochRequest_LeaderEndpoint_v1(r):
@@ -241,8 +247,11 @@ def _e_EndQuorumEpochRequest_LeaderEndpoint_v1(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v1(r):
@@ -266,8 +275,11 @@ def _e_EndQuorumEpochRequest_EndQuorumEpochRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_EndQuorumEpochRequest_LeaderEndpoint_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_EndQuorumEpochRequest: dict[int, Decoder] = {0: _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v0, 1: _d_EndQuorumEpochRequest_EndQuorumEpochRequest_v1}
@@ -339,21 +351,18 @@ class EndQuorumEpochResponse(Message):
         return 1 if version >= 1 else 0
 
 
+_P_ihii = _Packer('>ihii')
+
+
 def _d_EndQuorumEpochResponse_PartitionData_v0(r):
     o = _new(EndQuorumEpochResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = r.fixed(_P_ihii)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_EndQuorumEpochResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
 
 
 def _d_EndQuorumEpochResponse_TopicData_v0(r):
@@ -406,21 +415,18 @@ def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v0(w, o):
 
 def _d_EndQuorumEpochResponse_PartitionData_v1(r):
     o = _new(EndQuorumEpochResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch = r.fixed(_P_ihii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_EndQuorumEpochResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochResponse_TopicData_v1(r):
@@ -438,8 +444,11 @@ def _e_EndQuorumEpochResponse_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_EndQuorumEpochResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochResponse_NodeEndpoint_v1(r):
@@ -455,8 +464,11 @@ def _e_EndQuorumEpochResponse_NodeEndpoint_v1(w, o):
     w.int32(o.node_id)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v1(r):
@@ -491,7 +503,10 @@ def _e_EndQuorumEpochResponse_EndQuorumEpochResponse_v1(w, o):
                 _e_EndQuorumEpochResponse_NodeEndpoint_v1(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_EndQuorumEpochResponse: dict[int, Decoder] = {0: _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v0, 1: _d_EndQuorumEpochResponse_EndQuorumEpochResponse_v1}

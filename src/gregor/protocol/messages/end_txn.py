@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -45,21 +47,20 @@ class EndTxnRequest(Message):
         return 2 if version >= 3 else 1
 
 
+_P_qho = _Packer('>qh?')
+
+
 def _d_EndTxnRequest_EndTxnRequest_v0(r):
     o = _new(EndTxnRequest)
     o.transactional_id = r.string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.committed = r.bool()
+    o.producer_id, o.producer_epoch, o.committed = r.fixed(_P_qho)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_EndTxnRequest_EndTxnRequest_v0(w, o):
     w.string(o.transactional_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.bool(o.committed)
+    w.raw(_P_qho.pack(o.producer_id, o.producer_epoch, o.committed))
 
 
 _d_EndTxnRequest_EndTxnRequest_v1 = _d_EndTxnRequest_EndTxnRequest_v0
@@ -69,20 +70,19 @@ _e_EndTxnRequest_EndTxnRequest_v2 = _e_EndTxnRequest_EndTxnRequest_v0
 def _d_EndTxnRequest_EndTxnRequest_v3(r):
     o = _new(EndTxnRequest)
     o.transactional_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.committed = r.bool()
+    o.producer_id, o.producer_epoch, o.committed = r.fixed(_P_qho)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_EndTxnRequest_EndTxnRequest_v3(w, o):
     w.compact_string(o.transactional_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.bool(o.committed)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qho.pack(o.producer_id, o.producer_epoch, o.committed))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_EndTxnRequest_EndTxnRequest_v4 = _d_EndTxnRequest_EndTxnRequest_v3
@@ -124,19 +124,21 @@ class EndTxnResponse(Message):
         return 1 if version >= 3 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ihqh = _Packer('>ihqh')
+
+
 def _d_EndTxnResponse_EndTxnResponse_v0(r):
     o = _new(EndTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
     o.producer_id = -1
     o.producer_epoch = -1
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_EndTxnResponse_EndTxnResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
 
 
 _d_EndTxnResponse_EndTxnResponse_v1 = _d_EndTxnResponse_EndTxnResponse_v0
@@ -145,40 +147,38 @@ _d_EndTxnResponse_EndTxnResponse_v2 = _d_EndTxnResponse_EndTxnResponse_v0
 _e_EndTxnResponse_EndTxnResponse_v2 = _e_EndTxnResponse_EndTxnResponse_v0
 def _d_EndTxnResponse_EndTxnResponse_v3(r):
     o = _new(EndTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
     o.producer_id = -1
     o.producer_epoch = -1
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_EndTxnResponse_EndTxnResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_EndTxnResponse_EndTxnResponse_v4 = _d_EndTxnResponse_EndTxnResponse_v3
 _e_EndTxnResponse_EndTxnResponse_v4 = _e_EndTxnResponse_EndTxnResponse_v3
 def _d_EndTxnResponse_EndTxnResponse_v5(r):
     o = _new(EndTxnResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = r.fixed(_P_ihqh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_EndTxnResponse_EndTxnResponse_v5(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_EndTxnResponse: dict[int, Decoder] = {0: _d_EndTxnResponse_EndTxnResponse_v0, 1: _d_EndTxnResponse_EndTxnResponse_v1, 2: _d_EndTxnResponse_EndTxnResponse_v2, 3: _d_EndTxnResponse_EndTxnResponse_v3, 4: _d_EndTxnResponse_EndTxnResponse_v4, 5: _d_EndTxnResponse_EndTxnResponse_v5}

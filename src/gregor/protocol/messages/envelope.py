@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -56,8 +58,11 @@ def _e_EnvelopeRequest_EnvelopeRequest_v0(w, o):
     w.compact_bytes(o.request_data)
     w.compact_nullable_bytes(o.request_principal)
     w.compact_bytes(o.client_host_address)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_EnvelopeRequest: dict[int, Decoder] = {0: _d_EnvelopeRequest_EnvelopeRequest_v0}
@@ -102,8 +107,11 @@ def _d_EnvelopeResponse_EnvelopeResponse_v0(r):
 def _e_EnvelopeResponse_EnvelopeResponse_v0(w, o):
     w.compact_nullable_bytes(o.response_data)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_EnvelopeResponse: dict[int, Decoder] = {0: _d_EnvelopeResponse_EnvelopeResponse_v0}

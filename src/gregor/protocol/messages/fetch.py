@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -115,6 +117,20 @@ class FetchRequest(Message):
         return 2 if version >= 12 else 1
 
 
+_P_iii = _Packer('>iii')
+_P_iiibii = _Packer('>iiibii')
+_P_iiii = _Packer('>iiii')
+_P_iiiib = _Packer('>iiiib')
+_P_iiiibii = _Packer('>iiiibii')
+_P_iiqiqi = _Packer('>iiqiqi')
+_P_iiqqi = _Packer('>iiqqi')
+_P_iq = _Packer('>iq')
+_P_iqi = _Packer('>iqi')
+_P_iqqi = _Packer('>iqqi')
+_G_FetchRequest_ReplicaState = _attrgetter(*FetchRequest.ReplicaState.__slots__)
+_T_FetchRequest_ReplicaState = _G_FetchRequest_ReplicaState(FetchRequest.ReplicaState())
+
+
 def _d_FetchRequest_ReplicaState_v0(r):
     o = _new(FetchRequest.ReplicaState)
     o.replica_id = -1
@@ -129,21 +145,17 @@ def _e_FetchRequest_ReplicaState_v0(w, o):
 
 def _d_FetchRequest_FetchPartition_v0(r):
     o = _new(FetchRequest.FetchPartition)
-    o.partition = r.int32()
     o.current_leader_epoch = -1
-    o.fetch_offset = r.int64()
     o.last_fetched_epoch = -1
     o.log_start_offset = -1
-    o.partition_max_bytes = r.int32()
     o.replica_directory_id = ZERO_UUID
+    o.partition, o.fetch_offset, o.partition_max_bytes = r.fixed(_P_iqi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FetchRequest_FetchPartition_v0(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    w.int32(o.partition_max_bytes)
+    w.raw(_P_iqi.pack(o.partition, o.fetch_offset, o.partition_max_bytes))
 
 
 def _d_FetchRequest_FetchTopic_v0(r):
@@ -177,14 +189,12 @@ _e_FetchRequest_ForgottenTopic_v0 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v0(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
     o.max_bytes = 2147483647
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes = r.fixed(_P_iii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v0, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -193,9 +203,7 @@ def _d_FetchRequest_FetchRequest_v0(r):
 
 
 def _e_FetchRequest_FetchRequest_v0(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
+    w.raw(_P_iii.pack(o.replica_id, o.max_wait_ms, o.min_bytes))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -230,14 +238,12 @@ _e_FetchRequest_ForgottenTopic_v1 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v1(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
     o.max_bytes = 2147483647
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes = r.fixed(_P_iii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v1, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -246,9 +252,7 @@ def _d_FetchRequest_FetchRequest_v1(r):
 
 
 def _e_FetchRequest_FetchRequest_v1(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
+    w.raw(_P_iii.pack(o.replica_id, o.max_wait_ms, o.min_bytes))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -283,14 +287,12 @@ _e_FetchRequest_ForgottenTopic_v2 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v2(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
     o.max_bytes = 2147483647
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes = r.fixed(_P_iii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v2, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -299,9 +301,7 @@ def _d_FetchRequest_FetchRequest_v2(r):
 
 
 def _e_FetchRequest_FetchRequest_v2(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
+    w.raw(_P_iii.pack(o.replica_id, o.max_wait_ms, o.min_bytes))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -336,14 +336,11 @@ _e_FetchRequest_ForgottenTopic_v3 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v3(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes = r.fixed(_P_iiii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v3, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -352,10 +349,7 @@ def _d_FetchRequest_FetchRequest_v3(r):
 
 
 def _e_FetchRequest_FetchRequest_v3(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
+    w.raw(_P_iiii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -390,14 +384,10 @@ _e_FetchRequest_ForgottenTopic_v4 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v4(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = r.fixed(_P_iiiib)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v4, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -406,11 +396,7 @@ def _d_FetchRequest_FetchRequest_v4(r):
 
 
 def _e_FetchRequest_FetchRequest_v4(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
+    w.raw(_P_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -422,22 +408,16 @@ _d_FetchRequest_ReplicaState_v5 = _d_FetchRequest_ReplicaState_v0
 _e_FetchRequest_ReplicaState_v5 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchPartition_v5(r):
     o = _new(FetchRequest.FetchPartition)
-    o.partition = r.int32()
     o.current_leader_epoch = -1
-    o.fetch_offset = r.int64()
     o.last_fetched_epoch = -1
-    o.log_start_offset = r.int64()
-    o.partition_max_bytes = r.int32()
     o.replica_directory_id = ZERO_UUID
+    o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = r.fixed(_P_iqqi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FetchRequest_FetchPartition_v5(w, o):
-    w.int32(o.partition)
-    w.int64(o.fetch_offset)
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
+    w.raw(_P_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
 
 
 def _d_FetchRequest_FetchTopic_v5(r):
@@ -463,14 +443,10 @@ _e_FetchRequest_ForgottenTopic_v5 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v5(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = r.fixed(_P_iiiib)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v5, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -479,11 +455,7 @@ def _d_FetchRequest_FetchRequest_v5(r):
 
 
 def _e_FetchRequest_FetchRequest_v5(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
+    w.raw(_P_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -518,14 +490,10 @@ _e_FetchRequest_ForgottenTopic_v6 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchRequest_v6(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
     o.session_id = 0
     o.session_epoch = -1
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = r.fixed(_P_iiiib)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v6, 6)
     o.forgotten_topics_data = []
     o.rack_id = ""
@@ -534,11 +502,7 @@ def _d_FetchRequest_FetchRequest_v6(r):
 
 
 def _e_FetchRequest_FetchRequest_v6(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
+    w.raw(_P_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -589,14 +553,8 @@ def _e_FetchRequest_ForgottenTopic_v7(w, o):
 def _d_FetchRequest_FetchRequest_v7(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v7, 6)
     o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v7, 6)
     o.rack_id = ""
@@ -605,13 +563,7 @@ def _d_FetchRequest_FetchRequest_v7(r):
 
 
 def _e_FetchRequest_FetchRequest_v7(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -651,14 +603,8 @@ _e_FetchRequest_ForgottenTopic_v8 = _e_FetchRequest_ForgottenTopic_v7
 def _d_FetchRequest_FetchRequest_v8(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v8, 6)
     o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v8, 6)
     o.rack_id = ""
@@ -667,13 +613,7 @@ def _d_FetchRequest_FetchRequest_v8(r):
 
 
 def _e_FetchRequest_FetchRequest_v8(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -690,23 +630,15 @@ _d_FetchRequest_ReplicaState_v9 = _d_FetchRequest_ReplicaState_v0
 _e_FetchRequest_ReplicaState_v9 = _e_FetchRequest_ReplicaState_v0
 def _d_FetchRequest_FetchPartition_v9(r):
     o = _new(FetchRequest.FetchPartition)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.fetch_offset = r.int64()
     o.last_fetched_epoch = -1
-    o.log_start_offset = r.int64()
-    o.partition_max_bytes = r.int32()
     o.replica_directory_id = ZERO_UUID
+    o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = r.fixed(_P_iiqqi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FetchRequest_FetchPartition_v9(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.fetch_offset)
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
+    w.raw(_P_iiqqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
 
 
 def _d_FetchRequest_FetchTopic_v9(r):
@@ -732,14 +664,8 @@ _e_FetchRequest_ForgottenTopic_v9 = _e_FetchRequest_ForgottenTopic_v7
 def _d_FetchRequest_FetchRequest_v9(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v9, 6)
     o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v9, 6)
     o.rack_id = ""
@@ -748,13 +674,7 @@ def _d_FetchRequest_FetchRequest_v9(r):
 
 
 def _e_FetchRequest_FetchRequest_v9(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -794,14 +714,8 @@ _e_FetchRequest_ForgottenTopic_v10 = _e_FetchRequest_ForgottenTopic_v7
 def _d_FetchRequest_FetchRequest_v10(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v10, 6)
     o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v10, 6)
     o.rack_id = ""
@@ -810,13 +724,7 @@ def _d_FetchRequest_FetchRequest_v10(r):
 
 
 def _e_FetchRequest_FetchRequest_v10(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -856,14 +764,8 @@ _e_FetchRequest_ForgottenTopic_v11 = _e_FetchRequest_ForgottenTopic_v7
 def _d_FetchRequest_FetchRequest_v11(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.array(_d_FetchRequest_FetchTopic_v11, 6)
     o.forgotten_topics_data = r.array(_d_FetchRequest_ForgottenTopic_v11, 6)
     o.rack_id = r.string()
@@ -872,13 +774,7 @@ def _d_FetchRequest_FetchRequest_v11(r):
 
 
 def _e_FetchRequest_FetchRequest_v11(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -901,32 +797,28 @@ def _d_FetchRequest_ReplicaState_v12(r):
 
 
 def _e_FetchRequest_ReplicaState_v12(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_FetchPartition_v12(r):
     o = _new(FetchRequest.FetchPartition)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.fetch_offset = r.int64()
-    o.last_fetched_epoch = r.int32()
-    o.log_start_offset = r.int64()
-    o.partition_max_bytes = r.int32()
     o.replica_directory_id = ZERO_UUID
+    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = r.fixed(_P_iiqiqi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchRequest_FetchPartition_v12(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.fetch_offset)
-    w.int32(o.last_fetched_epoch)
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_FetchTopic_v12(r):
@@ -945,8 +837,11 @@ def _e_FetchRequest_FetchTopic_v12(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchPartition_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_ForgottenTopic_v12(r):
@@ -965,21 +860,18 @@ def _e_FetchRequest_ForgottenTopic_v12(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_FetchRequest_v12(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v12, 3)
     o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v12, 3)
     o.rack_id = r.compact_string()
@@ -994,13 +886,7 @@ def _d_FetchRequest_FetchRequest_v12(r):
 
 
 def _e_FetchRequest_FetchRequest_v12(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1018,7 +904,10 @@ def _e_FetchRequest_FetchRequest_v12(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ReplicaState_v13 = _d_FetchRequest_ReplicaState_v12
@@ -1041,8 +930,11 @@ def _e_FetchRequest_FetchTopic_v13(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchPartition_v13(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_ForgottenTopic_v13(r):
@@ -1061,21 +953,18 @@ def _e_FetchRequest_ForgottenTopic_v13(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_FetchRequest_v13(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v13, 18)
     o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v13, 18)
     o.rack_id = r.compact_string()
@@ -1090,13 +979,7 @@ def _d_FetchRequest_FetchRequest_v13(r):
 
 
 def _e_FetchRequest_FetchRequest_v13(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1114,7 +997,10 @@ def _e_FetchRequest_FetchRequest_v13(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ReplicaState_v14 = _d_FetchRequest_ReplicaState_v12
@@ -1137,8 +1023,11 @@ def _e_FetchRequest_FetchTopic_v14(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchPartition_v14(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ForgottenTopic_v14 = _d_FetchRequest_ForgottenTopic_v13
@@ -1146,14 +1035,8 @@ _e_FetchRequest_ForgottenTopic_v14 = _e_FetchRequest_ForgottenTopic_v13
 def _d_FetchRequest_FetchRequest_v14(r):
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiiibii)
     o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v14, 18)
     o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v14, 18)
     o.rack_id = r.compact_string()
@@ -1168,13 +1051,7 @@ def _d_FetchRequest_FetchRequest_v14(r):
 
 
 def _e_FetchRequest_FetchRequest_v14(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1192,22 +1069,26 @@ def _e_FetchRequest_FetchRequest_v14(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_ReplicaState_v15(r):
     o = _new(FetchRequest.ReplicaState)
-    o.replica_id = r.int32()
-    o.replica_epoch = r.int64()
+    o.replica_id, o.replica_epoch = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchRequest_ReplicaState_v15(w, o):
-    w.int32(o.replica_id)
-    w.int64(o.replica_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.replica_id, o.replica_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_FetchPartition_v15 = _d_FetchRequest_FetchPartition_v12
@@ -1228,8 +1109,11 @@ def _e_FetchRequest_FetchTopic_v15(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchPartition_v15(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ForgottenTopic_v15 = _d_FetchRequest_ForgottenTopic_v13
@@ -1239,12 +1123,7 @@ def _d_FetchRequest_FetchRequest_v15(r):
     o.cluster_id = None
     o.replica_id = -1
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiibii)
     o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v15, 18)
     o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v15, 18)
     o.rack_id = r.compact_string()
@@ -1262,12 +1141,7 @@ def _d_FetchRequest_FetchRequest_v15(r):
 
 
 def _e_FetchRequest_FetchRequest_v15(w, o):
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1285,12 +1159,16 @@ def _e_FetchRequest_FetchRequest_v15(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.replica_state != FetchRequest.ReplicaState():
+    _c = o.replica_state
+    if _c.__class__ is not FetchRequest.ReplicaState or _G_FetchRequest_ReplicaState(_c) != _T_FetchRequest_ReplicaState:
         _w, w = w, Writer()
         _e_FetchRequest_ReplicaState_v15(w, o.replica_state)
         _t.append((1, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ReplicaState_v16 = _d_FetchRequest_ReplicaState_v15
@@ -1313,8 +1191,11 @@ def _e_FetchRequest_FetchTopic_v16(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchPartition_v16(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ForgottenTopic_v16 = _d_FetchRequest_ForgottenTopic_v13
@@ -1324,12 +1205,7 @@ def _d_FetchRequest_FetchRequest_v16(r):
     o.cluster_id = None
     o.replica_id = -1
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiibii)
     o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v16, 18)
     o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v16, 18)
     o.rack_id = r.compact_string()
@@ -1347,12 +1223,7 @@ def _d_FetchRequest_FetchRequest_v16(r):
 
 
 def _e_FetchRequest_FetchRequest_v16(w, o):
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1370,25 +1241,24 @@ def _e_FetchRequest_FetchRequest_v16(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.replica_state != FetchRequest.ReplicaState():
+    _c = o.replica_state
+    if _c.__class__ is not FetchRequest.ReplicaState or _G_FetchRequest_ReplicaState(_c) != _T_FetchRequest_ReplicaState:
         _w, w = w, Writer()
         _e_FetchRequest_ReplicaState_v16(w, o.replica_state)
         _t.append((1, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ReplicaState_v17 = _d_FetchRequest_ReplicaState_v15
 _e_FetchRequest_ReplicaState_v17 = _e_FetchRequest_ReplicaState_v15
 def _d_FetchRequest_FetchPartition_v17(r):
     o = _new(FetchRequest.FetchPartition)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.fetch_offset = r.int64()
-    o.last_fetched_epoch = r.int32()
-    o.log_start_offset = r.int64()
-    o.partition_max_bytes = r.int32()
     o.replica_directory_id = ZERO_UUID
+    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = r.fixed(_P_iiqiqi)
 
     def known(r, tag, size):
         if tag == 0:
@@ -1400,19 +1270,17 @@ def _d_FetchRequest_FetchPartition_v17(r):
 
 
 def _e_FetchRequest_FetchPartition_v17(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.fetch_offset)
-    w.int32(o.last_fetched_epoch)
-    w.int64(o.log_start_offset)
-    w.int32(o.partition_max_bytes)
+    w.raw(_P_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
     _t = list(o._unknown_tagged_fields or ())
     if o.replica_directory_id != ZERO_UUID:
         _w, w = w, Writer()
         w.uuid(o.replica_directory_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchRequest_FetchTopic_v17(r):
@@ -1431,8 +1299,11 @@ def _e_FetchRequest_FetchTopic_v17(w, o):
     if _v:
         for _x in _v:
             _e_FetchRequest_FetchPartition_v17(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchRequest_ForgottenTopic_v17 = _d_FetchRequest_ForgottenTopic_v13
@@ -1442,12 +1313,7 @@ def _d_FetchRequest_FetchRequest_v17(r):
     o.cluster_id = None
     o.replica_id = -1
     o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.isolation_level = r.int8()
-    o.session_id = r.int32()
-    o.session_epoch = r.int32()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = r.fixed(_P_iiibii)
     o.topics = r.compact_array(_d_FetchRequest_FetchTopic_v17, 18)
     o.forgotten_topics_data = r.compact_array(_d_FetchRequest_ForgottenTopic_v17, 18)
     o.rack_id = r.compact_string()
@@ -1465,12 +1331,7 @@ def _d_FetchRequest_FetchRequest_v17(r):
 
 
 def _e_FetchRequest_FetchRequest_v17(w, o):
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int8(o.isolation_level)
-    w.int32(o.session_id)
-    w.int32(o.session_epoch)
+    w.raw(_P_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -1488,12 +1349,16 @@ def _e_FetchRequest_FetchRequest_v17(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.replica_state != FetchRequest.ReplicaState():
+    _c = o.replica_state
+    if _c.__class__ is not FetchRequest.ReplicaState or _G_FetchRequest_ReplicaState(_c) != _T_FetchRequest_ReplicaState:
         _w, w = w, Writer()
         _e_FetchRequest_ReplicaState_v17(w, o.replica_state)
         _t.append((1, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_FetchRequest: dict[int, Decoder] = {0: _d_FetchRequest_FetchRequest_v0, 1: _d_FetchRequest_FetchRequest_v1, 2: _d_FetchRequest_FetchRequest_v2, 3: _d_FetchRequest_FetchRequest_v3, 4: _d_FetchRequest_FetchRequest_v4, 5: _d_FetchRequest_FetchRequest_v5, 6: _d_FetchRequest_FetchRequest_v6, 7: _d_FetchRequest_FetchRequest_v7, 8: _d_FetchRequest_FetchRequest_v8, 9: _d_FetchRequest_FetchRequest_v9, 10: _d_FetchRequest_FetchRequest_v10, 11: _d_FetchRequest_FetchRequest_v11, 12: _d_FetchRequest_FetchRequest_v12, 13: _d_FetchRequest_FetchRequest_v13, 14: _d_FetchRequest_FetchRequest_v14, 15: _d_FetchRequest_FetchRequest_v15, 16: _d_FetchRequest_FetchRequest_v16, 17: _d_FetchRequest_FetchRequest_v17}
@@ -1627,6 +1492,22 @@ class FetchResponse(Message):
         return 1 if version >= 12 else 0
 
 
+_P_ihi = _Packer('>ihi')
+_P_ihq = _Packer('>ihq')
+_P_ihqq = _Packer('>ihqq')
+_P_ihqqq = _Packer('>ihqqq')
+_P_ii = _Packer('>ii')
+_P_iq = _Packer('>iq')
+_P_qi = _Packer('>qi')
+_P_qq = _Packer('>qq')
+_G_FetchResponse_EpochEndOffset = _attrgetter(*FetchResponse.EpochEndOffset.__slots__)
+_T_FetchResponse_EpochEndOffset = _G_FetchResponse_EpochEndOffset(FetchResponse.EpochEndOffset())
+_G_FetchResponse_LeaderIdAndEpoch = _attrgetter(*FetchResponse.LeaderIdAndEpoch.__slots__)
+_T_FetchResponse_LeaderIdAndEpoch = _G_FetchResponse_LeaderIdAndEpoch(FetchResponse.LeaderIdAndEpoch())
+_G_FetchResponse_SnapshotId = _attrgetter(*FetchResponse.SnapshotId.__slots__)
+_T_FetchResponse_SnapshotId = _G_FetchResponse_SnapshotId(FetchResponse.SnapshotId())
+
+
 def _d_FetchResponse_EpochEndOffset_v0(r):
     o = _new(FetchResponse.EpochEndOffset)
     o.epoch = -1
@@ -1650,15 +1531,13 @@ def _d_FetchResponse_LeaderIdAndEpoch_v0(r):
 _e_FetchResponse_LeaderIdAndEpoch_v0 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_SnapshotId_v0(r):
     o = _new(FetchResponse.SnapshotId)
-    o.end_offset = r.int64()
-    o.epoch = r.int32()
+    o.end_offset, o.epoch = r.fixed(_P_qi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FetchResponse_SnapshotId_v0(w, o):
-    w.int64(o.end_offset)
-    w.int32(o.epoch)
+    w.raw(_P_qi.pack(o.end_offset, o.epoch))
 
 
 def _d_FetchResponse_AbortedTransaction_v0(r):
@@ -1672,9 +1551,6 @@ def _d_FetchResponse_AbortedTransaction_v0(r):
 _e_FetchResponse_AbortedTransaction_v0 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_PartitionData_v0(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
     o.last_stable_offset = -1
     o.log_start_offset = -1
     o.diverging_epoch = FetchResponse.EpochEndOffset()
@@ -1682,15 +1558,14 @@ def _d_FetchResponse_PartitionData_v0(r):
     o.snapshot_id = FetchResponse.SnapshotId()
     o.aborted_transactions = []
     o.preferred_read_replica = -1
+    o.partition_index, o.error_code, o.high_watermark = r.fixed(_P_ihq)
     o.records = r.records()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FetchResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
+    w.raw(_P_ihq.pack(o.partition_index, o.error_code, o.high_watermark))
     w.records(o.records)
 
 
@@ -1774,9 +1649,9 @@ _d_FetchResponse_NodeEndpoint_v1 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v1 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v1(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
+    o.throttle_time_ms = r.int32()
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v1, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1824,9 +1699,9 @@ _d_FetchResponse_NodeEndpoint_v2 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v2 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v2(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
+    o.throttle_time_ms = r.int32()
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v2, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1874,9 +1749,9 @@ _d_FetchResponse_NodeEndpoint_v3 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v3 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v3(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
+    o.throttle_time_ms = r.int32()
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v3, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1900,27 +1775,22 @@ _d_FetchResponse_SnapshotId_v4 = _d_FetchResponse_SnapshotId_v0
 _e_FetchResponse_SnapshotId_v4 = _e_FetchResponse_SnapshotId_v0
 def _d_FetchResponse_AbortedTransaction_v4(r):
     o = _new(FetchResponse.AbortedTransaction)
-    o.producer_id = r.int64()
-    o.first_offset = r.int64()
+    o.producer_id, o.first_offset = r.fixed(_P_qq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FetchResponse_AbortedTransaction_v4(w, o):
-    w.int64(o.producer_id)
-    w.int64(o.first_offset)
+    w.raw(_P_qq.pack(o.producer_id, o.first_offset))
 
 
 def _d_FetchResponse_PartitionData_v4(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
     o.log_start_offset = -1
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = r.fixed(_P_ihqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v4, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -1929,10 +1799,7 @@ def _d_FetchResponse_PartitionData_v4(r):
 
 
 def _e_FetchResponse_PartitionData_v4(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
+    w.raw(_P_ihqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -1963,9 +1830,9 @@ _d_FetchResponse_NodeEndpoint_v4 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v4 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v4(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
+    o.throttle_time_ms = r.int32()
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v4, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -1991,14 +1858,10 @@ _d_FetchResponse_AbortedTransaction_v5 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v5 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v5(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v5, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -2007,11 +1870,7 @@ def _d_FetchResponse_PartitionData_v5(r):
 
 
 def _e_FetchResponse_PartitionData_v5(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2042,9 +1901,9 @@ _d_FetchResponse_NodeEndpoint_v5 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v5 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v5(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
+    o.throttle_time_ms = r.int32()
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v5, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2070,14 +1929,10 @@ _d_FetchResponse_AbortedTransaction_v6 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v6 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v6(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v6, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -2086,11 +1941,7 @@ def _d_FetchResponse_PartitionData_v6(r):
 
 
 def _e_FetchResponse_PartitionData_v6(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2121,9 +1972,9 @@ _d_FetchResponse_NodeEndpoint_v6 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v6 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v6(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.session_id = 0
+    o.throttle_time_ms = r.int32()
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v6, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2149,14 +2000,10 @@ _d_FetchResponse_AbortedTransaction_v7 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v7 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v7(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v7, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -2165,11 +2012,7 @@ def _d_FetchResponse_PartitionData_v7(r):
 
 
 def _e_FetchResponse_PartitionData_v7(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2200,9 +2043,7 @@ _d_FetchResponse_NodeEndpoint_v7 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v7 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v7(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v7, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2210,9 +2051,7 @@ def _d_FetchResponse_FetchResponse_v7(r):
 
 
 def _e_FetchResponse_FetchResponse_v7(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.array_length(_v, False)
     if _v:
@@ -2230,14 +2069,10 @@ _d_FetchResponse_AbortedTransaction_v8 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v8 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v8(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v8, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -2246,11 +2081,7 @@ def _d_FetchResponse_PartitionData_v8(r):
 
 
 def _e_FetchResponse_PartitionData_v8(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2281,9 +2112,7 @@ _d_FetchResponse_NodeEndpoint_v8 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v8 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v8(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v8, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2291,9 +2120,7 @@ def _d_FetchResponse_FetchResponse_v8(r):
 
 
 def _e_FetchResponse_FetchResponse_v8(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.array_length(_v, False)
     if _v:
@@ -2311,14 +2138,10 @@ _d_FetchResponse_AbortedTransaction_v9 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v9 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v9(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v9, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -2327,11 +2150,7 @@ def _d_FetchResponse_PartitionData_v9(r):
 
 
 def _e_FetchResponse_PartitionData_v9(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2362,9 +2181,7 @@ _d_FetchResponse_NodeEndpoint_v9 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v9 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v9(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v9, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2372,9 +2189,7 @@ def _d_FetchResponse_FetchResponse_v9(r):
 
 
 def _e_FetchResponse_FetchResponse_v9(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.array_length(_v, False)
     if _v:
@@ -2392,14 +2207,10 @@ _d_FetchResponse_AbortedTransaction_v10 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v10 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v10(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v10, 16)
     o.preferred_read_replica = -1
     o.records = r.records()
@@ -2408,11 +2219,7 @@ def _d_FetchResponse_PartitionData_v10(r):
 
 
 def _e_FetchResponse_PartitionData_v10(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2443,9 +2250,7 @@ _d_FetchResponse_NodeEndpoint_v10 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v10 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v10(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v10, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2453,9 +2258,7 @@ def _d_FetchResponse_FetchResponse_v10(r):
 
 
 def _e_FetchResponse_FetchResponse_v10(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.array_length(_v, False)
     if _v:
@@ -2473,14 +2276,10 @@ _d_FetchResponse_AbortedTransaction_v11 = _d_FetchResponse_AbortedTransaction_v4
 _e_FetchResponse_AbortedTransaction_v11 = _e_FetchResponse_AbortedTransaction_v4
 def _d_FetchResponse_PartitionData_v11(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.nullable_array(_d_FetchResponse_AbortedTransaction_v11, 16)
     o.preferred_read_replica = r.int32()
     o.records = r.records()
@@ -2489,11 +2288,7 @@ def _d_FetchResponse_PartitionData_v11(r):
 
 
 def _e_FetchResponse_PartitionData_v11(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.array_length(_v, True)
     if _v:
@@ -2525,9 +2320,7 @@ _d_FetchResponse_NodeEndpoint_v11 = _d_FetchResponse_NodeEndpoint_v0
 _e_FetchResponse_NodeEndpoint_v11 = _e_FetchResponse_EpochEndOffset_v0
 def _d_FetchResponse_FetchResponse_v11(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.array(_d_FetchResponse_FetchableTopicResponse_v11, 6)
     o.node_endpoints = []
     o._unknown_tagged_fields = None
@@ -2535,9 +2328,7 @@ def _d_FetchResponse_FetchResponse_v11(r):
 
 
 def _e_FetchResponse_FetchResponse_v11(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.array_length(_v, False)
     if _v:
@@ -2547,74 +2338,74 @@ def _e_FetchResponse_FetchResponse_v11(w, o):
 
 def _d_FetchResponse_EpochEndOffset_v12(r):
     o = _new(FetchResponse.EpochEndOffset)
-    o.epoch = r.int32()
-    o.end_offset = r.int64()
+    o.epoch, o.end_offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchResponse_EpochEndOffset_v12(w, o):
-    w.int32(o.epoch)
-    w.int64(o.end_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.epoch, o.end_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_LeaderIdAndEpoch_v12(r):
     o = _new(FetchResponse.LeaderIdAndEpoch)
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchResponse_LeaderIdAndEpoch_v12(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_SnapshotId_v12(r):
     o = _new(FetchResponse.SnapshotId)
-    o.end_offset = r.int64()
-    o.epoch = r.int32()
+    o.end_offset, o.epoch = r.fixed(_P_qi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchResponse_SnapshotId_v12(w, o):
-    w.int64(o.end_offset)
-    w.int32(o.epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qi.pack(o.end_offset, o.epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_AbortedTransaction_v12(r):
     o = _new(FetchResponse.AbortedTransaction)
-    o.producer_id = r.int64()
-    o.first_offset = r.int64()
+    o.producer_id, o.first_offset = r.fixed(_P_qq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchResponse_AbortedTransaction_v12(w, o):
-    w.int64(o.producer_id)
-    w.int64(o.first_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qq.pack(o.producer_id, o.first_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_PartitionData_v12(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v12, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
@@ -2635,11 +2426,7 @@ def _d_FetchResponse_PartitionData_v12(r):
 
 
 def _e_FetchResponse_PartitionData_v12(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.compact_array_length(_v, True)
     if _v:
@@ -2648,22 +2435,28 @@ def _e_FetchResponse_PartitionData_v12(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v12(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v12(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != FetchResponse.SnapshotId():
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v12(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchableTopicResponse_v12(r):
@@ -2682,8 +2475,11 @@ def _e_FetchResponse_FetchableTopicResponse_v12(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_PartitionData_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_NodeEndpoint_v12(r):
@@ -2697,15 +2493,16 @@ def _d_FetchResponse_NodeEndpoint_v12(r):
 
 
 def _e_FetchResponse_NodeEndpoint_v12(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchResponse_v12(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v12, 3)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -2713,16 +2510,17 @@ def _d_FetchResponse_FetchResponse_v12(r):
 
 
 def _e_FetchResponse_FetchResponse_v12(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_EpochEndOffset_v13 = _d_FetchResponse_EpochEndOffset_v12
@@ -2735,14 +2533,10 @@ _d_FetchResponse_AbortedTransaction_v13 = _d_FetchResponse_AbortedTransaction_v1
 _e_FetchResponse_AbortedTransaction_v13 = _e_FetchResponse_AbortedTransaction_v12
 def _d_FetchResponse_PartitionData_v13(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v13, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
@@ -2763,11 +2557,7 @@ def _d_FetchResponse_PartitionData_v13(r):
 
 
 def _e_FetchResponse_PartitionData_v13(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.compact_array_length(_v, True)
     if _v:
@@ -2776,22 +2566,28 @@ def _e_FetchResponse_PartitionData_v13(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v13(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v13(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != FetchResponse.SnapshotId():
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v13(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchableTopicResponse_v13(r):
@@ -2810,17 +2606,18 @@ def _e_FetchResponse_FetchableTopicResponse_v13(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_PartitionData_v13(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_NodeEndpoint_v13 = _d_FetchResponse_NodeEndpoint_v12
 _e_FetchResponse_NodeEndpoint_v13 = _e_FetchResponse_NodeEndpoint_v12
 def _d_FetchResponse_FetchResponse_v13(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v13, 18)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -2828,16 +2625,17 @@ def _d_FetchResponse_FetchResponse_v13(r):
 
 
 def _e_FetchResponse_FetchResponse_v13(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v13(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_EpochEndOffset_v14 = _d_FetchResponse_EpochEndOffset_v12
@@ -2850,14 +2648,10 @@ _d_FetchResponse_AbortedTransaction_v14 = _d_FetchResponse_AbortedTransaction_v1
 _e_FetchResponse_AbortedTransaction_v14 = _e_FetchResponse_AbortedTransaction_v12
 def _d_FetchResponse_PartitionData_v14(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v14, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
@@ -2878,11 +2672,7 @@ def _d_FetchResponse_PartitionData_v14(r):
 
 
 def _e_FetchResponse_PartitionData_v14(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.compact_array_length(_v, True)
     if _v:
@@ -2891,22 +2681,28 @@ def _e_FetchResponse_PartitionData_v14(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v14(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v14(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != FetchResponse.SnapshotId():
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v14(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchableTopicResponse_v14(r):
@@ -2925,17 +2721,18 @@ def _e_FetchResponse_FetchableTopicResponse_v14(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_PartitionData_v14(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_NodeEndpoint_v14 = _d_FetchResponse_NodeEndpoint_v12
 _e_FetchResponse_NodeEndpoint_v14 = _e_FetchResponse_NodeEndpoint_v12
 def _d_FetchResponse_FetchResponse_v14(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v14, 18)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -2943,16 +2740,17 @@ def _d_FetchResponse_FetchResponse_v14(r):
 
 
 def _e_FetchResponse_FetchResponse_v14(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v14(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_EpochEndOffset_v15 = _d_FetchResponse_EpochEndOffset_v12
@@ -2965,14 +2763,10 @@ _d_FetchResponse_AbortedTransaction_v15 = _d_FetchResponse_AbortedTransaction_v1
 _e_FetchResponse_AbortedTransaction_v15 = _e_FetchResponse_AbortedTransaction_v12
 def _d_FetchResponse_PartitionData_v15(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v15, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
@@ -2993,11 +2787,7 @@ def _d_FetchResponse_PartitionData_v15(r):
 
 
 def _e_FetchResponse_PartitionData_v15(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.compact_array_length(_v, True)
     if _v:
@@ -3006,22 +2796,28 @@ def _e_FetchResponse_PartitionData_v15(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v15(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v15(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != FetchResponse.SnapshotId():
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v15(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchableTopicResponse_v15(r):
@@ -3040,17 +2836,18 @@ def _e_FetchResponse_FetchableTopicResponse_v15(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_PartitionData_v15(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_NodeEndpoint_v15 = _d_FetchResponse_NodeEndpoint_v12
 _e_FetchResponse_NodeEndpoint_v15 = _e_FetchResponse_NodeEndpoint_v12
 def _d_FetchResponse_FetchResponse_v15(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v15, 18)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -3058,16 +2855,17 @@ def _d_FetchResponse_FetchResponse_v15(r):
 
 
 def _e_FetchResponse_FetchResponse_v15(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchResponse_FetchableTopicResponse_v15(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_EpochEndOffset_v16 = _d_FetchResponse_EpochEndOffset_v12
@@ -3080,14 +2878,10 @@ _d_FetchResponse_AbortedTransaction_v16 = _d_FetchResponse_AbortedTransaction_v1
 _e_FetchResponse_AbortedTransaction_v16 = _e_FetchResponse_AbortedTransaction_v12
 def _d_FetchResponse_PartitionData_v16(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v16, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
@@ -3108,11 +2902,7 @@ def _d_FetchResponse_PartitionData_v16(r):
 
 
 def _e_FetchResponse_PartitionData_v16(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.compact_array_length(_v, True)
     if _v:
@@ -3121,22 +2911,28 @@ def _e_FetchResponse_PartitionData_v16(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v16(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v16(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != FetchResponse.SnapshotId():
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v16(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchableTopicResponse_v16(r):
@@ -3155,8 +2951,11 @@ def _e_FetchResponse_FetchableTopicResponse_v16(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_PartitionData_v16(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_NodeEndpoint_v16(r):
@@ -3174,15 +2973,16 @@ def _e_FetchResponse_NodeEndpoint_v16(w, o):
     w.compact_string(o.host)
     w.int32(o.port)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchResponse_v16(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v16, 18)
     o.node_endpoints = []
 
@@ -3196,9 +2996,7 @@ def _d_FetchResponse_FetchResponse_v16(r):
 
 
 def _e_FetchResponse_FetchResponse_v16(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
@@ -3214,7 +3012,10 @@ def _e_FetchResponse_FetchResponse_v16(w, o):
                 _e_FetchResponse_NodeEndpoint_v16(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_EpochEndOffset_v17 = _d_FetchResponse_EpochEndOffset_v12
@@ -3227,14 +3028,10 @@ _d_FetchResponse_AbortedTransaction_v17 = _d_FetchResponse_AbortedTransaction_v1
 _e_FetchResponse_AbortedTransaction_v17 = _e_FetchResponse_AbortedTransaction_v12
 def _d_FetchResponse_PartitionData_v17(r):
     o = _new(FetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.high_watermark = r.int64()
-    o.last_stable_offset = r.int64()
-    o.log_start_offset = r.int64()
     o.diverging_epoch = FetchResponse.EpochEndOffset()
     o.current_leader = FetchResponse.LeaderIdAndEpoch()
     o.snapshot_id = FetchResponse.SnapshotId()
+    o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = r.fixed(_P_ihqqq)
     o.aborted_transactions = r.compact_nullable_array(_d_FetchResponse_AbortedTransaction_v17, 17)
     o.preferred_read_replica = r.int32()
     o.records = r.compact_records()
@@ -3255,11 +3052,7 @@ def _d_FetchResponse_PartitionData_v17(r):
 
 
 def _e_FetchResponse_PartitionData_v17(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.high_watermark)
-    w.int64(o.last_stable_offset)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     _v = o.aborted_transactions
     w.compact_array_length(_v, True)
     if _v:
@@ -3268,22 +3061,28 @@ def _e_FetchResponse_PartitionData_v17(w, o):
     w.int32(o.preferred_read_replica)
     w.compact_records(o.records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.diverging_epoch != FetchResponse.EpochEndOffset():
+    _c = o.diverging_epoch
+    if _c.__class__ is not FetchResponse.EpochEndOffset or _G_FetchResponse_EpochEndOffset(_c) != _T_FetchResponse_EpochEndOffset:
         _w, w = w, Writer()
         _e_FetchResponse_EpochEndOffset_v17(w, o.diverging_epoch)
         _t.append((0, w.getvalue()))
         w = _w
-    if o.current_leader != FetchResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchResponse.LeaderIdAndEpoch or _G_FetchResponse_LeaderIdAndEpoch(_c) != _T_FetchResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchResponse_LeaderIdAndEpoch_v17(w, o.current_leader)
         _t.append((1, w.getvalue()))
         w = _w
-    if o.snapshot_id != FetchResponse.SnapshotId():
+    _c = o.snapshot_id
+    if _c.__class__ is not FetchResponse.SnapshotId or _G_FetchResponse_SnapshotId(_c) != _T_FetchResponse_SnapshotId:
         _w, w = w, Writer()
         _e_FetchResponse_SnapshotId_v17(w, o.snapshot_id)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchResponse_FetchableTopicResponse_v17(r):
@@ -3302,17 +3101,18 @@ def _e_FetchResponse_FetchableTopicResponse_v17(w, o):
     if _v:
         for _x in _v:
             _e_FetchResponse_PartitionData_v17(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchResponse_NodeEndpoint_v17 = _d_FetchResponse_NodeEndpoint_v16
 _e_FetchResponse_NodeEndpoint_v17 = _e_FetchResponse_NodeEndpoint_v16
 def _d_FetchResponse_FetchResponse_v17(r):
     o = _new(FetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.session_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.session_id = r.fixed(_P_ihi)
     o.responses = r.compact_array(_d_FetchResponse_FetchableTopicResponse_v17, 18)
     o.node_endpoints = []
 
@@ -3326,9 +3126,7 @@ def _d_FetchResponse_FetchResponse_v17(r):
 
 
 def _e_FetchResponse_FetchResponse_v17(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.session_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id))
     _v = o.responses
     w.compact_array_length(_v, False)
     if _v:
@@ -3344,7 +3142,10 @@ def _e_FetchResponse_FetchResponse_v17(w, o):
                 _e_FetchResponse_NodeEndpoint_v17(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_FetchResponse: dict[int, Decoder] = {0: _d_FetchResponse_FetchResponse_v0, 1: _d_FetchResponse_FetchResponse_v1, 2: _d_FetchResponse_FetchResponse_v2, 3: _d_FetchResponse_FetchResponse_v3, 4: _d_FetchResponse_FetchResponse_v4, 5: _d_FetchResponse_FetchResponse_v5, 6: _d_FetchResponse_FetchResponse_v6, 7: _d_FetchResponse_FetchResponse_v7, 8: _d_FetchResponse_FetchResponse_v8, 9: _d_FetchResponse_FetchResponse_v9, 10: _d_FetchResponse_FetchResponse_v10, 11: _d_FetchResponse_FetchResponse_v11, 12: _d_FetchResponse_FetchResponse_v12, 13: _d_FetchResponse_FetchResponse_v13, 14: _d_FetchResponse_FetchResponse_v14, 15: _d_FetchResponse_FetchResponse_v15, 16: _d_FetchResponse_FetchResponse_v16, 17: _d_FetchResponse_FetchResponse_v17}

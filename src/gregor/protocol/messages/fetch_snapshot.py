@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -81,39 +83,45 @@ class FetchSnapshotRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ii = _Packer('>ii')
+_P_qi = _Packer('>qi')
+
+
 def _d_FetchSnapshotRequest_SnapshotId_v0(r):
     o = _new(FetchSnapshotRequest.SnapshotId)
-    o.end_offset = r.int64()
-    o.epoch = r.int32()
+    o.end_offset, o.epoch = r.fixed(_P_qi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchSnapshotRequest_SnapshotId_v0(w, o):
-    w.int64(o.end_offset)
-    w.int32(o.epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qi.pack(o.end_offset, o.epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotRequest_PartitionSnapshot_v0(r):
     o = _new(FetchSnapshotRequest.PartitionSnapshot)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
+    o.partition, o.current_leader_epoch = r.fixed(_P_ii)
     o.snapshot_id = _d_FetchSnapshotRequest_SnapshotId_v0(r)
-    o.position = r.int64()
     o.replica_directory_id = ZERO_UUID
+    o.position = r.int64()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchSnapshotRequest_PartitionSnapshot_v0(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
+    w.raw(_P_ii.pack(o.partition, o.current_leader_epoch))
     _e_FetchSnapshotRequest_SnapshotId_v0(w, o.snapshot_id)
     w.int64(o.position)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotRequest_TopicSnapshot_v0(r):
@@ -131,15 +139,17 @@ def _e_FetchSnapshotRequest_TopicSnapshot_v0(w, o):
     if _v:
         for _x in _v:
             _e_FetchSnapshotRequest_PartitionSnapshot_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotRequest_FetchSnapshotRequest_v0(r):
     o = _new(FetchSnapshotRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
-    o.max_bytes = r.int32()
+    o.replica_id, o.max_bytes = r.fixed(_P_ii)
     o.topics = r.compact_array(_d_FetchSnapshotRequest_TopicSnapshot_v0, 3)
 
     def known(r, tag, size):
@@ -152,8 +162,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_v0(r):
 
 
 def _e_FetchSnapshotRequest_FetchSnapshotRequest_v0(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_bytes)
+    w.raw(_P_ii.pack(o.replica_id, o.max_bytes))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -165,18 +174,20 @@ def _e_FetchSnapshotRequest_FetchSnapshotRequest_v0(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchSnapshotRequest_SnapshotId_v1 = _d_FetchSnapshotRequest_SnapshotId_v0
 _e_FetchSnapshotRequest_SnapshotId_v1 = _e_FetchSnapshotRequest_SnapshotId_v0
 def _d_FetchSnapshotRequest_PartitionSnapshot_v1(r):
     o = _new(FetchSnapshotRequest.PartitionSnapshot)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
+    o.partition, o.current_leader_epoch = r.fixed(_P_ii)
     o.snapshot_id = _d_FetchSnapshotRequest_SnapshotId_v1(r)
-    o.position = r.int64()
     o.replica_directory_id = ZERO_UUID
+    o.position = r.int64()
 
     def known(r, tag, size):
         if tag == 0:
@@ -188,8 +199,7 @@ def _d_FetchSnapshotRequest_PartitionSnapshot_v1(r):
 
 
 def _e_FetchSnapshotRequest_PartitionSnapshot_v1(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
+    w.raw(_P_ii.pack(o.partition, o.current_leader_epoch))
     _e_FetchSnapshotRequest_SnapshotId_v1(w, o.snapshot_id)
     w.int64(o.position)
     _t = list(o._unknown_tagged_fields or ())
@@ -198,7 +208,10 @@ def _e_FetchSnapshotRequest_PartitionSnapshot_v1(w, o):
         w.uuid(o.replica_directory_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotRequest_TopicSnapshot_v1(r):
@@ -216,15 +229,17 @@ def _e_FetchSnapshotRequest_TopicSnapshot_v1(w, o):
     if _v:
         for _x in _v:
             _e_FetchSnapshotRequest_PartitionSnapshot_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotRequest_FetchSnapshotRequest_v1(r):
     o = _new(FetchSnapshotRequest)
     o.cluster_id = None
-    o.replica_id = r.int32()
-    o.max_bytes = r.int32()
+    o.replica_id, o.max_bytes = r.fixed(_P_ii)
     o.topics = r.compact_array(_d_FetchSnapshotRequest_TopicSnapshot_v1, 3)
 
     def known(r, tag, size):
@@ -237,8 +252,7 @@ def _d_FetchSnapshotRequest_FetchSnapshotRequest_v1(r):
 
 
 def _e_FetchSnapshotRequest_FetchSnapshotRequest_v1(w, o):
-    w.int32(o.replica_id)
-    w.int32(o.max_bytes)
+    w.raw(_P_ii.pack(o.replica_id, o.max_bytes))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -250,7 +264,10 @@ def _e_FetchSnapshotRequest_FetchSnapshotRequest_v1(w, o):
         w.compact_nullable_string(o.cluster_id)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_FetchSnapshotRequest: dict[int, Decoder] = {0: _d_FetchSnapshotRequest_FetchSnapshotRequest_v0, 1: _d_FetchSnapshotRequest_FetchSnapshotRequest_v1}
@@ -350,44 +367,52 @@ class FetchSnapshotResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ii = _Packer('>ii')
+_P_qi = _Packer('>qi')
+_P_qq = _Packer('>qq')
+_G_FetchSnapshotResponse_LeaderIdAndEpoch = _attrgetter(*FetchSnapshotResponse.LeaderIdAndEpoch.__slots__)
+_T_FetchSnapshotResponse_LeaderIdAndEpoch = _G_FetchSnapshotResponse_LeaderIdAndEpoch(FetchSnapshotResponse.LeaderIdAndEpoch())
+
+
 def _d_FetchSnapshotResponse_SnapshotId_v0(r):
     o = _new(FetchSnapshotResponse.SnapshotId)
-    o.end_offset = r.int64()
-    o.epoch = r.int32()
+    o.end_offset, o.epoch = r.fixed(_P_qi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchSnapshotResponse_SnapshotId_v0(w, o):
-    w.int64(o.end_offset)
-    w.int32(o.epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qi.pack(o.end_offset, o.epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_LeaderIdAndEpoch_v0(r):
     o = _new(FetchSnapshotResponse.LeaderIdAndEpoch)
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FetchSnapshotResponse_LeaderIdAndEpoch_v0(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_PartitionSnapshot_v0(r):
     o = _new(FetchSnapshotResponse.PartitionSnapshot)
-    o.index = r.int32()
-    o.error_code = r.int16()
+    o.index, o.error_code = r.fixed(_P_ih)
     o.snapshot_id = _d_FetchSnapshotResponse_SnapshotId_v0(r)
     o.current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
-    o.size = r.int64()
-    o.position = r.int64()
+    o.size, o.position = r.fixed(_P_qq)
     o.unaligned_records = r.compact_records()
 
     def known(r, tag, size):
@@ -400,19 +425,21 @@ def _d_FetchSnapshotResponse_PartitionSnapshot_v0(r):
 
 
 def _e_FetchSnapshotResponse_PartitionSnapshot_v0(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.index, o.error_code))
     _e_FetchSnapshotResponse_SnapshotId_v0(w, o.snapshot_id)
-    w.int64(o.size)
-    w.int64(o.position)
+    w.raw(_P_qq.pack(o.size, o.position))
     w.compact_records(o.unaligned_records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != FetchSnapshotResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchSnapshotResponse.LeaderIdAndEpoch or _G_FetchSnapshotResponse_LeaderIdAndEpoch(_c) != _T_FetchSnapshotResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchSnapshotResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_TopicSnapshot_v0(r):
@@ -430,8 +457,11 @@ def _e_FetchSnapshotResponse_TopicSnapshot_v0(w, o):
     if _v:
         for _x in _v:
             _e_FetchSnapshotResponse_PartitionSnapshot_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_NodeEndpoint_v0(r):
@@ -444,14 +474,16 @@ def _d_FetchSnapshotResponse_NodeEndpoint_v0(r):
 
 
 def _e_FetchSnapshotResponse_NodeEndpoint_v0(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_FetchSnapshotResponse_v0(r):
     o = _new(FetchSnapshotResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.topics = r.compact_array(_d_FetchSnapshotResponse_TopicSnapshot_v0, 3)
     o.node_endpoints = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -459,15 +491,17 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_v0(r):
 
 
 def _e_FetchSnapshotResponse_FetchSnapshotResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_FetchSnapshotResponse_TopicSnapshot_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FetchSnapshotResponse_SnapshotId_v1 = _d_FetchSnapshotResponse_SnapshotId_v0
@@ -476,12 +510,10 @@ _d_FetchSnapshotResponse_LeaderIdAndEpoch_v1 = _d_FetchSnapshotResponse_LeaderId
 _e_FetchSnapshotResponse_LeaderIdAndEpoch_v1 = _e_FetchSnapshotResponse_LeaderIdAndEpoch_v0
 def _d_FetchSnapshotResponse_PartitionSnapshot_v1(r):
     o = _new(FetchSnapshotResponse.PartitionSnapshot)
-    o.index = r.int32()
-    o.error_code = r.int16()
+    o.index, o.error_code = r.fixed(_P_ih)
     o.snapshot_id = _d_FetchSnapshotResponse_SnapshotId_v1(r)
     o.current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
-    o.size = r.int64()
-    o.position = r.int64()
+    o.size, o.position = r.fixed(_P_qq)
     o.unaligned_records = r.compact_records()
 
     def known(r, tag, size):
@@ -494,19 +526,21 @@ def _d_FetchSnapshotResponse_PartitionSnapshot_v1(r):
 
 
 def _e_FetchSnapshotResponse_PartitionSnapshot_v1(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.index, o.error_code))
     _e_FetchSnapshotResponse_SnapshotId_v1(w, o.snapshot_id)
-    w.int64(o.size)
-    w.int64(o.position)
+    w.raw(_P_qq.pack(o.size, o.position))
     w.compact_records(o.unaligned_records)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != FetchSnapshotResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not FetchSnapshotResponse.LeaderIdAndEpoch or _G_FetchSnapshotResponse_LeaderIdAndEpoch(_c) != _T_FetchSnapshotResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_FetchSnapshotResponse_LeaderIdAndEpoch_v1(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_TopicSnapshot_v1(r):
@@ -524,8 +558,11 @@ def _e_FetchSnapshotResponse_TopicSnapshot_v1(w, o):
     if _v:
         for _x in _v:
             _e_FetchSnapshotResponse_PartitionSnapshot_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_NodeEndpoint_v1(r):
@@ -541,14 +578,16 @@ def _e_FetchSnapshotResponse_NodeEndpoint_v1(w, o):
     w.int32(o.node_id)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FetchSnapshotResponse_FetchSnapshotResponse_v1(r):
     o = _new(FetchSnapshotResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.topics = r.compact_array(_d_FetchSnapshotResponse_TopicSnapshot_v1, 3)
     o.node_endpoints = []
 
@@ -562,8 +601,7 @@ def _d_FetchSnapshotResponse_FetchSnapshotResponse_v1(r):
 
 
 def _e_FetchSnapshotResponse_FetchSnapshotResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -579,7 +617,10 @@ def _e_FetchSnapshotResponse_FetchSnapshotResponse_v1(w, o):
                 _e_FetchSnapshotResponse_NodeEndpoint_v1(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_FetchSnapshotResponse: dict[int, Decoder] = {0: _d_FetchSnapshotResponse_FetchSnapshotResponse_v0, 1: _d_FetchSnapshotResponse_FetchSnapshotResponse_v1}

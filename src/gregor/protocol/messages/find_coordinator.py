@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -59,8 +61,8 @@ def _e_FindCoordinatorRequest_FindCoordinatorRequest_v0(w, o):
 def _d_FindCoordinatorRequest_FindCoordinatorRequest_v1(r):
     o = _new(FindCoordinatorRequest)
     o.key = r.string()
-    o.key_type = r.int8()
     o.coordinator_keys = []
+    o.key_type = r.int8()
     o._unknown_tagged_fields = None
     return o
 
@@ -75,8 +77,8 @@ _e_FindCoordinatorRequest_FindCoordinatorRequest_v2 = _e_FindCoordinatorRequest_
 def _d_FindCoordinatorRequest_FindCoordinatorRequest_v3(r):
     o = _new(FindCoordinatorRequest)
     o.key = r.compact_string()
-    o.key_type = r.int8()
     o.coordinator_keys = []
+    o.key_type = r.int8()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -84,8 +86,11 @@ def _d_FindCoordinatorRequest_FindCoordinatorRequest_v3(r):
 def _e_FindCoordinatorRequest_FindCoordinatorRequest_v3(w, o):
     w.compact_string(o.key)
     w.int8(o.key_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FindCoordinatorRequest_FindCoordinatorRequest_v4(r):
@@ -104,8 +109,11 @@ def _e_FindCoordinatorRequest_FindCoordinatorRequest_v4(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FindCoordinatorRequest_FindCoordinatorRequest_v5 = _d_FindCoordinatorRequest_FindCoordinatorRequest_v4
@@ -171,6 +179,10 @@ class FindCoordinatorResponse(Message):
         return 1 if version >= 3 else 0
 
 
+_P_hi = _Packer('>hi')
+_P_ih = _Packer('>ih')
+
+
 def _d_FindCoordinatorResponse_Coordinator_v0(r):
     o = _new(FindCoordinatorResponse.Coordinator)
     o.key = ""
@@ -190,19 +202,17 @@ def _e_FindCoordinatorResponse_Coordinator_v0(w, o):
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v0(r):
     o = _new(FindCoordinatorResponse)
     o.throttle_time_ms = 0
-    o.error_code = r.int16()
     o.error_message = ""
-    o.node_id = r.int32()
+    o.error_code, o.node_id = r.fixed(_P_hi)
     o.host = r.string()
-    o.port = r.int32()
     o.coordinators = []
+    o.port = r.int32()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_v0(w, o):
-    w.int16(o.error_code)
-    w.int32(o.node_id)
+    w.raw(_P_hi.pack(o.error_code, o.node_id))
     w.string(o.host)
     w.int32(o.port)
 
@@ -211,20 +221,18 @@ _d_FindCoordinatorResponse_Coordinator_v1 = _d_FindCoordinatorResponse_Coordinat
 _e_FindCoordinatorResponse_Coordinator_v1 = _e_FindCoordinatorResponse_Coordinator_v0
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v1(r):
     o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.nullable_string()
     o.node_id = r.int32()
     o.host = r.string()
-    o.port = r.int32()
     o.coordinators = []
+    o.port = r.int32()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.nullable_string(o.error_message)
     w.int32(o.node_id)
     w.string(o.host)
@@ -248,32 +256,36 @@ def _d_FindCoordinatorResponse_Coordinator_v3(r):
 
 
 def _e_FindCoordinatorResponse_Coordinator_v3(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v3(r):
     o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.node_id = r.int32()
     o.host = r.compact_string()
-    o.port = r.int32()
     o.coordinators = []
+    o.port = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_FindCoordinatorResponse_FindCoordinatorResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.int32(o.node_id)
     w.compact_string(o.host)
     w.int32(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FindCoordinatorResponse_Coordinator_v4(r):
@@ -281,8 +293,7 @@ def _d_FindCoordinatorResponse_Coordinator_v4(r):
     o.key = r.compact_string()
     o.node_id = r.int32()
     o.host = r.compact_string()
-    o.port = r.int32()
-    o.error_code = r.int16()
+    o.port, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -292,21 +303,23 @@ def _e_FindCoordinatorResponse_Coordinator_v4(w, o):
     w.compact_string(o.key)
     w.int32(o.node_id)
     w.compact_string(o.host)
-    w.int32(o.port)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.port, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v4(r):
     o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.error_message = ""
     o.node_id = 0
     o.host = ""
     o.port = 0
+    o.throttle_time_ms = r.int32()
     o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v4, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -319,20 +332,23 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_FindCoordinatorResponse_Coordinator_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FindCoordinatorResponse_Coordinator_v5 = _d_FindCoordinatorResponse_Coordinator_v4
 _e_FindCoordinatorResponse_Coordinator_v5 = _e_FindCoordinatorResponse_Coordinator_v4
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v5(r):
     o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.error_message = ""
     o.node_id = 0
     o.host = ""
     o.port = 0
+    o.throttle_time_ms = r.int32()
     o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v5, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -345,20 +361,23 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_FindCoordinatorResponse_Coordinator_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_FindCoordinatorResponse_Coordinator_v6 = _d_FindCoordinatorResponse_Coordinator_v4
 _e_FindCoordinatorResponse_Coordinator_v6 = _e_FindCoordinatorResponse_Coordinator_v4
 def _d_FindCoordinatorResponse_FindCoordinatorResponse_v6(r):
     o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = r.int32()
     o.error_code = 0
     o.error_message = ""
     o.node_id = 0
     o.host = ""
     o.port = 0
+    o.throttle_time_ms = r.int32()
     o.coordinators = r.compact_array(_d_FindCoordinatorResponse_Coordinator_v6, 14)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -371,8 +390,11 @@ def _e_FindCoordinatorResponse_FindCoordinatorResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_FindCoordinatorResponse_Coordinator_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_FindCoordinatorResponse: dict[int, Decoder] = {0: _d_FindCoordinatorResponse_FindCoordinatorResponse_v0, 1: _d_FindCoordinatorResponse_FindCoordinatorResponse_v1, 2: _d_FindCoordinatorResponse_FindCoordinatorResponse_v2, 3: _d_FindCoordinatorResponse_FindCoordinatorResponse_v3, 4: _d_FindCoordinatorResponse_FindCoordinatorResponse_v4, 5: _d_FindCoordinatorResponse_FindCoordinatorResponse_v5, 6: _d_FindCoordinatorResponse_FindCoordinatorResponse_v6}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -48,8 +50,11 @@ def _d_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0(r):
 
 def _e_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0(w, o):
     w.uuid(o.client_instance_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_GetTelemetrySubscriptionsRequest: dict[int, Decoder] = {0: _d_GetTelemetrySubscriptionsRequest_GetTelemetrySubscriptionsRequest_v0}
@@ -97,24 +102,24 @@ class GetTelemetrySubscriptionsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_iio = _Packer('>ii?')
+
+
 def _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0(r):
     o = _new(GetTelemetrySubscriptionsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.client_instance_id = r.uuid()
     o.subscription_id = r.int32()
     o.accepted_compression_types = r.compact_array(_R_int8, 1)
-    o.push_interval_ms = r.int32()
-    o.telemetry_max_bytes = r.int32()
-    o.delta_temporality = r.bool()
+    o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = r.fixed(_P_iio)
     o.requested_metrics = r.compact_array(_R_compact_string, 1)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.uuid(o.client_instance_id)
     w.int32(o.subscription_id)
     _v = o.accepted_compression_types
@@ -122,16 +127,17 @@ def _e_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0(w,
     if _v:
         for _x in _v:
             w.int8(_x)
-    w.int32(o.push_interval_ms)
-    w.int32(o.telemetry_max_bytes)
-    w.bool(o.delta_temporality)
+    w.raw(_P_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality))
     _v = o.requested_metrics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_GetTelemetrySubscriptionsResponse: dict[int, Decoder] = {0: _d_GetTelemetrySubscriptionsResponse_GetTelemetrySubscriptionsResponse_v0}

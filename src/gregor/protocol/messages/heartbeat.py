@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -97,8 +99,11 @@ def _e_HeartbeatRequest_HeartbeatRequest_v4(w, o):
     w.int32(o.generation_id)
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_HeartbeatRequest: dict[int, Decoder] = {0: _d_HeartbeatRequest_HeartbeatRequest_v0, 1: _d_HeartbeatRequest_HeartbeatRequest_v1, 2: _d_HeartbeatRequest_HeartbeatRequest_v2, 3: _d_HeartbeatRequest_HeartbeatRequest_v3, 4: _d_HeartbeatRequest_HeartbeatRequest_v4}
@@ -132,6 +137,9 @@ class HeartbeatResponse(Message):
         return 1 if version >= 4 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_HeartbeatResponse_HeartbeatResponse_v0(r):
     o = _new(HeartbeatResponse)
     o.throttle_time_ms = 0
@@ -146,15 +154,13 @@ def _e_HeartbeatResponse_HeartbeatResponse_v0(w, o):
 
 def _d_HeartbeatResponse_HeartbeatResponse_v1(r):
     o = _new(HeartbeatResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_HeartbeatResponse_HeartbeatResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
 
 
 _d_HeartbeatResponse_HeartbeatResponse_v2 = _d_HeartbeatResponse_HeartbeatResponse_v1
@@ -163,17 +169,18 @@ _d_HeartbeatResponse_HeartbeatResponse_v3 = _d_HeartbeatResponse_HeartbeatRespon
 _e_HeartbeatResponse_HeartbeatResponse_v3 = _e_HeartbeatResponse_HeartbeatResponse_v1
 def _d_HeartbeatResponse_HeartbeatResponse_v4(r):
     o = _new(HeartbeatResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_HeartbeatResponse_HeartbeatResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_HeartbeatResponse: dict[int, Decoder] = {0: _d_HeartbeatResponse_HeartbeatResponse_v0, 1: _d_HeartbeatResponse_HeartbeatResponse_v1, 2: _d_HeartbeatResponse_HeartbeatResponse_v2, 3: _d_HeartbeatResponse_HeartbeatResponse_v3, 4: _d_HeartbeatResponse_HeartbeatResponse_v4}

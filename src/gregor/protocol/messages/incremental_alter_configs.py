@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -129,8 +131,11 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_v1(w, o):
     w.compact_string(o.name)
     w.int8(o.config_operation)
     w.compact_nullable_string(o.value)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(r):
@@ -150,8 +155,11 @@ def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w, o):
     if _v:
         for _x in _v:
             _e_IncrementalAlterConfigsRequest_AlterableConfig_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1(r):
@@ -169,8 +177,11 @@ def _e_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1(w, o):
         for _x in _v:
             _e_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(w, _x)
     w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_IncrementalAlterConfigsRequest: dict[int, Decoder] = {0: _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v0, 1: _d_IncrementalAlterConfigsRequest_IncrementalAlterConfigsRequest_v1}
@@ -267,8 +278,11 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w, o):
     w.compact_nullable_string(o.error_message)
     w.int8(o.resource_type)
     w.compact_string(o.resource_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1(r):
@@ -286,8 +300,11 @@ def _e_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_IncrementalAlterConfigsResponse: dict[int, Decoder] = {0: _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v0, 1: _d_IncrementalAlterConfigsResponse_IncrementalAlterConfigsResponse_v1}

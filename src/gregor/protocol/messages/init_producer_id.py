@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -45,12 +47,15 @@ class InitProducerIdRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_iqh = _Packer('>iqh')
+
+
 def _d_InitProducerIdRequest_InitProducerIdRequest_v0(r):
     o = _new(InitProducerIdRequest)
     o.transactional_id = r.nullable_string()
-    o.transaction_timeout_ms = r.int32()
     o.producer_id = -1
     o.producer_epoch = -1
+    o.transaction_timeout_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -65,9 +70,9 @@ _e_InitProducerIdRequest_InitProducerIdRequest_v1 = _e_InitProducerIdRequest_Ini
 def _d_InitProducerIdRequest_InitProducerIdRequest_v2(r):
     o = _new(InitProducerIdRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.transaction_timeout_ms = r.int32()
     o.producer_id = -1
     o.producer_epoch = -1
+    o.transaction_timeout_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -75,27 +80,29 @@ def _d_InitProducerIdRequest_InitProducerIdRequest_v2(r):
 def _e_InitProducerIdRequest_InitProducerIdRequest_v2(w, o):
     w.compact_nullable_string(o.transactional_id)
     w.int32(o.transaction_timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_InitProducerIdRequest_InitProducerIdRequest_v3(r):
     o = _new(InitProducerIdRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.transaction_timeout_ms = r.int32()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.transaction_timeout_ms, o.producer_id, o.producer_epoch = r.fixed(_P_iqh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_InitProducerIdRequest_InitProducerIdRequest_v3(w, o):
     w.compact_nullable_string(o.transactional_id)
-    w.int32(o.transaction_timeout_ms)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_InitProducerIdRequest_InitProducerIdRequest_v4 = _d_InitProducerIdRequest_InitProducerIdRequest_v3
@@ -137,42 +144,36 @@ class InitProducerIdResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_ihqh = _Packer('>ihqh')
+
+
 def _d_InitProducerIdResponse_InitProducerIdResponse_v0(r):
     o = _new(InitProducerIdResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = r.fixed(_P_ihqh)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_InitProducerIdResponse_InitProducerIdResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
 
 
 _d_InitProducerIdResponse_InitProducerIdResponse_v1 = _d_InitProducerIdResponse_InitProducerIdResponse_v0
 _e_InitProducerIdResponse_InitProducerIdResponse_v1 = _e_InitProducerIdResponse_InitProducerIdResponse_v0
 def _d_InitProducerIdResponse_InitProducerIdResponse_v2(r):
     o = _new(InitProducerIdResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
+    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = r.fixed(_P_ihqh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_InitProducerIdResponse_InitProducerIdResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_InitProducerIdResponse_InitProducerIdResponse_v3 = _d_InitProducerIdResponse_InitProducerIdResponse_v2

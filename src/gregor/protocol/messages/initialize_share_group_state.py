@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -63,21 +65,23 @@ class InitializeShareGroupStateRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iiq = _Packer('>iiq')
+
+
 def _d_InitializeShareGroupStateRequest_PartitionData_v0(r):
     o = _new(InitializeShareGroupStateRequest.PartitionData)
-    o.partition = r.int32()
-    o.state_epoch = r.int32()
-    o.start_offset = r.int64()
+    o.partition, o.state_epoch, o.start_offset = r.fixed(_P_iiq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_InitializeShareGroupStateRequest_PartitionData_v0(w, o):
-    w.int32(o.partition)
-    w.int32(o.state_epoch)
-    w.int64(o.start_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iiq.pack(o.partition, o.state_epoch, o.start_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_InitializeShareGroupStateRequest_InitializeStateData_v0(r):
@@ -95,8 +99,11 @@ def _e_InitializeShareGroupStateRequest_InitializeStateData_v0(w, o):
     if _v:
         for _x in _v:
             _e_InitializeShareGroupStateRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0(r):
@@ -114,8 +121,11 @@ def _e_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0(w, o
     if _v:
         for _x in _v:
             _e_InitializeShareGroupStateRequest_InitializeStateData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_InitializeShareGroupStateRequest: dict[int, Decoder] = {0: _d_InitializeShareGroupStateRequest_InitializeShareGroupStateRequest_v0}
@@ -169,21 +179,25 @@ class InitializeShareGroupStateResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_InitializeShareGroupStateResponse_PartitionResult_v0(r):
     o = _new(InitializeShareGroupStateResponse.PartitionResult)
-    o.partition = r.int32()
-    o.error_code = r.int16()
+    o.partition, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_InitializeShareGroupStateResponse_PartitionResult_v0(w, o):
-    w.int32(o.partition)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_InitializeShareGroupStateResponse_InitializeStateResult_v0(r):
@@ -201,8 +215,11 @@ def _e_InitializeShareGroupStateResponse_InitializeStateResult_v0(w, o):
     if _v:
         for _x in _v:
             _e_InitializeShareGroupStateResponse_PartitionResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0(r):
@@ -218,8 +235,11 @@ def _e_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0(w,
     if _v:
         for _x in _v:
             _e_InitializeShareGroupStateResponse_InitializeStateResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_InitializeShareGroupStateResponse: dict[int, Decoder] = {0: _d_InitializeShareGroupStateResponse_InitializeShareGroupStateResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -63,6 +65,9 @@ class JoinGroupRequest(Message):
         return 2 if version >= 6 else 1
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_JoinGroupRequest_JoinGroupRequestProtocol_v0(r):
     o = _new(JoinGroupRequest.JoinGroupRequestProtocol)
     o.name = r.string()
@@ -79,8 +84,8 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_v0(w, o):
 def _d_JoinGroupRequest_JoinGroupRequest_v0(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.string()
-    o.session_timeout_ms = r.int32()
     o.rebalance_timeout_ms = -1
+    o.session_timeout_ms = r.int32()
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
@@ -107,8 +112,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v1 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v1(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
@@ -120,8 +124,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v1(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v1(w, o):
     w.string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.string(o.member_id)
     w.string(o.protocol_type)
     _v = o.protocols
@@ -136,8 +139,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v2 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v2(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
@@ -149,8 +151,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v2(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v2(w, o):
     w.string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.string(o.member_id)
     w.string(o.protocol_type)
     _v = o.protocols
@@ -165,8 +166,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v3 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v3(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
@@ -178,8 +178,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v3(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v3(w, o):
     w.string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.string(o.member_id)
     w.string(o.protocol_type)
     _v = o.protocols
@@ -194,8 +193,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v4 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v4(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.string()
     o.group_instance_id = None
     o.protocol_type = r.string()
@@ -207,8 +205,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v4(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v4(w, o):
     w.string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.string(o.member_id)
     w.string(o.protocol_type)
     _v = o.protocols
@@ -223,8 +220,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v5 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v5(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.string()
     o.group_instance_id = r.nullable_string()
     o.protocol_type = r.string()
@@ -236,8 +232,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v5(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v5(w, o):
     w.string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.string(o.member_id)
     w.nullable_string(o.group_instance_id)
     w.string(o.protocol_type)
@@ -259,15 +254,17 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_v6(r):
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_v6(w, o):
     w.compact_string(o.name)
     w.compact_bytes(o.metadata)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_JoinGroupRequest_JoinGroupRequest_v6(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.compact_string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
@@ -279,8 +276,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v6(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v6(w, o):
     w.compact_string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.compact_string(o.protocol_type)
@@ -289,8 +285,11 @@ def _e_JoinGroupRequest_JoinGroupRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_JoinGroupRequest_JoinGroupRequestProtocol_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_JoinGroupRequest_JoinGroupRequestProtocol_v7 = _d_JoinGroupRequest_JoinGroupRequestProtocol_v6
@@ -298,8 +297,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v7 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v7(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.compact_string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
@@ -311,8 +309,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v7(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v7(w, o):
     w.compact_string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.compact_string(o.protocol_type)
@@ -321,8 +318,11 @@ def _e_JoinGroupRequest_JoinGroupRequest_v7(w, o):
     if _v:
         for _x in _v:
             _e_JoinGroupRequest_JoinGroupRequestProtocol_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_JoinGroupRequest_JoinGroupRequestProtocol_v8 = _d_JoinGroupRequest_JoinGroupRequestProtocol_v6
@@ -330,8 +330,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v8 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v8(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.compact_string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
@@ -343,8 +342,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v8(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v8(w, o):
     w.compact_string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.compact_string(o.protocol_type)
@@ -354,8 +352,11 @@ def _e_JoinGroupRequest_JoinGroupRequest_v8(w, o):
         for _x in _v:
             _e_JoinGroupRequest_JoinGroupRequestProtocol_v8(w, _x)
     w.compact_nullable_string(o.reason)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_JoinGroupRequest_JoinGroupRequestProtocol_v9 = _d_JoinGroupRequest_JoinGroupRequestProtocol_v6
@@ -363,8 +364,7 @@ _e_JoinGroupRequest_JoinGroupRequestProtocol_v9 = _e_JoinGroupRequest_JoinGroupR
 def _d_JoinGroupRequest_JoinGroupRequest_v9(r):
     o = _new(JoinGroupRequest)
     o.group_id = r.compact_string()
-    o.session_timeout_ms = r.int32()
-    o.rebalance_timeout_ms = r.int32()
+    o.session_timeout_ms, o.rebalance_timeout_ms = r.fixed(_P_ii)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.protocol_type = r.compact_string()
@@ -376,8 +376,7 @@ def _d_JoinGroupRequest_JoinGroupRequest_v9(r):
 
 def _e_JoinGroupRequest_JoinGroupRequest_v9(w, o):
     w.compact_string(o.group_id)
-    w.int32(o.session_timeout_ms)
-    w.int32(o.rebalance_timeout_ms)
+    w.raw(_P_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.compact_string(o.protocol_type)
@@ -387,8 +386,11 @@ def _e_JoinGroupRequest_JoinGroupRequest_v9(w, o):
         for _x in _v:
             _e_JoinGroupRequest_JoinGroupRequestProtocol_v9(w, _x)
     w.compact_nullable_string(o.reason)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_JoinGroupRequest: dict[int, Decoder] = {0: _d_JoinGroupRequest_JoinGroupRequest_v0, 1: _d_JoinGroupRequest_JoinGroupRequest_v1, 2: _d_JoinGroupRequest_JoinGroupRequest_v2, 3: _d_JoinGroupRequest_JoinGroupRequest_v3, 4: _d_JoinGroupRequest_JoinGroupRequest_v4, 5: _d_JoinGroupRequest_JoinGroupRequest_v5, 6: _d_JoinGroupRequest_JoinGroupRequest_v6, 7: _d_JoinGroupRequest_JoinGroupRequest_v7, 8: _d_JoinGroupRequest_JoinGroupRequest_v8, 9: _d_JoinGroupRequest_JoinGroupRequest_v9}
@@ -448,6 +450,10 @@ class JoinGroupResponse(Message):
         return 1 if version >= 6 else 0
 
 
+_P_hi = _Packer('>hi')
+_P_ihi = _Packer('>ihi')
+
+
 def _d_JoinGroupResponse_JoinGroupResponseMember_v0(r):
     o = _new(JoinGroupResponse.JoinGroupResponseMember)
     o.member_id = r.string()
@@ -465,9 +471,8 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v0(w, o):
 def _d_JoinGroupResponse_JoinGroupResponse_v0(r):
     o = _new(JoinGroupResponse)
     o.throttle_time_ms = 0
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.error_code, o.generation_id = r.fixed(_P_hi)
     o.protocol_name = r.string()
     o.leader = r.string()
     o.skip_assignment = False
@@ -478,8 +483,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v0(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v0(w, o):
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_hi.pack(o.error_code, o.generation_id))
     w.string(o.protocol_name)
     w.string(o.leader)
     w.string(o.member_id)
@@ -495,9 +499,8 @@ _e_JoinGroupResponse_JoinGroupResponseMember_v1 = _e_JoinGroupResponse_JoinGroup
 def _d_JoinGroupResponse_JoinGroupResponse_v1(r):
     o = _new(JoinGroupResponse)
     o.throttle_time_ms = 0
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.error_code, o.generation_id = r.fixed(_P_hi)
     o.protocol_name = r.string()
     o.leader = r.string()
     o.skip_assignment = False
@@ -508,8 +511,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v1(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v1(w, o):
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_hi.pack(o.error_code, o.generation_id))
     w.string(o.protocol_name)
     w.string(o.leader)
     w.string(o.member_id)
@@ -524,10 +526,8 @@ _d_JoinGroupResponse_JoinGroupResponseMember_v2 = _d_JoinGroupResponse_JoinGroup
 _e_JoinGroupResponse_JoinGroupResponseMember_v2 = _e_JoinGroupResponse_JoinGroupResponseMember_v0
 def _d_JoinGroupResponse_JoinGroupResponse_v2(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_name = r.string()
     o.leader = r.string()
     o.skip_assignment = False
@@ -538,9 +538,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v2(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.string(o.protocol_name)
     w.string(o.leader)
     w.string(o.member_id)
@@ -555,10 +553,8 @@ _d_JoinGroupResponse_JoinGroupResponseMember_v3 = _d_JoinGroupResponse_JoinGroup
 _e_JoinGroupResponse_JoinGroupResponseMember_v3 = _e_JoinGroupResponse_JoinGroupResponseMember_v0
 def _d_JoinGroupResponse_JoinGroupResponse_v3(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_name = r.string()
     o.leader = r.string()
     o.skip_assignment = False
@@ -569,9 +565,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v3(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.string(o.protocol_name)
     w.string(o.leader)
     w.string(o.member_id)
@@ -586,10 +580,8 @@ _d_JoinGroupResponse_JoinGroupResponseMember_v4 = _d_JoinGroupResponse_JoinGroup
 _e_JoinGroupResponse_JoinGroupResponseMember_v4 = _e_JoinGroupResponse_JoinGroupResponseMember_v0
 def _d_JoinGroupResponse_JoinGroupResponse_v4(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_name = r.string()
     o.leader = r.string()
     o.skip_assignment = False
@@ -600,9 +592,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v4(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.string(o.protocol_name)
     w.string(o.leader)
     w.string(o.member_id)
@@ -630,10 +620,8 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v5(w, o):
 
 def _d_JoinGroupResponse_JoinGroupResponse_v5(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_name = r.string()
     o.leader = r.string()
     o.skip_assignment = False
@@ -644,9 +632,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v5(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v5(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.string(o.protocol_name)
     w.string(o.leader)
     w.string(o.member_id)
@@ -670,16 +656,17 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_v6(w, o):
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.compact_bytes(o.metadata)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_JoinGroupResponse_JoinGroupResponse_v6(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
     o.protocol_type = None
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_name = r.compact_string()
     o.leader = r.compact_string()
     o.skip_assignment = False
@@ -690,9 +677,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v6(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v6(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.compact_string(o.protocol_name)
     w.compact_string(o.leader)
     w.compact_string(o.member_id)
@@ -701,17 +686,18 @@ def _e_JoinGroupResponse_JoinGroupResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_JoinGroupResponse_JoinGroupResponseMember_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_JoinGroupResponse_JoinGroupResponseMember_v7 = _d_JoinGroupResponse_JoinGroupResponseMember_v6
 _e_JoinGroupResponse_JoinGroupResponseMember_v7 = _e_JoinGroupResponse_JoinGroupResponseMember_v6
 def _d_JoinGroupResponse_JoinGroupResponse_v7(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_type = r.compact_nullable_string()
     o.protocol_name = r.compact_nullable_string()
     o.leader = r.compact_string()
@@ -723,9 +709,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v7(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v7(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.compact_nullable_string(o.protocol_type)
     w.compact_nullable_string(o.protocol_name)
     w.compact_string(o.leader)
@@ -735,17 +719,18 @@ def _e_JoinGroupResponse_JoinGroupResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_JoinGroupResponse_JoinGroupResponseMember_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_JoinGroupResponse_JoinGroupResponseMember_v8 = _d_JoinGroupResponse_JoinGroupResponseMember_v6
 _e_JoinGroupResponse_JoinGroupResponseMember_v8 = _e_JoinGroupResponse_JoinGroupResponseMember_v6
 def _d_JoinGroupResponse_JoinGroupResponse_v8(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_type = r.compact_nullable_string()
     o.protocol_name = r.compact_nullable_string()
     o.leader = r.compact_string()
@@ -757,9 +742,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v8(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v8(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.compact_nullable_string(o.protocol_type)
     w.compact_nullable_string(o.protocol_name)
     w.compact_string(o.leader)
@@ -769,17 +752,18 @@ def _e_JoinGroupResponse_JoinGroupResponse_v8(w, o):
     if _v:
         for _x in _v:
             _e_JoinGroupResponse_JoinGroupResponseMember_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_JoinGroupResponse_JoinGroupResponseMember_v9 = _d_JoinGroupResponse_JoinGroupResponseMember_v6
 _e_JoinGroupResponse_JoinGroupResponseMember_v9 = _e_JoinGroupResponse_JoinGroupResponseMember_v6
 def _d_JoinGroupResponse_JoinGroupResponse_v9(r):
     o = _new(JoinGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
-    o.generation_id = r.int32()
+    o.throttle_time_ms, o.error_code, o.generation_id = r.fixed(_P_ihi)
     o.protocol_type = r.compact_nullable_string()
     o.protocol_name = r.compact_nullable_string()
     o.leader = r.compact_string()
@@ -791,9 +775,7 @@ def _d_JoinGroupResponse_JoinGroupResponse_v9(r):
 
 
 def _e_JoinGroupResponse_JoinGroupResponse_v9(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    w.int32(o.generation_id)
+    w.raw(_P_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id))
     w.compact_nullable_string(o.protocol_type)
     w.compact_nullable_string(o.protocol_name)
     w.compact_string(o.leader)
@@ -804,8 +786,11 @@ def _e_JoinGroupResponse_JoinGroupResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_JoinGroupResponse_JoinGroupResponseMember_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_JoinGroupResponse: dict[int, Decoder] = {0: _d_JoinGroupResponse_JoinGroupResponse_v0, 1: _d_JoinGroupResponse_JoinGroupResponse_v1, 2: _d_JoinGroupResponse_JoinGroupResponse_v2, 3: _d_JoinGroupResponse_JoinGroupResponse_v3, 4: _d_JoinGroupResponse_JoinGroupResponse_v4, 5: _d_JoinGroupResponse_JoinGroupResponse_v5, 6: _d_JoinGroupResponse_JoinGroupResponse_v6, 7: _d_JoinGroupResponse_JoinGroupResponse_v7, 8: _d_JoinGroupResponse_JoinGroupResponse_v8, 9: _d_JoinGroupResponse_JoinGroupResponse_v9}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -37,19 +39,23 @@ class KRaftVersionRecord(Message):
         encode_with(_ENCODERS_KRaftVersionRecord, self, w, version)
 
 
+_P_hh = _Packer('>hh')
+
+
 def _d_KRaftVersionRecord_KRaftVersionRecord_v0(r):
     o = _new(KRaftVersionRecord)
-    o.version = r.int16()
-    o.k_raft_version = r.int16()
+    o.version, o.k_raft_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_KRaftVersionRecord_KRaftVersionRecord_v0(w, o):
-    w.int16(o.version)
-    w.int16(o.k_raft_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.version, o.k_raft_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_KRaftVersionRecord: dict[int, Decoder] = {0: _d_KRaftVersionRecord_KRaftVersionRecord_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -107,13 +109,18 @@ class LeaderAndIsrRequest(Message):
         return 2 if version >= 4 else 1
 
 
+_P_ob = _Packer('>?b')
+_P_ioiqb = _Packer('>i?iqb')
+_P_ii = _Packer('>ii')
+_P_iiii = _Packer('>iiii')
+_P_iiq = _Packer('>iiq')
+_P_iiqb = _Packer('>iiqb')
+
+
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrPartitionState)
     o.topic_name = r.string()
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.partition_epoch = r.int32()
     o.replicas = r.array(_R_int32, 4)
@@ -127,10 +134,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(r):
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(w, o):
     w.string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -174,11 +178,10 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(w, o):
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
     o.type = 0
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0, 30)
     o.topic_states = []
     o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0, 10)
@@ -187,8 +190,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -204,27 +206,21 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v0(w, o):
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrPartitionState)
     o.topic_name = r.string()
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.partition_epoch = r.int32()
     o.replicas = r.array(_R_int32, 4)
     o.adding_replicas = []
     o.removing_replicas = []
-    o.is_new = r.bool()
     o.leader_recovery_state = 0
+    o.is_new = r.bool()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(w, o):
     w.string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -245,11 +241,10 @@ _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1 = _d_LeaderAndIsrRequest_Leader
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
     o.type = 0
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1, 31)
     o.topic_states = []
     o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v1, 10)
@@ -258,8 +253,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -275,26 +269,20 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v1(w, o):
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrPartitionState)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.partition_epoch = r.int32()
     o.replicas = r.array(_R_int32, 4)
     o.adding_replicas = []
     o.removing_replicas = []
-    o.is_new = r.bool()
     o.leader_recovery_state = 0
+    o.is_new = r.bool()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -331,12 +319,10 @@ _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v2 = _d_LeaderAndIsrRequest_Leader
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v2 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.type = 0
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2, 6)
     o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v2, 10)
     o._unknown_tagged_fields = None
@@ -344,9 +330,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.array_length(_v, False)
     if _v:
@@ -362,26 +346,20 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v2(w, o):
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrPartitionState)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.partition_epoch = r.int32()
     o.replicas = r.array(_R_int32, 4)
     o.adding_replicas = r.array(_R_int32, 4)
     o.removing_replicas = r.array(_R_int32, 4)
-    o.is_new = r.bool()
     o.leader_recovery_state = 0
+    o.is_new = r.bool()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -428,12 +406,10 @@ _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v3 = _d_LeaderAndIsrRequest_Leader
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v3 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.type = 0
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3, 6)
     o.live_leaders = r.array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v3, 10)
     o._unknown_tagged_fields = None
@@ -441,9 +417,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.array_length(_v, False)
     if _v:
@@ -459,26 +433,20 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v3(w, o):
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrPartitionState)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.compact_array(_R_int32, 4)
     o.partition_epoch = r.int32()
     o.replicas = r.compact_array(_R_int32, 4)
     o.adding_replicas = r.compact_array(_R_int32, 4)
     o.removing_replicas = r.compact_array(_R_int32, 4)
-    o.is_new = r.bool()
     o.leader_recovery_state = 0
+    o.is_new = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.compact_array_length(_v, False)
     if _v:
@@ -501,8 +469,11 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(w, o):
         for _x in _v:
             w.int32(_x)
     w.bool(o.is_new)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(r):
@@ -521,8 +492,11 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(r):
@@ -538,18 +512,19 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(w, o):
     w.int32(o.broker_id)
     w.compact_string(o.host_name)
     w.int32(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.type = 0
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4, 3)
     o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -557,9 +532,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -570,8 +543,11 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5 = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4
@@ -593,20 +569,20 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v5 = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v5 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
-    o.type = r.int8()
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = r.fixed(_P_iiqb)
     o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5, 19)
     o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v5, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -614,10 +590,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
-    w.int8(o.type)
+    w.raw(_P_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -628,33 +601,29 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(r):
     o = _new(LeaderAndIsrRequest.LeaderAndIsrPartitionState)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.compact_array(_R_int32, 4)
     o.partition_epoch = r.int32()
     o.replicas = r.compact_array(_R_int32, 4)
     o.adding_replicas = r.compact_array(_R_int32, 4)
     o.removing_replicas = r.compact_array(_R_int32, 4)
-    o.is_new = r.bool()
-    o.leader_recovery_state = r.int8()
+    o.is_new, o.leader_recovery_state = r.fixed(_P_ob)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.compact_array_length(_v, False)
     if _v:
@@ -676,10 +645,12 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    w.bool(o.is_new)
-    w.int8(o.leader_recovery_state)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ob.pack(o.is_new, o.leader_recovery_state))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(r):
@@ -699,20 +670,20 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v6 = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v6 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
-    o.type = r.int8()
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.type = r.fixed(_P_iiqb)
     o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6, 19)
     o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v6, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -720,10 +691,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
-    w.int8(o.type)
+    w.raw(_P_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -734,8 +702,11 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v7 = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6
@@ -757,20 +728,19 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_v7(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v7 = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4
 _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v7 = _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4
 def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(r):
     o = _new(LeaderAndIsrRequest)
-    o.controller_id = r.int32()
-    o.is_k_raft_controller = r.bool()
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
-    o.type = r.int8()
     o.ungrouped_partition_states = []
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = r.fixed(_P_ioiqb)
     o.topic_states = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrTopicState_v7, 19)
     o.live_leaders = r.compact_array(_d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v7, 10)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -778,11 +748,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(r):
 
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(w, o):
-    w.int32(o.controller_id)
-    w.bool(o.is_k_raft_controller)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
-    w.int8(o.type)
+    w.raw(_P_ioiqb.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -793,8 +759,11 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrRequest_v7(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_LeaderAndIsrRequest: dict[int, Decoder] = {0: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v0, 1: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v1, 2: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v2, 3: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v3, 4: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v4, 5: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v5, 6: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v6, 7: _d_LeaderAndIsrRequest_LeaderAndIsrRequest_v7}
@@ -852,19 +821,20 @@ class LeaderAndIsrResponse(Message):
         return 1 if version >= 4 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(r):
     o = _new(LeaderAndIsrResponse.LeaderAndIsrPartitionError)
     o.topic_name = r.string()
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(w, o):
     w.string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v0(r):
@@ -966,18 +936,19 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v3(w, o):
 def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(r):
     o = _new(LeaderAndIsrResponse.LeaderAndIsrPartitionError)
     o.topic_name = r.compact_string()
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w, o):
     w.compact_string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(r):
@@ -989,8 +960,11 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(r):
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v4(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v4(r):
@@ -1009,24 +983,28 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(r):
     o = _new(LeaderAndIsrResponse.LeaderAndIsrPartitionError)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(r):
@@ -1044,14 +1022,17 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v5(r):
     o = _new(LeaderAndIsrResponse)
-    o.error_code = r.int16()
     o.partition_errors = []
+    o.error_code = r.int16()
     o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1064,8 +1045,11 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v6 = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5
@@ -1085,14 +1069,17 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v6(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v6(r):
     o = _new(LeaderAndIsrResponse)
-    o.error_code = r.int16()
     o.partition_errors = []
+    o.error_code = r.int16()
     o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v6, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1105,8 +1092,11 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v7 = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v5
@@ -1126,14 +1116,17 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v7(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v7(r):
     o = _new(LeaderAndIsrResponse)
-    o.error_code = r.int16()
     o.partition_errors = []
+    o.error_code = r.int16()
     o.topics = r.compact_array(_d_LeaderAndIsrResponse_LeaderAndIsrTopicError_v7, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1146,8 +1139,11 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_LeaderAndIsrResponse: dict[int, Decoder] = {0: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v0, 1: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v1, 2: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v2, 3: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v3, 4: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v4, 5: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v5, 6: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v6, 7: _d_LeaderAndIsrResponse_LeaderAndIsrResponse_v7}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -51,24 +53,29 @@ class LeaderChangeMessage(Message):
         encode_with(_ENCODERS_LeaderChangeMessage, self, w, version)
 
 
+_P_hi = _Packer('>hi')
+
+
 def _d_LeaderChangeMessage_Voter_v0(r):
     o = _new(LeaderChangeMessage.Voter)
-    o.voter_id = r.int32()
     o.voter_directory_id = ZERO_UUID
+    o.voter_id = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaderChangeMessage_Voter_v0(w, o):
     w.int32(o.voter_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderChangeMessage_LeaderChangeMessage_v0(r):
     o = _new(LeaderChangeMessage)
-    o.version = r.int16()
-    o.leader_id = r.int32()
+    o.version, o.leader_id = r.fixed(_P_hi)
     o.voters = r.compact_array(_d_LeaderChangeMessage_Voter_v0, 5)
     o.granting_voters = r.compact_array(_d_LeaderChangeMessage_Voter_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -76,8 +83,7 @@ def _d_LeaderChangeMessage_LeaderChangeMessage_v0(r):
 
 
 def _e_LeaderChangeMessage_LeaderChangeMessage_v0(w, o):
-    w.int16(o.version)
-    w.int32(o.leader_id)
+    w.raw(_P_hi.pack(o.version, o.leader_id))
     _v = o.voters
     w.compact_array_length(_v, False)
     if _v:
@@ -88,8 +94,11 @@ def _e_LeaderChangeMessage_LeaderChangeMessage_v0(w, o):
     if _v:
         for _x in _v:
             _e_LeaderChangeMessage_Voter_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderChangeMessage_Voter_v1(r):
@@ -103,14 +112,16 @@ def _d_LeaderChangeMessage_Voter_v1(r):
 def _e_LeaderChangeMessage_Voter_v1(w, o):
     w.int32(o.voter_id)
     w.uuid(o.voter_directory_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaderChangeMessage_LeaderChangeMessage_v1(r):
     o = _new(LeaderChangeMessage)
-    o.version = r.int16()
-    o.leader_id = r.int32()
+    o.version, o.leader_id = r.fixed(_P_hi)
     o.voters = r.compact_array(_d_LeaderChangeMessage_Voter_v1, 21)
     o.granting_voters = r.compact_array(_d_LeaderChangeMessage_Voter_v1, 21)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -118,8 +129,7 @@ def _d_LeaderChangeMessage_LeaderChangeMessage_v1(r):
 
 
 def _e_LeaderChangeMessage_LeaderChangeMessage_v1(w, o):
-    w.int16(o.version)
-    w.int32(o.leader_id)
+    w.raw(_P_hi.pack(o.version, o.leader_id))
     _v = o.voters
     w.compact_array_length(_v, False)
     if _v:
@@ -130,8 +140,11 @@ def _e_LeaderChangeMessage_LeaderChangeMessage_v1(w, o):
     if _v:
         for _x in _v:
             _e_LeaderChangeMessage_Voter_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_LeaderChangeMessage: dict[int, Decoder] = {0: _d_LeaderChangeMessage_LeaderChangeMessage_v0, 1: _d_LeaderChangeMessage_LeaderChangeMessage_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -134,8 +136,11 @@ def _d_LeaveGroupRequest_MemberIdentity_v4(r):
 def _e_LeaveGroupRequest_MemberIdentity_v4(w, o):
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaveGroupRequest_LeaveGroupRequest_v4(r):
@@ -154,8 +159,11 @@ def _e_LeaveGroupRequest_LeaveGroupRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_LeaveGroupRequest_MemberIdentity_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaveGroupRequest_MemberIdentity_v5(r):
@@ -171,8 +179,11 @@ def _e_LeaveGroupRequest_MemberIdentity_v5(w, o):
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.compact_nullable_string(o.reason)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaveGroupRequest_LeaveGroupRequest_v5(r):
@@ -191,8 +202,11 @@ def _e_LeaveGroupRequest_LeaveGroupRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_LeaveGroupRequest_MemberIdentity_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_LeaveGroupRequest: dict[int, Decoder] = {0: _d_LeaveGroupRequest_LeaveGroupRequest_v0, 1: _d_LeaveGroupRequest_LeaveGroupRequest_v1, 2: _d_LeaveGroupRequest_LeaveGroupRequest_v2, 3: _d_LeaveGroupRequest_LeaveGroupRequest_v3, 4: _d_LeaveGroupRequest_LeaveGroupRequest_v4, 5: _d_LeaveGroupRequest_LeaveGroupRequest_v5}
@@ -240,6 +254,9 @@ class LeaveGroupResponse(Message):
         return 1 if version >= 4 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_LeaveGroupResponse_MemberResponse_v0(r):
     o = _new(LeaveGroupResponse.MemberResponse)
     o.member_id = ""
@@ -256,8 +273,8 @@ def _e_LeaveGroupResponse_MemberResponse_v0(w, o):
 def _d_LeaveGroupResponse_LeaveGroupResponse_v0(r):
     o = _new(LeaveGroupResponse)
     o.throttle_time_ms = 0
-    o.error_code = r.int16()
     o.members = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -270,16 +287,14 @@ _d_LeaveGroupResponse_MemberResponse_v1 = _d_LeaveGroupResponse_MemberResponse_v
 _e_LeaveGroupResponse_MemberResponse_v1 = _e_LeaveGroupResponse_MemberResponse_v0
 def _d_LeaveGroupResponse_LeaveGroupResponse_v1(r):
     o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
     o.members = []
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
 
 
 _d_LeaveGroupResponse_MemberResponse_v2 = _d_LeaveGroupResponse_MemberResponse_v0
@@ -303,16 +318,14 @@ def _e_LeaveGroupResponse_MemberResponse_v3(w, o):
 
 def _d_LeaveGroupResponse_LeaveGroupResponse_v3(r):
     o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.members = r.array(_d_LeaveGroupResponse_MemberResponse_v3, 6)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.members
     w.array_length(_v, False)
     if _v:
@@ -333,52 +346,57 @@ def _e_LeaveGroupResponse_MemberResponse_v4(w, o):
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_LeaveGroupResponse_LeaveGroupResponse_v4(r):
     o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.members = r.compact_array(_d_LeaveGroupResponse_MemberResponse_v4, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.members
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_LeaveGroupResponse_MemberResponse_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_LeaveGroupResponse_MemberResponse_v5 = _d_LeaveGroupResponse_MemberResponse_v4
 _e_LeaveGroupResponse_MemberResponse_v5 = _e_LeaveGroupResponse_MemberResponse_v4
 def _d_LeaveGroupResponse_LeaveGroupResponse_v5(r):
     o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.members = r.compact_array(_d_LeaveGroupResponse_MemberResponse_v5, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_LeaveGroupResponse_LeaveGroupResponse_v5(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.members
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_LeaveGroupResponse_MemberResponse_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_LeaveGroupResponse: dict[int, Decoder] = {0: _d_LeaveGroupResponse_LeaveGroupResponse_v0, 1: _d_LeaveGroupResponse_LeaveGroupResponse_v1, 2: _d_LeaveGroupResponse_LeaveGroupResponse_v2, 3: _d_LeaveGroupResponse_LeaveGroupResponse_v3, 4: _d_LeaveGroupResponse_LeaveGroupResponse_v4, 5: _d_LeaveGroupResponse_LeaveGroupResponse_v5}

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -48,8 +50,11 @@ def _d_ListConfigResourcesRequest_ListConfigResourcesRequest_v0(r):
 
 
 def _e_ListConfigResourcesRequest_ListConfigResourcesRequest_v0(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListConfigResourcesRequest_ListConfigResourcesRequest_v1(r):
@@ -65,8 +70,11 @@ def _e_ListConfigResourcesRequest_ListConfigResourcesRequest_v1(w, o):
     if _v:
         for _x in _v:
             w.int8(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListConfigResourcesRequest: dict[int, Decoder] = {0: _d_ListConfigResourcesRequest_ListConfigResourcesRequest_v0, 1: _d_ListConfigResourcesRequest_ListConfigResourcesRequest_v1}
@@ -112,6 +120,9 @@ class ListConfigResourcesResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_ListConfigResourcesResponse_ConfigResource_v0(r):
     o = _new(ListConfigResourcesResponse.ConfigResource)
     o.resource_name = r.compact_string()
@@ -122,29 +133,33 @@ def _d_ListConfigResourcesResponse_ConfigResource_v0(r):
 
 def _e_ListConfigResourcesResponse_ConfigResource_v0(w, o):
     w.compact_string(o.resource_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListConfigResourcesResponse_ListConfigResourcesResponse_v0(r):
     o = _new(ListConfigResourcesResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.config_resources = r.compact_array(_d_ListConfigResourcesResponse_ConfigResource_v0, 2)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListConfigResourcesResponse_ListConfigResourcesResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.config_resources
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListConfigResourcesResponse_ConfigResource_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListConfigResourcesResponse_ConfigResource_v1(r):
@@ -158,29 +173,33 @@ def _d_ListConfigResourcesResponse_ConfigResource_v1(r):
 def _e_ListConfigResourcesResponse_ConfigResource_v1(w, o):
     w.compact_string(o.resource_name)
     w.int8(o.resource_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListConfigResourcesResponse_ListConfigResourcesResponse_v1(r):
     o = _new(ListConfigResourcesResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.config_resources = r.compact_array(_d_ListConfigResourcesResponse_ConfigResource_v1, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListConfigResourcesResponse_ListConfigResourcesResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.config_resources
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListConfigResourcesResponse_ConfigResource_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListConfigResourcesResponse: dict[int, Decoder] = {0: _d_ListConfigResourcesResponse_ListConfigResourcesResponse_v0, 1: _d_ListConfigResourcesResponse_ListConfigResourcesResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -66,8 +68,11 @@ def _d_ListGroupsRequest_ListGroupsRequest_v3(r):
 
 
 def _e_ListGroupsRequest_ListGroupsRequest_v3(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsRequest_ListGroupsRequest_v4(r):
@@ -84,8 +89,11 @@ def _e_ListGroupsRequest_ListGroupsRequest_v4(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsRequest_ListGroupsRequest_v5(r):
@@ -107,8 +115,11 @@ def _e_ListGroupsRequest_ListGroupsRequest_v5(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListGroupsRequest: dict[int, Decoder] = {0: _d_ListGroupsRequest_ListGroupsRequest_v0, 1: _d_ListGroupsRequest_ListGroupsRequest_v1, 2: _d_ListGroupsRequest_ListGroupsRequest_v2, 3: _d_ListGroupsRequest_ListGroupsRequest_v3, 4: _d_ListGroupsRequest_ListGroupsRequest_v4, 5: _d_ListGroupsRequest_ListGroupsRequest_v5}
@@ -158,6 +169,9 @@ class ListGroupsResponse(Message):
         return 1 if version >= 3 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_ListGroupsResponse_ListedGroup_v0(r):
     o = _new(ListGroupsResponse.ListedGroup)
     o.group_id = r.string()
@@ -195,16 +209,14 @@ _d_ListGroupsResponse_ListedGroup_v1 = _d_ListGroupsResponse_ListedGroup_v0
 _e_ListGroupsResponse_ListedGroup_v1 = _e_ListGroupsResponse_ListedGroup_v0
 def _d_ListGroupsResponse_ListGroupsResponse_v1(r):
     o = _new(ListGroupsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v1, 4)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.groups
     w.array_length(_v, False)
     if _v:
@@ -216,16 +228,14 @@ _d_ListGroupsResponse_ListedGroup_v2 = _d_ListGroupsResponse_ListedGroup_v0
 _e_ListGroupsResponse_ListedGroup_v2 = _e_ListGroupsResponse_ListedGroup_v0
 def _d_ListGroupsResponse_ListGroupsResponse_v2(r):
     o = _new(ListGroupsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.groups = r.array(_d_ListGroupsResponse_ListedGroup_v2, 4)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.groups
     w.array_length(_v, False)
     if _v:
@@ -246,29 +256,33 @@ def _d_ListGroupsResponse_ListedGroup_v3(r):
 def _e_ListGroupsResponse_ListedGroup_v3(w, o):
     w.compact_string(o.group_id)
     w.compact_string(o.protocol_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsResponse_ListGroupsResponse_v3(r):
     o = _new(ListGroupsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_v3(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListGroupsResponse_ListedGroup_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsResponse_ListedGroup_v4(r):
@@ -285,29 +299,33 @@ def _e_ListGroupsResponse_ListedGroup_v4(w, o):
     w.compact_string(o.group_id)
     w.compact_string(o.protocol_type)
     w.compact_string(o.group_state)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsResponse_ListGroupsResponse_v4(r):
     o = _new(ListGroupsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v4, 4)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListGroupsResponse_ListedGroup_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsResponse_ListedGroup_v5(r):
@@ -325,29 +343,33 @@ def _e_ListGroupsResponse_ListedGroup_v5(w, o):
     w.compact_string(o.protocol_type)
     w.compact_string(o.group_state)
     w.compact_string(o.group_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListGroupsResponse_ListGroupsResponse_v5(r):
     o = _new(ListGroupsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.groups = r.compact_array(_d_ListGroupsResponse_ListedGroup_v5, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListGroupsResponse_ListGroupsResponse_v5(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.groups
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListGroupsResponse_ListedGroup_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListGroupsResponse: dict[int, Decoder] = {0: _d_ListGroupsResponse_ListGroupsResponse_v0, 1: _d_ListGroupsResponse_ListGroupsResponse_v1, 2: _d_ListGroupsResponse_ListGroupsResponse_v2, 3: _d_ListGroupsResponse_ListGroupsResponse_v3, 4: _d_ListGroupsResponse_ListGroupsResponse_v4, 5: _d_ListGroupsResponse_ListGroupsResponse_v5}

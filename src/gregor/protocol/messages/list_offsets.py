@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -69,20 +71,22 @@ class ListOffsetsRequest(Message):
         return 2 if version >= 6 else 1
 
 
+_P_ib = _Packer('>ib')
+_P_iiq = _Packer('>iiq')
+_P_iq = _Packer('>iq')
+_P_iqi = _Packer('>iqi')
+
+
 def _d_ListOffsetsRequest_ListOffsetsPartition_v0(r):
     o = _new(ListOffsetsRequest.ListOffsetsPartition)
-    o.partition_index = r.int32()
     o.current_leader_epoch = -1
-    o.timestamp = r.int64()
-    o.max_num_offsets = r.int32()
+    o.partition_index, o.timestamp, o.max_num_offsets = r.fixed(_P_iqi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.timestamp)
-    w.int32(o.max_num_offsets)
+    w.raw(_P_iqi.pack(o.partition_index, o.timestamp, o.max_num_offsets))
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v0(r):
@@ -104,8 +108,8 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v0(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v0(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
     o.isolation_level = 0
+    o.replica_id = r.int32()
     o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v0, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
@@ -123,17 +127,15 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v0(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsPartition_v1(r):
     o = _new(ListOffsetsRequest.ListOffsetsPartition)
-    o.partition_index = r.int32()
     o.current_leader_epoch = -1
-    o.timestamp = r.int64()
     o.max_num_offsets = 1
+    o.partition_index, o.timestamp = r.fixed(_P_iq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v1(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.timestamp)
+    w.raw(_P_iq.pack(o.partition_index, o.timestamp))
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v1(r):
@@ -155,8 +157,8 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v1(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v1(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
     o.isolation_level = 0
+    o.replica_id = r.int32()
     o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v1, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
@@ -193,8 +195,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v2(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v2(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v2, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
@@ -202,8 +203,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v2(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v2(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -232,8 +232,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v3(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v3(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v3, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
@@ -241,8 +240,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v3(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v3(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -252,18 +250,14 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v3(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsPartition_v4(r):
     o = _new(ListOffsetsRequest.ListOffsetsPartition)
-    o.partition_index = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.timestamp = r.int64()
     o.max_num_offsets = 1
+    o.partition_index, o.current_leader_epoch, o.timestamp = r.fixed(_P_iiq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v4(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
+    w.raw(_P_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp))
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v4(r):
@@ -285,8 +279,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v4(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v4(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v4, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
@@ -294,8 +287,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v4(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v4(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -324,8 +316,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v5(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v5(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.array(_d_ListOffsetsRequest_ListOffsetsTopic_v5, 6)
     o.timeout_ms = 0
     o._unknown_tagged_fields = None
@@ -333,8 +324,7 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v5(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v5(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -344,20 +334,19 @@ def _e_ListOffsetsRequest_ListOffsetsRequest_v5(w, o):
 
 def _d_ListOffsetsRequest_ListOffsetsPartition_v6(r):
     o = _new(ListOffsetsRequest.ListOffsetsPartition)
-    o.partition_index = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.timestamp = r.int64()
     o.max_num_offsets = 1
+    o.partition_index, o.current_leader_epoch, o.timestamp = r.fixed(_P_iiq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_v6(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.current_leader_epoch)
-    w.int64(o.timestamp)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsRequest_ListOffsetsTopic_v6(r):
@@ -375,14 +364,16 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v6(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsPartition_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v6(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v6, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -390,15 +381,17 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v6(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v6(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsTopic_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v7 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
@@ -418,14 +411,16 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v7(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsPartition_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v7(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v7, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -433,15 +428,17 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v7(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v7(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsTopic_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v8 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
@@ -461,14 +458,16 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v8(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsPartition_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v8(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v8, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -476,15 +475,17 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v8(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v8(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsTopic_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v9 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
@@ -504,14 +505,16 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v9(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsPartition_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v9(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v9, 3)
     o.timeout_ms = 0
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -519,15 +522,17 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v9(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v9(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsTopic_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsRequest_ListOffsetsPartition_v10 = _d_ListOffsetsRequest_ListOffsetsPartition_v6
@@ -547,14 +552,16 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_v10(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsPartition_v10(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsRequest_ListOffsetsRequest_v10(r):
     o = _new(ListOffsetsRequest)
-    o.replica_id = r.int32()
-    o.isolation_level = r.int8()
+    o.replica_id, o.isolation_level = r.fixed(_P_ib)
     o.topics = r.compact_array(_d_ListOffsetsRequest_ListOffsetsTopic_v10, 3)
     o.timeout_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -562,16 +569,18 @@ def _d_ListOffsetsRequest_ListOffsetsRequest_v10(r):
 
 
 def _e_ListOffsetsRequest_ListOffsetsRequest_v10(w, o):
-    w.int32(o.replica_id)
-    w.int8(o.isolation_level)
+    w.raw(_P_ib.pack(o.replica_id, o.isolation_level))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListOffsetsRequest_ListOffsetsTopic_v10(w, _x)
     w.int32(o.timeout_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListOffsetsRequest: dict[int, Decoder] = {0: _d_ListOffsetsRequest_ListOffsetsRequest_v0, 1: _d_ListOffsetsRequest_ListOffsetsRequest_v1, 2: _d_ListOffsetsRequest_ListOffsetsRequest_v2, 3: _d_ListOffsetsRequest_ListOffsetsRequest_v3, 4: _d_ListOffsetsRequest_ListOffsetsRequest_v4, 5: _d_ListOffsetsRequest_ListOffsetsRequest_v5, 6: _d_ListOffsetsRequest_ListOffsetsRequest_v6, 7: _d_ListOffsetsRequest_ListOffsetsRequest_v7, 8: _d_ListOffsetsRequest_ListOffsetsRequest_v8, 9: _d_ListOffsetsRequest_ListOffsetsRequest_v9, 10: _d_ListOffsetsRequest_ListOffsetsRequest_v10}
@@ -633,10 +642,14 @@ class ListOffsetsResponse(Message):
         return 1 if version >= 6 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ihqq = _Packer('>ihqq')
+_P_ihqqi = _Packer('>ihqqi')
+
+
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(r):
     o = _new(ListOffsetsResponse.ListOffsetsPartitionResponse)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.old_style_offsets = r.array(_R_int64, 8)
     o.timestamp = -1
     o.offset = -1
@@ -646,8 +659,7 @@ def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(r):
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     _v = o.old_style_offsets
     w.array_length(_v, False)
     if _v:
@@ -690,21 +702,15 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v0(w, o):
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(r):
     o = _new(ListOffsetsResponse.ListOffsetsPartitionResponse)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
     o.old_style_offsets = []
-    o.timestamp = r.int64()
-    o.offset = r.int64()
     o.leader_epoch = -1
+    o.partition_index, o.error_code, o.timestamp, o.offset = r.fixed(_P_ihqq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.timestamp)
-    w.int64(o.offset)
+    w.raw(_P_ihqq.pack(o.partition_index, o.error_code, o.timestamp, o.offset))
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v1(r):
@@ -814,22 +820,14 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v3(w, o):
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(r):
     o = _new(ListOffsetsResponse.ListOffsetsPartitionResponse)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
     o.old_style_offsets = []
-    o.timestamp = r.int64()
-    o.offset = r.int64()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = r.fixed(_P_ihqqi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v4(r):
@@ -904,24 +902,19 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v5(w, o):
 
 def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(r):
     o = _new(ListOffsetsResponse.ListOffsetsPartitionResponse)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
     o.old_style_offsets = []
-    o.timestamp = r.int64()
-    o.offset = r.int64()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = r.fixed(_P_ihqqi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int64(o.timestamp)
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsResponse_ListOffsetsTopicResponse_v6(r):
@@ -939,8 +932,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_v6(r):
@@ -958,8 +954,11 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v6(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsTopicResponse_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v7 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
@@ -979,8 +978,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_v7(r):
@@ -998,8 +1000,11 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v7(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsTopicResponse_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v8 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
@@ -1019,8 +1024,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v8(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_v8(r):
@@ -1038,8 +1046,11 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v8(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsTopicResponse_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v9 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
@@ -1059,8 +1070,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_v9(r):
@@ -1078,8 +1092,11 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsTopicResponse_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v10 = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_v6
@@ -1099,8 +1116,11 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_v10(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsPartitionResponse_v10(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListOffsetsResponse_ListOffsetsResponse_v10(r):
@@ -1118,8 +1138,11 @@ def _e_ListOffsetsResponse_ListOffsetsResponse_v10(w, o):
     if _v:
         for _x in _v:
             _e_ListOffsetsResponse_ListOffsetsTopicResponse_v10(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListOffsetsResponse: dict[int, Decoder] = {0: _d_ListOffsetsResponse_ListOffsetsResponse_v0, 1: _d_ListOffsetsResponse_ListOffsetsResponse_v1, 2: _d_ListOffsetsResponse_ListOffsetsResponse_v2, 3: _d_ListOffsetsResponse_ListOffsetsResponse_v3, 4: _d_ListOffsetsResponse_ListOffsetsResponse_v4, 5: _d_ListOffsetsResponse_ListOffsetsResponse_v5, 6: _d_ListOffsetsResponse_ListOffsetsResponse_v6, 7: _d_ListOffsetsResponse_ListOffsetsResponse_v7, 8: _d_ListOffsetsResponse_ListOffsetsResponse_v8, 9: _d_ListOffsetsResponse_ListOffsetsResponse_v9, 10: _d_ListOffsetsResponse_ListOffsetsResponse_v10}

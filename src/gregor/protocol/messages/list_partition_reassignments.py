@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -66,8 +68,11 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w, 
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0(r):
@@ -85,8 +90,11 @@ def _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0(w,
     if _v:
         for _x in _v:
             _e_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListPartitionReassignmentsRequest: dict[int, Decoder] = {0: _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsRequest_v0}
@@ -148,6 +156,9 @@ class ListPartitionReassignmentsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(r):
     o = _new(ListPartitionReassignmentsResponse.OngoingPartitionReassignment)
     o.partition_index = r.int32()
@@ -175,8 +186,11 @@ def _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(r):
@@ -194,14 +208,16 @@ def _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w, o):
     if _v:
         for _x in _v:
             _e_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0(r):
     o = _new(ListPartitionReassignmentsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.topics = r.compact_array(_d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -209,16 +225,18 @@ def _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0(
 
 
 def _e_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListPartitionReassignmentsResponse: dict[int, Decoder] = {0: _d_ListPartitionReassignmentsResponse_ListPartitionReassignmentsResponse_v0}

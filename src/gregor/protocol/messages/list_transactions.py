@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -63,8 +65,11 @@ def _e_ListTransactionsRequest_ListTransactionsRequest_v0(w, o):
     if _v:
         for _x in _v:
             w.int64(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListTransactionsRequest_ListTransactionsRequest_v1(r):
@@ -88,8 +93,11 @@ def _e_ListTransactionsRequest_ListTransactionsRequest_v1(w, o):
         for _x in _v:
             w.int64(_x)
     w.int64(o.duration_filter)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListTransactionsRequest: dict[int, Decoder] = {0: _d_ListTransactionsRequest_ListTransactionsRequest_v0, 1: _d_ListTransactionsRequest_ListTransactionsRequest_v1}
@@ -139,6 +147,9 @@ class ListTransactionsResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_ListTransactionsResponse_TransactionState_v0(r):
     o = _new(ListTransactionsResponse.TransactionState)
     o.transactional_id = r.compact_string()
@@ -152,14 +163,16 @@ def _e_ListTransactionsResponse_TransactionState_v0(w, o):
     w.compact_string(o.transactional_id)
     w.int64(o.producer_id)
     w.compact_string(o.transaction_state)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ListTransactionsResponse_ListTransactionsResponse_v0(r):
     o = _new(ListTransactionsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.unknown_state_filters = r.compact_array(_R_compact_string, 1)
     o.transaction_states = r.compact_array(_d_ListTransactionsResponse_TransactionState_v0, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -167,8 +180,7 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_v0(r):
 
 
 def _e_ListTransactionsResponse_ListTransactionsResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.unknown_state_filters
     w.compact_array_length(_v, False)
     if _v:
@@ -179,16 +191,18 @@ def _e_ListTransactionsResponse_ListTransactionsResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ListTransactionsResponse_TransactionState_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ListTransactionsResponse_TransactionState_v1 = _d_ListTransactionsResponse_TransactionState_v0
 _e_ListTransactionsResponse_TransactionState_v1 = _e_ListTransactionsResponse_TransactionState_v0
 def _d_ListTransactionsResponse_ListTransactionsResponse_v1(r):
     o = _new(ListTransactionsResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.unknown_state_filters = r.compact_array(_R_compact_string, 1)
     o.transaction_states = r.compact_array(_d_ListTransactionsResponse_TransactionState_v1, 11)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -196,8 +210,7 @@ def _d_ListTransactionsResponse_ListTransactionsResponse_v1(r):
 
 
 def _e_ListTransactionsResponse_ListTransactionsResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _v = o.unknown_state_filters
     w.compact_array_length(_v, False)
     if _v:
@@ -208,8 +221,11 @@ def _e_ListTransactionsResponse_ListTransactionsResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_ListTransactionsResponse_TransactionState_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ListTransactionsResponse: dict[int, Decoder] = {0: _d_ListTransactionsResponse_ListTransactionsResponse_v0, 1: _d_ListTransactionsResponse_ListTransactionsResponse_v1}

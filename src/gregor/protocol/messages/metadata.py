@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -53,6 +55,10 @@ class MetadataRequest(Message):
     @classmethod
     def header_version(cls, version: int) -> int:
         return 2 if version >= 9 else 1
+
+
+_P_oo = _Packer('>??')
+_P_ooo = _Packer('>???')
 
 
 def _d_MetadataRequest_MetadataRequestTopic_v0(r):
@@ -150,9 +156,9 @@ _e_MetadataRequest_MetadataRequestTopic_v4 = _e_MetadataRequest_MetadataRequestT
 def _d_MetadataRequest_MetadataRequest_v4(r):
     o = _new(MetadataRequest)
     o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v4, 2)
-    o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
+    o.allow_auto_topic_creation = r.bool()
     o._unknown_tagged_fields = None
     return o
 
@@ -171,9 +177,9 @@ _e_MetadataRequest_MetadataRequestTopic_v5 = _e_MetadataRequest_MetadataRequestT
 def _d_MetadataRequest_MetadataRequest_v5(r):
     o = _new(MetadataRequest)
     o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v5, 2)
-    o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
+    o.allow_auto_topic_creation = r.bool()
     o._unknown_tagged_fields = None
     return o
 
@@ -192,9 +198,9 @@ _e_MetadataRequest_MetadataRequestTopic_v6 = _e_MetadataRequest_MetadataRequestT
 def _d_MetadataRequest_MetadataRequest_v6(r):
     o = _new(MetadataRequest)
     o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v6, 2)
-    o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
+    o.allow_auto_topic_creation = r.bool()
     o._unknown_tagged_fields = None
     return o
 
@@ -213,9 +219,9 @@ _e_MetadataRequest_MetadataRequestTopic_v7 = _e_MetadataRequest_MetadataRequestT
 def _d_MetadataRequest_MetadataRequest_v7(r):
     o = _new(MetadataRequest)
     o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v7, 2)
-    o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
+    o.allow_auto_topic_creation = r.bool()
     o._unknown_tagged_fields = None
     return o
 
@@ -234,9 +240,7 @@ _e_MetadataRequest_MetadataRequestTopic_v8 = _e_MetadataRequest_MetadataRequestT
 def _d_MetadataRequest_MetadataRequest_v8(r):
     o = _new(MetadataRequest)
     o.topics = r.nullable_array(_d_MetadataRequest_MetadataRequestTopic_v8, 2)
-    o.allow_auto_topic_creation = r.bool()
-    o.include_cluster_authorized_operations = r.bool()
-    o.include_topic_authorized_operations = r.bool()
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = r.fixed(_P_ooo)
     o._unknown_tagged_fields = None
     return o
 
@@ -247,9 +251,7 @@ def _e_MetadataRequest_MetadataRequest_v8(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v8(w, _x)
-    w.bool(o.allow_auto_topic_creation)
-    w.bool(o.include_cluster_authorized_operations)
-    w.bool(o.include_topic_authorized_operations)
+    w.raw(_P_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
 
 
 def _d_MetadataRequest_MetadataRequestTopic_v9(r):
@@ -262,16 +264,17 @@ def _d_MetadataRequest_MetadataRequestTopic_v9(r):
 
 def _e_MetadataRequest_MetadataRequestTopic_v9(w, o):
     w.compact_string(o.name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataRequest_MetadataRequest_v9(r):
     o = _new(MetadataRequest)
     o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v9, 2)
-    o.allow_auto_topic_creation = r.bool()
-    o.include_cluster_authorized_operations = r.bool()
-    o.include_topic_authorized_operations = r.bool()
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = r.fixed(_P_ooo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -282,11 +285,12 @@ def _e_MetadataRequest_MetadataRequest_v9(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v9(w, _x)
-    w.bool(o.allow_auto_topic_creation)
-    w.bool(o.include_cluster_authorized_operations)
-    w.bool(o.include_topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataRequest_MetadataRequestTopic_v10(r):
@@ -300,16 +304,17 @@ def _d_MetadataRequest_MetadataRequestTopic_v10(r):
 def _e_MetadataRequest_MetadataRequestTopic_v10(w, o):
     w.uuid(o.topic_id)
     w.compact_nullable_string(o.name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataRequest_MetadataRequest_v10(r):
     o = _new(MetadataRequest)
     o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v10, 18)
-    o.allow_auto_topic_creation = r.bool()
-    o.include_cluster_authorized_operations = r.bool()
-    o.include_topic_authorized_operations = r.bool()
+    o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = r.fixed(_P_ooo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -320,11 +325,12 @@ def _e_MetadataRequest_MetadataRequest_v10(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v10(w, _x)
-    w.bool(o.allow_auto_topic_creation)
-    w.bool(o.include_cluster_authorized_operations)
-    w.bool(o.include_topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_MetadataRequest_MetadataRequestTopic_v11 = _d_MetadataRequest_MetadataRequestTopic_v10
@@ -332,9 +338,8 @@ _e_MetadataRequest_MetadataRequestTopic_v11 = _e_MetadataRequest_MetadataRequest
 def _d_MetadataRequest_MetadataRequest_v11(r):
     o = _new(MetadataRequest)
     o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v11, 18)
-    o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = r.bool()
+    o.allow_auto_topic_creation, o.include_topic_authorized_operations = r.fixed(_P_oo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -345,10 +350,12 @@ def _e_MetadataRequest_MetadataRequest_v11(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v11(w, _x)
-    w.bool(o.allow_auto_topic_creation)
-    w.bool(o.include_topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_MetadataRequest_MetadataRequestTopic_v12 = _d_MetadataRequest_MetadataRequestTopic_v10
@@ -356,9 +363,8 @@ _e_MetadataRequest_MetadataRequestTopic_v12 = _e_MetadataRequest_MetadataRequest
 def _d_MetadataRequest_MetadataRequest_v12(r):
     o = _new(MetadataRequest)
     o.topics = r.compact_nullable_array(_d_MetadataRequest_MetadataRequestTopic_v12, 18)
-    o.allow_auto_topic_creation = r.bool()
     o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = r.bool()
+    o.allow_auto_topic_creation, o.include_topic_authorized_operations = r.fixed(_P_oo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -369,10 +375,12 @@ def _e_MetadataRequest_MetadataRequest_v12(w, o):
     if _v:
         for _x in _v:
             _e_MetadataRequest_MetadataRequestTopic_v12(w, _x)
-    w.bool(o.allow_auto_topic_creation)
-    w.bool(o.include_topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_MetadataRequest: dict[int, Decoder] = {0: _d_MetadataRequest_MetadataRequest_v0, 1: _d_MetadataRequest_MetadataRequest_v1, 2: _d_MetadataRequest_MetadataRequest_v2, 3: _d_MetadataRequest_MetadataRequest_v3, 4: _d_MetadataRequest_MetadataRequest_v4, 5: _d_MetadataRequest_MetadataRequest_v5, 6: _d_MetadataRequest_MetadataRequest_v6, 7: _d_MetadataRequest_MetadataRequest_v7, 8: _d_MetadataRequest_MetadataRequest_v8, 9: _d_MetadataRequest_MetadataRequest_v9, 10: _d_MetadataRequest_MetadataRequest_v10, 11: _d_MetadataRequest_MetadataRequest_v11, 12: _d_MetadataRequest_MetadataRequest_v12}
@@ -466,12 +474,16 @@ class MetadataResponse(Message):
         return 1 if version >= 9 else 0
 
 
+_P_hii = _Packer('>hii')
+_P_hiii = _Packer('>hiii')
+
+
 def _d_MetadataResponse_MetadataResponseBroker_v0(r):
     o = _new(MetadataResponse.MetadataResponseBroker)
     o.node_id = r.int32()
     o.host = r.string()
-    o.port = r.int32()
     o.rack = None
+    o.port = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -484,10 +496,8 @@ def _e_MetadataResponse_MetadataResponseBroker_v0(w, o):
 
 def _d_MetadataResponse_MetadataResponsePartition_v0(r):
     o = _new(MetadataResponse.MetadataResponsePartition)
-    o.error_code = r.int16()
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
     o.leader_epoch = -1
+    o.error_code, o.partition_index, o.leader_id = r.fixed(_P_hii)
     o.replica_nodes = r.array(_R_int32, 4)
     o.isr_nodes = r.array(_R_int32, 4)
     o.offline_replicas = []
@@ -496,9 +506,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v0(r):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v0(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
+    w.raw(_P_hii.pack(o.error_code, o.partition_index, o.leader_id))
     _v = o.replica_nodes
     w.array_length(_v, False)
     if _v:
@@ -794,10 +802,8 @@ _d_MetadataResponse_MetadataResponseBroker_v5 = _d_MetadataResponse_MetadataResp
 _e_MetadataResponse_MetadataResponseBroker_v5 = _e_MetadataResponse_MetadataResponseBroker_v1
 def _d_MetadataResponse_MetadataResponsePartition_v5(r):
     o = _new(MetadataResponse.MetadataResponsePartition)
-    o.error_code = r.int16()
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
     o.leader_epoch = -1
+    o.error_code, o.partition_index, o.leader_id = r.fixed(_P_hii)
     o.replica_nodes = r.array(_R_int32, 4)
     o.isr_nodes = r.array(_R_int32, 4)
     o.offline_replicas = r.array(_R_int32, 4)
@@ -806,9 +812,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v5(r):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v5(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
+    w.raw(_P_hii.pack(o.error_code, o.partition_index, o.leader_id))
     _v = o.replica_nodes
     w.array_length(_v, False)
     if _v:
@@ -936,10 +940,7 @@ _d_MetadataResponse_MetadataResponseBroker_v7 = _d_MetadataResponse_MetadataResp
 _e_MetadataResponse_MetadataResponseBroker_v7 = _e_MetadataResponse_MetadataResponseBroker_v1
 def _d_MetadataResponse_MetadataResponsePartition_v7(r):
     o = _new(MetadataResponse.MetadataResponsePartition)
-    o.error_code = r.int16()
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.error_code, o.partition_index, o.leader_id, o.leader_epoch = r.fixed(_P_hiii)
     o.replica_nodes = r.array(_R_int32, 4)
     o.isr_nodes = r.array(_R_int32, 4)
     o.offline_replicas = r.array(_R_int32, 4)
@@ -948,10 +949,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v7(r):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v7(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
     _v = o.replica_nodes
     w.array_length(_v, False)
     if _v:
@@ -1092,16 +1090,16 @@ def _e_MetadataResponse_MetadataResponseBroker_v9(w, o):
     w.compact_string(o.host)
     w.int32(o.port)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataResponse_MetadataResponsePartition_v9(r):
     o = _new(MetadataResponse.MetadataResponsePartition)
-    o.error_code = r.int16()
-    o.partition_index = r.int32()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.error_code, o.partition_index, o.leader_id, o.leader_epoch = r.fixed(_P_hiii)
     o.replica_nodes = r.compact_array(_R_int32, 4)
     o.isr_nodes = r.compact_array(_R_int32, 4)
     o.offline_replicas = r.compact_array(_R_int32, 4)
@@ -1110,10 +1108,7 @@ def _d_MetadataResponse_MetadataResponsePartition_v9(r):
 
 
 def _e_MetadataResponse_MetadataResponsePartition_v9(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition_index)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
     _v = o.replica_nodes
     w.compact_array_length(_v, False)
     if _v:
@@ -1129,8 +1124,11 @@ def _e_MetadataResponse_MetadataResponsePartition_v9(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataResponse_MetadataResponseTopic_v9(r):
@@ -1155,8 +1153,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v9(w, o):
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v9(w, _x)
     w.int32(o.topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataResponse_MetadataResponse_v9(r):
@@ -1186,8 +1187,11 @@ def _e_MetadataResponse_MetadataResponse_v9(w, o):
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v9(w, _x)
     w.int32(o.cluster_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_MetadataResponse_MetadataResponseBroker_v10 = _d_MetadataResponse_MetadataResponseBroker_v9
@@ -1217,8 +1221,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v10(w, o):
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v10(w, _x)
     w.int32(o.topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataResponse_MetadataResponse_v10(r):
@@ -1248,8 +1255,11 @@ def _e_MetadataResponse_MetadataResponse_v10(w, o):
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v10(w, _x)
     w.int32(o.cluster_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_MetadataResponse_MetadataResponseBroker_v11 = _d_MetadataResponse_MetadataResponseBroker_v9
@@ -1279,8 +1289,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v11(w, o):
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v11(w, _x)
     w.int32(o.topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataResponse_MetadataResponse_v11(r):
@@ -1309,8 +1322,11 @@ def _e_MetadataResponse_MetadataResponse_v11(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v11(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_MetadataResponse_MetadataResponseBroker_v12 = _d_MetadataResponse_MetadataResponseBroker_v9
@@ -1340,8 +1356,11 @@ def _e_MetadataResponse_MetadataResponseTopic_v12(w, o):
         for _x in _v:
             _e_MetadataResponse_MetadataResponsePartition_v12(w, _x)
     w.int32(o.topic_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_MetadataResponse_MetadataResponse_v12(r):
@@ -1370,8 +1389,11 @@ def _e_MetadataResponse_MetadataResponse_v12(w, o):
     if _v:
         for _x in _v:
             _e_MetadataResponse_MetadataResponseTopic_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_MetadataResponse: dict[int, Decoder] = {0: _d_MetadataResponse_MetadataResponse_v0, 1: _d_MetadataResponse_MetadataResponse_v1, 2: _d_MetadataResponse_MetadataResponse_v2, 3: _d_MetadataResponse_MetadataResponse_v3, 4: _d_MetadataResponse_MetadataResponse_v4, 5: _d_MetadataResponse_MetadataResponse_v5, 6: _d_MetadataResponse_MetadataResponse_v6, 7: _d_MetadataResponse_MetadataResponse_v7, 8: _d_MetadataResponse_MetadataResponse_v8, 9: _d_MetadataResponse_MetadataResponse_v9, 10: _d_MetadataResponse_MetadataResponse_v10, 11: _d_MetadataResponse_MetadataResponse_v11, 12: _d_MetadataResponse_MetadataResponse_v12}

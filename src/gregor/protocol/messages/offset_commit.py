@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -75,20 +77,23 @@ class OffsetCommitRequest(Message):
         return 2 if version >= 8 else 1
 
 
+_P_iq = _Packer('>iq')
+_P_iqi = _Packer('>iqi')
+_P_iqq = _Packer('>iqq')
+
+
 def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v0(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
     o.committed_leader_epoch = -1
     o.commit_timestamp = -1
+    o.partition_index, o.committed_offset = r.fixed(_P_iq)
     o.committed_metadata = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
+    w.raw(_P_iq.pack(o.partition_index, o.committed_offset))
     w.nullable_string(o.committed_metadata)
 
 
@@ -132,19 +137,15 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v0(w, o):
 
 def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v1(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
     o.committed_leader_epoch = -1
-    o.commit_timestamp = r.int64()
+    o.partition_index, o.committed_offset, o.commit_timestamp = r.fixed(_P_iqq)
     o.committed_metadata = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v1(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int64(o.commit_timestamp)
+    w.raw(_P_iqq.pack(o.partition_index, o.committed_offset, o.commit_timestamp))
     w.nullable_string(o.committed_metadata)
 
 
@@ -361,19 +362,15 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v5(w, o):
 
 def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v6(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
     o.commit_timestamp = -1
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.committed_metadata = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v6(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
+    w.raw(_P_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     w.nullable_string(o.committed_metadata)
 
 
@@ -462,22 +459,21 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v7(w, o):
 
 def _d_OffsetCommitRequest_OffsetCommitRequestPartition_v8(r):
     o = _new(OffsetCommitRequest.OffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
     o.commit_timestamp = -1
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.committed_metadata = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
+    w.raw(_P_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     w.compact_nullable_string(o.committed_metadata)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequestTopic_v8(r):
@@ -495,8 +491,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitRequest_OffsetCommitRequestPartition_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_v8(r):
@@ -521,8 +520,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitRequest_OffsetCommitRequestTopic_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetCommitRequest_OffsetCommitRequestPartition_v9 = _d_OffsetCommitRequest_OffsetCommitRequestPartition_v8
@@ -542,8 +544,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequestTopic_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitRequest_OffsetCommitRequestPartition_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetCommitRequest_OffsetCommitRequest_v9(r):
@@ -568,8 +573,11 @@ def _e_OffsetCommitRequest_OffsetCommitRequest_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitRequest_OffsetCommitRequestTopic_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetCommitRequest: dict[int, Decoder] = {0: _d_OffsetCommitRequest_OffsetCommitRequest_v0, 1: _d_OffsetCommitRequest_OffsetCommitRequest_v1, 2: _d_OffsetCommitRequest_OffsetCommitRequest_v2, 3: _d_OffsetCommitRequest_OffsetCommitRequest_v3, 4: _d_OffsetCommitRequest_OffsetCommitRequest_v4, 5: _d_OffsetCommitRequest_OffsetCommitRequest_v5, 6: _d_OffsetCommitRequest_OffsetCommitRequest_v6, 7: _d_OffsetCommitRequest_OffsetCommitRequest_v7, 8: _d_OffsetCommitRequest_OffsetCommitRequest_v8, 9: _d_OffsetCommitRequest_OffsetCommitRequest_v9}
@@ -623,17 +631,18 @@ class OffsetCommitResponse(Message):
         return 1 if version >= 8 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v0(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponsePartition)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v0(r):
@@ -921,17 +930,18 @@ def _e_OffsetCommitResponse_OffsetCommitResponse_v7(w, o):
 
 def _d_OffsetCommitResponse_OffsetCommitResponsePartition_v8(r):
     o = _new(OffsetCommitResponse.OffsetCommitResponsePartition)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponseTopic_v8(r):
@@ -949,8 +959,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitResponse_OffsetCommitResponsePartition_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponse_v8(r):
@@ -968,8 +981,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponse_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitResponse_OffsetCommitResponseTopic_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetCommitResponse_OffsetCommitResponsePartition_v9 = _d_OffsetCommitResponse_OffsetCommitResponsePartition_v8
@@ -989,8 +1005,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponseTopic_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitResponse_OffsetCommitResponsePartition_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetCommitResponse_OffsetCommitResponse_v9(r):
@@ -1008,8 +1027,11 @@ def _e_OffsetCommitResponse_OffsetCommitResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetCommitResponse_OffsetCommitResponseTopic_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetCommitResponse: dict[int, Decoder] = {0: _d_OffsetCommitResponse_OffsetCommitResponse_v0, 1: _d_OffsetCommitResponse_OffsetCommitResponse_v1, 2: _d_OffsetCommitResponse_OffsetCommitResponse_v2, 3: _d_OffsetCommitResponse_OffsetCommitResponse_v3, 4: _d_OffsetCommitResponse_OffsetCommitResponse_v4, 5: _d_OffsetCommitResponse_OffsetCommitResponse_v5, 6: _d_OffsetCommitResponse_OffsetCommitResponse_v6, 7: _d_OffsetCommitResponse_OffsetCommitResponse_v7, 8: _d_OffsetCommitResponse_OffsetCommitResponse_v8, 9: _d_OffsetCommitResponse_OffsetCommitResponse_v9}

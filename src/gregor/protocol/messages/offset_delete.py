@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -157,17 +159,19 @@ class OffsetDeleteResponse(Message):
         return 0
 
 
+_P_hi = _Packer('>hi')
+_P_ih = _Packer('>ih')
+
+
 def _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(r):
     o = _new(OffsetDeleteResponse.OffsetDeleteResponsePartition)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(r):
@@ -189,16 +193,14 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(w, o):
 
 def _d_OffsetDeleteResponse_OffsetDeleteResponse_v0(r):
     o = _new(OffsetDeleteResponse)
-    o.error_code = r.int16()
-    o.throttle_time_ms = r.int32()
+    o.error_code, o.throttle_time_ms = r.fixed(_P_hi)
     o.topics = r.array(_d_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponse_v0(w, o):
-    w.int16(o.error_code)
-    w.int32(o.throttle_time_ms)
+    w.raw(_P_hi.pack(o.error_code, o.throttle_time_ms))
     _v = o.topics
     w.array_length(_v, False)
     if _v:

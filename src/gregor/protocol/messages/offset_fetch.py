@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -278,8 +280,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6(r):
@@ -291,8 +296,11 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_v6(r):
 
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_v6(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_v6(r):
@@ -323,8 +331,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v7 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v6
@@ -351,8 +362,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v7(w, o):
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_v7(w, _x)
     w.bool(o.require_stable)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8(r):
@@ -390,8 +404,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopics_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequest_v8(r):
@@ -411,8 +428,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v8(w, o):
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestGroup_v8(w, _x)
     w.bool(o.require_stable)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetFetchRequest_OffsetFetchRequestTopic_v9 = _d_OffsetFetchRequest_OffsetFetchRequestTopic_v8
@@ -438,8 +458,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestTopics_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchRequest_OffsetFetchRequest_v9(r):
@@ -459,8 +482,11 @@ def _e_OffsetFetchRequest_OffsetFetchRequest_v9(w, o):
         for _x in _v:
             _e_OffsetFetchRequest_OffsetFetchRequestGroup_v9(w, _x)
     w.bool(o.require_stable)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetFetchRequest: dict[int, Decoder] = {0: _d_OffsetFetchRequest_OffsetFetchRequest_v0, 1: _d_OffsetFetchRequest_OffsetFetchRequest_v1, 2: _d_OffsetFetchRequest_OffsetFetchRequest_v2, 3: _d_OffsetFetchRequest_OffsetFetchRequest_v3, 4: _d_OffsetFetchRequest_OffsetFetchRequest_v4, 5: _d_OffsetFetchRequest_OffsetFetchRequest_v5, 6: _d_OffsetFetchRequest_OffsetFetchRequest_v6, 7: _d_OffsetFetchRequest_OffsetFetchRequest_v7, 8: _d_OffsetFetchRequest_OffsetFetchRequest_v8, 9: _d_OffsetFetchRequest_OffsetFetchRequest_v9}
@@ -562,11 +588,14 @@ class OffsetFetchResponse(Message):
         return 1 if version >= 6 else 0
 
 
+_P_iq = _Packer('>iq')
+_P_iqi = _Packer('>iqi')
+
+
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v0(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponsePartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
     o.committed_leader_epoch = -1
+    o.partition_index, o.committed_offset = r.fixed(_P_iq)
     o.metadata = r.nullable_string()
     o.error_code = r.int16()
     o._unknown_tagged_fields = None
@@ -574,8 +603,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v0(r):
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
+    w.raw(_P_iq.pack(o.partition_index, o.committed_offset))
     w.nullable_string(o.metadata)
     w.int16(o.error_code)
 
@@ -721,8 +749,8 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v2(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = 0
     o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v2, 6)
-    o.error_code = r.int16()
     o.groups = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -765,8 +793,8 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v3(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
     o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v3, 6)
-    o.error_code = r.int16()
     o.groups = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -810,8 +838,8 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v4(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
     o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v4, 6)
-    o.error_code = r.int16()
     o.groups = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -828,9 +856,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v4(w, o):
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v5(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponsePartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.metadata = r.nullable_string()
     o.error_code = r.int16()
     o._unknown_tagged_fields = None
@@ -838,9 +864,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v5(r):
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v5(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
+    w.raw(_P_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     w.nullable_string(o.metadata)
     w.int16(o.error_code)
 
@@ -872,8 +896,8 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v5(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
     o.topics = r.array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v5, 6)
-    o.error_code = r.int16()
     o.groups = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = None
     return o
 
@@ -890,9 +914,7 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v5(w, o):
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponsePartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.metadata = r.compact_nullable_string()
     o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -900,13 +922,14 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6(r):
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_v6(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
+    w.raw(_P_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     w.compact_nullable_string(o.metadata)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v6(r):
@@ -924,8 +947,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v6(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponsePartition_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(r):
@@ -940,8 +966,11 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(r):
 
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseTopics_v6(r):
@@ -967,8 +996,8 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v6(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
     o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v6, 3)
-    o.error_code = r.int16()
     o.groups = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -981,8 +1010,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v6(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v6(w, _x)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v7 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v6
@@ -1002,8 +1034,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopic_v7(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponsePartition_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v7 = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
@@ -1016,8 +1051,8 @@ def _d_OffsetFetchResponse_OffsetFetchResponse_v7(r):
     o = _new(OffsetFetchResponse)
     o.throttle_time_ms = r.int32()
     o.topics = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseTopic_v7, 3)
-    o.error_code = r.int16()
     o.groups = []
+    o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1030,8 +1065,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v7(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopic_v7(w, _x)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8(r):
@@ -1057,9 +1095,7 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_v8(r):
 _e_OffsetFetchResponse_OffsetFetchResponseTopic_v8 = _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v6
 def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(r):
     o = _new(OffsetFetchResponse.OffsetFetchResponsePartitions)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.metadata = r.compact_nullable_string()
     o.error_code = r.int16()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -1082,8 +1118,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v8(r):
@@ -1103,15 +1142,18 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v8(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopics_v8(w, _x)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponse_v8(r):
     o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = r.int32()
     o.topics = []
     o.error_code = 0
+    o.throttle_time_ms = r.int32()
     o.groups = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseGroup_v8, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1124,8 +1166,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v8(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseGroup_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_OffsetFetchResponse_OffsetFetchResponsePartition_v9 = _d_OffsetFetchResponse_OffsetFetchResponsePartition_v8
@@ -1149,8 +1194,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponseTopics_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponsePartitions_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_v9(r):
@@ -1170,15 +1218,18 @@ def _e_OffsetFetchResponse_OffsetFetchResponseGroup_v9(w, o):
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseTopics_v9(w, _x)
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetFetchResponse_OffsetFetchResponse_v9(r):
     o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = r.int32()
     o.topics = []
     o.error_code = 0
+    o.throttle_time_ms = r.int32()
     o.groups = r.compact_array(_d_OffsetFetchResponse_OffsetFetchResponseGroup_v9, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -1191,8 +1242,11 @@ def _e_OffsetFetchResponse_OffsetFetchResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_OffsetFetchResponse_OffsetFetchResponseGroup_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetFetchResponse: dict[int, Decoder] = {0: _d_OffsetFetchResponse_OffsetFetchResponse_v0, 1: _d_OffsetFetchResponse_OffsetFetchResponse_v1, 2: _d_OffsetFetchResponse_OffsetFetchResponse_v2, 3: _d_OffsetFetchResponse_OffsetFetchResponse_v3, 4: _d_OffsetFetchResponse_OffsetFetchResponse_v4, 5: _d_OffsetFetchResponse_OffsetFetchResponse_v5, 6: _d_OffsetFetchResponse_OffsetFetchResponse_v6, 7: _d_OffsetFetchResponse_OffsetFetchResponse_v7, 8: _d_OffsetFetchResponse_OffsetFetchResponse_v8, 9: _d_OffsetFetchResponse_OffsetFetchResponse_v9}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -63,18 +65,20 @@ class OffsetForLeaderEpochRequest(Message):
         return 2 if version >= 4 else 1
 
 
+_P_ii = _Packer('>ii')
+_P_iii = _Packer('>iii')
+
+
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderPartition)
-    o.partition = r.int32()
     o.current_leader_epoch = -1
-    o.leader_epoch = r.int32()
+    o.partition, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v0(w, o):
-    w.int32(o.partition)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ii.pack(o.partition, o.leader_epoch))
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(r):
@@ -147,17 +151,13 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1(w, o):
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderPartition)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition, o.current_leader_epoch, o.leader_epoch = r.fixed(_P_iii)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v2(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(r):
@@ -231,19 +231,18 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3(w, o):
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(r):
     o = _new(OffsetForLeaderEpochRequest.OffsetForLeaderPartition)
-    o.partition = r.int32()
-    o.current_leader_epoch = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition, o.current_leader_epoch, o.leader_epoch = r.fixed(_P_iii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w, o):
-    w.int32(o.partition)
-    w.int32(o.current_leader_epoch)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(r):
@@ -261,8 +260,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w, o):
     if _v:
         for _x in _v:
             _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4(r):
@@ -280,8 +282,11 @@ def _e_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetForLeaderEpochRequest: dict[int, Decoder] = {0: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v0, 1: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v1, 2: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v2, 3: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v3, 4: _d_OffsetForLeaderEpochRequest_OffsetForLeaderEpochRequest_v4}
@@ -339,20 +344,20 @@ class OffsetForLeaderEpochResponse(Message):
         return 1 if version >= 4 else 0
 
 
+_P_hiiq = _Packer('>hiiq')
+_P_hiq = _Packer('>hiq')
+
+
 def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v0(r):
     o = _new(OffsetForLeaderEpochResponse.EpochEndOffset)
-    o.error_code = r.int16()
-    o.partition = r.int32()
     o.leader_epoch = -1
-    o.end_offset = r.int64()
+    o.error_code, o.partition, o.end_offset = r.fixed(_P_hiq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v0(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition)
-    w.int64(o.end_offset)
+    w.raw(_P_hiq.pack(o.error_code, o.partition, o.end_offset))
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(r):
@@ -390,19 +395,13 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0(w, o):
 
 def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v1(r):
     o = _new(OffsetForLeaderEpochResponse.EpochEndOffset)
-    o.error_code = r.int16()
-    o.partition = r.int32()
-    o.leader_epoch = r.int32()
-    o.end_offset = r.int64()
+    o.error_code, o.partition, o.leader_epoch, o.end_offset = r.fixed(_P_hiiq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v1(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition)
-    w.int32(o.leader_epoch)
-    w.int64(o.end_offset)
+    w.raw(_P_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(r):
@@ -512,21 +511,18 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3(w, o):
 
 def _d_OffsetForLeaderEpochResponse_EpochEndOffset_v4(r):
     o = _new(OffsetForLeaderEpochResponse.EpochEndOffset)
-    o.error_code = r.int16()
-    o.partition = r.int32()
-    o.leader_epoch = r.int32()
-    o.end_offset = r.int64()
+    o.error_code, o.partition, o.leader_epoch, o.end_offset = r.fixed(_P_hiiq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w, o):
-    w.int16(o.error_code)
-    w.int32(o.partition)
-    w.int32(o.leader_epoch)
-    w.int64(o.end_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(r):
@@ -544,8 +540,11 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w, o):
     if _v:
         for _x in _v:
             _e_OffsetForLeaderEpochResponse_EpochEndOffset_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4(r):
@@ -563,8 +562,11 @@ def _e_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetForLeaderEpochResponse: dict[int, Decoder] = {0: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v0, 1: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v1, 2: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v2, 3: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v3, 4: _d_OffsetForLeaderEpochResponse_OffsetForLeaderEpochResponse_v4}

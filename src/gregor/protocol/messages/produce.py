@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -68,6 +70,9 @@ class ProduceRequest(Message):
         return 2 if version >= 9 else 1
 
 
+_P_hi = _Packer('>hi')
+
+
 def _d_ProduceRequest_PartitionProduceData_v0(r):
     o = _new(ProduceRequest.PartitionProduceData)
     o.index = r.int32()
@@ -102,16 +107,14 @@ def _e_ProduceRequest_TopicProduceData_v0(w, o):
 def _d_ProduceRequest_ProduceRequest_v0(r):
     o = _new(ProduceRequest)
     o.transactional_id = None
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v0, 6)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ProduceRequest_ProduceRequest_v0(w, o):
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -142,16 +145,14 @@ def _e_ProduceRequest_TopicProduceData_v1(w, o):
 def _d_ProduceRequest_ProduceRequest_v1(r):
     o = _new(ProduceRequest)
     o.transactional_id = None
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v1, 6)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ProduceRequest_ProduceRequest_v1(w, o):
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -182,16 +183,14 @@ def _e_ProduceRequest_TopicProduceData_v2(w, o):
 def _d_ProduceRequest_ProduceRequest_v2(r):
     o = _new(ProduceRequest)
     o.transactional_id = None
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v2, 6)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ProduceRequest_ProduceRequest_v2(w, o):
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -222,8 +221,7 @@ def _e_ProduceRequest_TopicProduceData_v3(w, o):
 def _d_ProduceRequest_ProduceRequest_v3(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v3, 6)
     o._unknown_tagged_fields = None
     return o
@@ -231,8 +229,7 @@ def _d_ProduceRequest_ProduceRequest_v3(r):
 
 def _e_ProduceRequest_ProduceRequest_v3(w, o):
     w.nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -263,8 +260,7 @@ def _e_ProduceRequest_TopicProduceData_v4(w, o):
 def _d_ProduceRequest_ProduceRequest_v4(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v4, 6)
     o._unknown_tagged_fields = None
     return o
@@ -272,8 +268,7 @@ def _d_ProduceRequest_ProduceRequest_v4(r):
 
 def _e_ProduceRequest_ProduceRequest_v4(w, o):
     w.nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -304,8 +299,7 @@ def _e_ProduceRequest_TopicProduceData_v5(w, o):
 def _d_ProduceRequest_ProduceRequest_v5(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v5, 6)
     o._unknown_tagged_fields = None
     return o
@@ -313,8 +307,7 @@ def _d_ProduceRequest_ProduceRequest_v5(r):
 
 def _e_ProduceRequest_ProduceRequest_v5(w, o):
     w.nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -345,8 +338,7 @@ def _e_ProduceRequest_TopicProduceData_v6(w, o):
 def _d_ProduceRequest_ProduceRequest_v6(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v6, 6)
     o._unknown_tagged_fields = None
     return o
@@ -354,8 +346,7 @@ def _d_ProduceRequest_ProduceRequest_v6(r):
 
 def _e_ProduceRequest_ProduceRequest_v6(w, o):
     w.nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -386,8 +377,7 @@ def _e_ProduceRequest_TopicProduceData_v7(w, o):
 def _d_ProduceRequest_ProduceRequest_v7(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v7, 6)
     o._unknown_tagged_fields = None
     return o
@@ -395,8 +385,7 @@ def _d_ProduceRequest_ProduceRequest_v7(r):
 
 def _e_ProduceRequest_ProduceRequest_v7(w, o):
     w.nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -427,8 +416,7 @@ def _e_ProduceRequest_TopicProduceData_v8(w, o):
 def _d_ProduceRequest_ProduceRequest_v8(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.array(_d_ProduceRequest_TopicProduceData_v8, 6)
     o._unknown_tagged_fields = None
     return o
@@ -436,8 +424,7 @@ def _d_ProduceRequest_ProduceRequest_v8(r):
 
 def _e_ProduceRequest_ProduceRequest_v8(w, o):
     w.nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.array_length(_v, False)
     if _v:
@@ -456,8 +443,11 @@ def _d_ProduceRequest_PartitionProduceData_v9(r):
 def _e_ProduceRequest_PartitionProduceData_v9(w, o):
     w.int32(o.index)
     w.compact_records(o.records)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceRequest_TopicProduceData_v9(r):
@@ -476,15 +466,17 @@ def _e_ProduceRequest_TopicProduceData_v9(w, o):
     if _v:
         for _x in _v:
             _e_ProduceRequest_PartitionProduceData_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceRequest_ProduceRequest_v9(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v9, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -492,15 +484,17 @@ def _d_ProduceRequest_ProduceRequest_v9(r):
 
 def _e_ProduceRequest_ProduceRequest_v9(w, o):
     w.compact_nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ProduceRequest_TopicProduceData_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceRequest_PartitionProduceData_v10 = _d_ProduceRequest_PartitionProduceData_v9
@@ -521,15 +515,17 @@ def _e_ProduceRequest_TopicProduceData_v10(w, o):
     if _v:
         for _x in _v:
             _e_ProduceRequest_PartitionProduceData_v10(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceRequest_ProduceRequest_v10(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v10, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -537,15 +533,17 @@ def _d_ProduceRequest_ProduceRequest_v10(r):
 
 def _e_ProduceRequest_ProduceRequest_v10(w, o):
     w.compact_nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ProduceRequest_TopicProduceData_v10(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceRequest_PartitionProduceData_v11 = _d_ProduceRequest_PartitionProduceData_v9
@@ -566,15 +564,17 @@ def _e_ProduceRequest_TopicProduceData_v11(w, o):
     if _v:
         for _x in _v:
             _e_ProduceRequest_PartitionProduceData_v11(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceRequest_ProduceRequest_v11(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v11, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -582,15 +582,17 @@ def _d_ProduceRequest_ProduceRequest_v11(r):
 
 def _e_ProduceRequest_ProduceRequest_v11(w, o):
     w.compact_nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ProduceRequest_TopicProduceData_v11(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceRequest_PartitionProduceData_v12 = _d_ProduceRequest_PartitionProduceData_v9
@@ -611,15 +613,17 @@ def _e_ProduceRequest_TopicProduceData_v12(w, o):
     if _v:
         for _x in _v:
             _e_ProduceRequest_PartitionProduceData_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceRequest_ProduceRequest_v12(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v12, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -627,15 +631,17 @@ def _d_ProduceRequest_ProduceRequest_v12(r):
 
 def _e_ProduceRequest_ProduceRequest_v12(w, o):
     w.compact_nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ProduceRequest_TopicProduceData_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceRequest_PartitionProduceData_v13 = _d_ProduceRequest_PartitionProduceData_v9
@@ -656,15 +662,17 @@ def _e_ProduceRequest_TopicProduceData_v13(w, o):
     if _v:
         for _x in _v:
             _e_ProduceRequest_PartitionProduceData_v13(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceRequest_ProduceRequest_v13(r):
     o = _new(ProduceRequest)
     o.transactional_id = r.compact_nullable_string()
-    o.acks = r.int16()
-    o.timeout_ms = r.int32()
+    o.acks, o.timeout_ms = r.fixed(_P_hi)
     o.topic_data = r.compact_array(_d_ProduceRequest_TopicProduceData_v13, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -672,15 +680,17 @@ def _d_ProduceRequest_ProduceRequest_v13(r):
 
 def _e_ProduceRequest_ProduceRequest_v13(w, o):
     w.compact_nullable_string(o.transactional_id)
-    w.int16(o.acks)
-    w.int32(o.timeout_ms)
+    w.raw(_P_hi.pack(o.acks, o.timeout_ms))
     _v = o.topic_data
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ProduceRequest_TopicProduceData_v13(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ProduceRequest: dict[int, Decoder] = {0: _d_ProduceRequest_ProduceRequest_v0, 1: _d_ProduceRequest_ProduceRequest_v1, 2: _d_ProduceRequest_ProduceRequest_v2, 3: _d_ProduceRequest_ProduceRequest_v3, 4: _d_ProduceRequest_ProduceRequest_v4, 5: _d_ProduceRequest_ProduceRequest_v5, 6: _d_ProduceRequest_ProduceRequest_v6, 7: _d_ProduceRequest_ProduceRequest_v7, 8: _d_ProduceRequest_ProduceRequest_v8, 9: _d_ProduceRequest_ProduceRequest_v9, 10: _d_ProduceRequest_ProduceRequest_v10, 11: _d_ProduceRequest_ProduceRequest_v11, 12: _d_ProduceRequest_ProduceRequest_v12, 13: _d_ProduceRequest_ProduceRequest_v13}
@@ -784,6 +794,14 @@ class ProduceResponse(Message):
         return 1 if version >= 9 else 0
 
 
+_P_ihq = _Packer('>ihq')
+_P_ihqq = _Packer('>ihqq')
+_P_ihqqq = _Packer('>ihqqq')
+_P_ii = _Packer('>ii')
+_G_ProduceResponse_LeaderIdAndEpoch = _attrgetter(*ProduceResponse.LeaderIdAndEpoch.__slots__)
+_T_ProduceResponse_LeaderIdAndEpoch = _G_ProduceResponse_LeaderIdAndEpoch(ProduceResponse.LeaderIdAndEpoch())
+
+
 def _d_ProduceResponse_BatchIndexAndErrorMessage_v0(r):
     o = _new(ProduceResponse.BatchIndexAndErrorMessage)
     o.batch_index = 0
@@ -807,22 +825,18 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v0(r):
 _e_ProduceResponse_LeaderIdAndEpoch_v0 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v0(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
     o.log_append_time_ms = -1
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset = r.fixed(_P_ihq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v0(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
+    w.raw(_P_ihq.pack(o.index, o.error_code, o.base_offset))
 
 
 def _d_ProduceResponse_TopicProduceResponse_v0(r):
@@ -900,8 +914,8 @@ _e_ProduceResponse_NodeEndpoint_v1 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v1(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v1, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -921,23 +935,17 @@ _d_ProduceResponse_LeaderIdAndEpoch_v2 = _d_ProduceResponse_LeaderIdAndEpoch_v0
 _e_ProduceResponse_LeaderIdAndEpoch_v2 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v2(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms = r.fixed(_P_ihqq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v2(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
+    w.raw(_P_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms))
 
 
 def _d_ProduceResponse_TopicProduceResponse_v2(r):
@@ -963,8 +971,8 @@ _e_ProduceResponse_NodeEndpoint_v2 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v2(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v2, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1007,8 +1015,8 @@ _e_ProduceResponse_NodeEndpoint_v3 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v3(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v3, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1051,8 +1059,8 @@ _e_ProduceResponse_NodeEndpoint_v4 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v4(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v4, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1072,24 +1080,16 @@ _d_ProduceResponse_LeaderIdAndEpoch_v5 = _d_ProduceResponse_LeaderIdAndEpoch_v0
 _e_ProduceResponse_LeaderIdAndEpoch_v5 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v5(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
     o.record_errors = []
     o.error_message = None
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v5(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
 
 
 def _d_ProduceResponse_TopicProduceResponse_v5(r):
@@ -1115,8 +1115,8 @@ _e_ProduceResponse_NodeEndpoint_v5 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v5(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v5, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1159,8 +1159,8 @@ _e_ProduceResponse_NodeEndpoint_v6 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v6(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v6, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1203,8 +1203,8 @@ _e_ProduceResponse_NodeEndpoint_v7 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v7(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v7, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1235,11 +1235,7 @@ _d_ProduceResponse_LeaderIdAndEpoch_v8 = _d_ProduceResponse_LeaderIdAndEpoch_v0
 _e_ProduceResponse_LeaderIdAndEpoch_v8 = _e_ProduceResponse_BatchIndexAndErrorMessage_v0
 def _d_ProduceResponse_PartitionProduceResponse_v8(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o.record_errors = r.array(_d_ProduceResponse_BatchIndexAndErrorMessage_v8, 6)
     o.error_message = r.nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
@@ -1248,11 +1244,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v8(r):
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v8(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     _v = o.record_errors
     w.array_length(_v, False)
     if _v:
@@ -1284,8 +1276,8 @@ _e_ProduceResponse_NodeEndpoint_v8 = _e_ProduceResponse_BatchIndexAndErrorMessag
 def _d_ProduceResponse_ProduceResponse_v8(r):
     o = _new(ProduceResponse)
     o.responses = r.array(_d_ProduceResponse_TopicProduceResponse_v8, 6)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -1310,8 +1302,11 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_v9(r):
 def _e_ProduceResponse_BatchIndexAndErrorMessage_v9(w, o):
     w.int32(o.batch_index)
     w.compact_nullable_string(o.batch_index_error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_LeaderIdAndEpoch_v9(r):
@@ -1323,17 +1318,16 @@ def _d_ProduceResponse_LeaderIdAndEpoch_v9(r):
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v9(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v9(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v9, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
@@ -1342,19 +1336,18 @@ def _d_ProduceResponse_PartitionProduceResponse_v9(r):
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v9(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     _v = o.record_errors
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ProduceResponse_BatchIndexAndErrorMessage_v9(w, _x)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_TopicProduceResponse_v9(r):
@@ -1373,8 +1366,11 @@ def _e_ProduceResponse_TopicProduceResponse_v9(w, o):
     if _v:
         for _x in _v:
             _e_ProduceResponse_PartitionProduceResponse_v9(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_NodeEndpoint_v9(r):
@@ -1391,8 +1387,8 @@ _e_ProduceResponse_NodeEndpoint_v9 = _e_ProduceResponse_LeaderIdAndEpoch_v9
 def _d_ProduceResponse_ProduceResponse_v9(r):
     o = _new(ProduceResponse)
     o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v9, 3)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -1404,34 +1400,34 @@ def _e_ProduceResponse_ProduceResponse_v9(w, o):
         for _x in _v:
             _e_ProduceResponse_TopicProduceResponse_v9(w, _x)
     w.int32(o.throttle_time_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v10 = _d_ProduceResponse_BatchIndexAndErrorMessage_v9
 _e_ProduceResponse_BatchIndexAndErrorMessage_v10 = _e_ProduceResponse_BatchIndexAndErrorMessage_v9
 def _d_ProduceResponse_LeaderIdAndEpoch_v10(r):
     o = _new(ProduceResponse.LeaderIdAndEpoch)
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ProduceResponse_LeaderIdAndEpoch_v10(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_PartitionProduceResponse_v10(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v10, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
@@ -1446,11 +1442,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v10(r):
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v10(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     _v = o.record_errors
     w.compact_array_length(_v, False)
     if _v:
@@ -1458,12 +1450,16 @@ def _e_ProduceResponse_PartitionProduceResponse_v10(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v10(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v10(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_TopicProduceResponse_v10(r):
@@ -1482,8 +1478,11 @@ def _e_ProduceResponse_TopicProduceResponse_v10(w, o):
     if _v:
         for _x in _v:
             _e_ProduceResponse_PartitionProduceResponse_v10(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_NodeEndpoint_v10(r):
@@ -1501,15 +1500,18 @@ def _e_ProduceResponse_NodeEndpoint_v10(w, o):
     w.compact_string(o.host)
     w.int32(o.port)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_ProduceResponse_v10(r):
     o = _new(ProduceResponse)
     o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v10, 3)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
 
     def known(r, tag, size):
         if tag == 0:
@@ -1537,7 +1539,10 @@ def _e_ProduceResponse_ProduceResponse_v10(w, o):
                 _e_ProduceResponse_NodeEndpoint_v10(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v11 = _d_ProduceResponse_BatchIndexAndErrorMessage_v9
@@ -1546,11 +1551,7 @@ _d_ProduceResponse_LeaderIdAndEpoch_v11 = _d_ProduceResponse_LeaderIdAndEpoch_v1
 _e_ProduceResponse_LeaderIdAndEpoch_v11 = _e_ProduceResponse_LeaderIdAndEpoch_v10
 def _d_ProduceResponse_PartitionProduceResponse_v11(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v11, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
@@ -1565,11 +1566,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v11(r):
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v11(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     _v = o.record_errors
     w.compact_array_length(_v, False)
     if _v:
@@ -1577,12 +1574,16 @@ def _e_ProduceResponse_PartitionProduceResponse_v11(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v11(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v11(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_TopicProduceResponse_v11(r):
@@ -1601,8 +1602,11 @@ def _e_ProduceResponse_TopicProduceResponse_v11(w, o):
     if _v:
         for _x in _v:
             _e_ProduceResponse_PartitionProduceResponse_v11(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_NodeEndpoint_v11 = _d_ProduceResponse_NodeEndpoint_v10
@@ -1610,8 +1614,8 @@ _e_ProduceResponse_NodeEndpoint_v11 = _e_ProduceResponse_NodeEndpoint_v10
 def _d_ProduceResponse_ProduceResponse_v11(r):
     o = _new(ProduceResponse)
     o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v11, 3)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
 
     def known(r, tag, size):
         if tag == 0:
@@ -1639,7 +1643,10 @@ def _e_ProduceResponse_ProduceResponse_v11(w, o):
                 _e_ProduceResponse_NodeEndpoint_v11(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v12 = _d_ProduceResponse_BatchIndexAndErrorMessage_v9
@@ -1648,11 +1655,7 @@ _d_ProduceResponse_LeaderIdAndEpoch_v12 = _d_ProduceResponse_LeaderIdAndEpoch_v1
 _e_ProduceResponse_LeaderIdAndEpoch_v12 = _e_ProduceResponse_LeaderIdAndEpoch_v10
 def _d_ProduceResponse_PartitionProduceResponse_v12(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v12, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
@@ -1667,11 +1670,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v12(r):
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v12(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     _v = o.record_errors
     w.compact_array_length(_v, False)
     if _v:
@@ -1679,12 +1678,16 @@ def _e_ProduceResponse_PartitionProduceResponse_v12(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v12(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v12(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_TopicProduceResponse_v12(r):
@@ -1703,8 +1706,11 @@ def _e_ProduceResponse_TopicProduceResponse_v12(w, o):
     if _v:
         for _x in _v:
             _e_ProduceResponse_PartitionProduceResponse_v12(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_NodeEndpoint_v12 = _d_ProduceResponse_NodeEndpoint_v10
@@ -1712,8 +1718,8 @@ _e_ProduceResponse_NodeEndpoint_v12 = _e_ProduceResponse_NodeEndpoint_v10
 def _d_ProduceResponse_ProduceResponse_v12(r):
     o = _new(ProduceResponse)
     o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v12, 3)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
 
     def known(r, tag, size):
         if tag == 0:
@@ -1741,7 +1747,10 @@ def _e_ProduceResponse_ProduceResponse_v12(w, o):
                 _e_ProduceResponse_NodeEndpoint_v12(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_BatchIndexAndErrorMessage_v13 = _d_ProduceResponse_BatchIndexAndErrorMessage_v9
@@ -1750,11 +1759,7 @@ _d_ProduceResponse_LeaderIdAndEpoch_v13 = _d_ProduceResponse_LeaderIdAndEpoch_v1
 _e_ProduceResponse_LeaderIdAndEpoch_v13 = _e_ProduceResponse_LeaderIdAndEpoch_v10
 def _d_ProduceResponse_PartitionProduceResponse_v13(r):
     o = _new(ProduceResponse.PartitionProduceResponse)
-    o.index = r.int32()
-    o.error_code = r.int16()
-    o.base_offset = r.int64()
-    o.log_append_time_ms = r.int64()
-    o.log_start_offset = r.int64()
+    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = r.fixed(_P_ihqqq)
     o.record_errors = r.compact_array(_d_ProduceResponse_BatchIndexAndErrorMessage_v13, 6)
     o.error_message = r.compact_nullable_string()
     o.current_leader = ProduceResponse.LeaderIdAndEpoch()
@@ -1769,11 +1774,7 @@ def _d_ProduceResponse_PartitionProduceResponse_v13(r):
 
 
 def _e_ProduceResponse_PartitionProduceResponse_v13(w, o):
-    w.int32(o.index)
-    w.int16(o.error_code)
-    w.int64(o.base_offset)
-    w.int64(o.log_append_time_ms)
-    w.int64(o.log_start_offset)
+    w.raw(_P_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     _v = o.record_errors
     w.compact_array_length(_v, False)
     if _v:
@@ -1781,12 +1782,16 @@ def _e_ProduceResponse_PartitionProduceResponse_v13(w, o):
             _e_ProduceResponse_BatchIndexAndErrorMessage_v13(w, _x)
     w.compact_nullable_string(o.error_message)
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    _c = o.current_leader
+    if _c.__class__ is not ProduceResponse.LeaderIdAndEpoch or _G_ProduceResponse_LeaderIdAndEpoch(_c) != _T_ProduceResponse_LeaderIdAndEpoch:
         _w, w = w, Writer()
         _e_ProduceResponse_LeaderIdAndEpoch_v13(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ProduceResponse_TopicProduceResponse_v13(r):
@@ -1805,8 +1810,11 @@ def _e_ProduceResponse_TopicProduceResponse_v13(w, o):
     if _v:
         for _x in _v:
             _e_ProduceResponse_PartitionProduceResponse_v13(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ProduceResponse_NodeEndpoint_v13 = _d_ProduceResponse_NodeEndpoint_v10
@@ -1814,8 +1822,8 @@ _e_ProduceResponse_NodeEndpoint_v13 = _e_ProduceResponse_NodeEndpoint_v10
 def _d_ProduceResponse_ProduceResponse_v13(r):
     o = _new(ProduceResponse)
     o.responses = r.compact_array(_d_ProduceResponse_TopicProduceResponse_v13, 18)
-    o.throttle_time_ms = r.int32()
     o.node_endpoints = []
+    o.throttle_time_ms = r.int32()
 
     def known(r, tag, size):
         if tag == 0:
@@ -1843,7 +1851,10 @@ def _e_ProduceResponse_ProduceResponse_v13(w, o):
                 _e_ProduceResponse_NodeEndpoint_v13(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ProduceResponse: dict[int, Decoder] = {0: _d_ProduceResponse_ProduceResponse_v0, 1: _d_ProduceResponse_ProduceResponse_v1, 2: _d_ProduceResponse_ProduceResponse_v2, 3: _d_ProduceResponse_ProduceResponse_v3, 4: _d_ProduceResponse_ProduceResponse_v4, 5: _d_ProduceResponse_ProduceResponse_v5, 6: _d_ProduceResponse_ProduceResponse_v6, 7: _d_ProduceResponse_ProduceResponse_v7, 8: _d_ProduceResponse_ProduceResponse_v8, 9: _d_ProduceResponse_ProduceResponse_v9, 10: _d_ProduceResponse_ProduceResponse_v10, 11: _d_ProduceResponse_ProduceResponse_v11, 12: _d_ProduceResponse_ProduceResponse_v12, 13: _d_ProduceResponse_ProduceResponse_v13}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -47,12 +49,13 @@ class PushTelemetryRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iob = _Packer('>i?b')
+
+
 def _d_PushTelemetryRequest_PushTelemetryRequest_v0(r):
     o = _new(PushTelemetryRequest)
     o.client_instance_id = r.uuid()
-    o.subscription_id = r.int32()
-    o.terminating = r.bool()
-    o.compression_type = r.int8()
+    o.subscription_id, o.terminating, o.compression_type = r.fixed(_P_iob)
     o.metrics = r.compact_bytes()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -60,12 +63,13 @@ def _d_PushTelemetryRequest_PushTelemetryRequest_v0(r):
 
 def _e_PushTelemetryRequest_PushTelemetryRequest_v0(w, o):
     w.uuid(o.client_instance_id)
-    w.int32(o.subscription_id)
-    w.bool(o.terminating)
-    w.int8(o.compression_type)
+    w.raw(_P_iob.pack(o.subscription_id, o.terminating, o.compression_type))
     w.compact_bytes(o.metrics)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_PushTelemetryRequest: dict[int, Decoder] = {0: _d_PushTelemetryRequest_PushTelemetryRequest_v0}
@@ -99,19 +103,23 @@ class PushTelemetryResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_PushTelemetryResponse_PushTelemetryResponse_v0(r):
     o = _new(PushTelemetryResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_PushTelemetryResponse_PushTelemetryResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_PushTelemetryResponse: dict[int, Decoder] = {0: _d_PushTelemetryResponse_PushTelemetryResponse_v0}

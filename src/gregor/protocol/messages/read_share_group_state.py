@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -61,19 +63,23 @@ class ReadShareGroupStateRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_ReadShareGroupStateRequest_PartitionData_v0(r):
     o = _new(ReadShareGroupStateRequest.PartitionData)
-    o.partition = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ReadShareGroupStateRequest_PartitionData_v0(w, o):
-    w.int32(o.partition)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.partition, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateRequest_ReadStateData_v0(r):
@@ -91,8 +97,11 @@ def _e_ReadShareGroupStateRequest_ReadStateData_v0(w, o):
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0(r):
@@ -110,8 +119,11 @@ def _e_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateRequest_ReadStateData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ReadShareGroupStateRequest: dict[int, Decoder] = {0: _d_ReadShareGroupStateRequest_ReadShareGroupStateRequest_v0}
@@ -185,50 +197,51 @@ class ReadShareGroupStateResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_iq = _Packer('>iq')
+_P_qqbh = _Packer('>qqbh')
+
+
 def _d_ReadShareGroupStateResponse_StateBatch_v0(r):
     o = _new(ReadShareGroupStateResponse.StateBatch)
-    o.first_offset = r.int64()
-    o.last_offset = r.int64()
-    o.delivery_state = r.int8()
-    o.delivery_count = r.int16()
+    o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = r.fixed(_P_qqbh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ReadShareGroupStateResponse_StateBatch_v0(w, o):
-    w.int64(o.first_offset)
-    w.int64(o.last_offset)
-    w.int8(o.delivery_state)
-    w.int16(o.delivery_count)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateResponse_PartitionResult_v0(r):
     o = _new(ReadShareGroupStateResponse.PartitionResult)
-    o.partition = r.int32()
-    o.error_code = r.int16()
+    o.partition, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
-    o.state_epoch = r.int32()
-    o.start_offset = r.int64()
+    o.state_epoch, o.start_offset = r.fixed(_P_iq)
     o.state_batches = r.compact_array(_d_ReadShareGroupStateResponse_StateBatch_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ReadShareGroupStateResponse_PartitionResult_v0(w, o):
-    w.int32(o.partition)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition, o.error_code))
     w.compact_nullable_string(o.error_message)
-    w.int32(o.state_epoch)
-    w.int64(o.start_offset)
+    w.raw(_P_iq.pack(o.state_epoch, o.start_offset))
     _v = o.state_batches
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateResponse_StateBatch_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateResponse_ReadStateResult_v0(r):
@@ -246,8 +259,11 @@ def _e_ReadShareGroupStateResponse_ReadStateResult_v0(w, o):
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateResponse_PartitionResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0(r):
@@ -263,8 +279,11 @@ def _e_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateResponse_ReadStateResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ReadShareGroupStateResponse: dict[int, Decoder] = {0: _d_ReadShareGroupStateResponse_ReadShareGroupStateResponse_v0}

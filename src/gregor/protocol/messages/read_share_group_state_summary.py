@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -61,19 +63,23 @@ class ReadShareGroupStateSummaryRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_ReadShareGroupStateSummaryRequest_PartitionData_v0(r):
     o = _new(ReadShareGroupStateSummaryRequest.PartitionData)
-    o.partition = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ReadShareGroupStateSummaryRequest_PartitionData_v0(w, o):
-    w.int32(o.partition)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.partition, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(r):
@@ -91,8 +97,11 @@ def _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w, o):
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateSummaryRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0(r):
@@ -110,8 +119,11 @@ def _e_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0(w,
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateSummaryRequest_ReadStateSummaryData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ReadShareGroupStateSummaryRequest: dict[int, Decoder] = {0: _d_ReadShareGroupStateSummaryRequest_ReadShareGroupStateSummaryRequest_v0}
@@ -169,25 +181,28 @@ class ReadShareGroupStateSummaryResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_iq = _Packer('>iq')
+
+
 def _d_ReadShareGroupStateSummaryResponse_PartitionResult_v0(r):
     o = _new(ReadShareGroupStateSummaryResponse.PartitionResult)
-    o.partition = r.int32()
-    o.error_code = r.int16()
+    o.partition, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
-    o.state_epoch = r.int32()
-    o.start_offset = r.int64()
+    o.state_epoch, o.start_offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w, o):
-    w.int32(o.partition)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition, o.error_code))
     w.compact_nullable_string(o.error_message)
-    w.int32(o.state_epoch)
-    w.int64(o.start_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.state_epoch, o.start_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(r):
@@ -205,8 +220,11 @@ def _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w, o):
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateSummaryResponse_PartitionResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0(r):
@@ -222,8 +240,11 @@ def _e_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0(
     if _v:
         for _x in _v:
             _e_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ReadShareGroupStateSummaryResponse: dict[int, Decoder] = {0: _d_ReadShareGroupStateSummaryResponse_ReadShareGroupStateSummaryResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -56,8 +58,11 @@ def _e_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0(w, o):
     w.compact_nullable_string(o.cluster_id)
     w.int32(o.voter_id)
     w.uuid(o.voter_directory_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RemoveRaftVoterRequest: dict[int, Decoder] = {0: _d_RemoveRaftVoterRequest_RemoveRaftVoterRequest_v0}
@@ -93,21 +98,25 @@ class RemoveRaftVoterResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0(r):
     o = _new(RemoveRaftVoterResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RemoveRaftVoterResponse: dict[int, Decoder] = {0: _d_RemoveRaftVoterResponse_RemoveRaftVoterResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -67,8 +69,11 @@ def _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2(r):
 def _e_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2(w, o):
     w.compact_bytes(o.hmac)
     w.int64(o.renew_period_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RenewDelegationTokenRequest: dict[int, Decoder] = {0: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v0, 1: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v1, 2: _d_RenewDelegationTokenRequest_RenewDelegationTokenRequest_v2}
@@ -104,38 +109,36 @@ class RenewDelegationTokenResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_hqi = _Packer('>hqi')
+
+
 def _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0(r):
     o = _new(RenewDelegationTokenResponse)
-    o.error_code = r.int16()
-    o.expiry_timestamp_ms = r.int64()
-    o.throttle_time_ms = r.int32()
+    o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = r.fixed(_P_hqi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0(w, o):
-    w.int16(o.error_code)
-    w.int64(o.expiry_timestamp_ms)
-    w.int32(o.throttle_time_ms)
+    w.raw(_P_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms))
 
 
 _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1 = _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0
 _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1 = _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0
 def _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2(r):
     o = _new(RenewDelegationTokenResponse)
-    o.error_code = r.int16()
-    o.expiry_timestamp_ms = r.int64()
-    o.throttle_time_ms = r.int32()
+    o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = r.fixed(_P_hqi)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2(w, o):
-    w.int16(o.error_code)
-    w.int64(o.expiry_timestamp_ms)
-    w.int32(o.throttle_time_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RenewDelegationTokenResponse: dict[int, Decoder] = {0: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v0, 1: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v1, 2: _d_RenewDelegationTokenResponse_RenewDelegationTokenResponse_v2}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -41,56 +43,50 @@ class RequestHeader(Message):
         encode_with(_ENCODERS_RequestHeader, self, w, version)
 
 
+_P_hhi = _Packer('>hhi')
+
+
 def _d_RequestHeader_RequestHeader_v0(r):
     o = _new(RequestHeader)
-    o.request_api_key = r.int16()
-    o.request_api_version = r.int16()
-    o.correlation_id = r.int32()
     o.client_id = ""
+    o.request_api_key, o.request_api_version, o.correlation_id = r.fixed(_P_hhi)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_RequestHeader_RequestHeader_v0(w, o):
-    w.int16(o.request_api_key)
-    w.int16(o.request_api_version)
-    w.int32(o.correlation_id)
+    w.raw(_P_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
 
 
 def _d_RequestHeader_RequestHeader_v1(r):
     o = _new(RequestHeader)
-    o.request_api_key = r.int16()
-    o.request_api_version = r.int16()
-    o.correlation_id = r.int32()
+    o.request_api_key, o.request_api_version, o.correlation_id = r.fixed(_P_hhi)
     o.client_id = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_RequestHeader_RequestHeader_v1(w, o):
-    w.int16(o.request_api_key)
-    w.int16(o.request_api_version)
-    w.int32(o.correlation_id)
+    w.raw(_P_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
     w.nullable_string(o.client_id)
 
 
 def _d_RequestHeader_RequestHeader_v2(r):
     o = _new(RequestHeader)
-    o.request_api_key = r.int16()
-    o.request_api_version = r.int16()
-    o.correlation_id = r.int32()
+    o.request_api_key, o.request_api_version, o.correlation_id = r.fixed(_P_hhi)
     o.client_id = r.nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_RequestHeader_RequestHeader_v2(w, o):
-    w.int16(o.request_api_key)
-    w.int16(o.request_api_version)
-    w.int32(o.correlation_id)
+    w.raw(_P_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id))
     w.nullable_string(o.client_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RequestHeader: dict[int, Decoder] = {0: _d_RequestHeader_RequestHeader_v0, 1: _d_RequestHeader_RequestHeader_v1, 2: _d_RequestHeader_RequestHeader_v2}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -55,8 +57,11 @@ def _d_ResponseHeader_ResponseHeader_v1(r):
 
 def _e_ResponseHeader_ResponseHeader_v1(w, o):
     w.int32(o.correlation_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ResponseHeader: dict[int, Decoder] = {0: _d_ResponseHeader_ResponseHeader_v0, 1: _d_ResponseHeader_ResponseHeader_v1}

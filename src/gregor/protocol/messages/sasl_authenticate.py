@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -61,8 +63,11 @@ def _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v2(r):
 
 def _e_SaslAuthenticateRequest_SaslAuthenticateRequest_v2(w, o):
     w.compact_bytes(o.auth_bytes)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_SaslAuthenticateRequest: dict[int, Decoder] = {0: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v0, 1: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v1, 2: _d_SaslAuthenticateRequest_SaslAuthenticateRequest_v2}
@@ -148,8 +153,11 @@ def _e_SaslAuthenticateResponse_SaslAuthenticateResponse_v2(w, o):
     w.compact_nullable_string(o.error_message)
     w.compact_bytes(o.auth_bytes)
     w.int64(o.session_lifetime_ms)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_SaslAuthenticateResponse: dict[int, Decoder] = {0: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v0, 1: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v1, 2: _d_SaslAuthenticateResponse_SaslAuthenticateResponse_v2}

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -78,25 +80,29 @@ class ShareAcknowledgeRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_qq = _Packer('>qq')
+
+
 def _d_ShareAcknowledgeRequest_AcknowledgementBatch_v0(r):
     o = _new(ShareAcknowledgeRequest.AcknowledgementBatch)
-    o.first_offset = r.int64()
-    o.last_offset = r.int64()
+    o.first_offset, o.last_offset = r.fixed(_P_qq)
     o.acknowledge_types = r.compact_array(_R_int8, 1)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, o):
-    w.int64(o.first_offset)
-    w.int64(o.last_offset)
+    w.raw(_P_qq.pack(o.first_offset, o.last_offset))
     _v = o.acknowledge_types
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.int8(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeRequest_AcknowledgePartition_v0(r):
@@ -114,8 +120,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeRequest_AcknowledgementBatch_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeRequest_AcknowledgeTopic_v0(r):
@@ -133,8 +142,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeRequest_AcknowledgePartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0(r):
@@ -156,8 +168,11 @@ def _e_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeRequest_AcknowledgeTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareAcknowledgeRequest_AcknowledgementBatch_v1 = _d_ShareAcknowledgeRequest_AcknowledgementBatch_v0
@@ -177,8 +192,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeRequest_AcknowledgementBatch_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeRequest_AcknowledgeTopic_v1(r):
@@ -196,8 +214,11 @@ def _e_ShareAcknowledgeRequest_AcknowledgeTopic_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeRequest_AcknowledgePartition_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v1(r):
@@ -219,8 +240,11 @@ def _e_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeRequest_AcknowledgeTopic_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ShareAcknowledgeRequest: dict[int, Decoder] = {0: _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v0, 1: _d_ShareAcknowledgeRequest_ShareAcknowledgeRequest_v1}
@@ -308,25 +332,29 @@ class ShareAcknowledgeResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ii = _Packer('>ii')
+
+
 def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(r):
     o = _new(ShareAcknowledgeResponse.LeaderIdAndEpoch)
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeResponse_PartitionData_v0(r):
     o = _new(ShareAcknowledgeResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.current_leader = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(r)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -334,12 +362,14 @@ def _d_ShareAcknowledgeResponse_PartitionData_v0(r):
 
 
 def _e_ShareAcknowledgeResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
     _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(w, o.current_leader)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(r):
@@ -357,8 +387,11 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeResponse_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeResponse_NodeEndpoint_v0(r):
@@ -376,14 +409,16 @@ def _e_ShareAcknowledgeResponse_NodeEndpoint_v0(w, o):
     w.compact_string(o.host)
     w.int32(o.port)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0(r):
     o = _new(ShareAcknowledgeResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.responses = r.compact_array(_d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0, 18)
     o.node_endpoints = r.compact_array(_d_ShareAcknowledgeResponse_NodeEndpoint_v0, 11)
@@ -392,8 +427,7 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0(r):
 
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.responses
     w.compact_array_length(_v, False)
@@ -405,16 +439,18 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeResponse_NodeEndpoint_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1 = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0
 _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1 = _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0
 def _d_ShareAcknowledgeResponse_PartitionData_v1(r):
     o = _new(ShareAcknowledgeResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.current_leader = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(r)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -422,12 +458,14 @@ def _d_ShareAcknowledgeResponse_PartitionData_v1(r):
 
 
 def _e_ShareAcknowledgeResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
     _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(w, o.current_leader)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(r):
@@ -445,16 +483,18 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareAcknowledgeResponse_NodeEndpoint_v1 = _d_ShareAcknowledgeResponse_NodeEndpoint_v0
 _e_ShareAcknowledgeResponse_NodeEndpoint_v1 = _e_ShareAcknowledgeResponse_NodeEndpoint_v0
 def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v1(r):
     o = _new(ShareAcknowledgeResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.responses = r.compact_array(_d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1, 18)
     o.node_endpoints = r.compact_array(_d_ShareAcknowledgeResponse_NodeEndpoint_v1, 11)
@@ -463,8 +503,7 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v1(r):
 
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.responses
     w.compact_array_length(_v, False)
@@ -476,8 +515,11 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareAcknowledgeResponse_NodeEndpoint_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ShareAcknowledgeResponse: dict[int, Decoder] = {0: _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v0, 1: _d_ShareAcknowledgeResponse_ShareAcknowledgeResponse_v1}

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -102,46 +104,54 @@ class ShareFetchRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ii = _Packer('>ii')
+_P_iiii = _Packer('>iiii')
+_P_iiiiii = _Packer('>iiiiii')
+_P_qq = _Packer('>qq')
+
+
 def _d_ShareFetchRequest_AcknowledgementBatch_v0(r):
     o = _new(ShareFetchRequest.AcknowledgementBatch)
-    o.first_offset = r.int64()
-    o.last_offset = r.int64()
+    o.first_offset, o.last_offset = r.fixed(_P_qq)
     o.acknowledge_types = r.compact_array(_R_int8, 1)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ShareFetchRequest_AcknowledgementBatch_v0(w, o):
-    w.int64(o.first_offset)
-    w.int64(o.last_offset)
+    w.raw(_P_qq.pack(o.first_offset, o.last_offset))
     _v = o.acknowledge_types
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             w.int8(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchRequest_FetchPartition_v0(r):
     o = _new(ShareFetchRequest.FetchPartition)
-    o.partition_index = r.int32()
-    o.partition_max_bytes = r.int32()
+    o.partition_index, o.partition_max_bytes = r.fixed(_P_ii)
     o.acknowledgement_batches = r.compact_array(_d_ShareFetchRequest_AcknowledgementBatch_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ShareFetchRequest_FetchPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.partition_max_bytes)
+    w.raw(_P_ii.pack(o.partition_index, o.partition_max_bytes))
     _v = o.acknowledgement_batches
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_ShareFetchRequest_AcknowledgementBatch_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchRequest_FetchTopic_v0(r):
@@ -159,8 +169,11 @@ def _e_ShareFetchRequest_FetchTopic_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchRequest_FetchPartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchRequest_ForgottenTopic_v0(r):
@@ -178,20 +191,20 @@ def _e_ShareFetchRequest_ForgottenTopic_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchRequest_ShareFetchRequest_v0(r):
     o = _new(ShareFetchRequest)
     o.group_id = r.compact_nullable_string()
     o.member_id = r.compact_nullable_string()
-    o.share_session_epoch = r.int32()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
     o.max_records = 0
     o.batch_size = 0
+    o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes = r.fixed(_P_iiii)
     o.topics = r.compact_array(_d_ShareFetchRequest_FetchTopic_v0, 18)
     o.forgotten_topics_data = r.compact_array(_d_ShareFetchRequest_ForgottenTopic_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -201,10 +214,7 @@ def _d_ShareFetchRequest_ShareFetchRequest_v0(r):
 def _e_ShareFetchRequest_ShareFetchRequest_v0(w, o):
     w.compact_nullable_string(o.group_id)
     w.compact_nullable_string(o.member_id)
-    w.int32(o.share_session_epoch)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
+    w.raw(_P_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -215,16 +225,19 @@ def _e_ShareFetchRequest_ShareFetchRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchRequest_ForgottenTopic_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareFetchRequest_AcknowledgementBatch_v1 = _d_ShareFetchRequest_AcknowledgementBatch_v0
 _e_ShareFetchRequest_AcknowledgementBatch_v1 = _e_ShareFetchRequest_AcknowledgementBatch_v0
 def _d_ShareFetchRequest_FetchPartition_v1(r):
     o = _new(ShareFetchRequest.FetchPartition)
-    o.partition_index = r.int32()
     o.partition_max_bytes = 0
+    o.partition_index = r.int32()
     o.acknowledgement_batches = r.compact_array(_d_ShareFetchRequest_AcknowledgementBatch_v1, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -237,8 +250,11 @@ def _e_ShareFetchRequest_FetchPartition_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchRequest_AcknowledgementBatch_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchRequest_FetchTopic_v1(r):
@@ -256,8 +272,11 @@ def _e_ShareFetchRequest_FetchTopic_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchRequest_FetchPartition_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareFetchRequest_ForgottenTopic_v1 = _d_ShareFetchRequest_ForgottenTopic_v0
@@ -266,12 +285,7 @@ def _d_ShareFetchRequest_ShareFetchRequest_v1(r):
     o = _new(ShareFetchRequest)
     o.group_id = r.compact_nullable_string()
     o.member_id = r.compact_nullable_string()
-    o.share_session_epoch = r.int32()
-    o.max_wait_ms = r.int32()
-    o.min_bytes = r.int32()
-    o.max_bytes = r.int32()
-    o.max_records = r.int32()
-    o.batch_size = r.int32()
+    o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size = r.fixed(_P_iiiiii)
     o.topics = r.compact_array(_d_ShareFetchRequest_FetchTopic_v1, 18)
     o.forgotten_topics_data = r.compact_array(_d_ShareFetchRequest_ForgottenTopic_v1, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -281,12 +295,7 @@ def _d_ShareFetchRequest_ShareFetchRequest_v1(r):
 def _e_ShareFetchRequest_ShareFetchRequest_v1(w, o):
     w.compact_nullable_string(o.group_id)
     w.compact_nullable_string(o.member_id)
-    w.int32(o.share_session_epoch)
-    w.int32(o.max_wait_ms)
-    w.int32(o.min_bytes)
-    w.int32(o.max_bytes)
-    w.int32(o.max_records)
-    w.int32(o.batch_size)
+    w.raw(_P_iiiiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
@@ -297,8 +306,11 @@ def _e_ShareFetchRequest_ShareFetchRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchRequest_ForgottenTopic_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ShareFetchRequest: dict[int, Decoder] = {0: _d_ShareFetchRequest_ShareFetchRequest_v0, 1: _d_ShareFetchRequest_ShareFetchRequest_v1}
@@ -408,42 +420,46 @@ class ShareFetchResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ii = _Packer('>ii')
+_P_qqh = _Packer('>qqh')
+
+
 def _d_ShareFetchResponse_LeaderIdAndEpoch_v0(r):
     o = _new(ShareFetchResponse.LeaderIdAndEpoch)
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ShareFetchResponse_LeaderIdAndEpoch_v0(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchResponse_AcquiredRecords_v0(r):
     o = _new(ShareFetchResponse.AcquiredRecords)
-    o.first_offset = r.int64()
-    o.last_offset = r.int64()
-    o.delivery_count = r.int16()
+    o.first_offset, o.last_offset, o.delivery_count = r.fixed(_P_qqh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ShareFetchResponse_AcquiredRecords_v0(w, o):
-    w.int64(o.first_offset)
-    w.int64(o.last_offset)
-    w.int16(o.delivery_count)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qqh.pack(o.first_offset, o.last_offset, o.delivery_count))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchResponse_PartitionData_v0(r):
     o = _new(ShareFetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.acknowledge_error_code = r.int16()
     o.acknowledge_error_message = r.compact_nullable_string()
@@ -455,8 +471,7 @@ def _d_ShareFetchResponse_PartitionData_v0(r):
 
 
 def _e_ShareFetchResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.int16(o.acknowledge_error_code)
     w.compact_nullable_string(o.acknowledge_error_message)
@@ -467,8 +482,11 @@ def _e_ShareFetchResponse_PartitionData_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchResponse_AcquiredRecords_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchResponse_ShareFetchableTopicResponse_v0(r):
@@ -486,8 +504,11 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchResponse_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchResponse_NodeEndpoint_v0(r):
@@ -505,14 +526,16 @@ def _e_ShareFetchResponse_NodeEndpoint_v0(w, o):
     w.compact_string(o.host)
     w.int32(o.port)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchResponse_ShareFetchResponse_v0(r):
     o = _new(ShareFetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.acquisition_lock_timeout_ms = 0
     o.responses = r.compact_array(_d_ShareFetchResponse_ShareFetchableTopicResponse_v0, 18)
@@ -522,8 +545,7 @@ def _d_ShareFetchResponse_ShareFetchResponse_v0(r):
 
 
 def _e_ShareFetchResponse_ShareFetchResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.responses
     w.compact_array_length(_v, False)
@@ -535,8 +557,11 @@ def _e_ShareFetchResponse_ShareFetchResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchResponse_NodeEndpoint_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareFetchResponse_LeaderIdAndEpoch_v1 = _d_ShareFetchResponse_LeaderIdAndEpoch_v0
@@ -545,8 +570,7 @@ _d_ShareFetchResponse_AcquiredRecords_v1 = _d_ShareFetchResponse_AcquiredRecords
 _e_ShareFetchResponse_AcquiredRecords_v1 = _e_ShareFetchResponse_AcquiredRecords_v0
 def _d_ShareFetchResponse_PartitionData_v1(r):
     o = _new(ShareFetchResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.acknowledge_error_code = r.int16()
     o.acknowledge_error_message = r.compact_nullable_string()
@@ -558,8 +582,7 @@ def _d_ShareFetchResponse_PartitionData_v1(r):
 
 
 def _e_ShareFetchResponse_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.int16(o.acknowledge_error_code)
     w.compact_nullable_string(o.acknowledge_error_message)
@@ -570,8 +593,11 @@ def _e_ShareFetchResponse_PartitionData_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchResponse_AcquiredRecords_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareFetchResponse_ShareFetchableTopicResponse_v1(r):
@@ -589,16 +615,18 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareFetchResponse_NodeEndpoint_v1 = _d_ShareFetchResponse_NodeEndpoint_v0
 _e_ShareFetchResponse_NodeEndpoint_v1 = _e_ShareFetchResponse_NodeEndpoint_v0
 def _d_ShareFetchResponse_ShareFetchResponse_v1(r):
     o = _new(ShareFetchResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.acquisition_lock_timeout_ms = r.int32()
     o.responses = r.compact_array(_d_ShareFetchResponse_ShareFetchableTopicResponse_v1, 18)
@@ -608,8 +636,7 @@ def _d_ShareFetchResponse_ShareFetchResponse_v1(r):
 
 
 def _e_ShareFetchResponse_ShareFetchResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     w.int32(o.acquisition_lock_timeout_ms)
     _v = o.responses
@@ -622,8 +649,11 @@ def _e_ShareFetchResponse_ShareFetchResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareFetchResponse_NodeEndpoint_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ShareFetchResponse: dict[int, Decoder] = {0: _d_ShareFetchResponse_ShareFetchResponse_v0, 1: _d_ShareFetchResponse_ShareFetchResponse_v1}

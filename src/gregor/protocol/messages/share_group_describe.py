@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -57,8 +59,11 @@ def _e_ShareGroupDescribeRequest_ShareGroupDescribeRequest_v0(w, o):
         for _x in _v:
             w.compact_string(_x)
     w.bool(o.include_authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareGroupDescribeRequest_ShareGroupDescribeRequest_v1 = _d_ShareGroupDescribeRequest_ShareGroupDescribeRequest_v0
@@ -158,6 +163,9 @@ class ShareGroupDescribeResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_ShareGroupDescribeResponse_TopicPartitions_v0(r):
     o = _new(ShareGroupDescribeResponse.TopicPartitions)
     o.topic_id = r.uuid()
@@ -175,8 +183,11 @@ def _e_ShareGroupDescribeResponse_TopicPartitions_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_Assignment_v0(r):
@@ -192,8 +203,11 @@ def _e_ShareGroupDescribeResponse_Assignment_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareGroupDescribeResponse_TopicPartitions_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_Member_v0(r):
@@ -221,8 +235,11 @@ def _e_ShareGroupDescribeResponse_Member_v0(w, o):
         for _x in _v:
             w.compact_string(_x)
     _e_ShareGroupDescribeResponse_Assignment_v0(w, o.assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_DescribedGroup_v0(r):
@@ -231,8 +248,7 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_v0(r):
     o.error_message = r.compact_nullable_string()
     o.group_id = r.compact_string()
     o.group_state = r.compact_string()
-    o.group_epoch = r.int32()
-    o.assignment_epoch = r.int32()
+    o.group_epoch, o.assignment_epoch = r.fixed(_P_ii)
     o.assignor_name = r.compact_string()
     o.members = r.compact_array(_d_ShareGroupDescribeResponse_Member_v0, 12)
     o.authorized_operations = r.int32()
@@ -245,8 +261,7 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_v0(w, o):
     w.compact_nullable_string(o.error_message)
     w.compact_string(o.group_id)
     w.compact_string(o.group_state)
-    w.int32(o.group_epoch)
-    w.int32(o.assignment_epoch)
+    w.raw(_P_ii.pack(o.group_epoch, o.assignment_epoch))
     w.compact_string(o.assignor_name)
     _v = o.members
     w.compact_array_length(_v, False)
@@ -254,8 +269,11 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_v0(w, o):
         for _x in _v:
             _e_ShareGroupDescribeResponse_Member_v0(w, _x)
     w.int32(o.authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v0(r):
@@ -273,8 +291,11 @@ def _e_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_ShareGroupDescribeResponse_DescribedGroup_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_ShareGroupDescribeResponse_TopicPartitions_v1 = _d_ShareGroupDescribeResponse_TopicPartitions_v0
@@ -292,8 +313,11 @@ def _e_ShareGroupDescribeResponse_Assignment_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareGroupDescribeResponse_TopicPartitions_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_Member_v1(r):
@@ -321,8 +345,11 @@ def _e_ShareGroupDescribeResponse_Member_v1(w, o):
         for _x in _v:
             w.compact_string(_x)
     _e_ShareGroupDescribeResponse_Assignment_v1(w, o.assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_DescribedGroup_v1(r):
@@ -331,8 +358,7 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_v1(r):
     o.error_message = r.compact_nullable_string()
     o.group_id = r.compact_string()
     o.group_state = r.compact_string()
-    o.group_epoch = r.int32()
-    o.assignment_epoch = r.int32()
+    o.group_epoch, o.assignment_epoch = r.fixed(_P_ii)
     o.assignor_name = r.compact_string()
     o.members = r.compact_array(_d_ShareGroupDescribeResponse_Member_v1, 12)
     o.authorized_operations = r.int32()
@@ -345,8 +371,7 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_v1(w, o):
     w.compact_nullable_string(o.error_message)
     w.compact_string(o.group_id)
     w.compact_string(o.group_state)
-    w.int32(o.group_epoch)
-    w.int32(o.assignment_epoch)
+    w.raw(_P_ii.pack(o.group_epoch, o.assignment_epoch))
     w.compact_string(o.assignor_name)
     _v = o.members
     w.compact_array_length(_v, False)
@@ -354,8 +379,11 @@ def _e_ShareGroupDescribeResponse_DescribedGroup_v1(w, o):
         for _x in _v:
             _e_ShareGroupDescribeResponse_Member_v1(w, _x)
     w.int32(o.authorized_operations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v1(r):
@@ -373,8 +401,11 @@ def _e_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_ShareGroupDescribeResponse_DescribedGroup_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ShareGroupDescribeResponse: dict[int, Decoder] = {0: _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v0, 1: _d_ShareGroupDescribeResponse_ShareGroupDescribeResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -37,19 +39,23 @@ class SnapshotHeaderRecord(Message):
         encode_with(_ENCODERS_SnapshotHeaderRecord, self, w, version)
 
 
+_P_hq = _Packer('>hq')
+
+
 def _d_SnapshotHeaderRecord_SnapshotHeaderRecord_v0(r):
     o = _new(SnapshotHeaderRecord)
-    o.version = r.int16()
-    o.last_contained_log_timestamp = r.int64()
+    o.version, o.last_contained_log_timestamp = r.fixed(_P_hq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_SnapshotHeaderRecord_SnapshotHeaderRecord_v0(w, o):
-    w.int16(o.version)
-    w.int64(o.last_contained_log_timestamp)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hq.pack(o.version, o.last_contained_log_timestamp))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_SnapshotHeaderRecord: dict[int, Decoder] = {0: _d_SnapshotHeaderRecord_SnapshotHeaderRecord_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -95,6 +97,12 @@ class StopReplicaRequest(Message):
         return 2 if version >= 2 else 1
 
 
+_P_ioiq = _Packer('>i?iq')
+_P_iio = _Packer('>ii?')
+_P_iiq = _Packer('>iiq')
+_P_iiqo = _Packer('>iiq?')
+
+
 def _d_StopReplicaRequest_StopReplicaPartitionV0_v0(r):
     o = _new(StopReplicaRequest.StopReplicaPartitionV0)
     o.topic_name = r.string()
@@ -141,11 +149,9 @@ def _d_StopReplicaRequest_StopReplicaTopicState_v0(r):
 _e_StopReplicaRequest_StopReplicaTopicState_v0 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 def _d_StopReplicaRequest_StopReplicaRequest_v0(r):
     o = _new(StopReplicaRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
-    o.delete_partitions = r.bool()
+    o.controller_id, o.controller_epoch, o.delete_partitions = r.fixed(_P_iio)
     o.ungrouped_partitions = r.array(_d_StopReplicaRequest_StopReplicaPartitionV0_v0, 6)
     o.topics = []
     o.topic_states = []
@@ -154,9 +160,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v0(r):
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_v0(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.bool(o.delete_partitions)
+    w.raw(_P_iio.pack(o.controller_id, o.controller_epoch, o.delete_partitions))
     _v = o.ungrouped_partitions
     w.array_length(_v, False)
     if _v:
@@ -196,12 +200,9 @@ _d_StopReplicaRequest_StopReplicaTopicState_v1 = _d_StopReplicaRequest_StopRepli
 _e_StopReplicaRequest_StopReplicaTopicState_v1 = _e_StopReplicaRequest_StopReplicaTopicV1_v0
 def _d_StopReplicaRequest_StopReplicaRequest_v1(r):
     o = _new(StopReplicaRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
-    o.delete_partitions = r.bool()
     o.ungrouped_partitions = []
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = r.fixed(_P_iiqo)
     o.topics = r.array(_d_StopReplicaRequest_StopReplicaTopicV1_v1, 6)
     o.topic_states = []
     o._unknown_tagged_fields = None
@@ -209,10 +210,7 @@ def _d_StopReplicaRequest_StopReplicaRequest_v1(r):
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_v1(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
-    w.bool(o.delete_partitions)
+    w.raw(_P_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -229,8 +227,11 @@ def _d_StopReplicaRequest_StopReplicaPartitionV0_v2(r):
 
 
 def _e_StopReplicaRequest_StopReplicaPartitionV0_v2(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_StopReplicaRequest_StopReplicaTopicV1_v2(r):
@@ -248,8 +249,11 @@ def _e_StopReplicaRequest_StopReplicaTopicV1_v2(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_StopReplicaRequest_StopReplicaPartitionState_v2(r):
@@ -273,12 +277,9 @@ def _d_StopReplicaRequest_StopReplicaTopicState_v2(r):
 _e_StopReplicaRequest_StopReplicaTopicState_v2 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 def _d_StopReplicaRequest_StopReplicaRequest_v2(r):
     o = _new(StopReplicaRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
-    o.delete_partitions = r.bool()
     o.ungrouped_partitions = []
+    o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = r.fixed(_P_iiqo)
     o.topics = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicV1_v2, 3)
     o.topic_states = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -286,17 +287,17 @@ def _d_StopReplicaRequest_StopReplicaRequest_v2(r):
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_v2(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
-    w.bool(o.delete_partitions)
+    w.raw(_P_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaTopicV1_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_StopReplicaRequest_StopReplicaPartitionV0_v3 = _d_StopReplicaRequest_StopReplicaPartitionV0_v2
@@ -312,19 +313,18 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_v3(r):
 _e_StopReplicaRequest_StopReplicaTopicV1_v3 = _e_StopReplicaRequest_StopReplicaPartitionV0_v2
 def _d_StopReplicaRequest_StopReplicaPartitionState_v3(r):
     o = _new(StopReplicaRequest.StopReplicaPartitionState)
-    o.partition_index = r.int32()
-    o.leader_epoch = r.int32()
-    o.delete_partition = r.bool()
+    o.partition_index, o.leader_epoch, o.delete_partition = r.fixed(_P_iio)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_StopReplicaRequest_StopReplicaPartitionState_v3(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.leader_epoch)
-    w.bool(o.delete_partition)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iio.pack(o.partition_index, o.leader_epoch, o.delete_partition))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_StopReplicaRequest_StopReplicaTopicState_v3(r):
@@ -342,35 +342,37 @@ def _e_StopReplicaRequest_StopReplicaTopicState_v3(w, o):
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaPartitionState_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_StopReplicaRequest_StopReplicaRequest_v3(r):
     o = _new(StopReplicaRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicState_v3, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_v3(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaTopicState_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_StopReplicaRequest_StopReplicaPartitionV0_v4 = _d_StopReplicaRequest_StopReplicaPartitionV0_v2
@@ -394,36 +396,36 @@ def _e_StopReplicaRequest_StopReplicaTopicState_v4(w, o):
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaPartitionState_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_StopReplicaRequest_StopReplicaRequest_v4(r):
     o = _new(StopReplicaRequest)
-    o.controller_id = r.int32()
-    o.is_k_raft_controller = r.bool()
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = r.fixed(_P_ioiq)
     o.topic_states = r.compact_array(_d_StopReplicaRequest_StopReplicaTopicState_v4, 3)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_StopReplicaRequest_StopReplicaRequest_v4(w, o):
-    w.int32(o.controller_id)
-    w.bool(o.is_k_raft_controller)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_ioiq.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_StopReplicaRequest_StopReplicaTopicState_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_StopReplicaRequest: dict[int, Decoder] = {0: _d_StopReplicaRequest_StopReplicaRequest_v0, 1: _d_StopReplicaRequest_StopReplicaRequest_v1, 2: _d_StopReplicaRequest_StopReplicaRequest_v2, 3: _d_StopReplicaRequest_StopReplicaRequest_v3, 4: _d_StopReplicaRequest_StopReplicaRequest_v4}
@@ -469,19 +471,20 @@ class StopReplicaResponse(Message):
         return 1 if version >= 2 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_StopReplicaResponse_StopReplicaPartitionError_v0(r):
     o = _new(StopReplicaResponse.StopReplicaPartitionError)
     o.topic_name = r.string()
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_StopReplicaResponse_StopReplicaPartitionError_v0(w, o):
     w.string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_StopReplicaResponse_StopReplicaResponse_v0(r):
@@ -523,18 +526,19 @@ def _e_StopReplicaResponse_StopReplicaResponse_v1(w, o):
 def _d_StopReplicaResponse_StopReplicaPartitionError_v2(r):
     o = _new(StopReplicaResponse.StopReplicaPartitionError)
     o.topic_name = r.compact_string()
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_StopReplicaResponse_StopReplicaPartitionError_v2(w, o):
     w.compact_string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_StopReplicaResponse_StopReplicaResponse_v2(r):
@@ -552,8 +556,11 @@ def _e_StopReplicaResponse_StopReplicaResponse_v2(w, o):
     if _v:
         for _x in _v:
             _e_StopReplicaResponse_StopReplicaPartitionError_v2(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_StopReplicaResponse_StopReplicaPartitionError_v3 = _d_StopReplicaResponse_StopReplicaPartitionError_v2
@@ -573,8 +580,11 @@ def _e_StopReplicaResponse_StopReplicaResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_StopReplicaResponse_StopReplicaPartitionError_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_StopReplicaResponse_StopReplicaPartitionError_v4 = _d_StopReplicaResponse_StopReplicaPartitionError_v2
@@ -594,8 +604,11 @@ def _e_StopReplicaResponse_StopReplicaResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_StopReplicaResponse_StopReplicaPartitionError_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_StopReplicaResponse: dict[int, Decoder] = {0: _d_StopReplicaResponse_StopReplicaResponse_v0, 1: _d_StopReplicaResponse_StopReplicaResponse_v1, 2: _d_StopReplicaResponse_StopReplicaResponse_v2, 3: _d_StopReplicaResponse_StopReplicaResponse_v3, 4: _d_StopReplicaResponse_StopReplicaResponse_v4}

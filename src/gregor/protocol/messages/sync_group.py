@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -188,8 +190,11 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_v4(r):
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_v4(w, o):
     w.compact_string(o.member_id)
     w.compact_bytes(o.assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_SyncGroupRequest_SyncGroupRequest_v4(r):
@@ -215,8 +220,11 @@ def _e_SyncGroupRequest_SyncGroupRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_SyncGroupRequest_SyncGroupRequestAssignment_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_SyncGroupRequest_SyncGroupRequestAssignment_v5 = _d_SyncGroupRequest_SyncGroupRequestAssignment_v4
@@ -246,8 +254,11 @@ def _e_SyncGroupRequest_SyncGroupRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_SyncGroupRequest_SyncGroupRequestAssignment_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_SyncGroupRequest: dict[int, Decoder] = {0: _d_SyncGroupRequest_SyncGroupRequest_v0, 1: _d_SyncGroupRequest_SyncGroupRequest_v1, 2: _d_SyncGroupRequest_SyncGroupRequest_v2, 3: _d_SyncGroupRequest_SyncGroupRequest_v3, 4: _d_SyncGroupRequest_SyncGroupRequest_v4, 5: _d_SyncGroupRequest_SyncGroupRequest_v5}
@@ -287,12 +298,15 @@ class SyncGroupResponse(Message):
         return 1 if version >= 4 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_SyncGroupResponse_SyncGroupResponse_v0(r):
     o = _new(SyncGroupResponse)
     o.throttle_time_ms = 0
-    o.error_code = r.int16()
     o.protocol_type = None
     o.protocol_name = None
+    o.error_code = r.int16()
     o.assignment = r.bytes()
     o._unknown_tagged_fields = None
     return o
@@ -305,18 +319,16 @@ def _e_SyncGroupResponse_SyncGroupResponse_v0(w, o):
 
 def _d_SyncGroupResponse_SyncGroupResponse_v1(r):
     o = _new(SyncGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
     o.protocol_type = None
     o.protocol_name = None
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.assignment = r.bytes()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_SyncGroupResponse_SyncGroupResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.bytes(o.assignment)
 
 
@@ -326,27 +338,27 @@ _d_SyncGroupResponse_SyncGroupResponse_v3 = _d_SyncGroupResponse_SyncGroupRespon
 _e_SyncGroupResponse_SyncGroupResponse_v3 = _e_SyncGroupResponse_SyncGroupResponse_v1
 def _d_SyncGroupResponse_SyncGroupResponse_v4(r):
     o = _new(SyncGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
     o.protocol_type = None
     o.protocol_name = None
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.assignment = r.compact_bytes()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_SyncGroupResponse_SyncGroupResponse_v4(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_bytes(o.assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_SyncGroupResponse_SyncGroupResponse_v5(r):
     o = _new(SyncGroupResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.protocol_type = r.compact_nullable_string()
     o.protocol_name = r.compact_nullable_string()
     o.assignment = r.compact_bytes()
@@ -355,13 +367,15 @@ def _d_SyncGroupResponse_SyncGroupResponse_v5(r):
 
 
 def _e_SyncGroupResponse_SyncGroupResponse_v5(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.protocol_type)
     w.compact_nullable_string(o.protocol_name)
     w.compact_bytes(o.assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_SyncGroupResponse: dict[int, Decoder] = {0: _d_SyncGroupResponse_SyncGroupResponse_v0, 1: _d_SyncGroupResponse_SyncGroupResponse_v1, 2: _d_SyncGroupResponse_SyncGroupResponse_v2, 3: _d_SyncGroupResponse_SyncGroupResponse_v3, 4: _d_SyncGroupResponse_SyncGroupResponse_v4, 5: _d_SyncGroupResponse_SyncGroupResponse_v5}

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -78,19 +80,23 @@ class TxnOffsetCommitRequest(Message):
         return 2 if version >= 3 else 1
 
 
+_P_iq = _Packer('>iq')
+_P_iqi = _Packer('>iqi')
+_P_qh = _Packer('>qh')
+_P_qhi = _Packer('>qhi')
+
+
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
     o.committed_leader_epoch = -1
+    o.partition_index, o.committed_offset = r.fixed(_P_iq)
     o.committed_metadata = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
+    w.raw(_P_iq.pack(o.partition_index, o.committed_offset))
     w.nullable_string(o.committed_metadata)
 
 
@@ -115,11 +121,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0(r):
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id = r.string()
     o.group_id = r.string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
     o.generation_id = -1
     o.member_id = ""
     o.group_instance_id = None
+    o.producer_id, o.producer_epoch = r.fixed(_P_qh)
     o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0, 6)
     o._unknown_tagged_fields = None
     return o
@@ -128,8 +133,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0(r):
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0(w, o):
     w.string(o.transactional_id)
     w.string(o.group_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_qh.pack(o.producer_id, o.producer_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -160,11 +164,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1(r):
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id = r.string()
     o.group_id = r.string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
     o.generation_id = -1
     o.member_id = ""
     o.group_instance_id = None
+    o.producer_id, o.producer_epoch = r.fixed(_P_qh)
     o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v1, 6)
     o._unknown_tagged_fields = None
     return o
@@ -173,8 +176,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1(r):
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1(w, o):
     w.string(o.transactional_id)
     w.string(o.group_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_qh.pack(o.producer_id, o.producer_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -184,18 +186,14 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1(w, o):
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.committed_metadata = r.nullable_string()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
+    w.raw(_P_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     w.nullable_string(o.committed_metadata)
 
 
@@ -220,11 +218,10 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2(r):
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id = r.string()
     o.group_id = r.string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
     o.generation_id = -1
     o.member_id = ""
     o.group_instance_id = None
+    o.producer_id, o.producer_epoch = r.fixed(_P_qh)
     o.topics = r.array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2, 6)
     o._unknown_tagged_fields = None
     return o
@@ -233,8 +230,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2(r):
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2(w, o):
     w.string(o.transactional_id)
     w.string(o.group_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
+    w.raw(_P_qh.pack(o.producer_id, o.producer_epoch))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -244,21 +240,20 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2(w, o):
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(r):
     o = _new(TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition)
-    o.partition_index = r.int32()
-    o.committed_offset = r.int64()
-    o.committed_leader_epoch = r.int32()
+    o.partition_index, o.committed_offset, o.committed_leader_epoch = r.fixed(_P_iqi)
     o.committed_metadata = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(w, o):
-    w.int32(o.partition_index)
-    w.int64(o.committed_offset)
-    w.int32(o.committed_leader_epoch)
+    w.raw(_P_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     w.compact_nullable_string(o.committed_metadata)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(r):
@@ -276,17 +271,18 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3(r):
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id = r.compact_string()
     o.group_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.generation_id = r.int32()
+    o.producer_id, o.producer_epoch, o.generation_id = r.fixed(_P_qhi)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3, 3)
@@ -297,9 +293,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3(r):
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3(w, o):
     w.compact_string(o.transactional_id)
     w.compact_string(o.group_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.int32(o.generation_id)
+    w.raw(_P_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     _v = o.topics
@@ -307,8 +301,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v4 = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3
@@ -328,17 +325,18 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v4(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4(r):
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id = r.compact_string()
     o.group_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.generation_id = r.int32()
+    o.producer_id, o.producer_epoch, o.generation_id = r.fixed(_P_qhi)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v4, 3)
@@ -349,9 +347,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4(r):
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4(w, o):
     w.compact_string(o.transactional_id)
     w.compact_string(o.group_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.int32(o.generation_id)
+    w.raw(_P_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     _v = o.topics
@@ -359,8 +355,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v5 = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3
@@ -380,17 +379,18 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v5(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v5(r):
     o = _new(TxnOffsetCommitRequest)
     o.transactional_id = r.compact_string()
     o.group_id = r.compact_string()
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.generation_id = r.int32()
+    o.producer_id, o.producer_epoch, o.generation_id = r.fixed(_P_qhi)
     o.member_id = r.compact_string()
     o.group_instance_id = r.compact_nullable_string()
     o.topics = r.compact_array(_d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v5, 3)
@@ -401,9 +401,7 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v5(r):
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v5(w, o):
     w.compact_string(o.transactional_id)
     w.compact_string(o.group_id)
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.int32(o.generation_id)
+    w.raw(_P_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id))
     w.compact_string(o.member_id)
     w.compact_nullable_string(o.group_instance_id)
     _v = o.topics
@@ -411,8 +409,11 @@ def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v5(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_TxnOffsetCommitRequest: dict[int, Decoder] = {0: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v0, 1: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v1, 2: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v2, 3: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v3, 4: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v4, 5: _d_TxnOffsetCommitRequest_TxnOffsetCommitRequest_v5}
@@ -466,17 +467,18 @@ class TxnOffsetCommitResponse(Message):
         return 1 if version >= 3 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(r):
@@ -587,17 +589,18 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2(w, o):
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(r):
     o = _new(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(r):
@@ -615,8 +618,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3(r):
@@ -634,8 +640,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v4 = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3
@@ -655,8 +664,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v4(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4(r):
@@ -674,8 +686,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v5 = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3
@@ -695,8 +710,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v5(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v5(r):
@@ -714,8 +732,11 @@ def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v5(w, o):
     if _v:
         for _x in _v:
             _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v5(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_TxnOffsetCommitResponse: dict[int, Decoder] = {0: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v0, 1: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v1, 2: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v2, 3: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v3, 4: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v4, 5: _d_TxnOffsetCommitResponse_TxnOffsetCommitResponse_v5}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -48,8 +50,11 @@ def _d_UnregisterBrokerRequest_UnregisterBrokerRequest_v0(r):
 
 def _e_UnregisterBrokerRequest_UnregisterBrokerRequest_v0(w, o):
     w.int32(o.broker_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UnregisterBrokerRequest: dict[int, Decoder] = {0: _d_UnregisterBrokerRequest_UnregisterBrokerRequest_v0}
@@ -85,21 +90,25 @@ class UnregisterBrokerResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_UnregisterBrokerResponse_UnregisterBrokerResponse_v0(r):
     o = _new(UnregisterBrokerResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_UnregisterBrokerResponse_UnregisterBrokerResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UnregisterBrokerResponse: dict[int, Decoder] = {0: _d_UnregisterBrokerResponse_UnregisterBrokerResponse_v0}

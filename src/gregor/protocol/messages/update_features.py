@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -57,22 +59,27 @@ class UpdateFeaturesRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_ho = _Packer('>h?')
+_P_hb = _Packer('>hb')
+
+
 def _d_UpdateFeaturesRequest_FeatureUpdateKey_v0(r):
     o = _new(UpdateFeaturesRequest.FeatureUpdateKey)
     o.feature = r.compact_string()
-    o.max_version_level = r.int16()
-    o.allow_downgrade = r.bool()
     o.upgrade_type = 1
+    o.max_version_level, o.allow_downgrade = r.fixed(_P_ho)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, o):
     w.compact_string(o.feature)
-    w.int16(o.max_version_level)
-    w.bool(o.allow_downgrade)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ho.pack(o.max_version_level, o.allow_downgrade))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v0(r):
@@ -91,26 +98,30 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_UpdateFeaturesRequest_FeatureUpdateKey_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateFeaturesRequest_FeatureUpdateKey_v1(r):
     o = _new(UpdateFeaturesRequest.FeatureUpdateKey)
     o.feature = r.compact_string()
-    o.max_version_level = r.int16()
     o.allow_downgrade = False
-    o.upgrade_type = r.int8()
+    o.max_version_level, o.upgrade_type = r.fixed(_P_hb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_v1(w, o):
     w.compact_string(o.feature)
-    w.int16(o.max_version_level)
-    w.int8(o.upgrade_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hb.pack(o.max_version_level, o.upgrade_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v1(r):
@@ -130,8 +141,11 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v1(w, o):
         for _x in _v:
             _e_UpdateFeaturesRequest_FeatureUpdateKey_v1(w, _x)
     w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateFeaturesRequest_FeatureUpdateKey_v2 = _d_UpdateFeaturesRequest_FeatureUpdateKey_v1
@@ -153,8 +167,11 @@ def _e_UpdateFeaturesRequest_UpdateFeaturesRequest_v2(w, o):
         for _x in _v:
             _e_UpdateFeaturesRequest_FeatureUpdateKey_v2(w, _x)
     w.bool(o.validate_only)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UpdateFeaturesRequest: dict[int, Decoder] = {0: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v0, 1: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v1, 2: _d_UpdateFeaturesRequest_UpdateFeaturesRequest_v2}
@@ -204,6 +221,9 @@ class UpdateFeaturesResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_UpdateFeaturesResponse_UpdatableFeatureResult_v0(r):
     o = _new(UpdateFeaturesResponse.UpdatableFeatureResult)
     o.feature = r.compact_string()
@@ -217,14 +237,16 @@ def _e_UpdateFeaturesResponse_UpdatableFeatureResult_v0(w, o):
     w.compact_string(o.feature)
     w.int16(o.error_code)
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v0(r):
     o = _new(UpdateFeaturesResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.results = r.compact_array(_d_UpdateFeaturesResponse_UpdatableFeatureResult_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -232,24 +254,25 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v0(r):
 
 
 def _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.results
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateFeaturesResponse_UpdatableFeatureResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateFeaturesResponse_UpdatableFeatureResult_v1 = _d_UpdateFeaturesResponse_UpdatableFeatureResult_v0
 _e_UpdateFeaturesResponse_UpdatableFeatureResult_v1 = _e_UpdateFeaturesResponse_UpdatableFeatureResult_v0
 def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v1(r):
     o = _new(UpdateFeaturesResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.results = r.compact_array(_d_UpdateFeaturesResponse_UpdatableFeatureResult_v1, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -257,24 +280,25 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v1(r):
 
 
 def _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v1(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
     _v = o.results
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_UpdateFeaturesResponse_UpdatableFeatureResult_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateFeaturesResponse_UpdatableFeatureResult_v2 = _d_UpdateFeaturesResponse_UpdatableFeatureResult_v0
 _e_UpdateFeaturesResponse_UpdatableFeatureResult_v2 = _e_UpdateFeaturesResponse_UpdatableFeatureResult_v0
 def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v2(r):
     o = _new(UpdateFeaturesResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o.results = []
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -282,11 +306,13 @@ def _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v2(r):
 
 
 def _e_UpdateFeaturesResponse_UpdateFeaturesResponse_v2(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UpdateFeaturesResponse: dict[int, Decoder] = {0: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v0, 1: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v1, 2: _d_UpdateFeaturesResponse_UpdateFeaturesResponse_v2}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -119,13 +121,16 @@ class UpdateMetadataRequest(Message):
         return 2 if version >= 6 else 1
 
 
+_P_ioiq = _Packer('>i?iq')
+_P_ii = _Packer('>ii')
+_P_iiii = _Packer('>iiii')
+_P_iiq = _Packer('>iiq')
+
+
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataPartitionState)
     o.topic_name = r.string()
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.zk_version = r.int32()
     o.replicas = r.array(_R_int32, 4)
@@ -136,10 +141,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(w, o):
     w.string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -181,9 +183,9 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_v0(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
     o.id = r.int32()
     o.v0_host = r.string()
-    o.v0_port = r.int32()
     o.endpoints = []
     o.rack = ""
+    o.v0_port = r.int32()
     o._unknown_tagged_fields = None
     return o
 
@@ -196,11 +198,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v0(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v0(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v0, 30)
     o.topic_states = []
     o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v0, 10)
@@ -209,8 +210,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v0(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v0(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -245,9 +245,9 @@ def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v1(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v1(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v1, 8)
     o.rack = ""
     o._unknown_tagged_fields = None
@@ -265,11 +265,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v1(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v1(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v1, 30)
     o.topic_states = []
     o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v1, 8)
@@ -278,8 +277,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v1(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v1(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -300,9 +298,9 @@ _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v2 = _d_UpdateMetadataRequest_Up
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v2 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v1
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v2(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v2, 8)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
@@ -321,11 +319,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v2(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v2(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v2, 30)
     o.topic_states = []
     o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v2, 10)
@@ -334,8 +331,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v2(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v2(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -371,9 +367,9 @@ def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v3(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v3(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v3, 10)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
@@ -392,11 +388,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v3(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v3(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v3, 30)
     o.topic_states = []
     o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v3, 10)
@@ -405,8 +400,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v3(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v3(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -422,10 +416,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v3(w, o):
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataPartitionState)
     o.topic_name = r.string()
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.zk_version = r.int32()
     o.replicas = r.array(_R_int32, 4)
@@ -436,10 +427,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(r):
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(w, o):
     w.string(o.topic_name)
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -464,9 +452,9 @@ _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v4 = _d_UpdateMetadataRequest_Up
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v4 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v3
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v4(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v4, 10)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
@@ -485,11 +473,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v4(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v4(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
     o.broker_epoch = -1
+    o.controller_id, o.controller_epoch = r.fixed(_P_ii)
     o.ungrouped_partition_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataPartitionState_v4, 34)
     o.topic_states = []
     o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v4, 10)
@@ -498,8 +485,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v4(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v4(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
+    w.raw(_P_ii.pack(o.controller_id, o.controller_epoch))
     _v = o.ungrouped_partition_states
     w.array_length(_v, False)
     if _v:
@@ -515,10 +501,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v4(w, o):
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataPartitionState)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.array(_R_int32, 4)
     o.zk_version = r.int32()
     o.replicas = r.array(_R_int32, 4)
@@ -528,10 +511,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v5(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.array_length(_v, False)
     if _v:
@@ -572,9 +552,9 @@ _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v5 = _d_UpdateMetadataRequest_Up
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v5 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v3
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v5(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v5, 10)
     o.rack = r.nullable_string()
     o._unknown_tagged_fields = None
@@ -593,12 +573,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v5(w, o):
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v5(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v5, 6)
     o.live_brokers = r.array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v5, 10)
     o._unknown_tagged_fields = None
@@ -606,9 +584,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v5(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v5(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.array_length(_v, False)
     if _v:
@@ -624,10 +600,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v5(w, o):
 def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataPartitionState)
     o.topic_name = ""
-    o.partition_index = r.int32()
-    o.controller_epoch = r.int32()
-    o.leader = r.int32()
-    o.leader_epoch = r.int32()
+    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = r.fixed(_P_iiii)
     o.isr = r.compact_array(_R_int32, 4)
     o.zk_version = r.int32()
     o.replicas = r.compact_array(_R_int32, 4)
@@ -637,10 +610,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.controller_epoch)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
+    w.raw(_P_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch))
     _v = o.isr
     w.compact_array_length(_v, False)
     if _v:
@@ -657,8 +627,11 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataTopicState_v6(r):
@@ -677,8 +650,11 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v6(w, o):
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(r):
@@ -696,15 +672,18 @@ def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(w, o):
     w.compact_string(o.host)
     w.compact_string(o.listener)
     w.int16(o.security_protocol)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v6(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v6, 9)
     o.rack = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -719,18 +698,19 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v6(w, o):
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(w, _x)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v6(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v6, 3)
     o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v6, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -738,9 +718,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v6(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v6(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -751,8 +729,11 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v6(w, o):
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataBroker_v6(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v7 = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v6
@@ -774,17 +755,20 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v7(w, o):
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v7 = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v6
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v7 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v6
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v7(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v7, 9)
     o.rack = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -799,18 +783,19 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v7(w, o):
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v7(w, _x)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v7(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
     o.is_k_raft_controller = False
     o.type = 0
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
+    o.controller_id, o.controller_epoch, o.broker_epoch = r.fixed(_P_iiq)
     o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v7, 19)
     o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v7, 7)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -818,9 +803,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v7(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v7(w, o):
-    w.int32(o.controller_id)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -831,8 +814,11 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v7(w, o):
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataBroker_v7(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v8 = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_v6
@@ -854,17 +840,20 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_v8(w, o):
     if _v:
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataPartitionState_v8(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v8 = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_v6
 _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v8 = _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v6
 def _d_UpdateMetadataRequest_UpdateMetadataBroker_v8(r):
     o = _new(UpdateMetadataRequest.UpdateMetadataBroker)
-    o.id = r.int32()
     o.v0_host = ""
     o.v0_port = 0
+    o.id = r.int32()
     o.endpoints = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataEndpoint_v8, 9)
     o.rack = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -879,18 +868,18 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_v8(w, o):
         for _x in _v:
             _e_UpdateMetadataRequest_UpdateMetadataEndpoint_v8(w, _x)
     w.compact_nullable_string(o.rack)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateMetadataRequest_UpdateMetadataRequest_v8(r):
     o = _new(UpdateMetadataRequest)
-    o.controller_id = r.int32()
-    o.is_k_raft_controller = r.bool()
     o.type = 0
-    o.controller_epoch = r.int32()
-    o.broker_epoch = r.int64()
     o.ungrouped_partition_states = []
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = r.fixed(_P_ioiq)
     o.topic_states = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataTopicState_v8, 19)
     o.live_brokers = r.compact_array(_d_UpdateMetadataRequest_UpdateMetadataBroker_v8, 7)
 
@@ -904,10 +893,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataRequest_v8(r):
 
 
 def _e_UpdateMetadataRequest_UpdateMetadataRequest_v8(w, o):
-    w.int32(o.controller_id)
-    w.bool(o.is_k_raft_controller)
-    w.int32(o.controller_epoch)
-    w.int64(o.broker_epoch)
+    w.raw(_P_ioiq.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch))
     _v = o.topic_states
     w.compact_array_length(_v, False)
     if _v:
@@ -924,7 +910,10 @@ def _e_UpdateMetadataRequest_UpdateMetadataRequest_v8(w, o):
         w.int8(o.type)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UpdateMetadataRequest: dict[int, Decoder] = {0: _d_UpdateMetadataRequest_UpdateMetadataRequest_v0, 1: _d_UpdateMetadataRequest_UpdateMetadataRequest_v1, 2: _d_UpdateMetadataRequest_UpdateMetadataRequest_v2, 3: _d_UpdateMetadataRequest_UpdateMetadataRequest_v3, 4: _d_UpdateMetadataRequest_UpdateMetadataRequest_v4, 5: _d_UpdateMetadataRequest_UpdateMetadataRequest_v5, 6: _d_UpdateMetadataRequest_UpdateMetadataRequest_v6, 7: _d_UpdateMetadataRequest_UpdateMetadataRequest_v7, 8: _d_UpdateMetadataRequest_UpdateMetadataRequest_v8}
@@ -986,8 +975,11 @@ def _d_UpdateMetadataResponse_UpdateMetadataResponse_v6(r):
 
 def _e_UpdateMetadataResponse_UpdateMetadataResponse_v6(w, o):
     w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_UpdateMetadataResponse_UpdateMetadataResponse_v7 = _d_UpdateMetadataResponse_UpdateMetadataResponse_v6

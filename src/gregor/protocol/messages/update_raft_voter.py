@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -71,6 +73,10 @@ class UpdateRaftVoterRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_hh = _Packer('>hh')
+_P_ii = _Packer('>ii')
+
+
 def _d_UpdateRaftVoterRequest_Listener_v0(r):
     o = _new(UpdateRaftVoterRequest.Listener)
     o.name = r.compact_string()
@@ -84,30 +90,33 @@ def _e_UpdateRaftVoterRequest_Listener_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateRaftVoterRequest_KRaftVersionFeature_v0(r):
     o = _new(UpdateRaftVoterRequest.KRaftVersionFeature)
-    o.min_supported_version = r.int16()
-    o.max_supported_version = r.int16()
+    o.min_supported_version, o.max_supported_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_UpdateRaftVoterRequest_KRaftVersionFeature_v0(w, o):
-    w.int16(o.min_supported_version)
-    w.int16(o.max_supported_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_supported_version, o.max_supported_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0(r):
     o = _new(UpdateRaftVoterRequest)
     o.cluster_id = r.compact_nullable_string()
-    o.current_leader_epoch = r.int32()
-    o.voter_id = r.int32()
+    o.current_leader_epoch, o.voter_id = r.fixed(_P_ii)
     o.voter_directory_id = r.uuid()
     o.listeners = r.compact_array(_d_UpdateRaftVoterRequest_Listener_v0, 5)
     o.k_raft_version_feature = _d_UpdateRaftVoterRequest_KRaftVersionFeature_v0(r)
@@ -117,8 +126,7 @@ def _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0(r):
 
 def _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0(w, o):
     w.compact_nullable_string(o.cluster_id)
-    w.int32(o.current_leader_epoch)
-    w.int32(o.voter_id)
+    w.raw(_P_ii.pack(o.current_leader_epoch, o.voter_id))
     w.uuid(o.voter_directory_id)
     _v = o.listeners
     w.compact_array_length(_v, False)
@@ -126,8 +134,11 @@ def _e_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0(w, o):
         for _x in _v:
             _e_UpdateRaftVoterRequest_Listener_v0(w, _x)
     _e_UpdateRaftVoterRequest_KRaftVersionFeature_v0(w, o.k_raft_version_feature)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UpdateRaftVoterRequest: dict[int, Decoder] = {0: _d_UpdateRaftVoterRequest_UpdateRaftVoterRequest_v0}
@@ -177,10 +188,15 @@ class UpdateRaftVoterResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+_P_ii = _Packer('>ii')
+_G_UpdateRaftVoterResponse_CurrentLeader = _attrgetter(*UpdateRaftVoterResponse.CurrentLeader.__slots__)
+_T_UpdateRaftVoterResponse_CurrentLeader = _G_UpdateRaftVoterResponse_CurrentLeader(UpdateRaftVoterResponse.CurrentLeader())
+
+
 def _d_UpdateRaftVoterResponse_CurrentLeader_v0(r):
     o = _new(UpdateRaftVoterResponse.CurrentLeader)
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
+    o.leader_id, o.leader_epoch = r.fixed(_P_ii)
     o.host = r.compact_string()
     o.port = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -188,19 +204,20 @@ def _d_UpdateRaftVoterResponse_CurrentLeader_v0(r):
 
 
 def _e_UpdateRaftVoterResponse_CurrentLeader_v0(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
+    w.raw(_P_ii.pack(o.leader_id, o.leader_epoch))
     w.compact_string(o.host)
     w.int32(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0(r):
     o = _new(UpdateRaftVoterResponse)
-    o.throttle_time_ms = r.int32()
-    o.error_code = r.int16()
     o.current_leader = UpdateRaftVoterResponse.CurrentLeader()
+    o.throttle_time_ms, o.error_code = r.fixed(_P_ih)
 
     def known(r, tag, size):
         if tag == 0:
@@ -212,15 +229,18 @@ def _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0(r):
 
 
 def _e_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0(w, o):
-    w.int32(o.throttle_time_ms)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.throttle_time_ms, o.error_code))
     _t = list(o._unknown_tagged_fields or ())
-    if o.current_leader != UpdateRaftVoterResponse.CurrentLeader():
+    _c = o.current_leader
+    if _c.__class__ is not UpdateRaftVoterResponse.CurrentLeader or _G_UpdateRaftVoterResponse_CurrentLeader(_c) != _T_UpdateRaftVoterResponse_CurrentLeader:
         _w, w = w, Writer()
         _e_UpdateRaftVoterResponse_CurrentLeader_v0(w, o.current_leader)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UpdateRaftVoterResponse: dict[int, Decoder] = {0: _d_UpdateRaftVoterResponse_UpdateRaftVoterResponse_v0}

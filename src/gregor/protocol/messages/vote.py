@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -73,27 +75,27 @@ class VoteRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iii = _Packer('>iii')
+_P_iiiiq = _Packer('>iiiiq')
+_P_iq = _Packer('>iq')
+
+
 def _d_VoteRequest_PartitionData_v0(r):
     o = _new(VoteRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.candidate_epoch = r.int32()
-    o.candidate_id = r.int32()
     o.candidate_directory_id = ZERO_UUID
     o.voter_directory_id = ZERO_UUID
-    o.last_offset_epoch = r.int32()
-    o.last_offset = r.int64()
+    o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset = r.fixed(_P_iiiiq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_VoteRequest_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.candidate_epoch)
-    w.int32(o.candidate_id)
-    w.int32(o.last_offset_epoch)
-    w.int64(o.last_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iiiiq.pack(o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteRequest_TopicData_v0(r):
@@ -111,8 +113,11 @@ def _e_VoteRequest_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_VoteRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteRequest_VoteRequest_v0(r):
@@ -131,33 +136,33 @@ def _e_VoteRequest_VoteRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_VoteRequest_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteRequest_PartitionData_v1(r):
     o = _new(VoteRequest.PartitionData)
-    o.partition_index = r.int32()
-    o.candidate_epoch = r.int32()
-    o.candidate_id = r.int32()
+    o.partition_index, o.candidate_epoch, o.candidate_id = r.fixed(_P_iii)
     o.candidate_directory_id = r.uuid()
     o.voter_directory_id = r.uuid()
-    o.last_offset_epoch = r.int32()
-    o.last_offset = r.int64()
+    o.last_offset_epoch, o.last_offset = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_VoteRequest_PartitionData_v1(w, o):
-    w.int32(o.partition_index)
-    w.int32(o.candidate_epoch)
-    w.int32(o.candidate_id)
+    w.raw(_P_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id))
     w.uuid(o.candidate_directory_id)
     w.uuid(o.voter_directory_id)
-    w.int32(o.last_offset_epoch)
-    w.int64(o.last_offset)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.last_offset_epoch, o.last_offset))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteRequest_TopicData_v1(r):
@@ -175,8 +180,11 @@ def _e_VoteRequest_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_VoteRequest_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteRequest_VoteRequest_v1(r):
@@ -196,8 +204,11 @@ def _e_VoteRequest_VoteRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_VoteRequest_TopicData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_VoteRequest: dict[int, Decoder] = {0: _d_VoteRequest_VoteRequest_v0, 1: _d_VoteRequest_VoteRequest_v1}
@@ -271,25 +282,23 @@ class VoteResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ihiio = _Packer('>ihii?')
+
+
 def _d_VoteResponse_PartitionData_v0(r):
     o = _new(VoteResponse.PartitionData)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
-    o.vote_granted = r.bool()
+    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted = r.fixed(_P_ihiio)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_VoteResponse_PartitionData_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    w.bool(o.vote_granted)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ihiio.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteResponse_TopicData_v0(r):
@@ -307,8 +316,11 @@ def _e_VoteResponse_TopicData_v0(w, o):
     if _v:
         for _x in _v:
             _e_VoteResponse_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteResponse_NodeEndpoint_v0(r):
@@ -321,8 +333,11 @@ def _d_VoteResponse_NodeEndpoint_v0(r):
 
 
 def _e_VoteResponse_NodeEndpoint_v0(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteResponse_VoteResponse_v0(r):
@@ -341,8 +356,11 @@ def _e_VoteResponse_VoteResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_VoteResponse_TopicData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_VoteResponse_PartitionData_v1 = _d_VoteResponse_PartitionData_v0
@@ -362,8 +380,11 @@ def _e_VoteResponse_TopicData_v1(w, o):
     if _v:
         for _x in _v:
             _e_VoteResponse_PartitionData_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteResponse_NodeEndpoint_v1(r):
@@ -379,8 +400,11 @@ def _e_VoteResponse_NodeEndpoint_v1(w, o):
     w.int32(o.node_id)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VoteResponse_VoteResponse_v1(r):
@@ -415,7 +439,10 @@ def _e_VoteResponse_VoteResponse_v1(w, o):
                 _e_VoteResponse_NodeEndpoint_v1(w, _x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_VoteResponse: dict[int, Decoder] = {0: _d_VoteResponse_VoteResponse_v0, 1: _d_VoteResponse_VoteResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -73,6 +75,9 @@ class VotersRecord(Message):
         encode_with(_ENCODERS_VotersRecord, self, w, version)
 
 
+_P_hh = _Packer('>hh')
+
+
 def _d_VotersRecord_Endpoint_v0(r):
     o = _new(VotersRecord.Endpoint)
     o.name = r.compact_string()
@@ -86,23 +91,27 @@ def _e_VotersRecord_Endpoint_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
     w.uint16(o.port)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VotersRecord_KRaftVersionFeature_v0(r):
     o = _new(VotersRecord.KRaftVersionFeature)
-    o.min_supported_version = r.int16()
-    o.max_supported_version = r.int16()
+    o.min_supported_version, o.max_supported_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_VotersRecord_KRaftVersionFeature_v0(w, o):
-    w.int16(o.min_supported_version)
-    w.int16(o.max_supported_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_supported_version, o.max_supported_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VotersRecord_Voter_v0(r):
@@ -124,8 +133,11 @@ def _e_VotersRecord_Voter_v0(w, o):
         for _x in _v:
             _e_VotersRecord_Endpoint_v0(w, _x)
     _e_VotersRecord_KRaftVersionFeature_v0(w, o.k_raft_version_feature)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_VotersRecord_VotersRecord_v0(r):
@@ -143,8 +155,11 @@ def _e_VotersRecord_VotersRecord_v0(w, o):
     if _v:
         for _x in _v:
             _e_VotersRecord_Voter_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_VotersRecord: dict[int, Decoder] = {0: _d_VotersRecord_VotersRecord_v0}

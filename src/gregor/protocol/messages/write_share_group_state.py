@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -81,48 +83,46 @@ class WriteShareGroupStateRequest(Message):
         return 2 if version >= 0 else 1
 
 
+_P_iiiq = _Packer('>iiiq')
+_P_qqbh = _Packer('>qqbh')
+
+
 def _d_WriteShareGroupStateRequest_StateBatch_v0(r):
     o = _new(WriteShareGroupStateRequest.StateBatch)
-    o.first_offset = r.int64()
-    o.last_offset = r.int64()
-    o.delivery_state = r.int8()
-    o.delivery_count = r.int16()
+    o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = r.fixed(_P_qqbh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_WriteShareGroupStateRequest_StateBatch_v0(w, o):
-    w.int64(o.first_offset)
-    w.int64(o.last_offset)
-    w.int8(o.delivery_state)
-    w.int16(o.delivery_count)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteShareGroupStateRequest_PartitionData_v0(r):
     o = _new(WriteShareGroupStateRequest.PartitionData)
-    o.partition = r.int32()
-    o.state_epoch = r.int32()
-    o.leader_epoch = r.int32()
-    o.start_offset = r.int64()
+    o.partition, o.state_epoch, o.leader_epoch, o.start_offset = r.fixed(_P_iiiq)
     o.state_batches = r.compact_array(_d_WriteShareGroupStateRequest_StateBatch_v0, 20)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_WriteShareGroupStateRequest_PartitionData_v0(w, o):
-    w.int32(o.partition)
-    w.int32(o.state_epoch)
-    w.int32(o.leader_epoch)
-    w.int64(o.start_offset)
+    w.raw(_P_iiiq.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset))
     _v = o.state_batches
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_WriteShareGroupStateRequest_StateBatch_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteShareGroupStateRequest_WriteStateData_v0(r):
@@ -140,8 +140,11 @@ def _e_WriteShareGroupStateRequest_WriteStateData_v0(w, o):
     if _v:
         for _x in _v:
             _e_WriteShareGroupStateRequest_PartitionData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0(r):
@@ -159,8 +162,11 @@ def _e_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0(w, o):
     if _v:
         for _x in _v:
             _e_WriteShareGroupStateRequest_WriteStateData_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_WriteShareGroupStateRequest: dict[int, Decoder] = {0: _d_WriteShareGroupStateRequest_WriteShareGroupStateRequest_v0}
@@ -214,21 +220,25 @@ class WriteShareGroupStateResponse(Message):
         return 1 if version >= 0 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_WriteShareGroupStateResponse_PartitionResult_v0(r):
     o = _new(WriteShareGroupStateResponse.PartitionResult)
-    o.partition = r.int32()
-    o.error_code = r.int16()
+    o.partition, o.error_code = r.fixed(_P_ih)
     o.error_message = r.compact_nullable_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_WriteShareGroupStateResponse_PartitionResult_v0(w, o):
-    w.int32(o.partition)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition, o.error_code))
     w.compact_nullable_string(o.error_message)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteShareGroupStateResponse_WriteStateResult_v0(r):
@@ -246,8 +256,11 @@ def _e_WriteShareGroupStateResponse_WriteStateResult_v0(w, o):
     if _v:
         for _x in _v:
             _e_WriteShareGroupStateResponse_PartitionResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0(r):
@@ -263,8 +276,11 @@ def _e_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0(w, o):
     if _v:
         for _x in _v:
             _e_WriteShareGroupStateResponse_WriteStateResult_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_WriteShareGroupStateResponse: dict[int, Decoder] = {0: _d_WriteShareGroupStateResponse_WriteShareGroupStateResponse_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -65,6 +67,9 @@ class WriteTxnMarkersRequest(Message):
         return 2 if version >= 1 else 1
 
 
+_P_qho = _Packer('>qh?')
+
+
 def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(r):
     o = _new(WriteTxnMarkersRequest.WritableTxnMarkerTopic)
     o.name = r.string()
@@ -84,9 +89,7 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(w, o):
 
 def _d_WriteTxnMarkersRequest_WritableTxnMarker_v0(r):
     o = _new(WriteTxnMarkersRequest.WritableTxnMarker)
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.transaction_result = r.bool()
+    o.producer_id, o.producer_epoch, o.transaction_result = r.fixed(_P_qho)
     o.topics = r.array(_d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0, 6)
     o.coordinator_epoch = r.int32()
     o._unknown_tagged_fields = None
@@ -94,9 +97,7 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v0(r):
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_v0(w, o):
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.bool(o.transaction_result)
+    w.raw(_P_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result))
     _v = o.topics
     w.array_length(_v, False)
     if _v:
@@ -135,15 +136,16 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteTxnMarkersRequest_WritableTxnMarker_v1(r):
     o = _new(WriteTxnMarkersRequest.WritableTxnMarker)
-    o.producer_id = r.int64()
-    o.producer_epoch = r.int16()
-    o.transaction_result = r.bool()
+    o.producer_id, o.producer_epoch, o.transaction_result = r.fixed(_P_qho)
     o.topics = r.compact_array(_d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1, 3)
     o.coordinator_epoch = r.int32()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -151,17 +153,18 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_v1(r):
 
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_v1(w, o):
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.bool(o.transaction_result)
+    w.raw(_P_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result))
     _v = o.topics
     w.compact_array_length(_v, False)
     if _v:
         for _x in _v:
             _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(w, _x)
     w.int32(o.coordinator_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1(r):
@@ -177,8 +180,11 @@ def _e_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1(w, o):
     if _v:
         for _x in _v:
             _e_WriteTxnMarkersRequest_WritableTxnMarker_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_WriteTxnMarkersRequest: dict[int, Decoder] = {0: _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v0, 1: _d_WriteTxnMarkersRequest_WriteTxnMarkersRequest_v1}
@@ -240,17 +246,18 @@ class WriteTxnMarkersResponse(Message):
         return 1 if version >= 1 else 0
 
 
+_P_ih = _Packer('>ih')
+
+
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(r):
     o = _new(WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v0(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(r):
@@ -304,17 +311,18 @@ def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0(w, o):
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(r):
     o = _new(WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult)
-    o.partition_index = r.int32()
-    o.error_code = r.int16()
+    o.partition_index, o.error_code = r.fixed(_P_ih)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, o):
-    w.int32(o.partition_index)
-    w.int16(o.error_code)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_ih.pack(o.partition_index, o.error_code))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(r):
@@ -332,8 +340,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, o):
     if _v:
         for _x in _v:
             _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(r):
@@ -351,8 +362,11 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, o):
     if _v:
         for _x in _v:
             _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1(r):
@@ -368,8 +382,11 @@ def _e_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1(w, o):
     if _v:
         for _x in _v:
             _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_WriteTxnMarkersResponse: dict[int, Decoder] = {0: _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v0, 1: _d_WriteTxnMarkersResponse_WriteTxnMarkersResponse_v1}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -53,6 +55,9 @@ class ConsumerGroupCurrentMemberAssignmentValue(Message):
         encode_with(_ENCODERS_ConsumerGroupCurrentMemberAssignmentValue, self, w, version)
 
 
+_P_iib = _Packer('>iib')
+
+
 def _d_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(r):
     o = _new(ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions)
     o.topic_id = r.uuid()
@@ -68,15 +73,16 @@ def _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupCurrentMemberAssignmentValue_ConsumerGroupCurrentMemberAssignmentValue_v0(r):
     o = _new(ConsumerGroupCurrentMemberAssignmentValue)
-    o.member_epoch = r.int32()
-    o.previous_member_epoch = r.int32()
-    o.state = r.int8()
+    o.member_epoch, o.previous_member_epoch, o.state = r.fixed(_P_iib)
     o.assigned_partitions = r.compact_array(_d_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0, 18)
     o.partitions_pending_revocation = r.compact_array(_d_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0, 18)
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -84,9 +90,7 @@ def _d_ConsumerGroupCurrentMemberAssignmentValue_ConsumerGroupCurrentMemberAssig
 
 
 def _e_ConsumerGroupCurrentMemberAssignmentValue_ConsumerGroupCurrentMemberAssignmentValue_v0(w, o):
-    w.int32(o.member_epoch)
-    w.int32(o.previous_member_epoch)
-    w.int8(o.state)
+    w.raw(_P_iib.pack(o.member_epoch, o.previous_member_epoch, o.state))
     _v = o.assigned_partitions
     w.compact_array_length(_v, False)
     if _v:
@@ -97,8 +101,11 @@ def _e_ConsumerGroupCurrentMemberAssignmentValue_ConsumerGroupCurrentMemberAssig
     if _v:
         for _x in _v:
             _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupCurrentMemberAssignmentValue: dict[int, Decoder] = {0: _d_ConsumerGroupCurrentMemberAssignmentValue_ConsumerGroupCurrentMemberAssignmentValue_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -71,6 +73,10 @@ class ConsumerGroupMemberMetadataValue(Message):
         encode_with(_ENCODERS_ConsumerGroupMemberMetadataValue, self, w, version)
 
 
+_G_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata = _attrgetter(*ConsumerGroupMemberMetadataValue.ClassicMemberMetadata.__slots__)
+_T_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata = _G_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(ConsumerGroupMemberMetadataValue.ClassicMemberMetadata())
+
+
 def _d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(r):
     o = _new(ConsumerGroupMemberMetadataValue.ClassicProtocol)
     o.name = r.compact_string()
@@ -82,8 +88,11 @@ def _d_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(r):
 def _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(w, o):
     w.compact_string(o.name)
     w.compact_bytes(o.metadata)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(r):
@@ -101,8 +110,11 @@ def _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(r):
@@ -140,7 +152,8 @@ def _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(w, o
     w.int32(o.rebalance_timeout_ms)
     w.compact_nullable_string(o.server_assignor)
     _t = list(o._unknown_tagged_fields or ())
-    if o.classic_member_metadata != ConsumerGroupMemberMetadataValue.ClassicMemberMetadata():
+    _c = o.classic_member_metadata
+    if _c.__class__ is not ConsumerGroupMemberMetadataValue.ClassicMemberMetadata or _G_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(_c) != _T_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata:
         _w, w = w, Writer()
         _s = o.classic_member_metadata
         if _s is None:
@@ -150,7 +163,10 @@ def _e_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0(w, o
             _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(w, _s)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupMemberMetadataValue: dict[int, Decoder] = {0: _d_ConsumerGroupMemberMetadataValue_ConsumerGroupMemberMetadataValue_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -44,8 +46,11 @@ def _d_ConsumerGroupMetadataValue_ConsumerGroupMetadataValue_v0(r):
 
 def _e_ConsumerGroupMetadataValue_ConsumerGroupMetadataValue_v0(w, o):
     w.int32(o.epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupMetadataValue: dict[int, Decoder] = {0: _d_ConsumerGroupMetadataValue_ConsumerGroupMetadataValue_v0}

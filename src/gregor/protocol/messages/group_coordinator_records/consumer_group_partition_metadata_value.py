@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -74,8 +76,11 @@ def _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(r):
@@ -97,8 +102,11 @@ def _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(w, o):
     if _v:
         for _x in _v:
             _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupPartitionMetadataValue_ConsumerGroupPartitionMetadataValue_v0(r):
@@ -114,8 +122,11 @@ def _e_ConsumerGroupPartitionMetadataValue_ConsumerGroupPartitionMetadataValue_v
     if _v:
         for _x in _v:
             _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupPartitionMetadataValue: dict[int, Decoder] = {0: _d_ConsumerGroupPartitionMetadataValue_ConsumerGroupPartitionMetadataValue_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -60,8 +62,11 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0(r):
@@ -77,8 +82,11 @@ def _e_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMem
     if _v:
         for _x in _v:
             _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ConsumerGroupTargetAssignmentMemberValue: dict[int, Decoder] = {0: _d_ConsumerGroupTargetAssignmentMemberValue_ConsumerGroupTargetAssignmentMemberValue_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -67,6 +69,9 @@ class GroupMetadataValue(Message):
         encode_with(_ENCODERS_GroupMetadataValue, self, w, version)
 
 
+_P_ii = _Packer('>ii')
+
+
 def _d_GroupMetadataValue_MemberMetadata_v0(r):
     o = _new(GroupMetadataValue.MemberMetadata)
     o.member_id = r.string()
@@ -120,8 +125,7 @@ def _d_GroupMetadataValue_MemberMetadata_v1(r):
     o.group_instance_id = None
     o.client_id = r.string()
     o.client_host = r.string()
-    o.rebalance_timeout = r.int32()
-    o.session_timeout = r.int32()
+    o.rebalance_timeout, o.session_timeout = r.fixed(_P_ii)
     o.subscription = r.bytes()
     o.assignment = r.bytes()
     o._unknown_tagged_fields = None
@@ -132,8 +136,7 @@ def _e_GroupMetadataValue_MemberMetadata_v1(w, o):
     w.string(o.member_id)
     w.string(o.client_id)
     w.string(o.client_host)
-    w.int32(o.rebalance_timeout)
-    w.int32(o.session_timeout)
+    w.raw(_P_ii.pack(o.rebalance_timeout, o.session_timeout))
     w.bytes(o.subscription)
     w.bytes(o.assignment)
 
@@ -195,8 +198,7 @@ def _d_GroupMetadataValue_MemberMetadata_v3(r):
     o.group_instance_id = r.nullable_string()
     o.client_id = r.string()
     o.client_host = r.string()
-    o.rebalance_timeout = r.int32()
-    o.session_timeout = r.int32()
+    o.rebalance_timeout, o.session_timeout = r.fixed(_P_ii)
     o.subscription = r.bytes()
     o.assignment = r.bytes()
     o._unknown_tagged_fields = None
@@ -208,8 +210,7 @@ def _e_GroupMetadataValue_MemberMetadata_v3(w, o):
     w.nullable_string(o.group_instance_id)
     w.string(o.client_id)
     w.string(o.client_host)
-    w.int32(o.rebalance_timeout)
-    w.int32(o.session_timeout)
+    w.raw(_P_ii.pack(o.rebalance_timeout, o.session_timeout))
     w.bytes(o.subscription)
     w.bytes(o.assignment)
 
@@ -245,8 +246,7 @@ def _d_GroupMetadataValue_MemberMetadata_v4(r):
     o.group_instance_id = r.compact_nullable_string()
     o.client_id = r.compact_string()
     o.client_host = r.compact_string()
-    o.rebalance_timeout = r.int32()
-    o.session_timeout = r.int32()
+    o.rebalance_timeout, o.session_timeout = r.fixed(_P_ii)
     o.subscription = r.compact_bytes()
     o.assignment = r.compact_bytes()
     o._unknown_tagged_fields = r.skip_tagged_fields()
@@ -258,12 +258,14 @@ def _e_GroupMetadataValue_MemberMetadata_v4(w, o):
     w.compact_nullable_string(o.group_instance_id)
     w.compact_string(o.client_id)
     w.compact_string(o.client_host)
-    w.int32(o.rebalance_timeout)
-    w.int32(o.session_timeout)
+    w.raw(_P_ii.pack(o.rebalance_timeout, o.session_timeout))
     w.compact_bytes(o.subscription)
     w.compact_bytes(o.assignment)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_GroupMetadataValue_GroupMetadataValue_v4(r):
@@ -289,8 +291,11 @@ def _e_GroupMetadataValue_GroupMetadataValue_v4(w, o):
     if _v:
         for _x in _v:
             _e_GroupMetadataValue_MemberMetadata_v4(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_GroupMetadataValue: dict[int, Decoder] = {0: _d_GroupMetadataValue_GroupMetadataValue_v0, 1: _d_GroupMetadataValue_GroupMetadataValue_v1, 2: _d_GroupMetadataValue_GroupMetadataValue_v2, 3: _d_GroupMetadataValue_GroupMetadataValue_v3, 4: _d_GroupMetadataValue_GroupMetadataValue_v4}

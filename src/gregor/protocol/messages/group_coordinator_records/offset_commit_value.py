@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -43,13 +45,17 @@ class OffsetCommitValue(Message):
         encode_with(_ENCODERS_OffsetCommitValue, self, w, version)
 
 
+_P_qi = _Packer('>qi')
+_P_qq = _Packer('>qq')
+
+
 def _d_OffsetCommitValue_OffsetCommitValue_v0(r):
     o = _new(OffsetCommitValue)
-    o.offset = r.int64()
     o.leader_epoch = -1
+    o.offset = r.int64()
     o.metadata = r.string()
-    o.commit_timestamp = r.int64()
     o.expire_timestamp = -1
+    o.commit_timestamp = r.int64()
     o._unknown_tagged_fields = None
     return o
 
@@ -62,11 +68,10 @@ def _e_OffsetCommitValue_OffsetCommitValue_v0(w, o):
 
 def _d_OffsetCommitValue_OffsetCommitValue_v1(r):
     o = _new(OffsetCommitValue)
-    o.offset = r.int64()
     o.leader_epoch = -1
+    o.offset = r.int64()
     o.metadata = r.string()
-    o.commit_timestamp = r.int64()
-    o.expire_timestamp = r.int64()
+    o.commit_timestamp, o.expire_timestamp = r.fixed(_P_qq)
     o._unknown_tagged_fields = None
     return o
 
@@ -74,48 +79,46 @@ def _d_OffsetCommitValue_OffsetCommitValue_v1(r):
 def _e_OffsetCommitValue_OffsetCommitValue_v1(w, o):
     w.int64(o.offset)
     w.string(o.metadata)
-    w.int64(o.commit_timestamp)
-    w.int64(o.expire_timestamp)
+    w.raw(_P_qq.pack(o.commit_timestamp, o.expire_timestamp))
 
 
 _d_OffsetCommitValue_OffsetCommitValue_v2 = _d_OffsetCommitValue_OffsetCommitValue_v0
 _e_OffsetCommitValue_OffsetCommitValue_v2 = _e_OffsetCommitValue_OffsetCommitValue_v0
 def _d_OffsetCommitValue_OffsetCommitValue_v3(r):
     o = _new(OffsetCommitValue)
-    o.offset = r.int64()
-    o.leader_epoch = r.int32()
+    o.offset, o.leader_epoch = r.fixed(_P_qi)
     o.metadata = r.string()
-    o.commit_timestamp = r.int64()
     o.expire_timestamp = -1
+    o.commit_timestamp = r.int64()
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_OffsetCommitValue_OffsetCommitValue_v3(w, o):
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
+    w.raw(_P_qi.pack(o.offset, o.leader_epoch))
     w.string(o.metadata)
     w.int64(o.commit_timestamp)
 
 
 def _d_OffsetCommitValue_OffsetCommitValue_v4(r):
     o = _new(OffsetCommitValue)
-    o.offset = r.int64()
-    o.leader_epoch = r.int32()
+    o.offset, o.leader_epoch = r.fixed(_P_qi)
     o.metadata = r.compact_string()
-    o.commit_timestamp = r.int64()
     o.expire_timestamp = -1
+    o.commit_timestamp = r.int64()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_OffsetCommitValue_OffsetCommitValue_v4(w, o):
-    w.int64(o.offset)
-    w.int32(o.leader_epoch)
+    w.raw(_P_qi.pack(o.offset, o.leader_epoch))
     w.compact_string(o.metadata)
     w.int64(o.commit_timestamp)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_OffsetCommitValue: dict[int, Decoder] = {0: _d_OffsetCommitValue_OffsetCommitValue_v0, 1: _d_OffsetCommitValue_OffsetCommitValue_v1, 2: _d_OffsetCommitValue_OffsetCommitValue_v2, 3: _d_OffsetCommitValue_OffsetCommitValue_v3, 4: _d_OffsetCommitValue_OffsetCommitValue_v4}

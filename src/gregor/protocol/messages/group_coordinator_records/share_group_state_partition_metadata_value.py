@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -76,8 +78,11 @@ def _e_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(r):
@@ -91,8 +96,11 @@ def _d_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(r):
 def _e_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(w, o):
     w.uuid(o.topic_id)
     w.compact_string(o.topic_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0(r):
@@ -114,8 +122,11 @@ def _e_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataVal
     if _v:
         for _x in _v:
             _e_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ShareGroupStatePartitionMetadataValue: dict[int, Decoder] = {0: _d_ShareGroupStatePartitionMetadataValue_ShareGroupStatePartitionMetadataValue_v0}

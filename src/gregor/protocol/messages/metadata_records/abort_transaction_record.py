@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -55,7 +57,10 @@ def _e_AbortTransactionRecord_AbortTransactionRecord_v0(w, o):
         w.compact_nullable_string(o.reason)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AbortTransactionRecord: dict[int, Decoder] = {0: _d_AbortTransactionRecord_AbortTransactionRecord_v0}

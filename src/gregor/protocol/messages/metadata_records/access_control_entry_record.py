@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -49,6 +51,9 @@ class AccessControlEntryRecord(Message):
         encode_with(_ENCODERS_AccessControlEntryRecord, self, w, version)
 
 
+_P_bb = _Packer('>bb')
+
+
 def _d_AccessControlEntryRecord_AccessControlEntryRecord_v0(r):
     o = _new(AccessControlEntryRecord)
     o.id = r.uuid()
@@ -57,8 +62,7 @@ def _d_AccessControlEntryRecord_AccessControlEntryRecord_v0(r):
     o.pattern_type = r.int8()
     o.principal = r.compact_string()
     o.host = r.compact_string()
-    o.operation = r.int8()
-    o.permission_type = r.int8()
+    o.operation, o.permission_type = r.fixed(_P_bb)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -70,10 +74,12 @@ def _e_AccessControlEntryRecord_AccessControlEntryRecord_v0(w, o):
     w.int8(o.pattern_type)
     w.compact_string(o.principal)
     w.compact_string(o.host)
-    w.int8(o.operation)
-    w.int8(o.permission_type)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_bb.pack(o.operation, o.permission_type))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_AccessControlEntryRecord: dict[int, Decoder] = {0: _d_AccessControlEntryRecord_AccessControlEntryRecord_v0}

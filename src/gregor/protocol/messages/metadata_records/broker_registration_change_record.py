@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -43,13 +45,15 @@ class BrokerRegistrationChangeRecord(Message):
         encode_with(_ENCODERS_BrokerRegistrationChangeRecord, self, w, version)
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0(r):
     o = _new(BrokerRegistrationChangeRecord)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
     o.fenced = 0
     o.in_controlled_shutdown = 0
     o.log_dirs = []
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
 
     def known(r, tag, size):
         if tag == 0:
@@ -61,24 +65,25 @@ def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0(r):
 
 
 def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _t = list(o._unknown_tagged_fields or ())
     if o.fenced != 0:
         _w, w = w, Writer()
         w.int8(o.fenced)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1(r):
     o = _new(BrokerRegistrationChangeRecord)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
     o.fenced = 0
     o.in_controlled_shutdown = 0
     o.log_dirs = []
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
 
     def known(r, tag, size):
         if tag == 0:
@@ -93,8 +98,7 @@ def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1(r):
 
 
 def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _t = list(o._unknown_tagged_fields or ())
     if o.fenced != 0:
         _w, w = w, Writer()
@@ -106,16 +110,18 @@ def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1(w, o):
         w.int8(o.in_controlled_shutdown)
         _t.append((1, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2(r):
     o = _new(BrokerRegistrationChangeRecord)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
     o.fenced = 0
     o.in_controlled_shutdown = 0
     o.log_dirs = []
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
 
     def known(r, tag, size):
         if tag == 0:
@@ -133,8 +139,7 @@ def _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2(r):
 
 
 def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
     _t = list(o._unknown_tagged_fields or ())
     if o.fenced != 0:
         _w, w = w, Writer()
@@ -155,7 +160,10 @@ def _e_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2(w, o):
                 w.uuid(_x)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_BrokerRegistrationChangeRecord: dict[int, Decoder] = {0: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v0, 1: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v1, 2: _d_BrokerRegistrationChangeRecord_BrokerRegistrationChangeRecord_v2}

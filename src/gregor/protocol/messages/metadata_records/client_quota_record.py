@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -51,6 +53,9 @@ class ClientQuotaRecord(Message):
         encode_with(_ENCODERS_ClientQuotaRecord, self, w, version)
 
 
+_P_do = _Packer('>d?')
+
+
 def _d_ClientQuotaRecord_EntityData_v0(r):
     o = _new(ClientQuotaRecord.EntityData)
     o.entity_type = r.compact_string()
@@ -62,16 +67,18 @@ def _d_ClientQuotaRecord_EntityData_v0(r):
 def _e_ClientQuotaRecord_EntityData_v0(w, o):
     w.compact_string(o.entity_type)
     w.compact_nullable_string(o.entity_name)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_ClientQuotaRecord_ClientQuotaRecord_v0(r):
     o = _new(ClientQuotaRecord)
     o.entity = r.compact_array(_d_ClientQuotaRecord_EntityData_v0, 3)
     o.key = r.compact_string()
-    o.value = r.float64()
-    o.remove = r.bool()
+    o.value, o.remove = r.fixed(_P_do)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -83,10 +90,12 @@ def _e_ClientQuotaRecord_ClientQuotaRecord_v0(w, o):
         for _x in _v:
             _e_ClientQuotaRecord_EntityData_v0(w, _x)
     w.compact_string(o.key)
-    w.float64(o.value)
-    w.bool(o.remove)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_do.pack(o.value, o.remove))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ClientQuotaRecord: dict[int, Decoder] = {0: _d_ClientQuotaRecord_ClientQuotaRecord_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -47,14 +49,15 @@ class DelegationTokenRecord(Message):
         encode_with(_ENCODERS_DelegationTokenRecord, self, w, version)
 
 
+_P_qqq = _Packer('>qqq')
+
+
 def _d_DelegationTokenRecord_DelegationTokenRecord_v0(r):
     o = _new(DelegationTokenRecord)
     o.owner = r.compact_string()
     o.requester = r.compact_string()
     o.renewers = r.compact_array(_R_compact_string, 1)
-    o.issue_timestamp = r.int64()
-    o.max_timestamp = r.int64()
-    o.expiration_timestamp = r.int64()
+    o.issue_timestamp, o.max_timestamp, o.expiration_timestamp = r.fixed(_P_qqq)
     o.token_id = r.compact_string()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -68,12 +71,13 @@ def _e_DelegationTokenRecord_DelegationTokenRecord_v0(w, o):
     if _v:
         for _x in _v:
             w.compact_string(_x)
-    w.int64(o.issue_timestamp)
-    w.int64(o.max_timestamp)
-    w.int64(o.expiration_timestamp)
+    w.raw(_P_qqq.pack(o.issue_timestamp, o.max_timestamp, o.expiration_timestamp))
     w.compact_string(o.token_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_DelegationTokenRecord: dict[int, Decoder] = {0: _d_DelegationTokenRecord_DelegationTokenRecord_v0}

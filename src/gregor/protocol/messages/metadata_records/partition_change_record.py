@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -143,7 +145,10 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v0(w, o):
         w.int8(o.leader_recovery_state)
         _t.append((5, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_PartitionChangeRecord_PartitionChangeRecord_v1(r):
@@ -246,7 +251,10 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v1(w, o):
                 w.uuid(_x)
         _t.append((8, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_PartitionChangeRecord_PartitionChangeRecord_v2(r):
@@ -373,7 +381,10 @@ def _e_PartitionChangeRecord_PartitionChangeRecord_v2(w, o):
                 w.int32(_x)
         _t.append((7, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_PartitionChangeRecord: dict[int, Decoder] = {0: _d_PartitionChangeRecord_PartitionChangeRecord_v0, 1: _d_PartitionChangeRecord_PartitionChangeRecord_v1, 2: _d_PartitionChangeRecord_PartitionChangeRecord_v2}

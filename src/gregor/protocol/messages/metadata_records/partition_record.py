@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -59,6 +61,9 @@ class PartitionRecord(Message):
         encode_with(_ENCODERS_PartitionRecord, self, w, version)
 
 
+_P_iii = _Packer('>iii')
+
+
 def _d_PartitionRecord_PartitionRecord_v0(r):
     o = _new(PartitionRecord)
     o.partition_id = r.int32()
@@ -67,13 +72,11 @@ def _d_PartitionRecord_PartitionRecord_v0(r):
     o.isr = r.compact_array(_R_int32, 4)
     o.removing_replicas = r.compact_array(_R_int32, 4)
     o.adding_replicas = r.compact_array(_R_int32, 4)
-    o.leader = r.int32()
     o.leader_recovery_state = 0
-    o.leader_epoch = r.int32()
-    o.partition_epoch = r.int32()
     o.directories = []
     o.eligible_leader_replicas = None
     o.last_known_elr = None
+    o.leader, o.leader_epoch, o.partition_epoch = r.fixed(_P_iii)
 
     def known(r, tag, size):
         if tag == 0:
@@ -107,16 +110,17 @@ def _e_PartitionRecord_PartitionRecord_v0(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
-    w.int32(o.partition_epoch)
+    w.raw(_P_iii.pack(o.leader, o.leader_epoch, o.partition_epoch))
     _t = list(o._unknown_tagged_fields or ())
     if o.leader_recovery_state != 0:
         _w, w = w, Writer()
         w.int8(o.leader_recovery_state)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_PartitionRecord_PartitionRecord_v1(r):
@@ -127,10 +131,8 @@ def _d_PartitionRecord_PartitionRecord_v1(r):
     o.isr = r.compact_array(_R_int32, 4)
     o.removing_replicas = r.compact_array(_R_int32, 4)
     o.adding_replicas = r.compact_array(_R_int32, 4)
-    o.leader = r.int32()
     o.leader_recovery_state = 0
-    o.leader_epoch = r.int32()
-    o.partition_epoch = r.int32()
+    o.leader, o.leader_epoch, o.partition_epoch = r.fixed(_P_iii)
     o.directories = r.compact_array(_R_uuid, 16)
     o.eligible_leader_replicas = None
     o.last_known_elr = None
@@ -167,9 +169,7 @@ def _e_PartitionRecord_PartitionRecord_v1(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
-    w.int32(o.partition_epoch)
+    w.raw(_P_iii.pack(o.leader, o.leader_epoch, o.partition_epoch))
     _v = o.directories
     w.compact_array_length(_v, False)
     if _v:
@@ -181,7 +181,10 @@ def _e_PartitionRecord_PartitionRecord_v1(w, o):
         w.int8(o.leader_recovery_state)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 def _d_PartitionRecord_PartitionRecord_v2(r):
@@ -192,10 +195,8 @@ def _d_PartitionRecord_PartitionRecord_v2(r):
     o.isr = r.compact_array(_R_int32, 4)
     o.removing_replicas = r.compact_array(_R_int32, 4)
     o.adding_replicas = r.compact_array(_R_int32, 4)
-    o.leader = r.int32()
     o.leader_recovery_state = 0
-    o.leader_epoch = r.int32()
-    o.partition_epoch = r.int32()
+    o.leader, o.leader_epoch, o.partition_epoch = r.fixed(_P_iii)
     o.directories = r.compact_array(_R_uuid, 16)
     o.eligible_leader_replicas = None
     o.last_known_elr = None
@@ -238,9 +239,7 @@ def _e_PartitionRecord_PartitionRecord_v2(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    w.int32(o.leader)
-    w.int32(o.leader_epoch)
-    w.int32(o.partition_epoch)
+    w.raw(_P_iii.pack(o.leader, o.leader_epoch, o.partition_epoch))
     _v = o.directories
     w.compact_array_length(_v, False)
     if _v:
@@ -270,7 +269,10 @@ def _e_PartitionRecord_PartitionRecord_v2(w, o):
                 w.int32(_x)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_PartitionRecord: dict[int, Decoder] = {0: _d_PartitionRecord_PartitionRecord_v0, 1: _d_PartitionRecord_PartitionRecord_v1, 2: _d_PartitionRecord_PartitionRecord_v2}

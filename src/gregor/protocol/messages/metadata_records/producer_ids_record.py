@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -39,21 +41,23 @@ class ProducerIdsRecord(Message):
         encode_with(_ENCODERS_ProducerIdsRecord, self, w, version)
 
 
+_P_iqq = _Packer('>iqq')
+
+
 def _d_ProducerIdsRecord_ProducerIdsRecord_v0(r):
     o = _new(ProducerIdsRecord)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
-    o.next_producer_id = r.int64()
+    o.broker_id, o.broker_epoch, o.next_producer_id = r.fixed(_P_iqq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_ProducerIdsRecord_ProducerIdsRecord_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    w.int64(o.next_producer_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iqq.pack(o.broker_id, o.broker_epoch, o.next_producer_id))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_ProducerIdsRecord: dict[int, Decoder] = {0: _d_ProducerIdsRecord_ProducerIdsRecord_v0}

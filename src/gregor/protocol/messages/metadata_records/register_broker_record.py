@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -79,12 +81,17 @@ class RegisterBrokerRecord(Message):
         encode_with(_ENCODERS_RegisterBrokerRecord, self, w, version)
 
 
+_P_oo = _Packer('>??')
+_P_Hh = _Packer('>Hh')
+_P_hh = _Packer('>hh')
+_P_io = _Packer('>i?')
+
+
 def _d_RegisterBrokerRecord_BrokerEndpoint_v0(r):
     o = _new(RegisterBrokerRecord.BrokerEndpoint)
     o.name = r.compact_string()
     o.host = r.compact_string()
-    o.port = r.uint16()
-    o.security_protocol = r.int16()
+    o.port, o.security_protocol = r.fixed(_P_Hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -92,41 +99,44 @@ def _d_RegisterBrokerRecord_BrokerEndpoint_v0(r):
 def _e_RegisterBrokerRecord_BrokerEndpoint_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
-    w.uint16(o.port)
-    w.int16(o.security_protocol)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_Hh.pack(o.port, o.security_protocol))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_RegisterBrokerRecord_BrokerFeature_v0(r):
     o = _new(RegisterBrokerRecord.BrokerFeature)
     o.name = r.compact_string()
-    o.min_supported_version = r.int16()
-    o.max_supported_version = r.int16()
+    o.min_supported_version, o.max_supported_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_RegisterBrokerRecord_BrokerFeature_v0(w, o):
     w.compact_string(o.name)
-    w.int16(o.min_supported_version)
-    w.int16(o.max_supported_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_supported_version, o.max_supported_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_RegisterBrokerRecord_RegisterBrokerRecord_v0(r):
     o = _new(RegisterBrokerRecord)
-    o.broker_id = r.int32()
     o.is_migrating_zk_broker = False
+    o.broker_id = r.int32()
     o.incarnation_id = r.uuid()
     o.broker_epoch = r.int64()
     o.end_points = r.compact_array(_d_RegisterBrokerRecord_BrokerEndpoint_v0, 7)
     o.features = r.compact_array(_d_RegisterBrokerRecord_BrokerFeature_v0, 6)
     o.rack = r.compact_nullable_string()
-    o.fenced = r.bool()
     o.in_controlled_shutdown = False
     o.log_dirs = []
+    o.fenced = r.bool()
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -147,8 +157,11 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v0(w, o):
             _e_RegisterBrokerRecord_BrokerFeature_v0(w, _x)
     w.compact_nullable_string(o.rack)
     w.bool(o.fenced)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_RegisterBrokerRecord_BrokerEndpoint_v1 = _d_RegisterBrokerRecord_BrokerEndpoint_v0
@@ -157,16 +170,15 @@ _d_RegisterBrokerRecord_BrokerFeature_v1 = _d_RegisterBrokerRecord_BrokerFeature
 _e_RegisterBrokerRecord_BrokerFeature_v1 = _e_RegisterBrokerRecord_BrokerFeature_v0
 def _d_RegisterBrokerRecord_RegisterBrokerRecord_v1(r):
     o = _new(RegisterBrokerRecord)
-    o.broker_id = r.int32()
     o.is_migrating_zk_broker = False
+    o.broker_id = r.int32()
     o.incarnation_id = r.uuid()
     o.broker_epoch = r.int64()
     o.end_points = r.compact_array(_d_RegisterBrokerRecord_BrokerEndpoint_v1, 7)
     o.features = r.compact_array(_d_RegisterBrokerRecord_BrokerFeature_v1, 6)
     o.rack = r.compact_nullable_string()
-    o.fenced = r.bool()
-    o.in_controlled_shutdown = r.bool()
     o.log_dirs = []
+    o.fenced, o.in_controlled_shutdown = r.fixed(_P_oo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -186,10 +198,12 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v1(w, o):
         for _x in _v:
             _e_RegisterBrokerRecord_BrokerFeature_v1(w, _x)
     w.compact_nullable_string(o.rack)
-    w.bool(o.fenced)
-    w.bool(o.in_controlled_shutdown)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_oo.pack(o.fenced, o.in_controlled_shutdown))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_RegisterBrokerRecord_BrokerEndpoint_v2 = _d_RegisterBrokerRecord_BrokerEndpoint_v0
@@ -198,23 +212,20 @@ _d_RegisterBrokerRecord_BrokerFeature_v2 = _d_RegisterBrokerRecord_BrokerFeature
 _e_RegisterBrokerRecord_BrokerFeature_v2 = _e_RegisterBrokerRecord_BrokerFeature_v0
 def _d_RegisterBrokerRecord_RegisterBrokerRecord_v2(r):
     o = _new(RegisterBrokerRecord)
-    o.broker_id = r.int32()
-    o.is_migrating_zk_broker = r.bool()
+    o.broker_id, o.is_migrating_zk_broker = r.fixed(_P_io)
     o.incarnation_id = r.uuid()
     o.broker_epoch = r.int64()
     o.end_points = r.compact_array(_d_RegisterBrokerRecord_BrokerEndpoint_v2, 7)
     o.features = r.compact_array(_d_RegisterBrokerRecord_BrokerFeature_v2, 6)
     o.rack = r.compact_nullable_string()
-    o.fenced = r.bool()
-    o.in_controlled_shutdown = r.bool()
     o.log_dirs = []
+    o.fenced, o.in_controlled_shutdown = r.fixed(_P_oo)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_RegisterBrokerRecord_RegisterBrokerRecord_v2(w, o):
-    w.int32(o.broker_id)
-    w.bool(o.is_migrating_zk_broker)
+    w.raw(_P_io.pack(o.broker_id, o.is_migrating_zk_broker))
     w.uuid(o.incarnation_id)
     w.int64(o.broker_epoch)
     _v = o.end_points
@@ -228,10 +239,12 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v2(w, o):
         for _x in _v:
             _e_RegisterBrokerRecord_BrokerFeature_v2(w, _x)
     w.compact_nullable_string(o.rack)
-    w.bool(o.fenced)
-    w.bool(o.in_controlled_shutdown)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_oo.pack(o.fenced, o.in_controlled_shutdown))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _d_RegisterBrokerRecord_BrokerEndpoint_v3 = _d_RegisterBrokerRecord_BrokerEndpoint_v0
@@ -240,16 +253,14 @@ _d_RegisterBrokerRecord_BrokerFeature_v3 = _d_RegisterBrokerRecord_BrokerFeature
 _e_RegisterBrokerRecord_BrokerFeature_v3 = _e_RegisterBrokerRecord_BrokerFeature_v0
 def _d_RegisterBrokerRecord_RegisterBrokerRecord_v3(r):
     o = _new(RegisterBrokerRecord)
-    o.broker_id = r.int32()
-    o.is_migrating_zk_broker = r.bool()
+    o.broker_id, o.is_migrating_zk_broker = r.fixed(_P_io)
     o.incarnation_id = r.uuid()
     o.broker_epoch = r.int64()
     o.end_points = r.compact_array(_d_RegisterBrokerRecord_BrokerEndpoint_v3, 7)
     o.features = r.compact_array(_d_RegisterBrokerRecord_BrokerFeature_v3, 6)
     o.rack = r.compact_nullable_string()
-    o.fenced = r.bool()
-    o.in_controlled_shutdown = r.bool()
     o.log_dirs = []
+    o.fenced, o.in_controlled_shutdown = r.fixed(_P_oo)
 
     def known(r, tag, size):
         if tag == 0:
@@ -261,8 +272,7 @@ def _d_RegisterBrokerRecord_RegisterBrokerRecord_v3(r):
 
 
 def _e_RegisterBrokerRecord_RegisterBrokerRecord_v3(w, o):
-    w.int32(o.broker_id)
-    w.bool(o.is_migrating_zk_broker)
+    w.raw(_P_io.pack(o.broker_id, o.is_migrating_zk_broker))
     w.uuid(o.incarnation_id)
     w.int64(o.broker_epoch)
     _v = o.end_points
@@ -276,8 +286,7 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v3(w, o):
         for _x in _v:
             _e_RegisterBrokerRecord_BrokerFeature_v3(w, _x)
     w.compact_nullable_string(o.rack)
-    w.bool(o.fenced)
-    w.bool(o.in_controlled_shutdown)
+    w.raw(_P_oo.pack(o.fenced, o.in_controlled_shutdown))
     _t = list(o._unknown_tagged_fields or ())
     if o.log_dirs != []:
         _w, w = w, Writer()
@@ -288,7 +297,10 @@ def _e_RegisterBrokerRecord_RegisterBrokerRecord_v3(w, o):
                 w.uuid(_x)
         _t.append((0, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RegisterBrokerRecord: dict[int, Decoder] = {0: _d_RegisterBrokerRecord_RegisterBrokerRecord_v0, 1: _d_RegisterBrokerRecord_RegisterBrokerRecord_v1, 2: _d_RegisterBrokerRecord_RegisterBrokerRecord_v2, 3: _d_RegisterBrokerRecord_RegisterBrokerRecord_v3}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -69,12 +71,15 @@ class RegisterControllerRecord(Message):
         encode_with(_ENCODERS_RegisterControllerRecord, self, w, version)
 
 
+_P_Hh = _Packer('>Hh')
+_P_hh = _Packer('>hh')
+
+
 def _d_RegisterControllerRecord_ControllerEndpoint_v0(r):
     o = _new(RegisterControllerRecord.ControllerEndpoint)
     o.name = r.compact_string()
     o.host = r.compact_string()
-    o.port = r.uint16()
-    o.security_protocol = r.int16()
+    o.port, o.security_protocol = r.fixed(_P_Hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
@@ -82,27 +87,30 @@ def _d_RegisterControllerRecord_ControllerEndpoint_v0(r):
 def _e_RegisterControllerRecord_ControllerEndpoint_v0(w, o):
     w.compact_string(o.name)
     w.compact_string(o.host)
-    w.uint16(o.port)
-    w.int16(o.security_protocol)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_Hh.pack(o.port, o.security_protocol))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_RegisterControllerRecord_ControllerFeature_v0(r):
     o = _new(RegisterControllerRecord.ControllerFeature)
     o.name = r.compact_string()
-    o.min_supported_version = r.int16()
-    o.max_supported_version = r.int16()
+    o.min_supported_version, o.max_supported_version = r.fixed(_P_hh)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_RegisterControllerRecord_ControllerFeature_v0(w, o):
     w.compact_string(o.name)
-    w.int16(o.min_supported_version)
-    w.int16(o.max_supported_version)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_hh.pack(o.min_supported_version, o.max_supported_version))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_RegisterControllerRecord_RegisterControllerRecord_v0(r):
@@ -130,8 +138,11 @@ def _e_RegisterControllerRecord_RegisterControllerRecord_v0(w, o):
     if _v:
         for _x in _v:
             _e_RegisterControllerRecord_ControllerFeature_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_RegisterControllerRecord: dict[int, Decoder] = {0: _d_RegisterControllerRecord_RegisterControllerRecord_v0}

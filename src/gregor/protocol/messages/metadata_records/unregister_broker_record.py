@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -37,19 +39,23 @@ class UnregisterBrokerRecord(Message):
         encode_with(_ENCODERS_UnregisterBrokerRecord, self, w, version)
 
 
+_P_iq = _Packer('>iq')
+
+
 def _d_UnregisterBrokerRecord_UnregisterBrokerRecord_v0(r):
     o = _new(UnregisterBrokerRecord)
-    o.broker_id = r.int32()
-    o.broker_epoch = r.int64()
+    o.broker_id, o.broker_epoch = r.fixed(_P_iq)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
 
 
 def _e_UnregisterBrokerRecord_UnregisterBrokerRecord_v0(w, o):
-    w.int32(o.broker_id)
-    w.int64(o.broker_epoch)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    w.raw(_P_iq.pack(o.broker_id, o.broker_epoch))
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UnregisterBrokerRecord: dict[int, Decoder] = {0: _d_UnregisterBrokerRecord_UnregisterBrokerRecord_v0}

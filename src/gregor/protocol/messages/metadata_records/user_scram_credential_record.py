@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -64,8 +66,11 @@ def _e_UserScramCredentialRecord_UserScramCredentialRecord_v0(w, o):
     w.compact_bytes(o.stored_key)
     w.compact_bytes(o.server_key)
     w.int32(o.iterations)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_UserScramCredentialRecord: dict[int, Decoder] = {0: _d_UserScramCredentialRecord_UserScramCredentialRecord_v0}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -55,6 +57,10 @@ class QuorumStateData(Message):
         encode_with(_ENCODERS_QuorumStateData, self, w, version)
 
 
+_P_iii = _Packer('>iii')
+_P_iiiq = _Packer('>iiiq')
+
+
 def _d_QuorumStateData_Voter_v0(r):
     o = _new(QuorumStateData.Voter)
     o.voter_id = r.int32()
@@ -64,18 +70,18 @@ def _d_QuorumStateData_Voter_v0(r):
 
 def _e_QuorumStateData_Voter_v0(w, o):
     w.int32(o.voter_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_QuorumStateData_QuorumStateData_v0(r):
     o = _new(QuorumStateData)
     o.cluster_id = r.compact_string()
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
-    o.voted_id = r.int32()
     o.voted_directory_id = ZERO_UUID
-    o.applied_offset = r.int64()
+    o.leader_id, o.leader_epoch, o.voted_id, o.applied_offset = r.fixed(_P_iiiq)
     o.current_voters = r.compact_nullable_array(_d_QuorumStateData_Voter_v0, 5)
     o._unknown_tagged_fields = r.skip_tagged_fields()
     return o
@@ -83,17 +89,17 @@ def _d_QuorumStateData_QuorumStateData_v0(r):
 
 def _e_QuorumStateData_QuorumStateData_v0(w, o):
     w.compact_string(o.cluster_id)
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    w.int32(o.voted_id)
-    w.int64(o.applied_offset)
+    w.raw(_P_iiiq.pack(o.leader_id, o.leader_epoch, o.voted_id, o.applied_offset))
     _v = o.current_voters
     w.compact_array_length(_v, True)
     if _v:
         for _x in _v:
             _e_QuorumStateData_Voter_v0(w, _x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_QuorumStateData_Voter_v1(r):
@@ -104,16 +110,17 @@ def _d_QuorumStateData_Voter_v1(r):
 
 
 def _e_QuorumStateData_Voter_v1(w, o):
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_QuorumStateData_QuorumStateData_v1(r):
     o = _new(QuorumStateData)
     o.cluster_id = ""
-    o.leader_id = r.int32()
-    o.leader_epoch = r.int32()
-    o.voted_id = r.int32()
+    o.leader_id, o.leader_epoch, o.voted_id = r.fixed(_P_iii)
     o.voted_directory_id = r.uuid()
     o.applied_offset = 0
     o.current_voters = []
@@ -122,12 +129,13 @@ def _d_QuorumStateData_QuorumStateData_v1(r):
 
 
 def _e_QuorumStateData_QuorumStateData_v1(w, o):
-    w.int32(o.leader_id)
-    w.int32(o.leader_epoch)
-    w.int32(o.voted_id)
+    w.raw(_P_iii.pack(o.leader_id, o.leader_epoch, o.voted_id))
     w.uuid(o.voted_directory_id)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_QuorumStateData: dict[int, Decoder] = {0: _d_QuorumStateData_QuorumStateData_v0, 1: _d_QuorumStateData_QuorumStateData_v1}

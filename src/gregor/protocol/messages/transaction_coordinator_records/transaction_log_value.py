@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
+from struct import Struct as _Packer
 from typing import Self
 from uuid import UUID
 
@@ -63,6 +65,10 @@ class TransactionLogValue(Message):
         encode_with(_ENCODERS_TransactionLogValue, self, w, version)
 
 
+_P_qhib = _Packer('>qhib')
+_P_qq = _Packer('>qq')
+
+
 def _d_TransactionLogValue_PartitionsSchema_v0(r):
     o = _new(TransactionLogValue.PartitionsSchema)
     o.topic = r.string()
@@ -82,32 +88,24 @@ def _e_TransactionLogValue_PartitionsSchema_v0(w, o):
 
 def _d_TransactionLogValue_TransactionLogValue_v0(r):
     o = _new(TransactionLogValue)
-    o.producer_id = r.int64()
     o.previous_producer_id = -1
     o.next_producer_id = -1
-    o.producer_epoch = r.int16()
-    o.transaction_timeout_ms = r.int32()
-    o.transaction_status = r.int8()
+    o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = r.fixed(_P_qhib)
     o.transaction_partitions = r.nullable_array(_d_TransactionLogValue_PartitionsSchema_v0, 6)
-    o.transaction_last_update_timestamp_ms = r.int64()
-    o.transaction_start_timestamp_ms = r.int64()
     o.client_transaction_version = 0
+    o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = r.fixed(_P_qq)
     o._unknown_tagged_fields = None
     return o
 
 
 def _e_TransactionLogValue_TransactionLogValue_v0(w, o):
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.int32(o.transaction_timeout_ms)
-    w.int8(o.transaction_status)
+    w.raw(_P_qhib.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status))
     _v = o.transaction_partitions
     w.array_length(_v, True)
     if _v:
         for _x in _v:
             _e_TransactionLogValue_PartitionsSchema_v0(w, _x)
-    w.int64(o.transaction_last_update_timestamp_ms)
-    w.int64(o.transaction_start_timestamp_ms)
+    w.raw(_P_qq.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms))
 
 
 def _d_TransactionLogValue_PartitionsSchema_v1(r):
@@ -125,22 +123,21 @@ def _e_TransactionLogValue_PartitionsSchema_v1(w, o):
     if _v:
         for _x in _v:
             w.int32(_x)
-    _t = list(o._unknown_tagged_fields or ())
-    w.tagged_fields(_t)
+    _u = o._unknown_tagged_fields
+    if _u:
+        w.tagged_fields(list(_u))
+    else:
+        w.no_tagged_fields()
 
 
 def _d_TransactionLogValue_TransactionLogValue_v1(r):
     o = _new(TransactionLogValue)
-    o.producer_id = r.int64()
     o.previous_producer_id = -1
     o.next_producer_id = -1
-    o.producer_epoch = r.int16()
-    o.transaction_timeout_ms = r.int32()
-    o.transaction_status = r.int8()
+    o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = r.fixed(_P_qhib)
     o.transaction_partitions = r.compact_nullable_array(_d_TransactionLogValue_PartitionsSchema_v1, 3)
-    o.transaction_last_update_timestamp_ms = r.int64()
-    o.transaction_start_timestamp_ms = r.int64()
     o.client_transaction_version = 0
+    o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = r.fixed(_P_qq)
 
     def known(r, tag, size):
         if tag == 0:
@@ -158,17 +155,13 @@ def _d_TransactionLogValue_TransactionLogValue_v1(r):
 
 
 def _e_TransactionLogValue_TransactionLogValue_v1(w, o):
-    w.int64(o.producer_id)
-    w.int16(o.producer_epoch)
-    w.int32(o.transaction_timeout_ms)
-    w.int8(o.transaction_status)
+    w.raw(_P_qhib.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status))
     _v = o.transaction_partitions
     w.compact_array_length(_v, True)
     if _v:
         for _x in _v:
             _e_TransactionLogValue_PartitionsSchema_v1(w, _x)
-    w.int64(o.transaction_last_update_timestamp_ms)
-    w.int64(o.transaction_start_timestamp_ms)
+    w.raw(_P_qq.pack(o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms))
     _t = list(o._unknown_tagged_fields or ())
     if o.previous_producer_id != -1:
         _w, w = w, Writer()
@@ -185,7 +178,10 @@ def _e_TransactionLogValue_TransactionLogValue_v1(w, o):
         w.int16(o.client_transaction_version)
         _t.append((2, w.getvalue()))
         w = _w
-    w.tagged_fields(_t)
+    if _t:
+        w.tagged_fields(_t)
+    else:
+        w.no_tagged_fields()
 
 
 _DECODERS_TransactionLogValue: dict[int, Decoder] = {0: _d_TransactionLogValue_TransactionLogValue_v0, 1: _d_TransactionLogValue_TransactionLogValue_v1}

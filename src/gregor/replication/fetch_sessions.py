@@ -1,0 +1,163 @@
+"""Incremental fetch sessions for followers (KIP-227), the leader's side, sans-IO.
+
+A follower's fetch names every partition it follows from this leader, and every answer carries
+all of them, though nearly all are idle at any moment (the `__consumer_offsets` partitions a
+broker follows): decoding, serving and encoding them was most of a replication round's work.
+With a session the leader keeps the partitions and their fetch positions; the follower's next
+requests name only the partitions whose fetch position changed (and those to forget), and the
+answers only the partitions with something to say: records, an error, a diverging epoch, or a
+high watermark, last stable offset or log start offset other than last answered. The leader
+still reads every partition of the session on each fetch (a follower at the log end costs no
+read), so that an append to any of them completes a waiting fetch as before.
+
+Request metadata (Kafka's FetchMetadata): session id 0 with epoch 0 creates a session and is a
+full fetch, answered in full with the new session's id; session id 0 with epoch -1 is a full
+fetch without a session (answered with session id 0, as before sessions); a session id with
+epoch -1 closes that session, and the fetch is served without one; a session id with epoch 0
+replaces that session by a new one; a session id with its next epoch (1, 2, ...) is an
+incremental fetch. An unknown session id (or one of another replica) is answered
+FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH, and a session whose topics
+were named by name fetched with topic ids or the other way (a version change between fetches)
+FETCH_SESSION_TOPIC_ID_ERROR, with no partitions; the follower then starts a new session.
+
+Sessions are kept per follower: a follower's new session replaces its previous one (it has
+one fetcher link per leader), so their number is bounded by the brokers, and a session of a
+broker that goes away is dropped with its next one or when the leader restarts. A fetch that
+asks for a session when Kafka's default `max.incremental.fetch.session.cache.slots` (1000) are
+taken is served without one (any client may fetch as a follower where no authorizer guards it). Only follower
+fetches use sessions: consumers' fetches are answered sessionless (`handlers/fetch.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FetchRequest, FetchResponse
+
+INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+#: Kafka's default `max.incremental.fetch.session.cache.slots`: past it a new follower is served without a session
+MAX_SESSIONS = 1000
+
+#: A topic as a fetch names it: its id from Fetch v13, else its name
+TopicKey = Union[uuid.UUID, str]
+#: A partition of a session: its topic's key and its index
+SessionKey = tuple[TopicKey, int]
+
+
+@dataclass
+class _SessionPartition:
+    """A partition of a session: the fetch position the follower last named, and what the last
+    answer said of the partition (None before it was answered in this session)."""
+
+    request: FetchRequest.FetchPartition
+    answered: tuple[int, int, int] | None = None  # high watermark, last stable offset, log start offset
+
+
+@dataclass
+class FetchSession:
+    session_id: int
+    replica_id: int
+    by_id: bool  # its topics are named by id (Fetch v13+), else by name
+    next_epoch: int = 1
+    partitions: dict[SessionKey, _SessionPartition] = field(default_factory=dict)
+
+
+@dataclass
+class SessionFetch:
+    """One fetch within a session, as the leader serves it: the session's partitions (each with
+    its fetch position), and whether the answer is full (a new session) or incremental."""
+
+    session: FetchSession
+    full: bool
+
+    def entries(self) -> Iterator[tuple[SessionKey, FetchRequest.FetchPartition]]:
+        for key, cached in self.session.partitions.items():
+            yield key, cached.request
+
+    def says_nothing_new(self, key: SessionKey, high_watermark: int, last_stable_offset: int,
+                         log_start_offset: int) -> bool:
+        """Whether an incremental answer leaves out a partition with no records and no error
+        whose offsets are these (what the follower already knows)."""
+        if self.full:
+            return False
+        cached = self.session.partitions.get(key)
+        return cached is not None and cached.answered == (high_watermark, last_stable_offset, log_start_offset)
+
+    def select(self, key: SessionKey, data: FetchResponse.PartitionData) -> bool:
+        """Whether the answer carries this partition; called once per answer sent, which then
+        is what the follower knows of the partition."""
+        cached = self.session.partitions.get(key)
+        if cached is None:
+            return True
+        said = (data.high_watermark, data.last_stable_offset, data.log_start_offset)
+        changed = cached.answered != said
+        cached.answered = said
+        return (self.full or changed or bool(data.records) or data.error_code != ErrorCode.NONE
+                or data.diverging_epoch.epoch >= 0)
+
+
+def _key(topic: FetchRequest.FetchTopic, by_id: bool) -> TopicKey:
+    return topic.topic_id if by_id else topic.topic
+
+
+class FetchSessions:
+    """The leader's follower fetch sessions, one per follower at most."""
+
+    def __init__(self, first_id: int = 1, max_sessions: int = MAX_SESSIONS) -> None:
+        self._ids: Iterator[int] = itertools.count(first_id)
+        self._by_replica: dict[int, FetchSession] = {}
+        self._max_sessions = max_sessions
+
+    def __len__(self) -> int:
+        return len(self._by_replica)
+
+    def open(self, request: FetchRequest, replica_id: int, by_id: bool) -> SessionFetch | None | FetchResponse:
+        """What a follower's fetch asks of the sessions, taken once when it arrives: the session
+        fetch to serve, None for a fetch without a session, or the error answer."""
+        session_id, epoch = request.session_id, request.session_epoch
+        current = self._by_replica.get(replica_id)
+        if epoch == FINAL_EPOCH:
+            if current is not None and current.session_id == session_id:
+                del self._by_replica[replica_id]
+            return None
+        if epoch == INITIAL_EPOCH:
+            if current is None and len(self._by_replica) >= self._max_sessions:
+                return None  # answered without a session (session id 0): the follower goes on with full fetches
+            session = FetchSession(next(self._ids), replica_id, by_id)
+            for topic in request.topics:
+                for partition in topic.partitions:
+                    session.partitions[(_key(topic, by_id), partition.partition)] = _SessionPartition(partition)
+            self._by_replica[replica_id] = session
+            return SessionFetch(session, full=True)
+        if current is None or current.session_id != session_id:
+            return _error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        if epoch != current.next_epoch:
+            return _error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        if by_id != current.by_id:  # a session's topics are named one way (Kafka's answer to a mix)
+            del self._by_replica[replica_id]
+            return _error(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
+        current.next_epoch += 1
+        partitions = current.partitions
+        for topic in request.topics:
+            key = _key(topic, by_id)
+            for partition in topic.partitions:
+                cached = partitions.get((key, partition.partition))
+                if cached is None:
+                    partitions[(key, partition.partition)] = _SessionPartition(partition)
+                else:
+                    cached.request = partition
+        for forgotten in request.forgotten_topics_data:
+            key = forgotten.topic_id if by_id else forgotten.topic
+            for index in forgotten.partitions:
+                partitions.pop((key, index), None)
+        return SessionFetch(current, full=False)
+
+
+def _error(code: ErrorCode) -> FetchResponse:
+    return FetchResponse(throttle_time_ms=0, error_code=code, session_id=INVALID_SESSION_ID, responses=[])

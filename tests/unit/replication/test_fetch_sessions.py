@@ -1,0 +1,151 @@
+"""Incremental fetch sessions between a follower's fetcher links and a leader (KIP-227), over the wire."""
+
+from __future__ import annotations
+
+import uuid
+
+from gregor.metadata.image import PartitionRegistration
+from gregor.protocol.error_codes import ErrorCode
+from gregor.protocol.messages import FetchRequest, FetchResponse
+from gregor.protocol.primitives import Writer
+from gregor.replication.config import ReplicationConfig
+from gregor.replication.effects import SendFetch
+from gregor.replication.fetch_sessions import FetchSessions
+from gregor.replication.fetcher_links import FetcherLinks
+from gregor.replication.follower_fetch import serve_follower_fetch
+from gregor.replication.partition import Partition
+from gregor.storage.log import Log, LogConfig
+
+from tests.unit.storage.helpers import batch
+
+TOPIC, TOPIC_ID, VERSION = "t", uuid.UUID(int=7), 13
+PARTITIONS = 3
+
+
+def wire(message, decode_as):
+    writer = Writer()
+    message.encode_into(writer, VERSION)
+    return decode_as.decode(writer.getvalue(), VERSION)
+
+
+class Pair:
+    """Leader 1 and follower 2 of partitions 0..2 of one topic, the follower's links, the leader's sessions."""
+
+    def __init__(self, root) -> None:
+        config = ReplicationConfig()
+        registration = PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=1, leader_epoch=1, partition_epoch=1)
+        self.now = 0
+        self.leaders, self.followers = {}, {}
+        self.links = FetcherLinks(2, 500, lambda partition: True)
+        self.sessions: FetchSessions | None = FetchSessions()
+        for index in range(PARTITIONS):
+            for broker, hosted in ((1, self.leaders), (2, self.followers)):
+                log = Log(str(root / str(broker) / f"{TOPIC}-{index}"), LogConfig(), 0)
+                hosted[index] = partition = Partition(TOPIC, index, TOPIC_ID, log, broker, config)
+                self.carry_out(partition, partition.apply_registration(registration, 0))
+
+    def carry_out(self, partition: Partition, effects) -> None:
+        for effect in effects:
+            if isinstance(effect, SendFetch):
+                self.links.add(partition, effect)
+
+    def round(self) -> tuple[FetchRequest, FetchResponse]:
+        """The follower's next fetch reaches the leader, and its answer comes back."""
+        self.now += 10
+        (outgoing,) = self.links.ready()
+        request = wire(outgoing.request, FetchRequest)
+        opened = self.sessions.open(request, 2, True) if self.sessions is not None else None
+        if isinstance(opened, FetchResponse):
+            answer = opened
+        else:
+            served = serve_follower_fetch(request, 2, True, lambda name, index: self.leaders.get(index),
+                                          lambda topic_id: TOPIC if topic_id == TOPIC_ID else None, self.now, opened)
+            answer = served.response()
+        response = wire(answer, FetchResponse)
+        for partition, effects in self.links.on_response(1, outgoing.request_id, response, self.now):
+            self.carry_out(partition, effects)
+        return request, response
+
+
+def named(message) -> list[int]:
+    topics = message.topics if isinstance(message, FetchRequest) else message.responses
+    return sorted(p.partition if isinstance(message, FetchRequest) else p.partition_index
+                  for topic in topics for p in topic.partitions)
+
+
+def test_after_a_full_fetch_only_changed_partitions_travel(tmp_path):
+    pair = Pair(tmp_path)
+    request, response = pair.round()
+    assert (request.session_id, request.session_epoch, named(request)) == (0, 0, [0, 1, 2])
+    assert response.session_id != 0 and named(response) == [0, 1, 2]
+
+    request, response = pair.round()  # nothing new: an empty incremental fetch and answer
+    assert (request.session_id, request.session_epoch) == (response.session_id, 1)
+    assert named(request) == [] and named(response) == []
+
+    pair.leaders[1].append_as_leader(batch(2), pair.now, 1)
+    request, response = pair.round()
+    assert named(request) == [] and named(response) == [1]  # the records of partition 1
+    assert pair.followers[1].log.log_end_offset == 2 and pair.followers[1].high_watermark == 0
+
+    request, response = pair.round()  # the follower's new position moves the leader's high watermark
+    assert request.session_epoch == 3 and named(request) == [1] and named(response) == [1]
+    assert pair.leaders[1].high_watermark == 2 and pair.followers[1].high_watermark == 2
+    assert [pair.followers[i].high_watermark for i in (0, 2)] == [0, 0]
+
+
+def test_a_session_the_leader_lost_is_started_again_with_a_full_fetch(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.sessions = FetchSessions()  # the leader restarted
+    request, response = pair.round()
+    assert request.session_epoch == 1 and response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    request, response = pair.round()  # the partitions asked again at once, in a new session
+    assert (request.session_id, request.session_epoch, named(request)) == (0, 0, [0, 1, 2])
+    assert response.session_id != 0 and named(response) == [0, 1, 2]
+
+
+def test_a_wrong_epoch_is_refused(tmp_path):
+    pair = Pair(tmp_path)
+    request, response = pair.round()
+    request.session_id, request.session_epoch = response.session_id, 5
+    assert pair.sessions.open(request, 2, True).error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    request.session_epoch = 1
+    assert pair.sessions.open(request, 3, True).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_a_partition_no_longer_fetched_is_forgotten(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.leaders[2].apply_registration(PartitionRegistration(  # broker 3 leads partition 2 in a new epoch
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=3, leader_epoch=2, partition_epoch=2), pair.now)
+    _, response = pair.round()
+    assert [(p.partition_index, p.error_code) for t in response.responses for p in t.partitions] == [
+        (2, ErrorCode.FENCED_LEADER_EPOCH)]
+    request, response = pair.round()  # the fenced follower waits for the metadata, and stops fetching
+    assert [(t.topic_id, t.partitions) for t in request.forgotten_topics_data] == [(TOPIC_ID, [2])]
+    assert named(request) == [] and named(response) == []
+
+
+def test_a_leader_without_sessions_gets_full_fetches(tmp_path):
+    pair = Pair(tmp_path)
+    pair.sessions = None
+    for _ in range(2):
+        request, response = pair.round()
+        assert (request.session_id, request.session_epoch, named(request)) == (0, 0, [0, 1, 2])
+        assert response.session_id == 0 and named(response) == [0, 1, 2]
+
+
+def test_past_the_session_slots_a_new_follower_is_served_without_a_session(tmp_path):
+    sessions = FetchSessions(max_sessions=1)
+    request = FetchRequest(replica_id=2, session_id=0, session_epoch=0, topics=[])
+    assert sessions.open(request, 2, True).full and sessions.open(request, 2, True).full  # its own, replaced
+    assert sessions.open(request, 3, True) is None and len(sessions) == 1
+
+
+def test_idle_partitions_of_a_session_still_count_the_follower_as_fetching(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    request, response = pair.round()  # an empty incremental fetch still serves every partition
+    assert named(request) == [] and named(response) == []
+    assert {pair.leaders[i].remote[2].last_caught_up_ms for i in range(PARTITIONS)} == {pair.now}

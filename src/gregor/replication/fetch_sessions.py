@@ -43,6 +43,13 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 #: Kafka's default `max.incremental.fetch.session.cache.slots`: past it a new follower is served without a session
 MAX_SESSIONS = 1000
+_MAX_EPOCH = 2**31 - 1
+
+
+def next_epoch(epoch: int) -> int:
+    """The epoch after `epoch`: an int32 that wraps to 1 (0 would open a new session), as Kafka's
+    FetchMetadata.nextEpoch; a busy link reaches 2^31 fetches in weeks."""
+    return 1 if epoch >= _MAX_EPOCH else epoch + 1
 
 #: A topic as a fetch names it: its id from Fetch v13, else its name
 TopicKey = Union[uuid.UUID, str]
@@ -142,7 +149,7 @@ class FetchSessions:
         if by_id != current.by_id:  # a session's topics are named one way (Kafka's answer to a mix)
             del self._by_replica[replica_id]
             return _error(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
-        current.next_epoch += 1
+        current.next_epoch = next_epoch(current.next_epoch)
         partitions = current.partitions
         for topic in request.topics:
             key = _key(topic, by_id)

@@ -31,7 +31,7 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from gregor.protocol.primitives import ZERO_UUID
 from gregor.replication.effects import Effect, SendFetch, SendOffsetsForLeaderEpoch
-from gregor.replication.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID
+from gregor.replication.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from gregor.replication.partition import Partition
 
 REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
@@ -212,13 +212,13 @@ class FetcherLinks:
             return code in _SESSION_ERRORS
         if session.session_id == INVALID_SESSION_ID:
             if response.session_id != INVALID_SESSION_ID:  # the leader created the session the fetch asked for
-                session.session_id, session.next_epoch = response.session_id, INITIAL_EPOCH + 1
+                session.session_id, session.next_epoch = response.session_id, next_epoch(INITIAL_EPOCH)
                 session.positions = session.sent
             return False
         if response.session_id != session.session_id:  # the leader answered without the session
             session.reset()
             return True
-        session.next_epoch += 1
+        session.next_epoch = next_epoch(session.next_epoch)
         session.positions.update(session.sent)
         for key in session.forgotten:
             session.positions.pop(key, None)

@@ -10,7 +10,7 @@ from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.protocol.primitives import Writer
 from gregor.replication.config import ReplicationConfig
 from gregor.replication.effects import SendFetch
-from gregor.replication.fetch_sessions import FetchSessions
+from gregor.replication.fetch_sessions import FetchSessions, next_epoch
 from gregor.replication.fetcher_links import FetcherLinks
 from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import Partition
@@ -149,3 +149,14 @@ def test_idle_partitions_of_a_session_still_count_the_follower_as_fetching(tmp_p
     request, response = pair.round()  # an empty incremental fetch still serves every partition
     assert named(request) == [] and named(response) == []
     assert {pair.leaders[i].remote[2].last_caught_up_ms for i in range(PARTITIONS)} == {pair.now}
+
+
+def test_the_session_epoch_wraps_past_int32_to_one_on_both_sides(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.links._links[1].session.next_epoch = pair.sessions._by_replica[2].next_epoch = 2**31 - 1
+    request, response = pair.round()
+    assert (request.session_epoch, response.error_code) == (2**31 - 1, ErrorCode.NONE)
+    request, response = pair.round()  # it would not encode as an int32 without the wrap
+    assert (request.session_epoch, response.error_code) == (1, ErrorCode.NONE)
+    assert next_epoch(0) == 1 and next_epoch(41) == 42

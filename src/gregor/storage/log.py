@@ -382,7 +382,7 @@ class Log:
         last_offset = offset - 1
         segment = self._maybe_roll(len(data), last_offset, max_timestamp, now_ms)
         _write(segment, data, described, now_ms)
-        self._recent.record(segment, self.truncations, first_offset, segment.size - len(data), bytes(data))
+        self._recent.record(segment, self.truncations, first_offset, segment.size - len(data), data)
         if producers is not None:
             for txn in producers.commit():
                 self._complete_txn(txn, segment)

@@ -32,9 +32,11 @@ class RecentAppends:
         self._segment, self._generation = segment, generation
         self._bases, self._positions, self._chunks, self._size = [], [], [], 0
 
-    def record(self, segment: Any, generation: int, base_offset: int, position: int, data: bytes) -> None:
+    def record(self, segment: Any, generation: int, base_offset: int, position: int,
+               data: bytes | bytearray | memoryview) -> None:
         """`data`, batches from `base_offset`, was just written at `position` of `segment` (the
-        active one), in truncation `generation` of the log."""
+        active one), in truncation `generation` of the log. It is copied only when kept (an
+        append over `MAX_BYTES` is not: it would evict everything, and copying it costs)."""
         chunks = self._chunks
         if (segment is not self._segment or generation != self._generation
                 or (chunks and position != self._positions[-1] + len(chunks[-1]))):
@@ -45,7 +47,7 @@ class RecentAppends:
         chunks = self._chunks
         self._bases.append(base_offset)
         self._positions.append(position)
-        chunks.append(data)
+        chunks.append(bytes(data))
         self._size += len(data)
         while self._size > MAX_BYTES:
             self._size -= len(chunks.pop(0))

@@ -148,7 +148,10 @@ class _Replication:
             self._then(error)
 
     def then(self, callback: Callable[[ErrorCode], None]) -> None:
+        """Hand the outcome to `callback`: when it comes, or now if it came already."""
         self._then = callback
+        if self.error is not None:
+            callback(self.error)
 
 
 def _when_replicated(response: ProduceResponse, waiting: list[tuple[_PartitionResponse, _Replication]]) -> LaterAnswer:

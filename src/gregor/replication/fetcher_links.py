@@ -64,10 +64,14 @@ class _Session:
     sent: dict[Key, FetchRequest.FetchPartition] = field(default_factory=dict)  # named by the request in flight
     forgotten: list[Key] = field(default_factory=list)  # forgotten by the request in flight
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # of the topics named, for forgetting them
+    strays: list[tuple[Union[uuid.UUID, str], int]] = field(default_factory=list)
+    """Partitions the leader's session answered that this follower does not fetch (a topic deleted
+    and created again under its name between two fetches leaves the old id there): the next
+    request forgets them, or the leader would answer their error at once on every fetch."""
 
     def reset(self) -> None:
         self.session_id, self.next_epoch = INVALID_SESSION_ID, INITIAL_EPOCH
-        self.positions, self.sent, self.forgotten = {}, {}, []
+        self.positions, self.sent, self.forgotten, self.strays = {}, {}, [], []
 
 
 @dataclass
@@ -133,18 +137,21 @@ class FetcherLinks:
             session.topic_ids[partition.topic] = partition.topic_id
             by_topic.setdefault((partition.topic_id, partition.topic), []).append(effect.partition)
         session.forgotten = [key for key in session.positions if key not in fetches] if incremental else []
-        forgotten: dict[str, list[int]] = {}
+        forgotten: dict[tuple[str, uuid.UUID], list[int]] = {}
         for topic, index in session.forgotten:
-            forgotten.setdefault(topic, []).append(index)
+            forgotten.setdefault((topic, session.topic_ids.get(topic, ZERO_UUID)), []).append(index)
+        for topic_key, index in session.strays if incremental else ():
+            named = ("", topic_key) if isinstance(topic_key, uuid.UUID) else (topic_key, ZERO_UUID)
+            forgotten.setdefault(named, []).append(index)
+        session.strays = []
         return FetchRequest(replica_id=self.broker_id, replica_state=FetchRequest.ReplicaState(replica_id=self.broker_id),
                             max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.response_max_bytes,
                             isolation_level=0, session_id=session.session_id, session_epoch=session.next_epoch,
                             topics=[FetchRequest.FetchTopic(topic_id=topic_id, topic=name, partitions=partitions)
                                     for (topic_id, name), partitions in by_topic.items()],
                             forgotten_topics_data=[
-                                FetchRequest.ForgottenTopic(topic=topic, topic_id=session.topic_ids.get(topic, ZERO_UUID),
-                                                            partitions=indexes)
-                                for topic, indexes in forgotten.items()])
+                                FetchRequest.ForgottenTopic(topic=topic, topic_id=topic_id, partitions=indexes)
+                                for (topic, topic_id), indexes in forgotten.items()])
 
     @staticmethod
     def _epoch_request(asks: _Carried) -> OffsetForLeaderEpochRequest:
@@ -174,9 +181,12 @@ class FetcherLinks:
             incremental = link.session.session_id != INVALID_SESSION_ID
             unchanged = self._session_answered(link.session, response)
             # topics come back by id from v13, by name before
-            answers: dict[tuple[object, int], FetchResponse.PartitionData] = {
+            answers: dict[tuple[Union[uuid.UUID, str], int], FetchResponse.PartitionData] = {
                 (topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index): data
                 for topic in response.responses for data in topic.partitions}
+            if incremental and unchanged and response.error_code == ErrorCode.NONE:
+                fetched = {(k, p.index) for p, _ in carried.values() for k in (p.topic_id, p.topic)}
+                link.session.strays = [key for key in answers if key not in fetched]
             results = []
             for key, (partition, effect) in carried.items():
                 data = answers.get((partition.topic_id, partition.index)) or answers.get(

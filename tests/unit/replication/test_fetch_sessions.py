@@ -10,7 +10,7 @@ from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.protocol.primitives import Writer
 from gregor.replication.config import ReplicationConfig
 from gregor.replication.effects import SendFetch
-from gregor.replication.fetch_sessions import FetchSessions, next_epoch
+from gregor.replication.fetch_sessions import FetchSessions, _SessionPartition, next_epoch
 from gregor.replication.fetcher_links import FetcherLinks
 from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import Partition
@@ -160,3 +160,18 @@ def test_the_session_epoch_wraps_past_int32_to_one_on_both_sides(tmp_path):
     request, response = pair.round()  # it would not encode as an int32 without the wrap
     assert (request.session_epoch, response.error_code) == (1, ErrorCode.NONE)
     assert next_epoch(0) == 1 and next_epoch(41) == 42
+
+
+def test_a_partition_the_leader_answers_but_the_follower_does_not_fetch_is_forgotten(tmp_path):
+    """A topic deleted and created again under its name between two fetches can leave the old
+    id's partition in the leader's session; its error must not be answered on every fetch."""
+    pair = Pair(tmp_path)
+    pair.round()
+    old_id = uuid.uuid4()
+    pair.sessions._by_replica[2].partitions[(old_id, 0)] = _SessionPartition(FetchRequest.FetchPartition(partition=0))
+    _, response = pair.round()
+    assert [(t.topic_id, p.error_code) for t in response.responses for p in t.partitions] == [
+        (old_id, ErrorCode.UNKNOWN_TOPIC_ID)]
+    request, response = pair.round()
+    assert [(t.topic_id, t.partitions) for t in request.forgotten_topics_data] == [(old_id, [0])]
+    assert (old_id, 0) not in pair.sessions._by_replica[2].partitions and named(response) == []

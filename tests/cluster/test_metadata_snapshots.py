@@ -21,7 +21,10 @@ def test_a_broker_that_missed_the_log_prefix_catches_up_from_the_snapshot(tmp_pa
     try:
         cluster.create_topic("old", 2)
         away = cluster.brokers[max(cluster.brokers)]
-        assert sorted(name for name in os.listdir(away.data_dir) if name.startswith("old-")) == ["old-0", "old-1"]
+        deadline = time.monotonic() + 10  # create_topic returns once the topic is known, not once each broker made its logs
+        while sorted(name for name in os.listdir(away.data_dir) if name.startswith("old-")) != ["old-0", "old-1"]:
+            assert time.monotonic() < deadline, os.listdir(away.data_dir)
+            time.sleep(0.1)
         away.kill9()
         admin = cluster.admin()
         admin.delete_topics(["old"], operation_timeout=30)["old"].result(40)

@@ -58,7 +58,7 @@ SessionKey = tuple[TopicKey, int]
 
 
 @dataclass
-class _SessionPartition:
+class SessionPartition:
     """A partition of a session: the fetch position the follower last named, and what the last
     answer said of the partition (None before it was answered in this session)."""
 
@@ -72,7 +72,22 @@ class FetchSession:
     replica_id: int
     by_id: bool  # its topics are named by id (Fetch v13+), else by name
     next_epoch: int = 1
-    partitions: dict[SessionKey, _SessionPartition] = field(default_factory=dict)
+    partitions: dict[SessionKey, SessionPartition] = field(default_factory=dict)
+    _by_topic: dict[TopicKey, list[SessionPartition]] | None = None
+
+    def by_topic(self) -> dict[TopicKey, list[SessionPartition]]:
+        """The partitions grouped by topic, kept until the session's partitions change (every
+        fetch of the session serves them all)."""
+        if self._by_topic is None:
+            grouped: dict[TopicKey, list[SessionPartition]] = {}
+            for (topic_key, _), cached in self.partitions.items():
+                grouped.setdefault(topic_key, []).append(cached)
+            self._by_topic = grouped
+        return self._by_topic
+
+    def changed(self) -> None:
+        """Partitions were added or forgotten."""
+        self._by_topic = None
 
 
 @dataclass
@@ -83,18 +98,11 @@ class SessionFetch:
     session: FetchSession
     full: bool
 
-    def entries(self) -> Iterator[tuple[SessionKey, FetchRequest.FetchPartition]]:
-        for key, cached in self.session.partitions.items():
-            yield key, cached.request
-
-    def says_nothing_new(self, key: SessionKey, high_watermark: int, last_stable_offset: int,
+    def says_nothing_new(self, cached: SessionPartition, high_watermark: int, last_stable_offset: int,
                          log_start_offset: int) -> bool:
-        """Whether an incremental answer leaves out a partition with no records and no error
-        whose offsets are these (what the follower already knows)."""
-        if self.full:
-            return False
-        cached = self.session.partitions.get(key)
-        return cached is not None and cached.answered == (high_watermark, last_stable_offset, log_start_offset)
+        """Whether an incremental answer leaves out a partition of the session with no records
+        and no error whose offsets are these (what the follower already knows)."""
+        return not self.full and cached.answered == (high_watermark, last_stable_offset, log_start_offset)
 
     def select(self, key: SessionKey, data: FetchResponse.PartitionData) -> bool:
         """Whether the answer carries this partition; called once per answer sent, which then
@@ -139,7 +147,7 @@ class FetchSessions:
             session = FetchSession(next(self._ids), replica_id, by_id)
             for topic in request.topics:
                 for partition in topic.partitions:
-                    session.partitions[(_key(topic, by_id), partition.partition)] = _SessionPartition(partition)
+                    session.partitions[(_key(topic, by_id), partition.partition)] = SessionPartition(partition)
             self._by_replica[replica_id] = session
             return SessionFetch(session, full=True)
         if current is None or current.session_id != session_id:
@@ -156,13 +164,15 @@ class FetchSessions:
             for partition in topic.partitions:
                 cached = partitions.get((key, partition.partition))
                 if cached is None:
-                    partitions[(key, partition.partition)] = _SessionPartition(partition)
+                    partitions[(key, partition.partition)] = SessionPartition(partition)
+                    current.changed()
                 else:
                     cached.request = partition
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if by_id else forgotten.topic
             for index in forgotten.partitions:
-                partitions.pop((key, index), None)
+                if partitions.pop((key, index), None) is not None:
+                    current.changed()
         return SessionFetch(current, full=False)
 
 

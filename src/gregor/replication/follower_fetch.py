@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.replication.effects import Effect
-from gregor.replication.fetch_sessions import SessionFetch, TopicKey
+from gregor.replication.fetch_sessions import SessionFetch, TopicKey, SessionPartition
 from gregor.replication.partition import Partition
 
 _Topic = FetchResponse.FetchableTopicResponse
@@ -67,16 +67,15 @@ class FollowerFetch:
 
 
 def _requested(request: FetchRequest, by_id: bool, session: SessionFetch | None
-               ) -> Iterator[tuple[TopicKey, list[FetchRequest.FetchPartition]]]:
-    """The partitions to serve by topic: the request's, or every partition of its session."""
+               ) -> Iterator[tuple[TopicKey, list[tuple[FetchRequest.FetchPartition, SessionPartition | None]]]]:
+    """The partitions to serve by topic, with their place in the session: the request's, or
+    every partition of its session."""
     if session is None:
         for fetch_topic in request.topics:
-            yield (fetch_topic.topic_id if by_id else fetch_topic.topic), fetch_topic.partitions
+            yield (fetch_topic.topic_id if by_id else fetch_topic.topic), [(p, None) for p in fetch_topic.partitions]
         return
-    by_topic: dict[TopicKey, list[FetchRequest.FetchPartition]] = {}
-    for (topic_key, _), fetch_partition in session.entries():
-        by_topic.setdefault(topic_key, []).append(fetch_partition)
-    yield from by_topic.items()
+    for topic_key, cached in session.session.by_topic().items():
+        yield topic_key, [(entry.request, entry) for entry in cached]
 
 
 def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
@@ -86,10 +85,11 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
     """Read every partition the follower asks for (topics by id from Fetch v13, else by name), or
     with `session` (`FetchSessions.open`) every partition of the fetch session."""
     served = FollowerFetch(session=session)
+    incremental = session is not None and not session.full
     for topic_key, fetch_partitions in _requested(request, by_id, session):
         name = topic_name(topic_key) if isinstance(topic_key, uuid.UUID) else topic_key
         partitions = []
-        for fetch_partition in fetch_partitions:
+        for fetch_partition, cached in fetch_partitions:
             partition = partition_of(name, fetch_partition.partition) if name else None
             if partition is None:
                 partitions.append(_Partition(
@@ -99,6 +99,13 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                 served.urgent = True
                 continue
             assert name is not None
+            if incremental and cached is not None:
+                offsets = partition.follower_still_caught_up(replica_id, fetch_partition, now_ms)
+                if offsets is not None:  # idle: answered only when its offsets moved
+                    served.keys.append((name, fetch_partition.partition))
+                    if cached.answered != offsets:
+                        partitions.append(partition.answer_at_log_end())
+                    continue
             known = partition.remote.get(replica_id)
             fetch_offset = fetch_partition.fetch_offset
             idle = known is not None and known.log_end_offset == fetch_offset == partition.log.log_end_offset
@@ -109,8 +116,8 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                     if at_end or partition.high_watermark != high_watermark:
                         served.effects.append((partition, at_end))
                     served.keys.append((name, fetch_partition.partition))
-                    if not session.says_nothing_new((topic_key, fetch_partition.partition), partition.high_watermark,
-                                                    partition.last_stable_offset, partition.log_start_offset):
+                    if cached is None or not session.says_nothing_new(
+                            cached, partition.high_watermark, partition.last_stable_offset, partition.log_start_offset):
                         partitions.append(partition.answer_at_log_end())
                     continue
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, now_ms)

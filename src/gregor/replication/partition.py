@@ -394,6 +394,27 @@ class Partition:
         effects.extend(self._update_high_watermark(now_ms))
         return effects
 
+    def follower_still_caught_up(self, replica_id: int, request: FetchRequest.FetchPartition,
+                                 now_ms: int) -> tuple[int, int, int] | None:
+        """`fetch_at_log_end`'s commonest case in a few comparisons: an in-sync follower asking
+        again from the log end, which is the high watermark, with no produce waiting here. The
+        fetch only records that the follower is caught up now: no effect, no high watermark move
+        (every ISR member is at the log end). Returns the high watermark, last stable offset and
+        log start offset its answer carries; None for any other fetch (serve it as usual).
+        A leader serves every idle partition of a fetch session this way on every fetch."""
+        log = self.log
+        leader_end = log.segments[-1].next_offset
+        follower = self.remote.get(replica_id)
+        epoch = request.current_leader_epoch
+        if (follower is None or request.fetch_offset != leader_end or follower.log_end_offset != leader_end
+                or log.high_watermark != leader_end or self.delayed or self.leader_id != self.broker_id
+                or (epoch >= 0 and epoch != self.leader_epoch) or replica_id not in self.isr_state.committed
+                or (request.last_fetched_epoch >= 0
+                    and request.last_fetched_epoch != log.leader_epoch_cache.latest_epoch)):
+            return None
+        follower.update_fetch_state(leader_end, leader_end, now_ms)
+        return leader_end, log.last_stable_offset, log.log_start_offset
+
     def answer_at_log_end(self) -> FetchResponse.PartitionData:
         """The answer `fetch_for_follower` gives a follower at the log end (no records)."""
         return FetchResponse.PartitionData(partition_index=self.index, high_watermark=self.high_watermark,

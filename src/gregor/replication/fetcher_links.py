@@ -131,8 +131,13 @@ class FetcherLinks:
         session.sent = {}
         for key, (partition, effect) in fetches.items():
             assert isinstance(effect, SendFetch)
-            if incremental and _same_position(session.positions.get(key), effect.partition):
-                continue
+            if incremental:
+                known = session.positions.get(key)
+                if known is effect.partition:  # the same fetch rides again
+                    continue
+                if _same_position(known, effect.partition):
+                    session.positions[key] = effect.partition  # an equal position: the next check is by identity
+                    continue
             session.sent[key] = effect.partition
             session.topic_ids[partition.topic] = partition.topic_id
             by_topic.setdefault((partition.topic_id, partition.topic), []).append(effect.partition)
@@ -180,17 +185,12 @@ class FetcherLinks:
             link = self._links[leader_id]
             incremental = link.session.session_id != INVALID_SESSION_ID
             unchanged = self._session_answered(link.session, response)
-            # topics come back by id from v13, by name before
-            answers: dict[tuple[Union[uuid.UUID, str], int], FetchResponse.PartitionData] = {
-                (topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index): data
-                for topic in response.responses for data in topic.partitions}
+            answers, strays = _answers(response, carried)
             if incremental and unchanged and response.error_code == ErrorCode.NONE:
-                fetched = {(k, p.index) for p, _ in carried.values() for k in (p.topic_id, p.topic)}
-                link.session.strays = [key for key in answers if key not in fetched]
+                link.session.strays = strays
             results = []
             for key, (partition, effect) in carried.items():
-                data = answers.get((partition.topic_id, partition.index)) or answers.get(
-                    (partition.topic, partition.index))
+                data = answers.get(key)
                 if data is None and incremental and unchanged and response.error_code == ErrorCode.NONE \
                         and self._is_current(partition) and partition.still_fetching(effect.request_id, now_ms):
                     link.fetches[key] = (partition, effect)  # nothing new: its fetch rides in the next request
@@ -252,6 +252,30 @@ class FetcherLinks:
                     effect.request_id, OffsetForLeaderEpochResponse.EpochEndOffset(
                         partition=partition.index, error_code=ErrorCode.NETWORK_EXCEPTION), now_ms)))
         return results
+
+
+def _answers(response: FetchResponse, carried: _Carried
+             ) -> tuple[dict[Key, FetchResponse.PartitionData], list[tuple[Union[uuid.UUID, str], int]]]:
+    """The answer's partitions by the key of the fetch that carried them, and those it answers
+    that the fetch did not carry (topics come back by id from v13, by name before; an id is
+    matched through the carried partitions' ids, compared as ints: a UUID hashes in Python)."""
+    answers: dict[Key, FetchResponse.PartitionData] = {}
+    strays: list[tuple[Union[uuid.UUID, str], int]] = []
+    names: dict[int, str] | None = None
+    for topic in response.responses:
+        if topic.topic_id.int:
+            if names is None:
+                names = {partition.topic_id.int: partition.topic for partition, _ in carried.values()}
+            name = names.get(topic.topic_id.int)
+        else:
+            name = topic.topic
+        for data in topic.partitions:
+            key = (name, data.partition_index) if name is not None else None
+            if key is not None and key in carried:
+                answers[key] = data
+            else:
+                strays.append((topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index))
+    return answers, strays
 
 
 def _same_position(known: FetchRequest.FetchPartition | None, asked: FetchRequest.FetchPartition) -> bool:

@@ -117,19 +117,28 @@ class Pipelined:
 
 class LaterAnswer(asyncio.Future):
     """A handler's answer that comes later, encoded the moment it is given: the dispatcher sets
-    `encode` when the handler returns it, so the connection's done-callback, the only one
-    scheduled, finds the bytes ready (each future chained to another costs a loop iteration)."""
+    `encode` when the handler returns it. The connection sets `given` instead of a done-callback,
+    called in the step that gives the answer, so the answer is written then, not a loop turn later
+    behind whatever that turn carries (each future chained to another costs a loop iteration)."""
 
     encode: Callable[[Any], Any] | None = None
+    given: Callable[[], None] | None = None
 
     def set_result(self, result: Any) -> None:
         if self.encode is not None:
             try:
                 result = self.encode(result)
             except Exception as error:  # noqa: BLE001 - the connection closes on it, as on a coroutine's
-                super().set_exception(error)
+                self.set_exception(error)
                 return
         super().set_result(result)
+        if self.given is not None:
+            self.given()
+
+    def set_exception(self, exception: BaseException | type[BaseException]) -> None:
+        super().set_exception(exception)
+        if self.given is not None:
+            self.given()
 
 
 class Throttled:
@@ -252,6 +261,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._handshake: asyncio.Future | None = None
         self._securing = False  # TLS handshake under way: frames are queued, not dispatched yet
         self._early: bytearray | None = None  # a TLS connection's bytes read before the TLS layer took over
+        self._draining = False  # inside `_drain`: an answer given meanwhile is written when it ends
+        self._given_while_draining = False
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
         self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
@@ -428,8 +439,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _drain(self) -> None:
         """Dispatch queued requests in order until one must be answered before the next runs."""
-        if self._securing:
+        if self._securing or self._draining:
             return
+        self._draining = True
+        try:
+            closing = self._dispatch_queued()
+        finally:
+            self._draining = False
+        if closing:
+            return
+        if self._given_while_draining:  # after the answers given at once, in request order
+            self._given_while_draining = False
+            self._flush()
+            if self._queue:
+                asyncio.get_running_loop().call_soon(self._drain)
+        if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+    def _dispatch_queued(self) -> bool:
+        """Dispatch what may go now; True when a request closed the connection."""
         ready: list[bytes | bytearray | memoryview] = []  # answers given at once, written together
         while (self._queue and self._transport is not None and self._blocking is None
                and self._muted is None and len(self._answers) < _MAX_PIPELINED):
@@ -440,7 +469,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.info("closing connection from %s: %s", self.info.peer, reason)
                 self._write(ready)
                 self._close_after(reason)
-                return
+                return True
             if isinstance(result, Pipelined):
                 self._expect(asyncio.ensure_future(result.awaitable))
             elif inspect.isawaitable(result):
@@ -453,9 +482,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             else:
                 self._out(result, ready)
         self._write(ready)
-        if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
-            self._reading_paused = False
-            self._transport.resume_reading()
+        return False
 
     def _unthrottled(self, result: object) -> object:
         """The answer inside a `Throttled` one, muting the connection for its delay."""
@@ -473,11 +500,31 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _expect(self, answer: asyncio.Future) -> None:
         self._answers.append(answer)
-        answer.add_done_callback(self._answered)
+        if isinstance(answer, LaterAnswer) and answer.given is None and not answer.done():
+            answer.given = self._given
+        else:
+            answer.add_done_callback(self._answered)
 
     def _answered(self, _answer: asyncio.Future) -> None:
         self._flush()
         self._drain()
+
+    def _given(self) -> None:
+        """A `LaterAnswer` was given, in the step of whatever gave it (often a request of another
+        connection): write what is ready now. The requests queued behind it are dispatched a loop
+        turn later, never inside that step; during this connection's own dispatching the answer
+        is written when the dispatching ends, after the answers given before it."""
+        if self._draining:
+            self._given_while_draining = True
+            return
+        try:
+            self._flush()
+        except Exception:  # noqa: BLE001 - not the giver's failure: it must not reach the giver's request
+            log.exception("writing an answer to %s failed; closing its connection", self.info.peer)
+            self._close()
+            return
+        if self._queue:
+            asyncio.get_running_loop().call_soon(self._drain)
 
     def _flush(self) -> None:
         """Send the answers that are ready, in request order, in one write: on loopback each

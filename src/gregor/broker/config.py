@@ -392,6 +392,7 @@ class BrokerConfig:
         self.advertised_listeners = (
             parse_listeners(",".join(advertised), "advertised.listeners") if advertised else self.listeners
         )
+        self._inter_broker_listener = self._find_inter_broker_listener()
         self._validate()
         if self.embedded:
             for name, raw in EMBEDDED_DEFAULTS.items():
@@ -606,7 +607,10 @@ class BrokerConfig:
     @property
     def inter_broker_listener(self) -> str:
         """The listener followers fetch from leaders on: `inter.broker.listener.name`, else the
-        first client listener."""
+        first client listener (found once: every follower fetch asks, on both sides)."""
+        return self._inter_broker_listener
+
+    def _find_inter_broker_listener(self) -> str:
         name = self.get("inter.broker.listener.name")
         if name:
             return name.upper()

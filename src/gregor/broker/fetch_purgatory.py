@@ -6,9 +6,11 @@ or its max wait ends; one timer, armed for the earliest deadline, expires them. 
 stay in the sans-IO purgatory, which the replication simulator runs too.
 
 A consumer's or follower's fetch parks with the function that answers it (`park_answer`): the
-event that makes it due reads and encodes its answer at once, in the same step (Kafka's
-DelayedFetch completes in the thread of the produce or fetch that satisfied it), instead of
-through a future whose callback runs a loop turn later, behind whatever else that turn carries.
+event that makes it due has it read and encoded at the end of its step (`step`: once the
+connection whose requests made it due has dispatched them all, so that a burst of produces
+goes out in one answer), instead of through a future whose callback runs a loop turn later,
+behind whatever else that turn carries. Kafka completes a DelayedFetch in the thread of the
+produce or fetch that satisfied it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Callable, Hashable, Iterable, Union
 from gregor.broker.clock import Clock, wall_clock_ms
 from gregor.broker.deadline_timer import DeadlineTimer
 from gregor.broker.network import LaterAnswer
+from gregor.broker.step import at_end
 from gregor.replication.delayed_fetch import Condition, DelayedFetches
 
 
@@ -96,6 +99,6 @@ class FetchPurgatory:
 def _release(tokens: list[_Token]) -> None:
     for token in tokens:
         if isinstance(token, _Answer):
-            token.release()
+            at_end(token.release)
         elif not token.done():
             token.set_result(None)

@@ -48,6 +48,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
+from gregor.broker.step import Step, at_end
+
 log = logging.getLogger("gregor.network")
 
 _SIZE = struct.Struct(">i")
@@ -261,8 +263,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._handshake: asyncio.Future | None = None
         self._securing = False  # TLS handshake under way: frames are queued, not dispatched yet
         self._early: bytearray | None = None  # a TLS connection's bytes read before the TLS layer took over
-        self._draining = False  # inside `_drain`: an answer given meanwhile is written when it ends
-        self._given_while_draining = False
+        self._flush_due = False  # a LaterAnswer was given: written at the end of the step that gave it
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
         self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
@@ -439,20 +440,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _drain(self) -> None:
         """Dispatch queued requests in order until one must be answered before the next runs."""
-        if self._securing or self._draining:
+        if self._securing:
             return
-        self._draining = True
-        try:
+        with Step():  # what these requests give other connections goes out when they are dispatched
             closing = self._dispatch_queued()
-        finally:
-            self._draining = False
         if closing:
             return
-        if self._given_while_draining:  # after the answers given at once, in request order
-            self._given_while_draining = False
-            self._flush()
-            if self._queue:
-                asyncio.get_running_loop().call_soon(self._drain)
         if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
             self._reading_paused = False
             self._transport.resume_reading()
@@ -511,12 +504,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _given(self) -> None:
         """A `LaterAnswer` was given, in the step of whatever gave it (often a request of another
-        connection): write what is ready now. The requests queued behind it are dispatched a loop
-        turn later, never inside that step; during this connection's own dispatching the answer
-        is written when the dispatching ends, after the answers given before it."""
-        if self._draining:
-            self._given_while_draining = True
-            return
+        connection): what is ready is written when that step ends (`step`), with the answers
+        given in it, after the answers the step's own dispatching gave at once. The requests
+        queued behind it are dispatched a loop turn later, never inside that step."""
+        if not self._flush_due:
+            self._flush_due = True
+            at_end(self._flush_given)
+
+    def _flush_given(self) -> None:
+        self._flush_due = False
         try:
             self._flush()
         except Exception:  # noqa: BLE001 - not the giver's failure: it must not reach the giver's request

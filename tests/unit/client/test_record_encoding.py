@@ -1,12 +1,15 @@
 """The producer's record encoding: the path that assembles batches of one shape (null keys, no
 headers, values of one size) in C writes exactly the bytes of the general loop, and declines
-every other batch without writing (kafka-python decodes both, in tests/client/test_producer_internals.py)."""
+every other batch without writing; `encode_records`, given a batch's columns, writes those
+bytes (kafka-python decodes both, in tests/client/test_producer_internals.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from gregor.client.producer.record_encoding import NO_HEADERS, _encode_loop, _encode_uniform, encode_headers
+from gregor.client.producer.record_encoding import (
+    NO_HEADERS, _encode_loop, _encode_uniform, encode_headers, encode_records,
+)
 
 NOW = 1_700_000_000_000
 
@@ -24,8 +27,13 @@ def test_the_one_shape_path_writes_the_bytes_of_the_general_loop(count, size, de
                            "headers": (timestamp, None, b"v" * size, encode_headers([("h", None)])),
                            "null value": (timestamp, None, None, NO_HEADERS),
                            "other size": (timestamp, None, b"v" * (size + 1), NO_HEADERS)}[odd]
+    timestamps, keys, values, headers = (list(column) for column in zip(*records))
     uniform, loop = bytearray(b"before"), bytearray(b"before")
-    taken = _encode_uniform(uniform, records, NOW, offset_delta)
-    _encode_loop(loop, records, NOW, offset_delta)
+    taken = odd not in ("key", "headers") and _encode_uniform(uniform, timestamps, values, NOW, offset_delta)
+    _encode_loop(loop, timestamps, keys, values, headers, NOW, offset_delta)
     assert taken == (odd is None)
     assert uniform == (loop if taken else b"before")
+    columns = bytearray(b"before")  # what a batch hands over: keys and headers None while all are null / empty
+    encode_records(columns, timestamps, None if odd != "key" else keys, values,
+                   None if odd != "headers" else headers, NOW, offset_delta)
+    assert columns == loop

@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import random
 import time
+from collections import deque
 from time import time_ns
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
@@ -29,7 +30,7 @@ from gregor.client.partitioner import (
 )
 from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import (
-    BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers, estimated_record_size,
+    BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, ProducerBatch, encode_headers, estimated_record_size,
 )
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
@@ -60,16 +61,24 @@ class ProducerRecord(NamedTuple):
 
 
 class Route:
-    """What a send needs of a topic, rebuilt when its metadata changes."""
+    """What a send needs of a topic, rebuilt when its metadata changes.
 
-    __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky")
+    `topics` is the cluster's map of topics that `metadata` was read from (None if it was replaced
+    meanwhile): the map is replaced whole on every metadata update, so the route serves while
+    the cluster's map is still this one, one identity test. `queues` holds the accumulator's
+    queue of each partition once a send looked it up, for `append_plain`."""
 
-    def __init__(self, metadata: TopicMetadata, sticky: StickyPartition | None) -> None:
+    __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky", "topics", "queues")
+
+    def __init__(self, metadata: TopicMetadata, sticky: StickyPartition | None,
+                 topics: Mapping[str, TopicMetadata] | None = None) -> None:
         self.metadata = metadata
         self.num_partitions = len(metadata.partitions)
         self.available = sorted(index for index, item in metadata.partitions.items() if item.leader >= 0)
         self.partitions = [TopicPartition(metadata.name, index) for index in range(max(metadata.partitions) + 1)]
         self.sticky = sticky
+        self.topics = topics if topics is not None and topics.get(metadata.name) is metadata else None
+        self.queues: list[deque[ProducerBatch] | None] = [None] * len(self.partitions)
 
 
 class PreparedRecord(NamedTuple):
@@ -178,7 +187,7 @@ class ProducerBase(abc.ABC):
     def _new_route(self, metadata: TopicMetadata) -> Route:
         topic = metadata.name
         sticky = self._default_partitioner.sticky_for(topic) if self._default_partitioner is not None else None
-        route = self._routes[topic] = Route(metadata, sticky)
+        route = self._routes[topic] = Route(metadata, sticky, self._cluster.topics)
         return route
 
     def _metadata_answer(self, topic: str, partition: int | None, metadata: TopicMetadata | None,

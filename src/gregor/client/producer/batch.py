@@ -1,14 +1,18 @@
 """One open produce batch: records are queued into it as they are sent, encoded in bulk.
 
 `try_append` is the per-record hot path of the producer, on the sending thread: it only keeps
-the record (a tuple) and an upper bound of the batch's encoded size (its common case is also
-written out in `RecordAccumulator.append_to_open`, which updates `queued`, `bound`, `count` and
-`max_timestamp` itself, under the accumulator's lock, a call less per record). The records are encoded
-into their v2 bytes (`record_encoding`) in one go (`seal`) when the batch is
-measured or built, or when the bound reaches `capacity`: then what is queued is encoded, and
-whether the record fits is decided on exact sizes, as if each had been encoded on arrival, so
-a batch holds the records it would hold when encoded one by one. The sender adds the 61-byte
-header, the producer id and sequence it knows at drain time, compression and the CRC.
+the record, in columns (its timestamp and value appended to two lists; keys and encoded headers
+get lists of their own only once a record has them, so that a batch of keyless, headerless
+records never builds a tuple per record), and an upper bound of the batch's encoded size. Its
+common cases are also written out in `RecordAccumulator` (`append_to_open`, and `append_plain`
+for a keyless, headerless record), which update the columns, `bound` and `count` themselves,
+under the accumulator's lock, a call less per record. The records are encoded into their v2
+bytes (`record_encoding`) in one go (`seal`) when the batch is measured or built, or when the
+bound reaches `capacity`: then what is queued is encoded, and whether the record fits is decided
+on exact sizes, as if each had been encoded on arrival, so a batch holds the records it would
+hold when encoded one by one. `max_timestamp` is brought up to date by `seal` (one `max` over
+the queued timestamps). The sender adds the 61-byte header, the producer id and sequence it
+knows at drain time, compression and the CRC.
 """
 
 from __future__ import annotations
@@ -56,8 +60,8 @@ class EncodedBatch(NamedTuple):
 class ProducerBatch:
     """Records for one partition, appended until full, then sent (and maybe retried) as one."""
 
-    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "queued", "bound",
-                 "count", "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
+    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "timestamps", "values",
+                 "keys", "headers", "bound", "count", "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
                  "retry_at", "producer_id", "producer_epoch", "base_sequence", "in_flight",
                  "done", "ordinal", "__weakref__")
 
@@ -69,11 +73,16 @@ class ProducerBatch:
         self.created = created
         self.reserved_bytes = reserved_bytes
         self._encoded = bytearray()  # the records encoded so far
-        self.queued: list[tuple[int, bytes | None, bytes | None, bytes]] = []  # and those after them
+        # the records queued after them, as columns; keys and headers stay None while every
+        # queued record has a null key and no headers
+        self.timestamps: list[int] = []
+        self.values: list[bytes | None] = []
+        self.keys: list[bytes | None] | None = None
+        self.headers: list[bytes] | None = None
         self.bound = BATCH_HEADER_SIZE  # an upper bound of the batch's size with the queued records
         self.count = 0
         self.base_timestamp = 0
-        self.max_timestamp = -1
+        self.max_timestamp = -1  # of the encoded records (`seal` adds the queued ones')
         self.capacity = capacity
         self.full = False
         self.waiters: list[tuple[RecordFuture, Callback]] = []
@@ -98,11 +107,24 @@ class ProducerBatch:
         if count == 0:
             self.base_timestamp = timestamp
         self.bound = bound
-        self.queued.append((timestamp, key, value, encoded_headers))
+        self.queue(timestamp, key, value, encoded_headers)
         self.count = count + 1
-        if timestamp > self.max_timestamp:
-            self.max_timestamp = timestamp
         return RecordFuture(self.result, count, timestamp, key_size, value_size)
+
+    def queue(self, timestamp: int, key: bytes | None, value: bytes | None, encoded_headers: bytes) -> None:
+        """Add the record to the queued columns (the caller keeps `bound` and `count`)."""
+        self.timestamps.append(timestamp)
+        self.values.append(value)
+        keys = self.keys
+        if keys is not None:
+            keys.append(key)
+        elif key is not None:
+            self.keys = [None] * (len(self.values) - 1) + [key]
+        headers = self.headers
+        if headers is not None:
+            headers.append(encoded_headers)
+        elif encoded_headers != NO_HEADERS:
+            self.headers = [NO_HEADERS] * (len(self.values) - 1) + [encoded_headers]
 
     def _append_exactly(self, timestamp: int, key: bytes | None, value: bytes | None,
                         encoded_headers: bytes) -> RecordFuture | None:
@@ -114,7 +136,8 @@ class ProducerBatch:
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
-        encode_records(encoded, ((timestamp, key, value, encoded_headers),), self.base_timestamp, count)
+        encode_records(encoded, (timestamp,), None if key is None else (key,), (value,),
+                       None if encoded_headers == NO_HEADERS else (encoded_headers,), self.base_timestamp, count)
         new_size = BATCH_HEADER_SIZE + len(encoded)
         if count and new_size > self.capacity:
             del encoded[before:]
@@ -131,10 +154,14 @@ class ProducerBatch:
 
     def seal(self) -> None:
         """Encode the queued records (the batch's size is then exact)."""
-        queued = self.queued
-        if queued:
-            encode_records(self._encoded, queued, self.base_timestamp, self.count - len(queued))
-            self.queued = []
+        timestamps = self.timestamps
+        if timestamps:
+            encode_records(self._encoded, timestamps, self.keys, self.values, self.headers, self.base_timestamp,
+                           self.count - len(timestamps))
+            latest = max(timestamps)
+            if latest > self.max_timestamp:
+                self.max_timestamp = latest
+            self.timestamps, self.values, self.keys, self.headers = [], [], None, None
             self.bound = BATCH_HEADER_SIZE + len(self._encoded)
 
     @property
@@ -188,5 +215,5 @@ class ProducerBatch:
 
     def __repr__(self) -> str:
         # the size without sealing: a repr must not encode an open batch outside the accumulator's lock
-        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self.queued else f"<={self.bound}"
+        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self.timestamps else f"<={self.bound}"
         return f"<ProducerBatch {self.topic}-{self.partition} records={self.count} bytes={size} attempts={self.attempts}>"

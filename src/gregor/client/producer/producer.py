@@ -60,18 +60,20 @@ class Producer(ProducerBase):
         topic's metadata or buffer space does not come within `max.block.ms`.
         """
         route = self._routes.get(topic)
-        if key is None and type(value) is bytes and partition is None and timestamp is None and not headers \
-                and self._plain and route is not None and route.metadata is self._cluster.topics.get(topic) \
-                and route.sticky is not None and len(value) <= self._plain_value_limit:
+        if route is not None and key is None and type(value) is bytes and partition is None and timestamp is None \
+                and not headers and self._plain and route.topics is self._cluster.topics \
+                and len(value) <= self._plain_value_limit:
             # the most common send, in one frame: a keyless bytes value to a known topic's sticky
             # partition (what `_queue` does for it, without the checks that cannot apply)
             sticky = route.sticky
-            chosen = sticky.current
+            chosen = sticky.current if sticky is not None else None
             if chosen is not None and chosen < route.num_partitions:
+                queue = route.queues[chosen]
+                if queue is None:
+                    queue = route.queues[chosen] = self._accumulator.queue_of(route.partitions[chosen])
+                timestamp = time_ns() // 1_000_000
+                future = self._accumulator.append_plain(queue, timestamp, value, callback)
                 record_size = 22 + len(value)  # estimated_record_size, inlined
-                topic_partition, timestamp = route.partitions[chosen], time_ns() // 1_000_000
-                future = self._accumulator.append_to_open(topic_partition, timestamp, None, value, NO_HEADERS,
-                                                          callback)
                 if future is not None:
                     produced = sticky.produced_bytes + record_size
                     if produced < sticky.sticky_batch_size:
@@ -80,7 +82,7 @@ class Producer(ProducerBase):
                         self._appended(route, sticky, record_size, False, False)
                     return future
                 future, batch_full, new_batch = self._accumulator.append(
-                    topic_partition, timestamp, None, value, NO_HEADERS, callback, None)
+                    route.partitions[chosen], timestamp, None, value, NO_HEADERS, callback, None)
                 self._appended(route, sticky, record_size, batch_full, new_batch)
                 return future
         if self._closed:

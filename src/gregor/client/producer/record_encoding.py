@@ -1,6 +1,6 @@
-"""The v2 bytes of a batch's records, from the (timestamp, key, value, encoded headers) tuples
-that `send` queues: varints from tables (most lengths and deltas are small), and the bytes
-gathered into one join.
+"""The v2 bytes of a batch's records, from the columns that `send` queues them in (timestamps,
+values, and keys and encoded headers where some record has them): varints from tables (most
+lengths and deltas are small), and the bytes gathered into one join.
 
 Records of the common shape (null keys, no headers, values of one size: a fast sender of
 fixed-size events) are assembled without a Python step per record: a record then differs from
@@ -12,14 +12,10 @@ join by extended-slice assignments (in C). Other batches take the general loop.
 
 from __future__ import annotations
 
-from itertools import groupby
-from operator import itemgetter
+from itertools import groupby, repeat
 from typing import Iterable, Iterator, Sequence
 
 from gregor.protocol.primitives import uvarint_bytes
-
-Record = tuple[int, "bytes | None", "bytes | None", bytes]
-"""A queued record: (timestamp, key, value, encoded headers)."""
 
 _SMALL = tuple(uvarint_bytes(value) for value in range(1 << 14))
 
@@ -38,7 +34,6 @@ _LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in r
 _OFFSETS = _SMALL[0:16384:2] + tuple(uvarint_bytes(delta << 1) for delta in range(8192, 16384))
 """The varint of each offset delta below 16384 (zigzag: twice the delta)."""
 _UNIFORM_MIN = 16  # records below which the general loop is as fast
-_TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(index) for index in range(4))
 
 
 def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
@@ -57,10 +52,15 @@ def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
     return bytes(out)
 
 
-def encode_records(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> None:
-    """Append the v2 bytes of `records`, whose offset deltas start at `offset_delta`, to `out`."""
-    if len(records) < _UNIFORM_MIN or not _encode_uniform(out, records, base_timestamp, offset_delta):
-        _encode_loop(out, records, base_timestamp, offset_delta)
+def encode_records(out: bytearray, timestamps: Sequence[int], keys: Sequence[bytes | None] | None,
+                   values: Sequence[bytes | None], headers: Sequence[bytes] | None, base_timestamp: int,
+                   offset_delta: int) -> None:
+    """Append the v2 bytes of the records given as columns (`keys` None: every key null;
+    `headers` None: no record has headers), whose offset deltas start at `offset_delta`, to `out`."""
+    if keys is None and headers is None and len(values) >= _UNIFORM_MIN and \
+            _encode_uniform(out, timestamps, values, base_timestamp, offset_delta):
+        return
+    _encode_loop(out, timestamps, keys, values, headers, base_timestamp, offset_delta)
 
 
 def _offset_varints(start: int, stop: int) -> Sequence[bytes]:
@@ -82,25 +82,25 @@ def _widths(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
         start = end
 
 
-def _encode_uniform(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> bool:
-    """`encode_records` for records of the common shape (see the module doc); False, writing
-    nothing, for others. The checks and the assembly are C loops (map, set, groupby, slices, join)."""
-    values = list(map(_VALUE, records))
+def _encode_uniform(out: bytearray, timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
+                    offset_delta: int) -> bool:
+    """`encode_records` for keyless, headerless records whose values have one size (see the
+    module doc); False, writing nothing, for others. The checks and the assembly are C loops
+    (map, set, groupby, slices, join)."""
     try:
         sizes = set(map(len, values))
     except TypeError:  # a null value
         return False
-    count = len(records)
-    if len(sizes) != 1 or list(map(_KEY, records)).count(None) != count or \
-            list(map(_HEADERS, records)).count(NO_HEADERS) != count:
+    if len(sizes) != 1:
         return False
     size, = sizes
+    count = len(values)
     middle = _NULL + zigzag_varint(size)  # the null key and the value's length
     fixed = 2 + len(middle) + size  # attributes, null key and value length, value, header count
     pieces = [middle] * (4 * count)  # per record: separator, offset delta, `middle`, value
     pieces[3::4] = values
     taken = 0
-    for timestamp, same in groupby(map(_TIMESTAMP, records)):
+    for timestamp, same in groupby(timestamps):
         delta = zigzag_varint(timestamp - base_timestamp)
         stop = taken + len(list(same))
         for first, end, width in _widths(offset_delta + taken, offset_delta + stop):
@@ -116,17 +116,21 @@ def _encode_uniform(out: bytearray, records: Sequence[Record], base_timestamp: i
     return True
 
 
-def _encode_loop(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> None:
+def _encode_loop(out: bytearray, timestamps: Sequence[int], keys: Sequence[bytes | None] | None,
+                 values: Sequence[bytes | None], headers: Sequence[bytes] | None, base_timestamp: int,
+                 offset_delta: int) -> None:
     """`encode_records` for any records: one loop gathering the pieces, one join. The offset
     deltas' varints come sliced from a table, and a run of records with one timestamp (most of a
     fast sender's) reuses its delta's varint."""
     small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
-    offsets = _offset_varints(offset_delta, offset_delta + len(records))
+    offsets = _offset_varints(offset_delta, offset_delta + len(values))
     parts: list[bytes] = []
     add = parts.extend
     last_timestamp = last_value_size = delta_bytes = value_length = None
     fixed = 0  # the record's length less its offset delta and header bytes: attributes, timestamp delta, value
-    for (timestamp, key, value, encoded_headers), offset_bytes in zip(records, offsets):
+    for timestamp, key, value, encoded_headers, offset_bytes in zip(
+            timestamps, repeat(None) if keys is None else keys, values,
+            repeat(NO_HEADERS) if headers is None else headers, offsets):
         if value is None:
             value_size = -1
             value = b""

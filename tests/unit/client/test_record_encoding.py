@@ -1,7 +1,7 @@
 """The producer's record encoding: the path that assembles batches of one shape (null keys, no
 headers, values of one size) in C writes exactly the bytes of the general loop, and declines
-every other batch without writing; `encode_records`, given a batch's columns, writes those
-bytes (kafka-python decodes both, in tests/client/test_producer_internals.py)."""
+every other batch; `encode_records`, given a batch's columns, writes those bytes (kafka-python
+decodes both, in tests/client/test_producer_internals.py)."""
 
 from __future__ import annotations
 
@@ -28,12 +28,10 @@ def test_the_one_shape_path_writes_the_bytes_of_the_general_loop(count, size, de
                            "null value": (timestamp, None, None, NO_HEADERS),
                            "other size": (timestamp, None, b"v" * (size + 1), NO_HEADERS)}[odd]
     timestamps, keys, values, headers = (list(column) for column in zip(*records))
-    uniform, loop = bytearray(b"before"), bytearray(b"before")
-    taken = odd not in ("key", "headers") and _encode_uniform(uniform, timestamps, values, NOW, offset_delta)
-    _encode_loop(loop, timestamps, keys, values, headers, NOW, offset_delta)
-    assert taken == (odd is None)
-    assert uniform == (loop if taken else b"before")
-    columns = bytearray(b"before")  # what a batch hands over: keys and headers None while all are null / empty
-    encode_records(columns, timestamps, None if odd != "key" else keys, values,
-                   None if odd != "headers" else headers, NOW, offset_delta)
-    assert columns == loop
+    loop = _encode_loop(timestamps, keys, values, headers, NOW, offset_delta)
+    uniform = None if odd in ("key", "headers") else _encode_uniform(timestamps, values, NOW, offset_delta)
+    assert (uniform is not None) == (odd is None)
+    assert uniform is None or uniform == loop
+    # what a batch hands over: keys and headers None while every key is null and no record has headers
+    assert encode_records(timestamps, None if odd != "key" else keys, values,
+                          None if odd != "headers" else headers, NOW, offset_delta) == loop

@@ -276,8 +276,9 @@ class ProducerBase(abc.ABC):
             raise
         if sticky is not None:
             produced = sticky.produced_bytes + record_size
-            if produced < sticky.sticky_batch_size and not (batch_full or new_batch):
-                sticky.produced_bytes = produced  # record_appended, inlined: no switch yet
+            if produced < 2 * sticky.sticky_batch_size and not (batch_full or new_batch):
+                # record_appended(enable_switch=False), inlined: below twice the size, no switch yet
+                sticky.produced_bytes = produced
                 return future
         elif not (batch_full or new_batch):
             return future

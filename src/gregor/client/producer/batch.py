@@ -60,7 +60,8 @@ class EncodedBatch(NamedTuple):
 class ProducerBatch:
     """Records for one partition, appended until full, then sent (and maybe retried) as one."""
 
-    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "timestamps", "values",
+    __slots__ = ("topic", "partition", "result", "created", "reserved_bytes", "_encoded", "encoded_size",
+                 "timestamps", "values",
                  "keys", "headers", "bound", "count", "base_timestamp", "max_timestamp", "capacity", "full", "waiters", "attempts",
                  "retry_at", "producer_id", "producer_epoch", "base_sequence", "in_flight",
                  "done", "ordinal", "__weakref__")
@@ -72,7 +73,8 @@ class ProducerBatch:
         self.result = BatchResult(topic, partition)
         self.created = created
         self.reserved_bytes = reserved_bytes
-        self._encoded = bytearray()  # the records encoded so far
+        self._encoded: list[bytes] = []  # the records encoded so far, a chunk per `seal`, never copied
+        self.encoded_size = 0  # their bytes
         # the records queued after them, as columns; keys and headers stay None while every
         # queued record has a null key and no headers
         self.timestamps: list[int] = []
@@ -131,18 +133,18 @@ class ProducerBatch:
         """Near `capacity`: encode what is queued, then the record, keeping it only if it fits
         (a first record always does)."""
         self.seal()
-        encoded = self._encoded
-        before = len(encoded)
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
-        encode_records(encoded, (timestamp,), None if key is None else (key,), (value,),
-                       None if encoded_headers == NO_HEADERS else (encoded_headers,), self.base_timestamp, count)
-        new_size = BATCH_HEADER_SIZE + len(encoded)
+        record = encode_records((timestamp,), None if key is None else (key,), (value,),
+                                None if encoded_headers == NO_HEADERS else (encoded_headers,), self.base_timestamp,
+                                count)
+        new_size = BATCH_HEADER_SIZE + self.encoded_size + len(record)
         if count and new_size > self.capacity:
-            del encoded[before:]
             self.full = True
             return None
+        self._encoded.append(record)
+        self.encoded_size += len(record)
         self.bound = new_size
         self.count = count + 1
         if timestamp > self.max_timestamp:
@@ -156,19 +158,23 @@ class ProducerBatch:
         """Encode the queued records (the batch's size is then exact)."""
         timestamps = self.timestamps
         if timestamps:
-            encode_records(self._encoded, timestamps, self.keys, self.values, self.headers, self.base_timestamp,
-                           self.count - len(timestamps))
+            chunk = encode_records(timestamps, self.keys, self.values, self.headers, self.base_timestamp,
+                                   self.count - len(timestamps))
+            self._encoded.append(chunk)
+            self.encoded_size += len(chunk)
             latest = max(timestamps)
             if latest > self.max_timestamp:
                 self.max_timestamp = latest
             self.timestamps, self.values, self.keys, self.headers = [], [], None, None
-            self.bound = BATCH_HEADER_SIZE + len(self._encoded)
+            self.bound = BATCH_HEADER_SIZE + self.encoded_size
 
     @property
-    def records(self) -> bytearray:
+    def records(self) -> bytes:
         """The records' v2 bytes (after the batch header)."""
         self.seal()
-        return self._encoded
+        if len(self._encoded) != 1:
+            self._encoded = [b"".join(self._encoded)]
+        return self._encoded[0]
 
     @classmethod
     def of_encoded(cls, topic: str, partition: int, encoded: EncodedBatch, created: float,
@@ -176,7 +182,8 @@ class ProducerBatch:
         """A full batch holding records encoded elsewhere; its one result is shared by all of them."""
         size = BATCH_HEADER_SIZE + len(encoded.records)
         batch = cls(topic, partition, size, created, size, ordinal)
-        batch._encoded = bytearray(encoded.records)
+        batch._encoded = [encoded.records]
+        batch.encoded_size = len(encoded.records)
         batch.count = encoded.count
         batch.base_timestamp = encoded.base_timestamp
         batch.max_timestamp = encoded.max_timestamp
@@ -187,22 +194,28 @@ class ProducerBatch:
     def size(self) -> int:
         """The batch's encoded size (encoding what is queued)."""
         self.seal()
-        return BATCH_HEADER_SIZE + len(self._encoded)
+        return BATCH_HEADER_SIZE + self.encoded_size
 
     def build(self, compression: int, compression_level: int | None = None, transactional: bool = False) -> bytes:
         """The batch's v2 bytes with the producer id, epoch and sequence it holds now (and the
         transactional attribute for a transactional producer's batch)."""
-        payload = compress(compression, bytes(self.records), level=compression_level) \
-            if compression else self.records
+        if compression:
+            payload = [compress(compression, self.records, level=compression_level)]
+            size = len(payload[0])
+        else:
+            self.seal()
+            payload, size = self._encoded, self.encoded_size
         count = self.count
-        out = bytearray(_HEADER.pack(
-            0, BATCH_HEADER_SIZE - 12 + len(payload), -1, 2, 0,
+        header = bytearray(_HEADER.pack(
+            0, BATCH_HEADER_SIZE - 12 + size, -1, 2, 0,
             compression | _TRANSACTIONAL if transactional else compression, count - 1,
             self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
             self.base_sequence, count))
-        out += payload
-        _CRC.pack_into(out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
-        return bytes(out)
+        crc = crc32c(memoryview(header)[_ATTRIBUTES_OFFSET:])
+        for chunk in payload:
+            crc = crc32c(chunk, crc)
+        _CRC.pack_into(header, _CRC_OFFSET, crc)
+        return b"".join((header, *payload))  # the batch's one copy of its records
 
     def complete(self, base_offset: int, log_append_time: int, error: KafkaException | None) -> None:
         """Resolve every record of the batch; callbacks given to `send` run first, in order."""
@@ -215,5 +228,5 @@ class ProducerBatch:
 
     def __repr__(self) -> str:
         # the size without sealing: a repr must not encode an open batch outside the accumulator's lock
-        size = f"{BATCH_HEADER_SIZE + len(self._encoded)}" if not self.timestamps else f"<={self.bound}"
+        size = f"{BATCH_HEADER_SIZE + self.encoded_size}" if not self.timestamps else f"<={self.bound}"
         return f"<ProducerBatch {self.topic}-{self.partition} records={self.count} bytes={size} attempts={self.attempts}>"

@@ -75,8 +75,10 @@ class Producer(ProducerBase):
                 future = self._accumulator.append_plain(queue, timestamp, value, callback)
                 record_size = 22 + len(value)  # estimated_record_size, inlined
                 if future is not None:
+                    # record_appended(enable_switch=False), inlined: the batch is neither full nor
+                    # new, so the partition moves on only at twice the sticky batch size
                     produced = sticky.produced_bytes + record_size
-                    if produced < sticky.sticky_batch_size:
+                    if produced < 2 * sticky.sticky_batch_size:
                         sticky.produced_bytes = produced
                     else:
                         self._appended(route, sticky, record_size, False, False)

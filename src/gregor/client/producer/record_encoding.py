@@ -52,15 +52,15 @@ def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
     return bytes(out)
 
 
-def encode_records(out: bytearray, timestamps: Sequence[int], keys: Sequence[bytes | None] | None,
-                   values: Sequence[bytes | None], headers: Sequence[bytes] | None, base_timestamp: int,
-                   offset_delta: int) -> None:
-    """Append the v2 bytes of the records given as columns (`keys` None: every key null;
-    `headers` None: no record has headers), whose offset deltas start at `offset_delta`, to `out`."""
-    if keys is None and headers is None and len(values) >= _UNIFORM_MIN and \
-            _encode_uniform(out, timestamps, values, base_timestamp, offset_delta):
-        return
-    _encode_loop(out, timestamps, keys, values, headers, base_timestamp, offset_delta)
+def encode_records(timestamps: Sequence[int], keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
+                   headers: Sequence[bytes] | None, base_timestamp: int, offset_delta: int) -> bytes:
+    """The v2 bytes of the records given as columns (`keys` None: every key null; `headers`
+    None: no record has headers), whose offset deltas start at `offset_delta`."""
+    if keys is None and headers is None and len(values) >= _UNIFORM_MIN:
+        encoded = _encode_uniform(timestamps, values, base_timestamp, offset_delta)
+        if encoded is not None:
+            return encoded
+    return _encode_loop(timestamps, keys, values, headers, base_timestamp, offset_delta)
 
 
 def _offset_varints(start: int, stop: int) -> Sequence[bytes]:
@@ -82,22 +82,23 @@ def _widths(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
         start = end
 
 
-def _encode_uniform(out: bytearray, timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
-                    offset_delta: int) -> bool:
+def _encode_uniform(timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
+                    offset_delta: int) -> bytes | None:
     """`encode_records` for keyless, headerless records whose values have one size (see the
-    module doc); False, writing nothing, for others. The checks and the assembly are C loops
-    (map, set, groupby, slices, join)."""
+    module doc); None for others. The checks and the assembly are C loops (map, set, groupby,
+    slices, join)."""
     try:
         sizes = set(map(len, values))
     except TypeError:  # a null value
-        return False
+        return None
     if len(sizes) != 1:
-        return False
+        return None
     size, = sizes
     count = len(values)
     middle = _NULL + zigzag_varint(size)  # the null key and the value's length
     fixed = 2 + len(middle) + size  # attributes, null key and value length, value, header count
-    pieces = [middle] * (4 * count)  # per record: separator, offset delta, `middle`, value
+    # per record: separator, offset delta, `middle`, value; then the last record's header count
+    pieces = [middle] * (4 * count + 1)
     pieces[3::4] = values
     taken = 0
     for timestamp, same in groupby(timestamps):
@@ -110,15 +111,13 @@ def _encode_uniform(out: bytearray, timestamps: Sequence[int], values: Sequence[
             pieces[4 * taken:4 * (taken + length):4] = [separator] * length
             pieces[4 * taken + 1:4 * (taken + length):4] = _offset_varints(first, end)
             taken += length
-    encoded = b"".join(pieces)
-    out += memoryview(encoded)[1:]  # the first record has no record before it
-    out += NO_HEADERS
-    return True
+    pieces[0] = pieces[0][1:]  # the first record has no record before it
+    pieces[-1] = NO_HEADERS
+    return b"".join(pieces)
 
 
-def _encode_loop(out: bytearray, timestamps: Sequence[int], keys: Sequence[bytes | None] | None,
-                 values: Sequence[bytes | None], headers: Sequence[bytes] | None, base_timestamp: int,
-                 offset_delta: int) -> None:
+def _encode_loop(timestamps: Sequence[int], keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
+                 headers: Sequence[bytes] | None, base_timestamp: int, offset_delta: int) -> bytes:
     """`encode_records` for any records: one loop gathering the pieces, one join. The offset
     deltas' varints come sliced from a table, and a run of records with one timestamp (most of a
     fast sender's) reuses its delta's varint."""
@@ -154,6 +153,6 @@ def _encode_loop(out: bytearray, timestamps: Sequence[int], keys: Sequence[bytes
             length += len(key_length) + key_size
             add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
                  delta_bytes, offset_bytes, key_length, key, value_length, value, encoded_headers))
-    out += b"".join(parts)
+    return b"".join(parts)
 
 

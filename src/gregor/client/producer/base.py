@@ -217,6 +217,35 @@ class ProducerBase(abc.ABC):
                                              timeout_ms=timeout_ms)
         return cluster.topics.get(topic), cluster.topic_errors.get(topic)
 
+    def _append_plain(self, topic: str, value: bytes, callback: Callback | None) -> RecordFuture | None:
+        """The most common send, in one frame: a bytes value without key, partition, timestamp or
+        headers, for a known topic's sticky partition, appended to that partition's open batch
+        (what `_queue` does for it, without the checks that cannot apply). None where anything
+        more is needed (a route to make, a batch to open, interceptors, serializers, a
+        transaction, a closed producer): the caller then takes the full path."""
+        route = self._routes.get(topic)
+        if route is None or route.topics is not self._cluster.topics or not self._plain \
+                or len(value) > self._plain_value_limit:
+            return None
+        sticky = route.sticky
+        chosen = sticky.current if sticky is not None else None
+        if chosen is None or chosen >= route.num_partitions:
+            return None
+        queue = route.queues[chosen]
+        if queue is None:
+            queue = route.queues[chosen] = self._accumulator.queue_of(route.partitions[chosen])
+        future = self._accumulator.append_plain(queue, time_ns() // 1_000_000, value, callback)
+        if future is not None:
+            # record_appended(enable_switch=False), inlined: the batch is neither full nor new,
+            # so the partition moves on only at twice the sticky batch size
+            record_size = 22 + len(value)  # estimated_record_size, inlined
+            produced = sticky.produced_bytes + record_size
+            if produced < 2 * sticky.sticky_batch_size:
+                sticky.produced_bytes = produced
+            else:
+                self._appended(route, sticky, record_size, False, False)
+        return future
+
     def _queue(self, route: Route, topic: str, value: Any, key: Any, partition: int | None,
                timestamp: int | None, header_items: Sequence[tuple[str, bytes | None]],
                callback: Callback | None, deadline: float | None) -> RecordFuture:

@@ -59,33 +59,9 @@ class Producer(ProducerBase):
         partition the topic does not have, a record over `max.request.size`, or when the
         topic's metadata or buffer space does not come within `max.block.ms`.
         """
-        route = self._routes.get(topic)
-        if route is not None and key is None and type(value) is bytes and partition is None and timestamp is None \
-                and not headers and self._plain and route.topics is self._cluster.topics \
-                and len(value) <= self._plain_value_limit:
-            # the most common send, in one frame: a keyless bytes value to a known topic's sticky
-            # partition (what `_queue` does for it, without the checks that cannot apply)
-            sticky = route.sticky
-            chosen = sticky.current if sticky is not None else None
-            if chosen is not None and chosen < route.num_partitions:
-                queue = route.queues[chosen]
-                if queue is None:
-                    queue = route.queues[chosen] = self._accumulator.queue_of(route.partitions[chosen])
-                timestamp = time_ns() // 1_000_000
-                future = self._accumulator.append_plain(queue, timestamp, value, callback)
-                record_size = 22 + len(value)  # estimated_record_size, inlined
-                if future is not None:
-                    # record_appended(enable_switch=False), inlined: the batch is neither full nor
-                    # new, so the partition moves on only at twice the sticky batch size
-                    produced = sticky.produced_bytes + record_size
-                    if produced < 2 * sticky.sticky_batch_size:
-                        sticky.produced_bytes = produced
-                    else:
-                        self._appended(route, sticky, record_size, False, False)
-                    return future
-                future, batch_full, new_batch = self._accumulator.append(
-                    route.partitions[chosen], timestamp, None, value, NO_HEADERS, callback, None)
-                self._appended(route, sticky, record_size, batch_full, new_batch)
+        if key is None and type(value) is bytes and partition is None and timestamp is None and not headers:
+            future = self._append_plain(topic, value, callback)
+            if future is not None:
                 return future
         if self._closed:
             self._check_open()
@@ -95,8 +71,7 @@ class Producer(ProducerBase):
                                                callback)
             topic, value, key, partition, timestamp, items = record
         deadline = None  # max.block.ms from now, taken only when send has to wait
-        if self._intercepting:
-            route = self._routes.get(topic)
+        route = self._routes.get(topic)
         if route is None or route.metadata is not self._cluster.topics.get(topic) or \
                 (partition is not None and not 0 <= partition < route.num_partitions):
             route = self._known_route(topic, partition)

@@ -311,7 +311,7 @@ class Producer(ProducerBase):
         if self._closed:
             return
         self._closed = True
-        self._plain = False  # later sends take the checked path, which refuses them
+        self._close_plain_path()
         try:
             if self._sender_task is not None:
                 self._sender.stop(timeout == 0)

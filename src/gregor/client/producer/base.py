@@ -147,12 +147,13 @@ class ProducerBase(abc.ABC):
                 parsed["request.timeout.ms"])
         self._routes: dict[str, Route] = {}
         self._closed = False
-        self._plain = not self._intercepting and self._txn is None and self._raw_keys and self._raw_values
-        """Whether a send of a bytes value without key, partition, timestamp or headers may take
-        the sync producer's fast path: no interceptors, transaction or serializers to run, and
-        the producer open (`close` clears it)."""
-        self._plain_value_limit = self._record_limit - BATCH_HEADER_SIZE - estimated_record_size(None, b"", NO_HEADERS)
-        """The largest value such a record may have (max.request.size, buffer.memory)."""
+        plain = not self._intercepting and self._txn is None and self._raw_keys and self._raw_values
+        self._plain_value_limit = self._record_limit - BATCH_HEADER_SIZE - estimated_record_size(None, b"", NO_HEADERS) \
+            if plain else -1
+        """The largest value a send of a bytes value without key, partition, timestamp or headers
+        may have to take the plain path (`_append_plain`; max.request.size, buffer.memory); -1
+        where there are interceptors, a transaction or serializers to run, or once the producer is
+        closed (`_close_plain_path`)."""
 
     # -- the steps of a send --
 
@@ -217,6 +218,10 @@ class ProducerBase(abc.ABC):
                                              timeout_ms=timeout_ms)
         return cluster.topics.get(topic), cluster.topic_errors.get(topic)
 
+    def _close_plain_path(self) -> None:
+        """Closing: later sends take the checked path, which refuses them."""
+        self._plain_value_limit = -1
+
     def _append_plain(self, topic: str, value: bytes, callback: Callback | None) -> RecordFuture | None:
         """The most common send, in one frame: a bytes value without key, partition, timestamp or
         headers, for a known topic's sticky partition, appended to that partition's open batch
@@ -224,8 +229,7 @@ class ProducerBase(abc.ABC):
         more is needed (a route to make, a batch to open, interceptors, serializers, a
         transaction, a closed producer): the caller then takes the full path."""
         route = self._routes.get(topic)
-        if route is None or route.topics is not self._cluster.topics or not self._plain \
-                or len(value) > self._plain_value_limit:
+        if route is None or route.topics is not self._cluster.topics or len(value) > self._plain_value_limit:
             return None
         sticky = route.sticky
         chosen = sticky.current if sticky is not None else None
@@ -240,7 +244,7 @@ class ProducerBase(abc.ABC):
             # so the partition moves on only at twice the sticky batch size
             record_size = 22 + len(value)  # estimated_record_size, inlined
             produced = sticky.produced_bytes + record_size
-            if produced < 2 * sticky.sticky_batch_size:
+            if produced < sticky.forced_switch_bytes:
                 sticky.produced_bytes = produced
             else:
                 self._appended(route, sticky, record_size, False, False)
@@ -305,7 +309,7 @@ class ProducerBase(abc.ABC):
             raise
         if sticky is not None:
             produced = sticky.produced_bytes + record_size
-            if produced < 2 * sticky.sticky_batch_size and not (batch_full or new_batch):
+            if produced < sticky.forced_switch_bytes and not (batch_full or new_batch):
                 # record_appended(enable_switch=False), inlined: below twice the size, no switch yet
                 sticky.produced_bytes = produced
                 return future

@@ -196,7 +196,7 @@ class Producer(ProducerBase):
         if self._closed:
             return
         self._closed = True
-        self._plain = False  # later sends take the checked path, which refuses them
+        self._close_plain_path()
         try:
             self._thread.call_soon(self._sender.stop, timeout == 0)
             try:

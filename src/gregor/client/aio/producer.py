@@ -55,7 +55,8 @@ class Producer(ProducerBase):
         self._sender_task: asyncio.Task[None] | None = None
         self._route_waits: dict[tuple[str, int | None], asyncio.Task[Route]] = {}
         self._sender_woken = False
-        self._waiting: dict[BatchResult, list[tuple[asyncio.Future[RecordMetadata], RecordFuture]]] = {}
+        # per batch waited on: its records' asyncio futures and, in the same order, their records
+        self._waiting: dict[BatchResult, tuple[list[asyncio.Future[RecordMetadata]], list[RecordFuture]]] = {}
 
     async def start(self) -> None:
         """Start the sender and metadata tasks on the running loop (the first call does it too)."""
@@ -168,27 +169,28 @@ class Producer(ProducerBase):
         result = record._batch
         waiting = self._waiting.get(result)
         if waiting is None:
-            waiting = self._waiting[result] = []
+            waiting = self._waiting[result] = ([], [])
             if not result.add_done_callback(lambda: self._resolve(result)):
                 self._waiting.pop(result)
                 _settle(future, record)
                 return future
-        waiting.append((future, record))
+        waiting[0].append(future)
+        waiting[1].append(record)
         return future
 
     def _resolve(self, result: BatchResult) -> None:
         """Resolve the futures of a completed batch's records in one pass (what `_settle` does
         for each, with the batch's outcome read once)."""
-        waiting = self._waiting.pop(result, ())
+        futures, records = self._waiting.pop(result, ((), ()))
         error = result.error
         if error is not None:
-            for future, _ in waiting:
+            for future in futures:
                 if not future.done():
                     future.set_exception(error)
             return
         topic, partition, base_offset, append_time = result.topic, result.partition, result.base_offset, \
             result.log_append_time
-        for future, record in waiting:
+        for future, record in zip(futures, records):
             if not future.done():
                 future.set_result(_new_metadata(RecordMetadata, (
                     topic, partition, base_offset + record._relative_offset if base_offset >= 0 else -1,

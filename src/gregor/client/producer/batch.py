@@ -73,7 +73,7 @@ class ProducerBatch:
         self.result = BatchResult(topic, partition)
         self.created = created
         self.reserved_bytes = reserved_bytes
-        self._encoded: list[bytes] = []  # the records encoded so far, a chunk per `seal`, never copied
+        self._encoded: list[bytes] = []  # the records encoded so far, in chunks, copied once by `build`
         self.encoded_size = 0  # their bytes
         # the records queued after them, as columns; keys and headers stay None while every
         # queued record has a null key and no headers
@@ -136,9 +136,9 @@ class ProducerBatch:
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
-        record = encode_records((timestamp,), None if key is None else (key,), (value,),
-                                None if encoded_headers == NO_HEADERS else (encoded_headers,), self.base_timestamp,
-                                count)
+        record, = encode_records((timestamp,), None if key is None else (key,), (value,),
+                                 None if encoded_headers == NO_HEADERS else (encoded_headers,), self.base_timestamp,
+                                 count)
         new_size = BATCH_HEADER_SIZE + self.encoded_size + len(record)
         if count and new_size > self.capacity:
             self.full = True
@@ -158,10 +158,10 @@ class ProducerBatch:
         """Encode the queued records (the batch's size is then exact)."""
         timestamps = self.timestamps
         if timestamps:
-            chunk = encode_records(timestamps, self.keys, self.values, self.headers, self.base_timestamp,
-                                   self.count - len(timestamps))
-            self._encoded.append(chunk)
-            self.encoded_size += len(chunk)
+            chunks = encode_records(timestamps, self.keys, self.values, self.headers, self.base_timestamp,
+                                    self.count - len(timestamps))
+            self._encoded += chunks
+            self.encoded_size += sum(map(len, chunks))
             latest = max(timestamps)
             if latest > self.max_timestamp:
                 self.max_timestamp = latest

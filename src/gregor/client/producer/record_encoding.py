@@ -34,6 +34,7 @@ _LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in r
 _OFFSETS = _SMALL[0:16384:2] + tuple(uvarint_bytes(delta << 1) for delta in range(8192, 16384))
 """The varint of each offset delta below 16384 (zigzag: twice the delta)."""
 _UNIFORM_MIN = 16  # records below which the general loop is as fast
+_CHUNK = 1024  # records encoded into one chunk of bytes
 
 
 def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
@@ -53,14 +54,15 @@ def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
 
 
 def encode_records(timestamps: Sequence[int], keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
-                   headers: Sequence[bytes] | None, base_timestamp: int, offset_delta: int) -> bytes:
+                   headers: Sequence[bytes] | None, base_timestamp: int, offset_delta: int) -> list[bytes]:
     """The v2 bytes of the records given as columns (`keys` None: every key null; `headers`
-    None: no record has headers), whose offset deltas start at `offset_delta`."""
+    None: no record has headers), whose offset deltas start at `offset_delta`, in chunks to be
+    written one after the other."""
     if keys is None and headers is None and len(values) >= _UNIFORM_MIN:
         encoded = _encode_uniform(timestamps, values, base_timestamp, offset_delta)
         if encoded is not None:
             return encoded
-    return _encode_loop(timestamps, keys, values, headers, base_timestamp, offset_delta)
+    return [_encode_loop(timestamps, keys, values, headers, base_timestamp, offset_delta)]
 
 
 def _offset_varints(start: int, stop: int) -> Sequence[bytes]:
@@ -83,10 +85,12 @@ def _widths(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
 
 
 def _encode_uniform(timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
-                    offset_delta: int) -> bytes | None:
+                    offset_delta: int) -> list[bytes] | None:
     """`encode_records` for keyless, headerless records whose values have one size (see the
     module doc); None for others. The checks and the assembly are C loops (map, set, groupby,
-    slices, join)."""
+    slices, join), a chunk of `_CHUNK` records at a time: the list of pieces and the bytes
+    joined from it stay small enough to be reused warm by the allocator, where one join of a
+    whole batch's pieces writes a megabyte into memory never touched before."""
     try:
         sizes = set(map(len, values))
     except TypeError:  # a null value
@@ -97,23 +101,37 @@ def _encode_uniform(timestamps: Sequence[int], values: Sequence[bytes | None], b
     count = len(values)
     middle = _NULL + zigzag_varint(size)  # the null key and the value's length
     fixed = 2 + len(middle) + size  # attributes, null key and value length, value, header count
-    # per record: separator, offset delta, `middle`, value; then the last record's header count
-    pieces = [middle] * (4 * count + 1)
+    chunks = []
+    for start in range(0, count, _CHUNK):
+        stop = min(start + _CHUNK, count)
+        pieces = _uniform_pieces(timestamps[start:stop], values[start:stop], base_timestamp, offset_delta + start,
+                                 middle, fixed)
+        if start == 0:
+            pieces[0] = pieces[0][1:]  # the first record has no record before it
+        if stop == count:
+            pieces.append(NO_HEADERS)  # the last record's header count
+        chunks.append(b"".join(pieces))
+    return chunks
+
+
+def _uniform_pieces(timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
+                    offset_delta: int, middle: bytes, fixed: int) -> list[bytes]:
+    """Per record: the header count ending the record before, its length, attributes and
+    timestamp delta (one piece per run), its offset delta, `middle`, its value."""
+    count = len(values)
+    pieces = [middle] * (4 * count)
     pieces[3::4] = values
     taken = 0
     for timestamp, same in groupby(timestamps):
         delta = zigzag_varint(timestamp - base_timestamp)
         stop = taken + len(list(same))
         for first, end, width in _widths(offset_delta + taken, offset_delta + stop):
-            # the header count ending the record before, then this record's length, attributes and delta
             separator = NO_HEADERS + zigzag_varint(fixed + len(delta) + width) + _ATTRIBUTES + delta
             length = end - first
             pieces[4 * taken:4 * (taken + length):4] = [separator] * length
             pieces[4 * taken + 1:4 * (taken + length):4] = _offset_varints(first, end)
             taken += length
-    pieces[0] = pieces[0][1:]  # the first record has no record before it
-    pieces[-1] = NO_HEADERS
-    return b"".join(pieces)
+    return pieces
 
 
 def _encode_loop(timestamps: Sequence[int], keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],

@@ -21,6 +21,7 @@ import struct
 from typing import NamedTuple, Sequence
 
 from gregor.client.errors import KafkaException
+from gregor.client.network.request_frames import RecordChunks
 from gregor.client.producer.future import BatchResult, Callback, RecordFuture
 from gregor.client.producer.record_encoding import NO_HEADERS, encode_headers, encode_records
 from gregor.records.batch import BATCH_HEADER_SIZE
@@ -73,7 +74,7 @@ class ProducerBatch:
         self.result = BatchResult(topic, partition)
         self.created = created
         self.reserved_bytes = reserved_bytes
-        self._encoded: list[bytes] = []  # the records encoded so far, in chunks, copied once by `build`
+        self._encoded: list[bytes] = []  # the records encoded so far, in chunks (never joined to be sent)
         self.encoded_size = 0  # their bytes
         # the records queued after them, as columns; keys and headers stay None while every
         # queued record has a null key and no headers
@@ -199,6 +200,12 @@ class ProducerBatch:
     def build(self, compression: int, compression_level: int | None = None, transactional: bool = False) -> bytes:
         """The batch's v2 bytes with the producer id, epoch and sequence it holds now (and the
         transactional attribute for a transactional producer's batch)."""
+        return bytes(self.build_chunks(compression, compression_level, transactional))
+
+    def build_chunks(self, compression: int, compression_level: int | None = None,
+                     transactional: bool = False) -> RecordChunks:
+        """`build`'s bytes as the pieces they follow from (the header, then the records' chunks),
+        for a request frame to write one after the other: the records are never copied."""
         if compression:
             payload = [compress(compression, self.records, level=compression_level)]
             size = len(payload[0])
@@ -215,7 +222,7 @@ class ProducerBatch:
         for chunk in payload:
             crc = crc32c(chunk, crc)
         _CRC.pack_into(header, _CRC_OFFSET, crc)
-        return b"".join((header, *payload))  # the batch's one copy of its records
+        return RecordChunks((bytes(header), *payload))
 
     def complete(self, base_offset: int, log_append_time: int, error: KafkaException | None) -> None:
         """Resolve every record of the batch; callbacks given to `send` run first, in order."""

@@ -1,13 +1,15 @@
 """The v2 bytes of a batch's records, from the columns that `send` queues them in (timestamps,
 values, and keys and encoded headers where some record has them): varints from tables (most
-lengths and deltas are small), and the bytes gathered into one join.
+lengths and deltas are small), and the bytes gathered by joins, into chunks that the batch keeps
+and the request frame writes one after the other.
 
 Records of the common shape (null keys, no headers, values of one size: a fast sender of
 fixed-size events) are assembled without a Python step per record: a record then differs from
 the one before only in its offset delta, its value and, between runs of one timestamp or one
 offset-delta width, its length and timestamp delta, so the pieces of a run are a table slice of
 offset varints interleaved with the values and two constant pieces, written into the list to
-join by extended-slice assignments (in C). Other batches take the general loop.
+join by extended-slice assignments (in C), `_CHUNK` records at a time. Other batches take the
+general loop.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ import pytest
 
 from gregor.aio import Producer as AioProducer
 from gregor.client import KafkaException, Producer
+from gregor.client.network import PartitionMetadata, TopicMetadata
+from gregor.client.producer.base import Route
 from gregor.client.producer.future import RecordMetadata
 from gregor.protocol.error_codes import ErrorCode
 from tests.client.fake_broker import ANSWER
@@ -104,3 +106,18 @@ def test_the_asyncio_producer_resolves_each_batch_in_one_pass(fake):
         [1 + position for position, index in enumerate(delivered) if index != 3]
     assert all(before <= item.timestamp <= after and (item.topic, item.partition) == (TOPIC, 0)
                and (item.serialized_key_size, item.serialized_value_size) == (-1, 90) for item in metadata.values())
+
+
+def test_a_route_serves_while_the_topic_map_holds_its_metadata():
+    """The plain path checks a route by the identity of the cluster's topic map: a new map that
+    kept the topic's metadata (an update that did not ask about it) is followed, one with new
+    metadata for the topic is not (the full path makes a new route)."""
+    metadata = TopicMetadata("t", None, False, {0: PartitionMetadata("t", 0, 1, 0, (1,), (1,))})
+    first = {"t": metadata}
+    route = Route(metadata, None, first)
+    assert route.topics is first
+    other_topic_updated = {"t": metadata, "u": TopicMetadata("u", None, False, {})}
+    assert route.follow(other_topic_updated) and route.topics is other_topic_updated
+    refreshed = {"t": TopicMetadata("t", None, False, dict(metadata.partitions))}
+    assert not route.follow(refreshed) and route.topics is other_topic_updated
+    assert Route(metadata, None, refreshed).topics is None  # read from a map replaced since

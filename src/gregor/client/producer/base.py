@@ -63,10 +63,11 @@ class ProducerRecord(NamedTuple):
 class Route:
     """What a send needs of a topic, rebuilt when its metadata changes.
 
-    `topics` is the cluster's map of topics that `metadata` was read from (None if it was replaced
-    meanwhile): the map is replaced whole on every metadata update, so the route serves while
-    the cluster's map is still this one, one identity test. `queues` holds the accumulator's
-    queue of each partition once a send looked it up, for `append_plain`."""
+    `topics` is the cluster's map of topics that holds `metadata` (None until one is known): the
+    map is replaced whole on every metadata update, so the plain path's route serves while the
+    cluster's map is still this one, one identity test (`follow` takes a new map that kept the
+    topic's metadata). `queues` holds the accumulator's queue of each partition once a send
+    looked it up, for `append_plain`."""
 
     __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky", "topics", "queues")
 
@@ -77,8 +78,18 @@ class Route:
         self.available = sorted(index for index, item in metadata.partitions.items() if item.leader >= 0)
         self.partitions = [TopicPartition(metadata.name, index) for index in range(max(metadata.partitions) + 1)]
         self.sticky = sticky
-        self.topics = topics if topics is not None and topics.get(metadata.name) is metadata else None
+        self.topics: Mapping[str, TopicMetadata] | None = None
+        if topics is not None:
+            self.follow(topics)
         self.queues: list[deque[ProducerBatch] | None] = [None] * len(self.partitions)
+
+    def follow(self, topics: Mapping[str, TopicMetadata]) -> bool:
+        """Take `topics` as the map the route serves while current, if the topic's metadata in it
+        is the route's own (an update that did not ask about this topic kept it): True then."""
+        if topics.get(self.metadata.name) is self.metadata:
+            self.topics = topics
+            return True
+        return False
 
 
 class PreparedRecord(NamedTuple):
@@ -229,7 +240,10 @@ class ProducerBase(abc.ABC):
         more is needed (a route to make, a batch to open, interceptors, serializers, a
         transaction, a closed producer): the caller then takes the full path."""
         route = self._routes.get(topic)
-        if route is None or route.topics is not self._cluster.topics or len(value) > self._plain_value_limit:
+        if route is None or len(value) > self._plain_value_limit:
+            return None
+        topics = self._cluster.topics
+        if route.topics is not topics and not route.follow(topics):
             return None
         sticky = route.sticky
         chosen = sticky.current if sticky is not None else None

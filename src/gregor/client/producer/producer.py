@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from time import time_ns
 from typing import Any, Mapping
 
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.group_metadata import ConsumerGroupMetadata
 from gregor.client.network import NetworkThread, PartitionMetadata, TopicPartition
 from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, header_items
-from gregor.client.producer.batch import NO_HEADERS
 from gregor.client.producer.future import Callback, ColumnsFuture, RecordFuture
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,9 @@
 """The producers' plain path (a bytes value without key, partition, timestamp or headers, appended
 straight to the sticky partition's open batch) against the scripted broker: records keep their
-order among keyed and headered ones, every future and callback gets its own metadata, the
-asyncio producer resolves a batch's futures in one pass (its error to each, a cancelled one
-skipped), and a closed producer refuses a plain send to a topic it knows."""
+order among keyed and headered ones, every future and callback gets its own metadata, each send
+counts its bytes for the sticky partitioner, the asyncio producer resolves a batch's futures in
+one pass (its error to each, a cancelled one skipped), a closed producer refuses a plain send
+to a topic it knows, and a route serves while the cluster's topic map holds its metadata."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ TOPIC = "fake-topic"
 
 @pytest.fixture
 def fake():
-    with FakeProducerBroker({TOPIC: 1}) as broker:
+    with FakeProducerBroker({TOPIC: 1, "wide": 3}) as broker:
         yield broker
 
 
@@ -64,6 +65,32 @@ def test_plain_sends_keep_their_order_among_keyed_ones_with_their_own_metadata(f
     plain = [index for index in range(60) if index % 17 not in (5, 11)]
     assert [index for index, _ in acknowledged] == plain  # callbacks in send order
     assert [item for _, item in acknowledged] == [metadata[index] for index in plain]
+
+
+def test_plain_sends_count_their_bytes_for_the_sticky_partitioner(fake):
+    """Each plain send adds its estimated size to the sticky partition's byte count (which moves
+    the partition on after a batch's worth, KIP-480), exactly as the full path does."""
+    with Producer(config(fake, **{"batch.size": 1 << 20, "linger.ms": 1000})) as producer:
+        producer.send("wide", b"first")  # opens the batch: the sends below take the plain path
+        sticky = producer._routes["wide"].sticky
+        before = sticky.produced_bytes
+        futures = [producer.send("wide", b"v" * size) for size in range(20, 120)]
+        assert sticky.produced_bytes - before == sum(22 + size for size in range(20, 120))
+        producer.flush(20)
+    assert len({future.get(0).partition for future in futures}) == 1  # under a batch: no switch
+
+
+def test_asyncio_plain_sends_count_their_bytes_for_the_sticky_partitioner(fake):
+    async def main() -> int:
+        async with AioProducer(config(fake, **{"batch.size": 1 << 20, "linger.ms": 1000})) as producer:
+            await producer.enqueue("wide", b"first")
+            sticky = producer._routes["wide"].sticky
+            before = sticky.produced_bytes
+            for size in range(20, 120):
+                await producer.enqueue("wide", b"v" * size)
+            return sticky.produced_bytes - before
+
+    assert asyncio.run(main()) == sum(22 + size for size in range(20, 120))
 
 
 def test_a_closed_producer_refuses_a_plain_send_to_a_known_topic(fake):

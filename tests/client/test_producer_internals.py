@@ -131,14 +131,26 @@ def test_runs_of_one_timestamp_and_offsets_past_the_varint_table_decode_with_kaf
 
 
 @settings(max_examples=40, deadline=None)
-@given(records=records_strategy, capacity=st.integers(62, 30_000))
-def test_the_accumulator_fills_batches_as_try_append_does(records, capacity):
-    """`RecordAccumulator.append` inlines try_append's common case: the batches and futures it
-    makes are those of try_append alone, opening a batch whenever one refuses a record."""
+@given(records=records_strategy, capacity=st.integers(62, 30_000), plain=st.booleans())
+def test_the_accumulator_fills_batches_as_try_append_does(records, capacity, plain):
+    """`RecordAccumulator.append` inlines try_append's common case, and `append_plain` (with
+    `plain`: tried first for each keyless, headerless record, as `Producer.send` does) its
+    keyless case: the batches and futures they make are those of try_append alone, opening a
+    batch whenever one refuses a record."""
+    if plain:  # mostly keyless, headerless records, with the others among them
+        records = [record if index % 4 == 3 else (record[0], None, record[2], [])
+                   for index, record in enumerate(records)]
     acc = accumulator(Clock(), batch_size=capacity, memory=BufferMemory(1 << 40))
+    queue = acc.queue_of(TopicPartition("t", 0))
     base = 1_700_000_000_000
-    futures = [acc.append(TopicPartition("t", 0), base + delta, key, value, encode_headers(headers), None, FOREVER)[0]
-               for delta, key, value, headers in records]
+    futures = []
+    for delta, key, value, headers in records:
+        future = acc.append_plain(queue, base + delta, value, None) \
+            if plain and key is None and value is not None and not headers else None
+        if future is None:
+            future = acc.append(TopicPartition("t", 0), base + delta, key, value, encode_headers(headers), None,
+                                FOREVER)[0]
+        futures.append(future)
     expected: list[ProducerBatch] = []
     for delta, key, value, headers in records:
         size = estimated_record_size(key, value, encode_headers(headers)) + 61  # what a new batch reserves

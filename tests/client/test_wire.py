@@ -1,5 +1,5 @@
 """WireSession, sans-IO: frames split or joined anyhow, in-order matching, violations, and
-request frames whose large record batches are parts of their own."""
+request frames whose large record batches (whole or in chunks) are parts of their own."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gregor.client.network.request_frames import LARGE_RECORDS
+from gregor.client.network.request_frames import LARGE_RECORDS, RecordChunks
 from gregor.client.network.wire import WireSession
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.headers import encode_request, encode_response
@@ -105,3 +105,25 @@ def test_a_produce_frame_keeps_large_records_apart_and_concatenates_to_the_encod
         _, frame = WireSession("me").encode_request(request, version)
         assert (frame[1] is records) if size >= LARGE_RECORDS else len(frame) == 1
         assert b"".join(frame) == encode_request(0, "me", request, version)
+
+
+@pytest.mark.parametrize("version", [3, 9])
+def test_a_batch_given_in_chunks_is_written_chunk_by_chunk(version):
+    """A records field given as RecordChunks (a producer batch's header and encoded chunks):
+    large, each chunk is a part of the frame as it is; small, they are joined inline; either way
+    the frame is that of the same bytes given whole."""
+    for sizes in ([61, LARGE_RECORDS, 3000, 1], [61, 700, 2]):
+        chunks = [bytes([index]) * size for index, size in enumerate(sizes)]
+        frames = []
+        for records in (RecordChunks(chunks), b"".join(chunks)):
+            request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+                name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+            frames.append(WireSession("me").encode_request(request, version)[1])
+        chunked, whole = frames
+        if sum(sizes) >= LARGE_RECORDS:
+            assert all(part is chunk for part, chunk in zip(chunked[1:], chunks))
+        else:
+            assert len(chunked) == 1
+        assert b"".join(chunked) == b"".join(whole) == encode_request(0, "me", ProduceRequest(
+            acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(name="t", partition_data=[
+                ProduceRequest.PartitionProduceData(index=0, records=b"".join(chunks))])]), version)

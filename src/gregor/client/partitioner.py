@@ -137,10 +137,13 @@ class _LoadStats:
 class StickyPartition:
     """One topic's sticky choice for records without a key (Java's BuiltInPartitioner)."""
 
+    __slots__ = ("sticky_batch_size", "forced_switch_bytes", "_rng", "current", "produced_bytes", "_load_stats")
+
     def __init__(self, sticky_batch_size: int, rng: random.Random) -> None:
         if sticky_batch_size < 1:
             raise ValueError(f"sticky_batch_size must be at least 1, not {sticky_batch_size}")
         self.sticky_batch_size = sticky_batch_size
+        self.forced_switch_bytes = 2 * sticky_batch_size  # moves on at this even while its batch is open
         self._rng = rng
         self.current: int | None = None  # read (and produced_bytes kept) by the producer's send path
         self.produced_bytes = 0
@@ -163,7 +166,7 @@ class StickyPartition:
         """
         self.produced_bytes += appended_bytes
         enough = self.produced_bytes >= self.sticky_batch_size
-        if (enough and enable_switch) or self.produced_bytes >= 2 * self.sticky_batch_size:
+        if (enough and enable_switch) or self.produced_bytes >= self.forced_switch_bytes:
             self._switch(num_partitions, available_partitions)
 
     def update_load_stats(self, queue_sizes: Mapping[int, int] | None, excluded: int = 0) -> None:

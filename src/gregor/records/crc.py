@@ -5,5 +5,6 @@ from __future__ import annotations
 from crc32c import crc32c as _crc32c
 
 
-def crc32c(data: bytes | bytearray | memoryview) -> int:
-    return _crc32c(data)
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """The CRC32C of `data`, or of the bytes before it (whose CRC32C is `value`) and `data`."""
+    return _crc32c(data, value)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from asyncio import get_running_loop
 from typing import Any, Mapping
 
 from gregor.client.aio.binding import LoopBinding, check_optional_int, check_timeout
@@ -36,6 +37,8 @@ from gregor.client.producer.future import (
 )
 
 log = logging.getLogger(__name__)
+
+_new_metadata = tuple.__new__  # RecordMetadata(...) without its Python-level __new__
 
 
 class Producer(ProducerBase):
@@ -52,7 +55,8 @@ class Producer(ProducerBase):
         self._sender_task: asyncio.Task[None] | None = None
         self._route_waits: dict[tuple[str, int | None], asyncio.Task[Route]] = {}
         self._sender_woken = False
-        self._waiting: dict[BatchResult, list[tuple[asyncio.Future[RecordMetadata], RecordFuture]]] = {}
+        # per batch waited on: its records' asyncio futures and, in the same order, their records
+        self._waiting: dict[BatchResult, tuple[list[asyncio.Future[RecordMetadata]], list[RecordFuture]]] = {}
 
     async def start(self) -> None:
         """Start the sender and metadata tasks on the running loop (the first call does it too)."""
@@ -88,6 +92,12 @@ class Producer(ProducerBase):
         the topic's metadata or buffer space, up to `max.block.ms`; raises at once (queueing
         nothing) for a closed producer, a wrong argument type, a serializer error, a partition the
         topic does not have or a record over `max.request.size`."""
+        if key is None and type(value) is bytes and partition is None and timestamp is None and not headers \
+                and type(topic) is str and get_running_loop() is self._binding.loop:
+            # the common send in one step (it neither opens nor fills a batch: no sender to let run)
+            appended = self._append_plain(topic, value, None)
+            if appended is not None:
+                return self._as_asyncio(appended)
         self._check_open()
         self._start()
         _check_send_args(topic, partition, timestamp)
@@ -156,20 +166,35 @@ class Producer(ProducerBase):
         (on this loop: the sender runs here)."""
         assert self._binding.loop is not None
         future: asyncio.Future[RecordMetadata] = self._binding.loop.create_future()
-        result = record.batch_result
+        result = record._batch
         waiting = self._waiting.get(result)
         if waiting is None:
-            waiting = self._waiting[result] = []
+            waiting = self._waiting[result] = ([], [])
             if not result.add_done_callback(lambda: self._resolve(result)):
                 self._waiting.pop(result)
                 _settle(future, record)
                 return future
-        waiting.append((future, record))
+        waiting[0].append(future)
+        waiting[1].append(record)
         return future
 
     def _resolve(self, result: BatchResult) -> None:
-        for future, record in self._waiting.pop(result, ()):
-            _settle(future, record)
+        """Resolve the futures of a completed batch's records in one pass (what `_settle` does
+        for each, with the batch's outcome read once)."""
+        futures, records = self._waiting.pop(result, ((), ()))
+        error = result.error
+        if error is not None:
+            for future in futures:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        topic, partition, base_offset, append_time = result.topic, result.partition, result.base_offset, \
+            result.log_append_time
+        for future, record in zip(futures, records):
+            if not future.done():
+                future.set_result(_new_metadata(RecordMetadata, (
+                    topic, partition, base_offset + record._relative_offset if base_offset >= 0 else -1,
+                    append_time if append_time >= 0 else record._timestamp, record._key_size, record._value_size)))
 
     def _wake_sender(self) -> None:
         self._sender.wakeup()
@@ -288,6 +313,7 @@ class Producer(ProducerBase):
         if self._closed:
             return
         self._closed = True
+        self._close_plain_path()
         try:
             if self._sender_task is not None:
                 self._sender.stop(timeout == 0)

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Mapping
 
 from gregor.client.network import ClusterMetadata, TopicPartition
 from gregor.client.producer.batch import (
-    BATCH_HEADER_SIZE, RECORD_BOUND, EncodedBatch, ProducerBatch, estimated_record_size,
+    BATCH_HEADER_SIZE, NO_HEADERS, RECORD_BOUND, EncodedBatch, ProducerBatch, estimated_record_size,
 )
 from gregor.client.producer.future import Callback, RecordFuture
 from gregor.client.producer.memory import BufferMemory
@@ -83,15 +83,59 @@ class RecordAccumulator:
                 return None
             count = last.count
             last.bound = bound
-            last.queued.append((timestamp, key, value, encoded_headers))
+            if key is None and encoded_headers is NO_HEADERS and last.keys is None and last.headers is None:
+                last.timestamps.append(timestamp)
+                last.values.append(value)
+            else:
+                last.queue(timestamp, key, value, encoded_headers)
             last.count = count + 1
-            if timestamp > last.max_timestamp:
-                last.max_timestamp = timestamp
             future = _new(RecordFuture)  # RecordFuture(...) without the call to __init__: every slot stored
             future._batch = last.result
             future._relative_offset = count
             future._timestamp = timestamp
             future._key_size = key_size
+            future._value_size = value_size
+            if callback is not None:
+                last.waiters.append((future, callback))
+            return future
+        finally:
+            lock.release()
+
+    def queue_of(self, topic_partition: TopicPartition) -> deque[ProducerBatch]:
+        """The partition's queue of batches, for `append_plain` (made when missing; a partition
+        keeps its queue for the accumulator's life)."""
+        with self._lock:
+            queue = self._queues.get(topic_partition)
+            if queue is None:
+                queue = self._queues[topic_partition] = deque()
+            return queue
+
+    def append_plain(self, queue: deque[ProducerBatch], timestamp: int, value: bytes,
+                     callback: Callback | None) -> RecordFuture | None:
+        """`append_to_open` for a record with a null key and no headers, given its partition's
+        queue (`queue_of`): the producer's most common send, with nothing to decide on its key or
+        headers. None where `append_to_open` gives None or the open batch holds keys or headers:
+        call `append` then."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not queue:
+                return None
+            last = queue[-1]
+            value_size = len(value)
+            bound = last.bound + RECORD_BOUND + value_size  # a null key (-1) and no headers (1 byte)
+            if last.full or bound > last.capacity or last.keys is not None or last.headers is not None:
+                return None
+            count = last.count
+            last.bound = bound
+            last.timestamps.append(timestamp)
+            last.values.append(value)
+            last.count = count + 1
+            future = _new(RecordFuture)
+            future._batch = last.result
+            future._relative_offset = count
+            future._timestamp = timestamp
+            future._key_size = -1
             future._value_size = value_size
             if callback is not None:
                 last.waiters.append((future, callback))

@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import random
 import time
+from collections import deque
 from time import time_ns
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
@@ -29,7 +30,7 @@ from gregor.client.partitioner import (
 )
 from gregor.client.producer.accumulator import RecordAccumulator
 from gregor.client.producer.batch import (
-    BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, encode_headers, estimated_record_size,
+    BATCH_HEADER_SIZE, NO_HEADERS, EncodedBatch, ProducerBatch, encode_headers, estimated_record_size,
 )
 from gregor.client.producer.future import Callback, RecordFuture, RecordMetadata
 from gregor.client.producer.memory import BufferMemory, NoRoom
@@ -60,16 +61,35 @@ class ProducerRecord(NamedTuple):
 
 
 class Route:
-    """What a send needs of a topic, rebuilt when its metadata changes."""
+    """What a send needs of a topic, rebuilt when its metadata changes.
 
-    __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky")
+    `topics` is the cluster's map of topics that holds `metadata` (None until one is known): the
+    map is replaced whole on every metadata update, so the plain path's route serves while the
+    cluster's map is still this one, one identity test (`follow` takes a new map that kept the
+    topic's metadata). `queues` holds the accumulator's queue of each partition once a send
+    looked it up, for `append_plain`."""
 
-    def __init__(self, metadata: TopicMetadata, sticky: StickyPartition | None) -> None:
+    __slots__ = ("metadata", "num_partitions", "available", "partitions", "sticky", "topics", "queues")
+
+    def __init__(self, metadata: TopicMetadata, sticky: StickyPartition | None,
+                 topics: Mapping[str, TopicMetadata] | None = None) -> None:
         self.metadata = metadata
         self.num_partitions = len(metadata.partitions)
         self.available = sorted(index for index, item in metadata.partitions.items() if item.leader >= 0)
         self.partitions = [TopicPartition(metadata.name, index) for index in range(max(metadata.partitions) + 1)]
         self.sticky = sticky
+        self.topics: Mapping[str, TopicMetadata] | None = None
+        if topics is not None:
+            self.follow(topics)
+        self.queues: list[deque[ProducerBatch] | None] = [None] * len(self.partitions)
+
+    def follow(self, topics: Mapping[str, TopicMetadata]) -> bool:
+        """Take `topics` as the map the route serves while current, if the topic's metadata in it
+        is the route's own (an update that did not ask about this topic kept it): True then."""
+        if topics.get(self.metadata.name) is self.metadata:
+            self.topics = topics
+            return True
+        return False
 
 
 class PreparedRecord(NamedTuple):
@@ -138,12 +158,13 @@ class ProducerBase(abc.ABC):
                 parsed["request.timeout.ms"])
         self._routes: dict[str, Route] = {}
         self._closed = False
-        self._plain = not self._intercepting and self._txn is None and self._raw_keys and self._raw_values
-        """Whether a send of a bytes value without key, partition, timestamp or headers may take
-        the sync producer's fast path: no interceptors, transaction or serializers to run, and
-        the producer open (`close` clears it)."""
-        self._plain_value_limit = self._record_limit - BATCH_HEADER_SIZE - estimated_record_size(None, b"", NO_HEADERS)
-        """The largest value such a record may have (max.request.size, buffer.memory)."""
+        plain = not self._intercepting and self._txn is None and self._raw_keys and self._raw_values
+        self._plain_value_limit = self._record_limit - BATCH_HEADER_SIZE - estimated_record_size(None, b"", NO_HEADERS) \
+            if plain else -1
+        """The largest value a send of a bytes value without key, partition, timestamp or headers
+        may have to take the plain path (`_append_plain`; max.request.size, buffer.memory); -1
+        where there are interceptors, a transaction or serializers to run, or once the producer is
+        closed (`_close_plain_path`)."""
 
     # -- the steps of a send --
 
@@ -178,7 +199,7 @@ class ProducerBase(abc.ABC):
     def _new_route(self, metadata: TopicMetadata) -> Route:
         topic = metadata.name
         sticky = self._default_partitioner.sticky_for(topic) if self._default_partitioner is not None else None
-        route = self._routes[topic] = Route(metadata, sticky)
+        route = self._routes[topic] = Route(metadata, sticky, self._cluster.topics)
         return route
 
     def _metadata_answer(self, topic: str, partition: int | None, metadata: TopicMetadata | None,
@@ -207,6 +228,41 @@ class ProducerBase(abc.ABC):
         await self._network.refresh_metadata(sorted(cluster.wanted_topics), allow_auto_topic_creation=True,
                                              timeout_ms=timeout_ms)
         return cluster.topics.get(topic), cluster.topic_errors.get(topic)
+
+    def _close_plain_path(self) -> None:
+        """Closing: later sends take the checked path, which refuses them."""
+        self._plain_value_limit = -1
+
+    def _append_plain(self, topic: str, value: bytes, callback: Callback | None) -> RecordFuture | None:
+        """The most common send, in one frame: a bytes value without key, partition, timestamp or
+        headers, for a known topic's sticky partition, appended to that partition's open batch
+        (what `_queue` does for it, without the checks that cannot apply). None where anything
+        more is needed (a route to make, a batch to open, interceptors, serializers, a
+        transaction, a closed producer): the caller then takes the full path."""
+        route = self._routes.get(topic)
+        if route is None or len(value) > self._plain_value_limit:
+            return None
+        topics = self._cluster.topics
+        if route.topics is not topics and not route.follow(topics):
+            return None
+        sticky = route.sticky
+        chosen = sticky.current if sticky is not None else None
+        if chosen is None or chosen >= route.num_partitions:
+            return None
+        queue = route.queues[chosen]
+        if queue is None:
+            queue = route.queues[chosen] = self._accumulator.queue_of(route.partitions[chosen])
+        future = self._accumulator.append_plain(queue, time_ns() // 1_000_000, value, callback)
+        if future is not None:
+            # record_appended(enable_switch=False), inlined: the batch is neither full nor new,
+            # so the partition moves on only at twice the sticky batch size
+            record_size = 22 + len(value)  # estimated_record_size, inlined
+            produced = sticky.produced_bytes + record_size
+            if produced < sticky.forced_switch_bytes:
+                sticky.produced_bytes = produced
+            else:
+                self._appended(route, sticky, record_size, False, False)
+        return future
 
     def _queue(self, route: Route, topic: str, value: Any, key: Any, partition: int | None,
                timestamp: int | None, header_items: Sequence[tuple[str, bytes | None]],
@@ -267,8 +323,9 @@ class ProducerBase(abc.ABC):
             raise
         if sticky is not None:
             produced = sticky.produced_bytes + record_size
-            if produced < sticky.sticky_batch_size and not (batch_full or new_batch):
-                sticky.produced_bytes = produced  # record_appended, inlined: no switch yet
+            if produced < sticky.forced_switch_bytes and not (batch_full or new_batch):
+                # record_appended(enable_switch=False), inlined: below twice the size, no switch yet
+                sticky.produced_bytes = produced
                 return future
         elif not (batch_full or new_batch):
             return future

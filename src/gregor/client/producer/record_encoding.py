@@ -1,25 +1,23 @@
-"""The v2 bytes of a batch's records, from the (timestamp, key, value, encoded headers) tuples
-that `send` queues: varints from tables (most lengths and deltas are small), and the bytes
-gathered into one join.
+"""The v2 bytes of a batch's records, from the columns that `send` queues them in (timestamps,
+values, and keys and encoded headers where some record has them): varints from tables (most
+lengths and deltas are small), and the bytes gathered by joins, into chunks that the batch keeps
+and the request frame writes one after the other.
 
 Records of the common shape (null keys, no headers, values of one size: a fast sender of
 fixed-size events) are assembled without a Python step per record: a record then differs from
 the one before only in its offset delta, its value and, between runs of one timestamp or one
 offset-delta width, its length and timestamp delta, so the pieces of a run are a table slice of
 offset varints interleaved with the values and two constant pieces, written into the list to
-join by extended-slice assignments (in C). Other batches take the general loop.
+join by extended-slice assignments (in C), `_CHUNK` records at a time. Other batches take the
+general loop.
 """
 
 from __future__ import annotations
 
-from itertools import groupby
-from operator import itemgetter
+from itertools import groupby, repeat
 from typing import Iterable, Iterator, Sequence
 
 from gregor.protocol.primitives import uvarint_bytes
-
-Record = tuple[int, "bytes | None", "bytes | None", bytes]
-"""A queued record: (timestamp, key, value, encoded headers)."""
 
 _SMALL = tuple(uvarint_bytes(value) for value in range(1 << 14))
 
@@ -38,7 +36,7 @@ _LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in r
 _OFFSETS = _SMALL[0:16384:2] + tuple(uvarint_bytes(delta << 1) for delta in range(8192, 16384))
 """The varint of each offset delta below 16384 (zigzag: twice the delta)."""
 _UNIFORM_MIN = 16  # records below which the general loop is as fast
-_TIMESTAMP, _KEY, _VALUE, _HEADERS = (itemgetter(index) for index in range(4))
+_CHUNK = 1024  # records encoded into one chunk of bytes
 
 
 def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
@@ -57,10 +55,16 @@ def encode_headers(headers: Iterable[tuple[str, bytes | None]]) -> bytes:
     return bytes(out)
 
 
-def encode_records(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> None:
-    """Append the v2 bytes of `records`, whose offset deltas start at `offset_delta`, to `out`."""
-    if len(records) < _UNIFORM_MIN or not _encode_uniform(out, records, base_timestamp, offset_delta):
-        _encode_loop(out, records, base_timestamp, offset_delta)
+def encode_records(timestamps: Sequence[int], keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
+                   headers: Sequence[bytes] | None, base_timestamp: int, offset_delta: int) -> list[bytes]:
+    """The v2 bytes of the records given as columns (`keys` None: every key null; `headers`
+    None: no record has headers), whose offset deltas start at `offset_delta`, in chunks to be
+    written one after the other."""
+    if keys is None and headers is None and len(values) >= _UNIFORM_MIN:
+        encoded = _encode_uniform(timestamps, values, base_timestamp, offset_delta)
+        if encoded is not None:
+            return encoded
+    return [_encode_loop(timestamps, keys, values, headers, base_timestamp, offset_delta)]
 
 
 def _offset_varints(start: int, stop: int) -> Sequence[bytes]:
@@ -82,51 +86,70 @@ def _widths(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
         start = end
 
 
-def _encode_uniform(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> bool:
-    """`encode_records` for records of the common shape (see the module doc); False, writing
-    nothing, for others. The checks and the assembly are C loops (map, set, groupby, slices, join)."""
-    values = list(map(_VALUE, records))
+def _encode_uniform(timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
+                    offset_delta: int) -> list[bytes] | None:
+    """`encode_records` for keyless, headerless records whose values have one size (see the
+    module doc); None for others. The checks and the assembly are C loops (map, set, groupby,
+    slices, join), a chunk of `_CHUNK` records at a time: the list of pieces and the bytes
+    joined from it stay small enough to be reused warm by the allocator, where one join of a
+    whole batch's pieces writes a megabyte into memory never touched before."""
     try:
         sizes = set(map(len, values))
     except TypeError:  # a null value
-        return False
-    count = len(records)
-    if len(sizes) != 1 or list(map(_KEY, records)).count(None) != count or \
-            list(map(_HEADERS, records)).count(NO_HEADERS) != count:
-        return False
+        return None
+    if len(sizes) != 1:
+        return None
     size, = sizes
+    count = len(values)
     middle = _NULL + zigzag_varint(size)  # the null key and the value's length
     fixed = 2 + len(middle) + size  # attributes, null key and value length, value, header count
-    pieces = [middle] * (4 * count)  # per record: separator, offset delta, `middle`, value
+    chunks = []
+    for start in range(0, count, _CHUNK):
+        stop = min(start + _CHUNK, count)
+        pieces = _uniform_pieces(timestamps[start:stop], values[start:stop], base_timestamp, offset_delta + start,
+                                 middle, fixed)
+        if start == 0:
+            pieces[0] = pieces[0][1:]  # the first record has no record before it
+        if stop == count:
+            pieces.append(NO_HEADERS)  # the last record's header count
+        chunks.append(b"".join(pieces))
+    return chunks
+
+
+def _uniform_pieces(timestamps: Sequence[int], values: Sequence[bytes | None], base_timestamp: int,
+                    offset_delta: int, middle: bytes, fixed: int) -> list[bytes]:
+    """Per record: the header count ending the record before, its length, attributes and
+    timestamp delta (one piece per run), its offset delta, `middle`, its value."""
+    count = len(values)
+    pieces = [middle] * (4 * count)
     pieces[3::4] = values
     taken = 0
-    for timestamp, same in groupby(map(_TIMESTAMP, records)):
+    for timestamp, same in groupby(timestamps):
         delta = zigzag_varint(timestamp - base_timestamp)
         stop = taken + len(list(same))
         for first, end, width in _widths(offset_delta + taken, offset_delta + stop):
-            # the header count ending the record before, then this record's length, attributes and delta
             separator = NO_HEADERS + zigzag_varint(fixed + len(delta) + width) + _ATTRIBUTES + delta
             length = end - first
             pieces[4 * taken:4 * (taken + length):4] = [separator] * length
             pieces[4 * taken + 1:4 * (taken + length):4] = _offset_varints(first, end)
             taken += length
-    encoded = b"".join(pieces)
-    out += memoryview(encoded)[1:]  # the first record has no record before it
-    out += NO_HEADERS
-    return True
+    return pieces
 
 
-def _encode_loop(out: bytearray, records: Sequence[Record], base_timestamp: int, offset_delta: int) -> None:
+def _encode_loop(timestamps: Sequence[int], keys: Sequence[bytes | None] | None, values: Sequence[bytes | None],
+                 headers: Sequence[bytes] | None, base_timestamp: int, offset_delta: int) -> bytes:
     """`encode_records` for any records: one loop gathering the pieces, one join. The offset
     deltas' varints come sliced from a table, and a run of records with one timestamp (most of a
     fast sender's) reuses its delta's varint."""
     small, length_and_attributes = _SMALL, _LENGTH_AND_ATTRIBUTES
-    offsets = _offset_varints(offset_delta, offset_delta + len(records))
+    offsets = _offset_varints(offset_delta, offset_delta + len(values))
     parts: list[bytes] = []
     add = parts.extend
     last_timestamp = last_value_size = delta_bytes = value_length = None
     fixed = 0  # the record's length less its offset delta and header bytes: attributes, timestamp delta, value
-    for (timestamp, key, value, encoded_headers), offset_bytes in zip(records, offsets):
+    for timestamp, key, value, encoded_headers, offset_bytes in zip(
+            timestamps, repeat(None) if keys is None else keys, values,
+            repeat(NO_HEADERS) if headers is None else headers, offsets):
         if value is None:
             value_size = -1
             value = b""
@@ -150,6 +173,6 @@ def _encode_loop(out: bytearray, records: Sequence[Record], base_timestamp: int,
             length += len(key_length) + key_size
             add((length_and_attributes[length] if length < 8192 else zigzag_varint(length) + _ATTRIBUTES,
                  delta_bytes, offset_bytes, key_length, key, value_length, value, encoded_headers))
-    out += b"".join(parts)
+    return b"".join(parts)
 
 

@@ -215,7 +215,8 @@ class Sender:
         for batch in batches:
             by_topic.setdefault(batch.topic, []).append(ProduceRequest.PartitionProduceData(
                 index=batch.partition,
-                records=batch.build(self.settings.compression, self.settings.compression_level, transactional)))
+                records=batch.build_chunks(self.settings.compression, self.settings.compression_level,
+                                           transactional)))
         request = ProduceRequest(
             transactional_id=self.settings.transactional_id, acks=self.settings.acks,
             timeout_ms=self.settings.request_timeout_ms,

@@ -48,8 +48,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
-from gregor.broker.step import Step, at_end
-
 log = logging.getLogger("gregor.network")
 
 _SIZE = struct.Struct(">i")
@@ -119,28 +117,19 @@ class Pipelined:
 
 class LaterAnswer(asyncio.Future):
     """A handler's answer that comes later, encoded the moment it is given: the dispatcher sets
-    `encode` when the handler returns it. The connection sets `given` instead of a done-callback,
-    called in the step that gives the answer, so the answer is written then, not a loop turn later
-    behind whatever that turn carries (each future chained to another costs a loop iteration)."""
+    `encode` when the handler returns it, so the connection's done-callback, the only one
+    scheduled, finds the bytes ready (each future chained to another costs a loop iteration)."""
 
     encode: Callable[[Any], Any] | None = None
-    given: Callable[[], None] | None = None
 
     def set_result(self, result: Any) -> None:
         if self.encode is not None:
             try:
                 result = self.encode(result)
             except Exception as error:  # noqa: BLE001 - the connection closes on it, as on a coroutine's
-                self.set_exception(error)
+                super().set_exception(error)
                 return
         super().set_result(result)
-        if self.given is not None:
-            self.given()
-
-    def set_exception(self, exception: BaseException | type[BaseException]) -> None:
-        super().set_exception(exception)
-        if self.given is not None:
-            self.given()
 
 
 class Throttled:
@@ -263,7 +252,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._handshake: asyncio.Future | None = None
         self._securing = False  # TLS handshake under way: frames are queued, not dispatched yet
         self._early: bytearray | None = None  # a TLS connection's bytes read before the TLS layer took over
-        self._flush_due = False  # a LaterAnswer was given: written at the end of the step that gave it
         KafkaConnection._next_id += 1
         self.connection_id = KafkaConnection._next_id
         self.info = ConnectionInfo("(not connected yet)", listener, self.connection_id)  # the peer: connection_made
@@ -442,16 +430,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Dispatch queued requests in order until one must be answered before the next runs."""
         if self._securing:
             return
-        with Step():  # what these requests give other connections goes out when they are dispatched
-            closing = self._dispatch_queued()
-        if closing:
-            return
-        if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
-            self._reading_paused = False
-            self._transport.resume_reading()
-
-    def _dispatch_queued(self) -> bool:
-        """Dispatch what may go now; True when a request closed the connection."""
         ready: list[bytes | bytearray | memoryview] = []  # answers given at once, written together
         while (self._queue and self._transport is not None and self._blocking is None
                and self._muted is None and len(self._answers) < _MAX_PIPELINED):
@@ -462,7 +440,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 log.info("closing connection from %s: %s", self.info.peer, reason)
                 self._write(ready)
                 self._close_after(reason)
-                return True
+                return
             if isinstance(result, Pipelined):
                 self._expect(asyncio.ensure_future(result.awaitable))
             elif inspect.isawaitable(result):
@@ -475,7 +453,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             else:
                 self._out(result, ready)
         self._write(ready)
-        return False
+        if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
+            self._reading_paused = False
+            self._transport.resume_reading()
 
     def _unthrottled(self, result: object) -> object:
         """The answer inside a `Throttled` one, muting the connection for its delay."""
@@ -493,34 +473,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _expect(self, answer: asyncio.Future) -> None:
         self._answers.append(answer)
-        if isinstance(answer, LaterAnswer) and answer.given is None and not answer.done():
-            answer.given = self._given
-        else:
-            answer.add_done_callback(self._answered)
+        answer.add_done_callback(self._answered)
 
     def _answered(self, _answer: asyncio.Future) -> None:
         self._flush()
         self._drain()
-
-    def _given(self) -> None:
-        """A `LaterAnswer` was given, in the step of whatever gave it (often a request of another
-        connection): what is ready is written when that step ends (`step`), with the answers
-        given in it, after the answers the step's own dispatching gave at once. The requests
-        queued behind it are dispatched a loop turn later, never inside that step."""
-        if not self._flush_due:
-            self._flush_due = True
-            at_end(self._flush_given)
-
-    def _flush_given(self) -> None:
-        self._flush_due = False
-        try:
-            self._flush()
-        except Exception:  # noqa: BLE001 - not the giver's failure: it must not reach the giver's request
-            log.exception("writing an answer to %s failed; closing its connection", self.info.peer)
-            self._close()
-            return
-        if self._queue:
-            asyncio.get_running_loop().call_soon(self._drain)
 
     def _flush(self) -> None:
         """Send the answers that are ready, in request order, in one write: on loopback each

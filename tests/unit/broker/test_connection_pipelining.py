@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from gregor.broker.network import _MAX_PIPELINED, KafkaConnection, LaterAnswer, Pipelined
+from gregor.broker.network import _MAX_PIPELINED, KafkaConnection, Pipelined
 
 
 class Transport:
@@ -160,40 +160,4 @@ def test_answers_given_at_once_to_requests_read_together_go_out_in_one_write():
         connection, transport, dispatcher = connect()
         receive(connection, b"m1", b"m2", b"m3")
         assert transport.written == [b"answer m1answer m2answer m3"]
-    asyncio.run(run())
-
-
-class GivingDispatcher(Dispatcher):
-    """`later` frames wait for a `LaterAnswer` (an acks=all produce, a parked fetch); a `give`
-    frame gives those answers while it is dispatched, as a produce completes a parked fetch."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.later: dict[bytes, LaterAnswer] = {}
-
-    def dispatch(self, frame, info):
-        name = bytes(frame)
-        self.dispatched.append(name)
-        if name.startswith(b"later"):
-            answer = self.later[name] = LaterAnswer(loop=asyncio.get_running_loop())
-            answer.encode = lambda result: b"answer " + result
-            return Pipelined(answer)
-        if name.startswith(b"give"):
-            for waiting, answer in self.later.items():
-                if not answer.done():
-                    answer.set_result(waiting)
-        return b"answer " + name
-
-
-def test_an_answer_given_in_another_step_is_written_in_it_and_keeps_request_order():
-    async def run() -> None:
-        dispatcher = GivingDispatcher()
-        connection = KafkaConnection(dispatcher, "PLAINTEXT", 1 << 20)
-        transport = Transport()
-        connection.connection_made(transport)
-        receive(connection, b"now", b"later1", b"give", b"after")
-        assert transport.written == [b"answer now", b"answer later1" + b"answer give" + b"answer after"]
-        receive(connection, b"later2")
-        dispatcher.later[b"later2"].set_result(b"later2")  # given by another connection's request
-        assert transport.written[-1] == b"answer later2", "written in the step that gave it, no loop turn"
     asyncio.run(run())

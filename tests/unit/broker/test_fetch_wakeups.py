@@ -145,25 +145,3 @@ def test_a_consumer_fetch_short_of_min_bytes_stays_parked_then_answers_at_its_ma
         assert not task.done() and len(partitions.consumer_fetches) == 1, "too little yet: still parked"
         assert b"second" in _records(await asyncio.wait_for(task, 5))
     asyncio.run(run())
-
-
-def test_the_event_that_makes_a_parked_fetch_due_answers_it_in_its_own_step(tmp_path):
-    """As Kafka completes a DelayedFetch in the thread that satisfied it: the append (for a
-    follower) or the high watermark's move (for a consumer) reads the answer at once, with no
-    loop turn in between, and a fetch whose connection went is not read at all."""
-    async def run() -> None:
-        replicated = _Partitions(_leader(tmp_path / "rf2", (1, 2)))
-        follower = handle_replica_fetch(_context(replicated, 13), _fetch(1, 2, 13), 2)
-        replicated.replica.produce(b"second", acks=1)
-        replicated.replica_fetches.check(KEY)
-        assert follower.done() and b"second" in _records(follower.result())
-
-        single = _Partitions(_leader(tmp_path / "rf1", (1,)))
-        consumer = fetch.handle(_context(single, 13), _fetch(1, -1, 13))
-        gone = fetch.handle(_context(single, 13), _fetch(1, -1, 13))
-        gone.cancel()
-        single.replica.produce(b"second", acks=1)
-        single.consumer_fetches.check(KEY)
-        assert consumer.done() and b"second" in _records(consumer.result())
-        assert gone.cancelled() and len(single.consumer_fetches) == 0
-    asyncio.run(run())

@@ -27,6 +27,9 @@ they share Kafka's.
 
 from __future__ import annotations
 
+import asyncio
+
+from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext
 from gregor.broker.network import LaterAnswer
 from gregor.metadata.acls import AclOperation
@@ -68,12 +71,17 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
     if not served.must_wait(request):
         return served.response()
     purgatory = context.partitions.replica_fetches
+    due = purgatory.park(served.keys, purgatory.now_ms() + request.max_wait_ms)
+    return _when_due(context, request, replica_id, session, due)
 
-    def serve() -> FetchResponse:  # once due: served again
-        context.now_ms = purgatory.now_ms()
+
+def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int, session: SessionFetch | None,
+              due: asyncio.Future[None]) -> LaterAnswer:
+    def serve() -> FetchResponse:
+        context.now_ms = context.partitions.replica_fetches.now_ms()
         return _serve(context, request, replica_id, session).response()
 
-    return purgatory.park_answer(served.keys, purgatory.now_ms() + request.max_wait_ms, serve)
+    return answer_when_due(due, serve)
 
 
 def _not_authorized(request: FetchRequest, by_id: bool) -> FetchResponse:

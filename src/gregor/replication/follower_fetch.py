@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.replication.effects import Effect
-from gregor.replication.fetch_sessions import SessionFetch, TopicKey, SessionPartition
+from gregor.replication.fetch_sessions import SessionFetch, SessionPartition, TopicKey
 from gregor.replication.partition import Partition
 
 _Topic = FetchResponse.FetchableTopicResponse

@@ -65,6 +65,12 @@ class SessionPartition:
     request: FetchRequest.FetchPartition
     answered: tuple[int, int, int] | None = None  # high watermark, last stable offset, log start offset
 
+    def knows(self, offsets: tuple[int, int, int]) -> bool:
+        """Whether the last answer told the follower these offsets (high watermark, last stable
+        offset, log start offset): an incremental answer then leaves out the partition when it
+        has no records and no error."""
+        return self.answered == offsets
+
 
 @dataclass
 class FetchSession:
@@ -97,12 +103,6 @@ class SessionFetch:
 
     session: FetchSession
     full: bool
-
-    def says_nothing_new(self, cached: SessionPartition, high_watermark: int, last_stable_offset: int,
-                         log_start_offset: int) -> bool:
-        """Whether an incremental answer leaves out a partition of the session with no records
-        and no error whose offsets are these (what the follower already knows)."""
-        return not self.full and cached.answered == (high_watermark, last_stable_offset, log_start_offset)
 
     def select(self, key: SessionKey, data: FetchResponse.PartitionData) -> bool:
         """Whether the answer carries this partition; called once per answer sent, which then

@@ -99,27 +99,19 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                 served.urgent = True
                 continue
             assert name is not None
-            if incremental and cached is not None:
-                offsets = partition.follower_still_caught_up(replica_id, fetch_partition, now_ms)
-                if offsets is not None:  # idle: answered only when its offsets moved
+            if incremental:
+                at_end = partition.fetch_at_log_end(replica_id, fetch_partition, now_ms)
+                if at_end is not None:  # an idle partition of the session: no answer to build unless news
+                    effects, offsets = at_end
+                    if effects is not None:
+                        served.effects.append((partition, effects))
                     served.keys.append((name, fetch_partition.partition))
-                    if cached.answered != offsets:
+                    if cached is None or not cached.knows(offsets):
                         partitions.append(partition.answer_at_log_end())
                     continue
             known = partition.remote.get(replica_id)
-            fetch_offset = fetch_partition.fetch_offset
-            idle = known is not None and known.log_end_offset == fetch_offset == partition.log.log_end_offset
+            idle = known is not None and known.log_end_offset == fetch_partition.fetch_offset == partition.log.log_end_offset
             high_watermark = partition.high_watermark
-            if idle and session is not None and not session.full:
-                at_end = partition.fetch_at_log_end(replica_id, fetch_partition, now_ms)
-                if at_end is not None:  # an idle partition of the session: no answer to build unless news
-                    if at_end or partition.high_watermark != high_watermark:
-                        served.effects.append((partition, at_end))
-                    served.keys.append((name, fetch_partition.partition))
-                    if cached is None or not session.says_nothing_new(
-                            cached, partition.high_watermark, partition.last_stable_offset, partition.log_start_offset):
-                        partitions.append(partition.answer_at_log_end())
-                    continue
             data, effects = partition.fetch_for_follower(replica_id, fetch_partition, now_ms)
             if effects or not idle or partition.high_watermark != high_watermark:
                 served.effects.append((partition, effects))

@@ -377,43 +377,33 @@ class Partition:
         response.high_watermark, response.last_stable_offset = self.high_watermark, self.last_stable_offset
         return response, effects
 
-    def fetch_at_log_end(self, replica_id: int, request: FetchRequest.FetchPartition, now_ms: int) -> list[Effect] | None:
+    def fetch_at_log_end(self, replica_id: int, request: FetchRequest.FetchPartition,
+                         now_ms: int) -> tuple[list[Effect] | None, tuple[int, int, int]] | None:
         """`fetch_for_follower` for a follower that asks again from the log end it already had
-        (an idle partition of a fetch session), without building its answer: the same checks and
-        state changes, and its effects; None when the fetch is not that one (serve it in full)."""
-        log = self.log
-        leader_end = log.log_end_offset
-        follower = self.remote.get(replica_id)
-        if (follower is None or request.fetch_offset != leader_end or follower.log_end_offset != leader_end
-                or self._check_epoch(request.current_leader_epoch) != ErrorCode.NONE
-                or (request.last_fetched_epoch >= 0
-                    and request.last_fetched_epoch != log.leader_epoch_cache.latest_epoch)):
-            return None
-        follower.update_fetch_state(leader_end, leader_end, now_ms)
-        effects = self._maybe_expand_isr(follower, now_ms)
-        effects.extend(self._update_high_watermark(now_ms))
-        return effects
-
-    def follower_still_caught_up(self, replica_id: int, request: FetchRequest.FetchPartition,
-                                 now_ms: int) -> tuple[int, int, int] | None:
-        """`fetch_at_log_end`'s commonest case in a few comparisons: an in-sync follower asking
-        again from the log end, which is the high watermark, with no produce waiting here. The
-        fetch only records that the follower is caught up now: no effect, no high watermark move
-        (every ISR member is at the log end). Returns the high watermark, last stable offset and
-        log start offset its answer carries; None for any other fetch (serve it as usual).
-        A leader serves every idle partition of a fetch session this way on every fetch."""
+        (an idle partition of a fetch session, on every fetch), without building its answer: the
+        same checks and state changes. Returns the effects for the host to carry out (None when
+        there is nothing to: no effect and the high watermark did not move) and the high
+        watermark, last stable offset and log start offset the answer would carry; None when the
+        fetch is not that one (serve it in full). Its commonest case, an in-sync follower while
+        the log end is the high watermark and no produce waits here, takes a few comparisons."""
         log = self.log
         leader_end = log.segments[-1].next_offset
         follower = self.remote.get(replica_id)
         epoch = request.current_leader_epoch
         if (follower is None or request.fetch_offset != leader_end or follower.log_end_offset != leader_end
-                or log.high_watermark != leader_end or self.delayed or self.leader_id != self.broker_id
-                or (epoch >= 0 and epoch != self.leader_epoch) or replica_id not in self.isr_state.committed
+                or self.leader_id != self.broker_id or (epoch >= 0 and epoch != self.leader_epoch)
                 or (request.last_fetched_epoch >= 0
                     and request.last_fetched_epoch != log.leader_epoch_cache.latest_epoch)):
-            return None
+            return None  # `_check_epoch` refuses it, or it is not at the log end: served in full
         follower.update_fetch_state(leader_end, leader_end, now_ms)
-        return leader_end, log.last_stable_offset, log.log_start_offset
+        high_watermark = log.high_watermark
+        effects: list[Effect] | None = None
+        if high_watermark != leader_end or self.delayed or replica_id not in self.isr_state.committed:
+            effects = self._maybe_expand_isr(follower, now_ms)
+            effects.extend(self._update_high_watermark(now_ms))
+            if not effects and log.high_watermark == high_watermark:
+                effects = None
+        return effects, (log.high_watermark, log.last_stable_offset, log.log_start_offset)
 
     def answer_at_log_end(self) -> FetchResponse.PartitionData:
         """The answer `fetch_for_follower` gives a follower at the log end (no records)."""

@@ -9,7 +9,7 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.protocol.primitives import Writer
 from gregor.replication.config import ReplicationConfig
-from gregor.replication.effects import SendFetch
+from gregor.replication.effects import ProposeIsr, SendFetch
 from gregor.replication.fetch_sessions import FetchSessions, SessionPartition, next_epoch
 from gregor.replication.fetcher_links import FetcherLinks
 from gregor.replication.follower_fetch import serve_follower_fetch
@@ -180,24 +180,26 @@ def test_a_partition_the_leader_answers_but_the_follower_does_not_fetch_is_forgo
 
 
 def test_an_idle_partition_takes_the_short_path_only_while_its_fetch_can_change_nothing(tmp_path):
-    """Every fetch of a session serves its idle partitions by a few comparisons
-    (`follower_still_caught_up`); any fetch that may move the high watermark or the ISR, or must
-    be refused, takes the full path."""
+    """Every fetch of a session serves its idle partitions without building an answer
+    (`fetch_at_log_end`): while nothing can move, by a few comparisons and with no effect; a
+    fetch that may move the high watermark or the ISR, or must be refused, takes the full path."""
     pair = Pair(tmp_path)
     pair.round()
     pair.round()
     leader = pair.leaders[0]
     at_end = FetchRequest.FetchPartition(partition=0, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1)
-    assert leader.follower_still_caught_up(2, at_end, pair.now + 1) == (0, 0, 0)
+    assert leader.fetch_at_log_end(2, at_end, pair.now + 1) == (None, (0, 0, 0))  # nothing to carry out
     assert leader.remote[2].last_caught_up_ms == pair.now + 1
     stale = FetchRequest.FetchPartition(partition=0, current_leader_epoch=0, fetch_offset=0, last_fetched_epoch=-1)
-    assert leader.follower_still_caught_up(2, stale, pair.now) is None  # fenced: answered with the error
+    assert leader.fetch_at_log_end(2, stale, pair.now) is None  # fenced: answered with the error
     leader.append_as_leader(batch(2), pair.now, 1)  # the follower is behind the log end now
-    assert leader.follower_still_caught_up(2, at_end, pair.now) is None
+    assert leader.fetch_at_log_end(2, at_end, pair.now) is None
     pair.round()
     pair.round()
     assert leader.high_watermark == 2
     leader.apply_registration(PartitionRegistration(replicas=(1, 2), isr=(1,), leader=1, leader_epoch=1,
                                                     partition_epoch=2), pair.now)
     caught_up = FetchRequest.FetchPartition(partition=0, current_leader_epoch=1, fetch_offset=2, last_fetched_epoch=-1)
-    assert leader.follower_still_caught_up(2, caught_up, pair.now) is None  # out of the ISR: may join it
+    effects, _ = leader.fetch_at_log_end(2, caught_up, pair.now)  # out of the ISR: it may join it
+    (proposal,) = effects
+    assert isinstance(proposal, ProposeIsr) and 2 in proposal.isr

@@ -11,11 +11,8 @@ import sys
 import time
 from typing import IO, Callable
 
+from tools.ports import free_port
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def api_versions_ok(port: int) -> bool:

@@ -15,10 +15,12 @@ fenced) makes a new producer, whose init_transactions fences the old one.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 import uuid
+from typing import Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -32,7 +34,10 @@ from tests.interop.test_transaction_v2_wire import end, produce, state
 from tests.interop.test_transaction_wire import init
 from tests.txn_wire import batch, call
 
-pytestmark = [pytest.mark.slow, pytest.mark.interop, pytest.mark.timeout(300)]
+# The copy must end COPIED_BY_S after the test began, which leaves time for the checks before
+# pytest's timeout: a stall fails with the copier's timeline rather than a stack.
+pytestmark = [pytest.mark.slow, pytest.mark.interop, pytest.mark.timeout(360)]
+COPIED_BY_S = 270
 
 PARTITIONS = 3
 INPUT, OUTPUT, GROUP, V2_TOPIC = "txn-input", "txn-output", "txn-copier", "txn-v2"
@@ -67,18 +72,30 @@ class Copier:
                                   "isolation.level": "read_committed", "auto.offset.reset": "earliest", **QUIET})
         self.assignment = [TopicPartition(INPUT, p, 0) for p in range(PARTITIONS)]
         self.consumer.assign(self.assignment)
-        self.producer = self._new_producer()
         self.committed = self.aborted = self.new_producers = 0
+        self.began, self.deadline = time.monotonic(), math.inf
+        #: (seconds since the copier began, what happened): the errors met, and calls that took long
+        self.events: list[tuple[float, str]] = []
+        self.producer = self._new_producer()
+
+    def note(self, what: str) -> None:
+        self.events.append((time.monotonic() - self.began, what))
+
+    def timeline(self) -> str:
+        return "; ".join(f"{at:.1f}s {what}" for at, what in self.events[-30:]) or "no errors"
 
     def _new_producer(self) -> Producer:
         producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
                              "transaction.timeout.ms": 60000, "linger.ms": 5, "message.timeout.ms": 60000, **QUIET})
-        producer.init_transactions(120)
+        started = time.monotonic()
+        producer.init_transactions(self._timeout(120))
+        if time.monotonic() - started > 5:
+            self.note(f"init_transactions took {time.monotonic() - started:.1f}s")
         return producer
 
     def _rewind(self) -> None:
         """Back to the offsets the last committed transaction stored for the group."""
-        for tp in self.consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], 60):
+        for tp in self.consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], self._timeout(60)):
             self.consumer.seek(TopicPartition(INPUT, tp.partition, max(tp.offset, 0)))
 
     def _done(self, ends: dict[int, int]) -> bool:
@@ -86,8 +103,21 @@ class Copier:
         return all(tp.offset >= ends[tp.partition] for tp in positions)
 
     def run(self, ends: dict[int, int], deadline: float) -> None:
+        """Copy until the input's ends; every call's timeout ends by `deadline`, so that a stall
+        fails here, with the copier's timeline, rather than at pytest's timeout."""
+        self.deadline = deadline
+        try:
+            self._copy(ends)
+        except KafkaException as exception:
+            raise AssertionError(f"the copier failed: {exception.args[0]}; {self.summary()}") from exception
+
+    def summary(self) -> str:
+        return (f"{self.committed} transactions committed, {self.aborted} aborted, {self.new_producers} new "
+                f"producers; {self.timeline()}")
+
+    def _copy(self, ends: dict[int, int]) -> None:
         while not self._done(ends):
-            assert time.monotonic() < deadline, "the copier did not finish in time"
+            assert time.monotonic() < self.deadline, f"the copier did not finish in time: {self.summary()}"
             messages = [m for m in self.consumer.consume(TRANSACTION_SIZE, 1.0) if not m.error()]
             if not messages:
                 continue
@@ -95,32 +125,47 @@ class Copier:
                 self.producer.begin_transaction()
                 for message in messages:
                     self.producer.produce(OUTPUT, message.value(), partition=message.partition())
-                self.producer.send_offsets_to_transaction(
-                    self.consumer.position(self.consumer.assignment()), self.consumer.consumer_group_metadata(), 60)
-                self._commit(deadline)
+                self._timed("send_offsets_to_transaction", lambda timeout: self.producer.send_offsets_to_transaction(
+                    self.consumer.position(self.consumer.assignment()), self.consumer.consumer_group_metadata(),
+                    timeout))
+                self._commit()
                 self.committed += 1
             except KafkaException as exception:
+                self.note(f"{exception.args[0].name()}: {exception.args[0].str()}")
                 self._recover(exception.args[0])
 
-    def _commit(self, deadline: float) -> None:
+    def _timeout(self, most: float) -> float:
+        return max(1.0, min(most, self.deadline - time.monotonic()))
+
+    def _timed(self, name: str, call, most: float = 60) -> None:
+        """`call(timeout)`, noted when it took more than a few seconds."""
+        started = time.monotonic()
+        try:
+            call(self._timeout(most))
+        finally:
+            if time.monotonic() - started > 5:
+                self.note(f"{name} took {time.monotonic() - started:.1f}s")
+
+    def _commit(self) -> None:
         """commit_transaction again after a retriable error (librdkafka's contract), until the deadline."""
         while True:
             try:
-                self.producer.commit_transaction(60)
+                self._timed("commit_transaction", self.producer.commit_transaction)
                 return
             except KafkaException as exception:
-                if not exception.args[0].retriable() or time.monotonic() > deadline:
+                if not exception.args[0].retriable() or time.monotonic() > self.deadline:
                     raise
+                self.note(f"commit retried after {exception.args[0].name()}")
 
     def _recover(self, error) -> None:
         if error.txn_requires_abort():
             try:
-                self.producer.abort_transaction(60)
+                self._timed("abort_transaction", self.producer.abort_transaction)
                 self.aborted += 1
                 self._rewind()
                 return
-            except KafkaException:
-                pass  # the abort failed too: a new producer fences this one
+            except KafkaException as exception:
+                self.note(f"abort failed: {exception.args[0].name()}")  # a new producer fences this one
         self.producer = self._new_producer()
         self.new_producers += 1
         self._rewind()
@@ -130,9 +175,10 @@ class Killer:
     """kill -9 one broker every KILL_EVERY_S seconds, KILLS times, the transaction coordinator every
     other time, and restart it DOWN_S later."""
 
-    def __init__(self, cluster: Cluster, transactional_id: str) -> None:
+    def __init__(self, cluster: Cluster, transactional_id: str, note: Callable[[str], None]) -> None:
         self.cluster = cluster
         self.transactional_id = transactional_id
+        self.note = note
         self.kills: list[tuple[int, bool]] = []
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run)
@@ -148,9 +194,11 @@ class Killer:
             coordinator = self._coordinator() if len(self.kills) % 2 == 0 else None
             victim = coordinator if coordinator in self.cluster.brokers else ids[len(self.kills) % len(ids)]
             self.kills.append((victim, victim == coordinator))
+            self.note(f"broker {victim} killed{' (the coordinator)' if victim == coordinator else ''}")
             self.cluster.brokers[victim].kill9()
             time.sleep(DOWN_S)
             self.cluster.brokers[victim].restart()
+            self.note(f"broker {victim} answers again")
 
 
 def read_committed(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list[bytes]]:
@@ -210,6 +258,7 @@ def v2_write_across_brokers(cluster: Cluster) -> None:
 
 
 def test_copier_output_equals_its_input_while_brokers_are_killed(tmp_path):
+    began = time.monotonic()
     cluster = Cluster(tmp_path, overrides={"min.insync.replicas": "2", "transaction.state.log.num.partitions": "3",
                                            "transaction.state.log.replication.factor": "3"})
     cluster.start()
@@ -230,10 +279,10 @@ def test_copier_output_equals_its_input_while_brokers_are_killed(tmp_path):
         written = fill_input(cluster.bootstrap)
         filled = time.monotonic()
         copier = Copier(cluster.bootstrap)
-        killer = Killer(cluster, copier.transactional_id)
+        killer = Killer(cluster, copier.transactional_id, copier.note)
         killer.thread.start()
         try:
-            copier.run({p: len(values) for p, values in written.items()}, time.monotonic() + 240)
+            copier.run({p: len(values) for p, values in written.items()}, began + COPIED_BY_S)
         finally:
             killer.stopping.set()
             killer.thread.join()
@@ -247,7 +296,7 @@ def test_copier_output_equals_its_input_while_brokers_are_killed(tmp_path):
               f"{copier.aborted} aborted, {copier.new_producers} new producers; "
               f"kills {' '.join(str(b) + ('*' if c else '') for b, c in killer.kills)} (* coordinator); "
               f"output read_committed {sum(map(len, output.values()))} records, log end offsets {ends}; "
-              f"fill {filled - started:.1f}s, copy {copied - filled:.1f}s")
+              f"fill {filled - started:.1f}s, copy {copied - filled:.1f}s; {copier.timeline()}")
         for partition in range(PARTITIONS):
             got, expected = output[partition], written[partition]
             assert len(got) == len(expected) and got == expected, (

@@ -23,6 +23,7 @@ from gregor.protocol.messages.describe_quorum import (
 )
 from gregor.protocol.primitives import Reader
 from tools.faults.proxy import Proxy
+from tools.ports import free_port
 
 CLUSTER_ID = "R3JlZ29yRmF1bHRIYXJuZXNz"
 # Short sessions and lag limits, so that a fault is noticed (and healed) within seconds.
@@ -34,11 +35,6 @@ CONTROLLER_SESSION = {"broker.session.timeout.ms": "1500"}
 # each controller election. Kafka's defaults keep the same order (9 s sessions, 2 s fetch timeout).
 QUORUM_SESSION = {"broker.session.timeout.ms": "4000"}
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _answers(port: int) -> bool:

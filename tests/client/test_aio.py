@@ -169,6 +169,62 @@ def test_async_and_sync_consumers_share_a_group(peer, topic_factory):
     assert sorted(values + sync_values) == list(range(80))
 
 
+def test_a_rebalance_committing_in_its_task_hands_over_nothing_of_the_partitions_it_gives_up(peer, topic_factory):
+    """The rebalance runs in a task beside the application's getmany calls; while it commits the
+    offsets of the partitions it gives up (held here), getmany hands over none of their records,
+    so the commit covers exactly what the application got and the next owner repeats nothing."""
+    bootstrap = gregor_only(peer)
+    topic = topic_factory(1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    produce_with_librdkafka(bootstrap, topic, [b"%d" % index for index in range(500)])
+    key = TopicPartition(topic, 0)
+
+    async def main() -> None:
+        async with Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                            heartbeat_interval_ms=200) as consumer:
+            consumer.subscribe([topic])
+            values: list[int] = []
+
+            async def take(timeout_ms: int) -> list[int]:
+                """One record at most, slowly: records stay buffered until the rebalance begins."""
+                found = await consumer.getmany(timeout_ms=timeout_ms, max_records=1)
+                await asyncio.sleep(0.02)
+                return [int(record.value) for records in found.values() for record in records]
+
+            async with asyncio.timeout(20):
+                while len(values) < 10:
+                    values += await take(100)
+            committing, release = asyncio.Event(), asyncio.Event()
+            committed_offsets: list[dict] = []
+            commit = consumer._commit
+
+            async def held_commit(offsets, *args):
+                committed_offsets.append(dict(offsets))
+                committing.set()
+                await release.wait()
+                return await commit(offsets, *args)
+
+            consumer._commit = held_commit
+            other = SyncConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest")
+            other.subscribe([topic])
+            joiner = threading.Thread(target=other.poll, args=(3.0,))
+            joiner.start()
+            try:
+                async with asyncio.timeout(20):
+                    while not committing.is_set():
+                        values += await take(50)
+                while_committing = [value for _ in range(5) for value in await take(50)]
+                release.set()
+            finally:
+                joiner.join()
+                other.close(5)
+            assert while_committing == []
+            assert values == list(range(len(values)))
+            assert committed_offsets[0][key].offset == len(values)
+
+    asyncio.run(main())
+
+
 def test_commits_are_read_back_by_committed_and_a_new_member(peer, topic_factory):
     bootstrap = gregor_only(peer)
     topic = topic_factory()

@@ -180,7 +180,9 @@ class Consumer(ConsumerBase):
                 self._pending.extend(self._interceptors.on_consume(ConsumerRecords(records)) if self._interceptors
                                      else ConsumerRecords(records))
                 continue
-            yield self._pending.popleft()
+            record = self._pending.popleft()
+            if self._subscriptions.handing_over(TopicPartition(record.topic, record.partition)):
+                yield record
 
     def _rewind_pending(self) -> None:
         """Move positions back to the first record of each partition not handed over yet."""
@@ -317,6 +319,10 @@ class Consumer(ConsumerBase):
         """One rebalance of this member, from revoking to assigning, with the listener told."""
         while self._rebalance_needed():
             before = self._changes_before_join()
+            if before.revoked:
+                # this round runs beside the application's polls: from here on they get nothing of
+                # the partitions given up, so the commit below covers all that was handed over
+                self._subscriptions.mark_pending_revocation(before.revoked)
             if before.revoked and self._auto_commit:
                 await self._commit_quietly(before.revoked)
             await self._apply_changes(before)

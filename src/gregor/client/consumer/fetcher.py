@@ -411,7 +411,7 @@ class Fetcher:
                     break
                 fetch = self._completed[0]
             state = self.subscriptions.assignment.get(fetch.topic_partition)
-            if state is None or state.paused or state.position != fetch.next_offset:
+            if state is None or state.paused or state.pending_revocation or state.position != fetch.next_offset:
                 self._done_with(fetch)
                 continue
             if fetch.error_code != ErrorCode.NONE:

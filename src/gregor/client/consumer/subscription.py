@@ -30,6 +30,9 @@ class PartitionState:
     position_epoch: int | None = None
     reset_strategy: str | None = None
     paused: bool = False
+    #: given up in a rebalance that has begun (its offsets are being committed): neither fetched nor
+    #: handed to the application any more, as Java's consumer marks partitions pending revocation
+    pending_revocation: bool = False
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
@@ -108,6 +111,20 @@ class SubscriptionState:
                 state = self.state(partition)
                 state.position, state.reset_strategy = None, strategy
 
+    def mark_pending_revocation(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Partitions about to be revoked: nothing more of them is fetched or handed over, so
+        that the offsets committed before they go cover every record the application got."""
+        with self.lock:
+            for partition in partitions:
+                state = self.assignment.get(TopicPartition(*partition))
+                if state is not None:
+                    state.pending_revocation = True
+
+    def handing_over(self, partition: TopicPartition) -> bool:
+        """Whether records of `partition` may still go to the application."""
+        state = self.assignment.get(partition)
+        return state is not None and not state.pending_revocation
+
     def missing_positions(self) -> list[TopicPartition]:
         """Assigned partitions with neither a position nor a pending reset."""
         return [partition for partition, state in self.assignment.items()
@@ -122,7 +139,7 @@ class SubscriptionState:
         with self.lock:
             return [(partition, state.position)
                     for partition, state in self.assignment.items()
-                    if state.position is not None and not state.paused]
+                    if state.position is not None and not state.paused and not state.pending_revocation]
 
     def consumed_offsets(self) -> dict[TopicPartition, tuple[int, int | None]]:
         """Positions to commit: (offset, leader epoch) per partition with a position."""

@@ -335,6 +335,11 @@ class Consumer(ConsumerBase):
         self._data.set()
 
     async def _apply_changes(self, changes: RebalanceChanges) -> None:
+        """The listener told and the ownership changed; what goes is handed over no more from the
+        start, since the listener may await while the application polls."""
+        for going in (changes.revoked, changes.lost):
+            if going:
+                self._subscriptions.mark_pending_revocation(going)
         if changes.revoked is not None:
             await self._call_listener("on_partitions_revoked", changes.revoked)
         if changes.lost is not None:

@@ -1,4 +1,4 @@
-"""Loopback ports for the servers that tests, benchmarks and the fault harness start.
+"""Loopback ports for the servers that the tests and the fault harness start.
 
 A port the OS hands out for `bind(port 0)` comes from the ephemeral range, the same range every
 outgoing connection on the machine draws its local port from: between closing the probe socket

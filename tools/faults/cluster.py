@@ -36,7 +36,6 @@ CONTROLLER_SESSION = {"broker.session.timeout.ms": "1500"}
 QUORUM_SESSION = {"broker.session.timeout.ms": "4000"}
 
 
-
 def _answers(port: int) -> bool:
     """One ApiVersions v0 round trip on the node's own port."""
     try:

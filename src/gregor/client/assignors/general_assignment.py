@@ -115,9 +115,18 @@ class _GeneralAssignment:
     def _move(self, partition: TopicPartition, new_owner: str) -> None:
         old_owner = self.owner[partition]
         moving = self.movements.partition_to_move(partition, old_owner, new_owner)
-        self.movements.record(moving, old_owner, new_owner)
-        del self.assignment[old_owner][moving]
-        self._give(moving, new_owner)
+        partner = self.movements.swap_partner(moving, new_owner) if moving == partition else None
+        if partner is None:
+            self._shift(moving, old_owner, new_owner)
+            return
+        returning, origin = partner  # both go home: the same loads, and no exchange between two members
+        self._shift(returning, origin, new_owner)
+        self._shift(partition, old_owner, origin)
+
+    def _shift(self, partition: TopicPartition, old_owner: str, new_owner: str) -> None:
+        self.movements.record(partition, old_owner, new_owner)
+        del self.assignment[old_owner][partition]
+        self._give(partition, new_owner)
 
     def _is_balanced(self) -> bool:
         """Java's isBalanced: no member could take a partition from one holding two or more than it."""

@@ -5,7 +5,9 @@ want to move a partition of the same topic from B back to A. Moving back one of 
 that came from A instead undoes a move rather than making a second one, which keeps the result
 stickier (the role of Java's PartitionMovements). Java looks for the reverse move relative to a
 partition's original owner; this looks for it relative to its current owner, so the member that
-must shed load is always the one that sheds it.
+must shed load is always the one that sheds it, and sends a partition that would otherwise end
+up exchanged with another between their first owners back home with that other one
+(`swap_partner`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ class PartitionMovements:
         """The partition to move from `old_owner` to `new_owner`: one that came from `new_owner`, if any."""
         returning = self._moved.get((partition.topic, new_owner, old_owner))
         return next(iter(returning)) if returning else partition
+
+    def swap_partner(self, partition: TopicPartition, new_owner: str) -> tuple[TopicPartition, str] | None:
+        """A partition that came from `new_owner` to the member `partition` came from, with that
+        member, or None. Moving `partition` on to `new_owner` would exchange the two between their
+        first owners (a swap, which Java's isSticky forbids): sending both home instead moves the
+        same load (its current owner sheds one, `new_owner` gains one, the first owner neither)."""
+        origin = self._origin.get(partition)
+        if origin is None:
+            return None
+        returning = self._moved.get((partition.topic, new_owner, origin))
+        return (next(iter(returning)), origin) if returning else None
 
     def record(self, partition: TopicPartition, old_owner: str, new_owner: str) -> None:
         """Note that `partition` moved from `old_owner` to `new_owner`."""

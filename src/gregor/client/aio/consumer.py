@@ -180,9 +180,7 @@ class Consumer(ConsumerBase):
                 self._pending.extend(self._interceptors.on_consume(ConsumerRecords(records)) if self._interceptors
                                      else ConsumerRecords(records))
                 continue
-            record = self._pending.popleft()
-            if self._subscriptions.handing_over(TopicPartition(record.topic, record.partition)):
-                yield record
+            yield self._pending.popleft()
 
     def _rewind_pending(self) -> None:
         """Move positions back to the first record of each partition not handed over yet."""

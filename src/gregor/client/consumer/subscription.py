@@ -120,11 +120,6 @@ class SubscriptionState:
                 if state is not None:
                     state.pending_revocation = True
 
-    def handing_over(self, partition: TopicPartition) -> bool:
-        """Whether records of `partition` may still go to the application."""
-        state = self.assignment.get(partition)
-        return state is not None and not state.pending_revocation
-
     def missing_positions(self) -> list[TopicPartition]:
         """Assigned partitions with neither a position nor a pending reset."""
         return [partition for partition, state in self.assignment.items()

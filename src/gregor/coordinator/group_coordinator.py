@@ -438,8 +438,9 @@ class GroupCoordinator:
                                      offsets: CommitOffsets, now_ms: int) -> list[Effect]:
         """TxnOffsetCommit: the offsets are written in the producer's transactional batch and
         stay pending until `complete_transaction`; the answer comes once they are written. The
-        member and generation (v3+, KIP-447) are checked when given; a missing group is created
-        Empty, as Kafka does."""
+        member and generation (v3+, KIP-447) are checked when given, for a consumer group its
+        member and member epoch; an Empty classic group takes them without a generation; a missing
+        group is created Empty, as Kafka does, unless a generation is given (ILLEGAL_GENERATION)."""
         out: list[Effect] = []
         respond = self._responder(token, out)
 
@@ -450,10 +451,18 @@ class GroupCoordinator:
         error = self._manager.status_error(group_id, allow_empty_id=False)
         if error is not None:
             return reject(error)
+        consumer_group = self._manager.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = consumer_offsets.txn_commit_error(consumer_group, member_id, generation_id)
+            if error is not None:
+                return reject(error)
+        elif generation_id >= 0 and group_id not in self._manager.groups:
+            return reject(ErrorCode.ILLEGAL_GENERATION)  # a generation of a group that does not exist
         group = self._manager.groups.get(group_id) or self._manager.create_group(group_id, now_ms)
         if group.state is GroupState.DEAD:
             return reject(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if generation_id >= 0 or member_id or group_instance_id is not None:
+        if consumer_group is None and not (generation_id < 0 and group.state is GroupState.EMPTY) \
+                and (generation_id >= 0 or member_id or group_instance_id is not None):
             error = group.member_error(member_id, group_instance_id)
             if error is None and generation_id != group.generation_id:
                 error = ErrorCode.ILLEGAL_GENERATION

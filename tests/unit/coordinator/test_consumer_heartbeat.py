@@ -291,3 +291,27 @@ def test_offsets_of_subscribed_topics_are_not_deleted(h):
     assert result.partitions == {("t1", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("t2", 0): ErrorCode.NONE}
     fetched = h.coordinator.fetch_offsets(group_id="g", partitions=None, require_stable=False, now_ms=h.now)
     assert {tp: o.offset for tp, o in fetched.partitions.items()} == {("t1", 0): 5}
+
+
+def test_transactional_offset_commits_check_the_member_epoch(h):
+    """librdkafka's send_offsets_to_transaction with group.protocol=consumer sends the member id and
+    epoch in TxnOffsetCommit: checked against the consumer group, not a classic one."""
+    h.cg("a", 0)
+
+    def txn_commit(member_id, epoch, offset=5):
+        token = h.token()
+        h.apply(h.coordinator.commit_transactional_offsets(
+            token, group_id="g", producer_id=7, producer_epoch=0, generation_id=epoch, member_id=member_id,
+            group_instance_id=None, offsets={("t1", 0): (offset, -1, "")}, now_ms=h.now))
+        return h.answer(token).errors[("t1", 0)]
+
+    assert txn_commit("a", 0) is ErrorCode.ILLEGAL_GENERATION, "a stale epoch, as Kafka answers a transaction"
+    assert txn_commit("a", 2) is ErrorCode.FENCED_MEMBER_EPOCH
+    assert txn_commit("z", 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert txn_commit("", -1) is ErrorCode.UNKNOWN_MEMBER_ID, "only members commit to a group with members"
+    assert txn_commit("a", 1, offset=9) is ErrorCode.NONE
+    h.apply(h.coordinator.complete_transaction(h.coordinator.partition_for("g"), 7, True, h.now))
+    fetched = h.coordinator.fetch_offsets(group_id="g", partitions=None, require_stable=True, now_ms=h.now,
+                                          member_id="a", member_epoch=1)
+    assert (fetched.error, fetched.partitions[("t1", 0)].offset) == (ErrorCode.NONE, 9)
+    assert "g" in h.coordinator.consumer_groups, "still a consumer group"

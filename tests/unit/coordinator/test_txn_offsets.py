@@ -50,9 +50,21 @@ def test_abort_marker_drops_offsets():
 
 
 def test_member_and_generation_checked_when_given():
+    """Kafka's ClassicGroup.validateOffsetCommit for a transaction (and ILLEGAL_GENERATION for a
+    generation of a group that does not exist, which is not created then)."""
     harness = Harness(GroupCoordinatorConfig(offsets_topic_num_partitions=1))
     result, _ = txn_commit(harness, {TP: (1, -1, None)}, generation=4, member_id="nobody")
+    assert result.errors == {TP: ErrorCode.ILLEGAL_GENERATION}
+    assert "g" not in harness.coordinator.groups
+    result, _ = txn_commit(harness, {TP: (1, -1, None)}, member_id="left-already")
+    assert result.errors == {TP: ErrorCode.NONE}, "an Empty group takes a commit without a generation"
+    (member, _other), generation, _leader = harness.form_group(2)
+    result, _ = txn_commit(harness, {TP: (1, -1, None)}, generation=generation, member_id="nobody")
     assert result.errors == {TP: ErrorCode.UNKNOWN_MEMBER_ID}
+    result, _ = txn_commit(harness, {TP: (1, -1, None)}, generation=generation + 1, member_id=member)
+    assert result.errors == {TP: ErrorCode.ILLEGAL_GENERATION}
+    result, _ = txn_commit(harness, {TP: (1, -1, None)}, generation=generation, member_id=member)
+    assert result.errors == {TP: ErrorCode.NONE}
 
 
 def test_failed_write_leaves_nothing_pending():

@@ -7,6 +7,8 @@ must be known (UNKNOWN_MEMBER_ID) and at its current epoch: a newer epoch is FEN
 an older one STALE_MEMBER_EPOCH (the member refreshes its epoch with a heartbeat and retries).
 Members of a consumer group commit with OffsetCommit v9+, the first version carrying the epoch;
 its classic members commit with their generation, any version (ILLEGAL_GENERATION otherwise).
+A transactional producer's TxnOffsetCommit (v3+ carry the member, KIP-447) is checked the same way
+at any version, a stale epoch answered ILLEGAL_GENERATION (Kafka's validateTransactionalOffsetCommit).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ def commit_error(group: ConsumerGroup, member_id: str, member_epoch: int, api_ve
     if api_version < FIRST_MEMBER_EPOCH_COMMIT_VERSION:
         return ErrorCode.UNSUPPORTED_VERSION
     return _epoch_error(member_epoch, member.member_epoch)
+
+
+def txn_commit_error(group: ConsumerGroup, member_id: str, member_epoch: int) -> ErrorCode | None:
+    error = commit_error(group, member_id, member_epoch, FIRST_MEMBER_EPOCH_COMMIT_VERSION)
+    return ErrorCode.ILLEGAL_GENERATION if error is ErrorCode.STALE_MEMBER_EPOCH else error
 
 
 def fetch_error(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode | None:

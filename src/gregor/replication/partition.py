@@ -387,11 +387,11 @@ class Partition:
         fetch is not that one (serve it in full). Its commonest case, an in-sync follower while
         the log end is the high watermark and no produce waits here, takes a few comparisons."""
         log = self.log
-        leader_end = log.segments[-1].next_offset
+        leader_end = log.log_end_offset
         follower = self.remote.get(replica_id)
         epoch = request.current_leader_epoch
         if (follower is None or request.fetch_offset != leader_end or follower.log_end_offset != leader_end
-                or self.leader_id != self.broker_id or (epoch >= 0 and epoch != self.leader_epoch)
+                or not self.is_leader or (epoch >= 0 and epoch != self.leader_epoch)
                 or (request.last_fetched_epoch >= 0
                     and request.last_fetched_epoch != log.leader_epoch_cache.latest_epoch)):
             return None  # `_check_epoch` refuses it, or it is not at the log end: served in full

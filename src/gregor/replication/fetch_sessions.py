@@ -6,9 +6,17 @@ broker follows): decoding, serving and encoding them was most of a replication r
 With a session the leader keeps the partitions and their fetch positions; the follower's next
 requests name only the partitions whose fetch position changed (and those to forget), and the
 answers only the partitions with something to say: records, an error, a diverging epoch, or a
-high watermark, last stable offset or log start offset other than last answered. The leader
-still reads every partition of the session on each fetch (a follower at the log end costs no
-read), so that an append to any of them completes a waiting fetch as before.
+high watermark, last stable offset or log start offset other than last answered. A waiting fetch
+is parked under every partition of the session, so that an append to any of them completes it.
+
+Most partitions of a session are idle most of the time (the `__consumer_offsets` partitions a
+broker follows), and serving each of them on every fetch was a tenth of a busy leader's time. A
+partition a fetch found settled (the follower in sync at the log end, the high watermark there,
+nothing waiting, the answer telling nothing new: `Partition.settled_for`) rests: the next fetches
+only move the follower's fetch times until the partition's change count (`Partition.changes`)
+moves, when it is served in full again. Every partition is served in full at least every
+`FULL_SERVE_INTERVAL_MS` besides, which bounds the delay of a change the count does not see (a
+log start moved by retention, which the follower learns from the next answer).
 
 Request metadata (Kafka's FetchMetadata): session id 0 with epoch 0 creates a session and is a
 full fetch, answered in full with the new session's id; session id 0 with epoch -1 is a full
@@ -33,16 +41,22 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import TYPE_CHECKING, Iterator, Union
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
+
+if TYPE_CHECKING:
+    from gregor.replication.partition import Partition
+    from gregor.replication.remote_replica import RemoteReplica
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 #: Kafka's default `max.incremental.fetch.session.cache.slots`: past it a new follower is served without a session
 MAX_SESSIONS = 1000
+#: How often every partition of a session is served in full, resting ones included
+FULL_SERVE_INTERVAL_MS = 500
 _MAX_EPOCH = 2**31 - 1
 
 
@@ -64,6 +78,13 @@ class SessionPartition:
 
     request: FetchRequest.FetchPartition
     answered: tuple[int, int, int] | None = None  # high watermark, last stable offset, log start offset
+    #: While the partition rests (see the module's doc): the partition, its change count when it
+    #: came to rest, the fetching follower as the partition knows it, and its (topic name, index)
+    resting: tuple[Partition, int, RemoteReplica, tuple[str, int]] | None = None
+
+    def rest(self, partition: Partition, follower: RemoteReplica, key: tuple[str, int]) -> None:
+        """The partition is settled for the follower: leave it out of fetches until it changes."""
+        self.resting = (partition, partition.changes, follower, key)
 
     def knows(self, offsets: tuple[int, int, int]) -> bool:
         """Whether the last answer told the follower these offsets (high watermark, last stable
@@ -80,6 +101,14 @@ class FetchSession:
     next_epoch: int = 1
     partitions: dict[SessionKey, SessionPartition] = field(default_factory=dict)
     _by_topic: dict[TopicKey, list[SessionPartition]] | None = None
+    next_full_serve_ms: int = 0
+
+    def full_serve_due(self, now_ms: int) -> bool:
+        """Whether this fetch serves resting partitions too (every `FULL_SERVE_INTERVAL_MS`)."""
+        if now_ms < self.next_full_serve_ms:
+            return False
+        self.next_full_serve_ms = now_ms + FULL_SERVE_INTERVAL_MS
+        return True
 
     def by_topic(self) -> dict[TopicKey, list[SessionPartition]]:
         """The partitions grouped by topic, kept until the session's partitions change (every
@@ -168,6 +197,7 @@ class FetchSessions:
                     current.changed()
                 else:
                     cached.request = partition
+                    cached.resting = None  # its fetch position moved: served in full
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if by_id else forgotten.topic
             for index in forgotten.partitions:

@@ -26,7 +26,7 @@ by `replica.socket.timeout.ms` is given up and the request sent again.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -49,12 +49,16 @@ class _Ask(Enum):
     LEADER_END = "leader_end"
 
 
-class _InFlight(NamedTuple):
-    """The request out (a tuple: one is made per partition per fetch round)."""
+class _InFlight:
+    """The request out; `sent_ms` moves on while the fetch rides in the link's next requests
+    (`still_fetching`: every idle partition of a link, on every answer)."""
 
-    request_id: int
-    ask: _Ask
-    sent_ms: int
+    __slots__ = ("request_id", "ask", "sent_ms")
+
+    def __init__(self, request_id: int, ask: _Ask, sent_ms: int) -> None:
+        self.request_id = request_id
+        self.ask = ask
+        self.sent_ms = sent_ms
 
 
 class FollowerFetcher:
@@ -118,7 +122,7 @@ class FollowerFetcher:
         in_flight = self._in_flight
         if in_flight is None or in_flight.request_id != request_id or in_flight.ask is not _Ask.FETCH:
             return False
-        self._in_flight = _InFlight(request_id, _Ask.FETCH, now_ms)
+        in_flight.sent_ms = now_ms
         return True
 
     def _accept(self, request_id: int, asks: tuple[_Ask, ...]) -> _Ask | None:

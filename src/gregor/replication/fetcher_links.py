@@ -186,14 +186,16 @@ class FetcherLinks:
             incremental = link.session.session_id != INVALID_SESSION_ID
             unchanged = self._session_answered(link.session, response)
             answers, strays = _answers(response, carried)
-            if incremental and unchanged and response.error_code == ErrorCode.NONE:
+            rides = incremental and unchanged and response.error_code == ErrorCode.NONE
+            if rides:
                 link.session.strays = strays
             results = []
+            fetches = link.fetches
             for key, (partition, effect) in carried.items():
                 data = answers.get(key)
-                if data is None and incremental and unchanged and response.error_code == ErrorCode.NONE \
-                        and self._is_current(partition) and partition.still_fetching(effect.request_id, now_ms):
-                    link.fetches[key] = (partition, effect)  # nothing new: its fetch rides in the next request
+                if data is None and rides and self._is_current(partition) \
+                        and partition.still_fetching(effect.request_id, now_ms):
+                    fetches[key] = (partition, effect)  # nothing new: its fetch rides in the next request
                     continue
                 if data is None:
                     data = _unchanged(partition) if unchanged else FetchResponse.PartitionData(

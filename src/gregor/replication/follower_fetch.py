@@ -10,8 +10,9 @@ of a follower's fetch) and whose high watermark did not move is left out of `eff
 changed that the host must carry out, and its next deadline can only have moved later (the
 follower is caught up again), which the host takes when that deadline comes.
 
-In a fetch session (`fetch_sessions`, KIP-227) every partition of the session is served, and the
-answer carries only those with something new for the follower.
+In a fetch session (`fetch_sessions`, KIP-227) every partition of the session is served but those
+resting (settled, unchanged since: only the follower's fetch times move), and the answer carries
+only those with something new for the follower.
 
 With nothing to send and no error, the answer may wait (`FollowerFetch.must_wait`): the host parks
 it in `DelayedFetches` until records are appended to one of its partitions or its max wait ends,
@@ -86,10 +87,21 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
     with `session` (`FetchSessions.open`) every partition of the fetch session."""
     served = FollowerFetch(session=session)
     incremental = session is not None and not session.full
+    skip_resting = incremental and session is not None and not session.session.full_serve_due(now_ms)
     for topic_key, fetch_partitions in _requested(request, by_id, session):
-        name = topic_name(topic_key) if isinstance(topic_key, uuid.UUID) else topic_key
+        name: str | None = None
+        named = False
         partitions = []
         for fetch_partition, cached in fetch_partitions:
+            if skip_resting and cached is not None and cached.resting is not None:
+                resting, since, follower, key = cached.resting
+                if resting.changes == since:
+                    follower.fetched_again_at_end(now_ms)
+                    served.keys.append(key)
+                    continue
+            if not named:
+                name = topic_name(topic_key) if isinstance(topic_key, uuid.UUID) else topic_key
+                named = True
             partition = partition_of(name, fetch_partition.partition) if name else None
             if partition is None:
                 partitions.append(_Partition(
@@ -105,9 +117,12 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                     effects, offsets = at_end
                     if effects is not None:
                         served.effects.append((partition, effects))
-                    served.keys.append((name, fetch_partition.partition))
+                    key = (name, fetch_partition.partition)
+                    served.keys.append(key)
                     if cached is None or not cached.knows(offsets):
                         partitions.append(partition.answer_at_log_end())
+                    elif effects is None and partition.settled_for(replica_id):
+                        cached.rest(partition, partition.remote[replica_id], key)
                     continue
             known = partition.remote.get(replica_id)
             idle = known is not None and known.log_end_offset == fetch_partition.fetch_offset == partition.log.log_end_offset
@@ -119,6 +134,8 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
             served.keys.append((name, fetch_partition.partition))
             served.bytes += len(data.records) if data.records else 0
             served.urgent = served.urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
+        if incremental and not partitions:
+            continue  # an answer in the session leaves out a topic with nothing to say
         topic = _Topic(topic="" if by_id else (name or ""), partitions=partitions)
         if by_id:
             assert isinstance(topic_key, uuid.UUID)

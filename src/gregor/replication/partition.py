@@ -84,6 +84,10 @@ class Partition:
         self._propose_not_before = 0  # after the controller refused an ISR change
         self._on_high_watermark = on_high_watermark
         self._request_ids = itertools.count(1)
+        #: Counts the changes of what a follower's fetch could be told or could move (log end, high
+        #: watermark, log start, leadership, ISR, waiting produces): a fetch session leaves out a
+        #: partition it found settled while this stays the same (`fetch_sessions`).
+        self.changes = 0
         # set even without a checkpoint: the producer state learns which replayed markers are stable
         log.high_watermark = max(min(log.log_end_offset if high_watermark is None else high_watermark,
                                      log.log_end_offset), log.log_start_offset)
@@ -130,6 +134,7 @@ class Partition:
                 registration.leader_epoch == self.leader_epoch
                 and registration.partition_epoch <= self.isr_state.partition_epoch):
             return []
+        self.changes += 1
         self.replicas = list(registration.replicas)
         self._propose_not_before = 0  # a refused ISR change may be proposed again against the new state
         same_epoch = registration.leader_epoch == self.leader_epoch and registration.leader == self.leader_id
@@ -182,6 +187,7 @@ class Partition:
     def stop(self, now_ms: int) -> list[Effect]:
         """This broker stops hosting the partition (reassigned away): produce requests waiting
         for replication are answered NOT_LEADER_OR_FOLLOWER, which clients retry elsewhere."""
+        self.changes += 1
         return list(self.delayed.complete(self.high_watermark, None, 0, 0, now_ms))
 
     # -- leader: produce
@@ -202,6 +208,7 @@ class Partition:
                              f"the ISR {list(self.isr_state.committed)} of {self.topic}-{self.index} is smaller than "
                              f"min.insync.replicas {self.min_insync_replicas}")
         info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True, from_client=from_client)
+        self.changes += 1
         if not info.duplicate:
             self._maybe_increment_high_watermark(now_ms)
         return info
@@ -223,6 +230,7 @@ class Partition:
                              f"min.insync.replicas {self.min_insync_replicas}")
         info = self.log.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
                                           self.leader_epoch, now_ms)
+        self.changes += 1
         self._maybe_increment_high_watermark(now_ms)
         return info
 
@@ -235,6 +243,7 @@ class Partition:
                                  self.min_insync_replicas)
         if error is not None:
             return [ProduceCompleted(token, error)]
+        self.changes += 1
         self.delayed.add(required, self.leader_epoch, now_ms + timeout_ms, token)
         return []
 
@@ -321,6 +330,7 @@ class Partition:
         """DeleteRecords on the leader: the log start moves to `offset` (-1: the high watermark),
         never past the high watermark (OFFSET_OUT_OF_RANGE); the new log start offset."""
         self._leader_for(-1)
+        self.changes += 1
         return self.log.delete_records_before(self.high_watermark if offset == -1 else offset)
 
     # -- leader: requests from followers
@@ -405,6 +415,15 @@ class Partition:
                 effects = None
         return effects, (log.high_watermark, log.last_stable_offset, log.log_start_offset)
 
+    def settled_for(self, replica_id: int) -> bool:
+        """Whether a fetch from the log end by in-sync follower `replica_id` can neither be
+        answered anything new nor move anything until `changes` moves: the high watermark is the
+        log end, no produce waits here and no ISR change is pending."""
+        log = self.log
+        isr = self.isr_state
+        return (self.is_leader and log.high_watermark == log.log_end_offset and not self.delayed
+                and isr.pending is None and replica_id in isr.committed)
+
     def answer_at_log_end(self) -> FetchResponse.PartitionData:
         """The answer `fetch_for_follower` gives a follower at the log end (no records)."""
         return FetchResponse.PartitionData(partition_index=self.index, high_watermark=self.high_watermark,
@@ -443,6 +462,7 @@ class Partition:
 
     def _propose(self, isr: tuple[int, ...], now_ms: int) -> ProposeIsr:
         request_id = next(self._request_ids)
+        self.changes += 1
         self.isr_state.pending = IsrProposal(request_id, isr, now_ms + self.config.replica_socket_timeout_ms)
         return ProposeIsr(request_id, self.leader_epoch, self.isr_state.partition_epoch, isr)
 
@@ -457,6 +477,7 @@ class Partition:
         """The controller's answer to proposal `request_id`: on success the state it committed."""
         if not self.is_leader:
             return []
+        self.changes += 1
         pending = self.isr_state.pending
         if error == ErrorCode.NONE and leader_epoch == self.leader_epoch:
             if not self.isr_state.commit(tuple(isr), partition_epoch):
@@ -494,6 +515,7 @@ class Partition:
         if new_high_watermark <= log.high_watermark:
             return False
         log.high_watermark = new_high_watermark
+        self.changes += 1
         if self._on_high_watermark is not None:
             self._on_high_watermark(self)
         return True

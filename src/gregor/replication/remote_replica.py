@@ -31,6 +31,13 @@ class RemoteReplica:
         self.last_fetch_leader_end_offset = leader_end_offset
         self.last_fetch_ms = now_ms
 
+    def fetched_again_at_end(self, now_ms: int) -> None:
+        """`update_fetch_state` of a fetch from the log end this follower already had, while the
+        leader's log end is still that offset: only the times move."""
+        if self.last_caught_up_ms is None or now_ms > self.last_caught_up_ms:
+            self.last_caught_up_ms = now_ms
+        self.last_fetch_ms = now_ms
+
     def is_caught_up(self, leader_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
         """At the leader's log end, or caught up within `replica.lag.time.max.ms`."""
         if self.log_end_offset == leader_end_offset:

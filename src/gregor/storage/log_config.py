@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping
 
 LONG_MAX = 9223372036854775807
@@ -18,7 +19,8 @@ class LogConfig:
     `timestamp_before_max_ms` and `timestamp_after_max_ms`, whichever is tighter.
     `producer_id_expiration_ms` is the broker key `producer.id.expiration.ms`. The compaction keys
     (`min.cleanable.dirty.ratio`, `delete.retention.ms`, `min.compaction.lag.ms`,
-    `max.compaction.lag.ms`) are read by the log cleaner.
+    `max.compaction.lag.ms`) are read by the log cleaner. What is derived from the fields is
+    computed once per config (cached properties): every append asks.
     """
 
     segment_bytes: int = 1073741824
@@ -42,21 +44,21 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
 
-    @property
+    @cached_property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
-    @property
+    @cached_property
     def deletes(self) -> bool:
         """Whether retention.ms / retention.bytes apply (cleanup.policy contains `delete`)."""
         return "delete" in (policy.strip() for policy in self.cleanup_policy.split(","))
 
-    @property
+    @cached_property
     def compacts(self) -> bool:
         """Whether the log cleaner compacts this log (cleanup.policy contains `compact`)."""
         return "compact" in (policy.strip() for policy in self.cleanup_policy.split(","))
 
-    @property
+    @cached_property
     def max_segment_ms(self) -> int:
         """The age that rolls the active segment: segment.ms, or max.compaction.lag.ms when compacting.
 

@@ -10,7 +10,7 @@ from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.protocol.primitives import Writer
 from gregor.replication.config import ReplicationConfig
 from gregor.replication.effects import ProposeIsr, SendFetch
-from gregor.replication.fetch_sessions import FetchSessions, SessionPartition, next_epoch
+from gregor.replication.fetch_sessions import FULL_SERVE_INTERVAL_MS, FetchSessions, SessionPartition, next_epoch
 from gregor.replication.fetcher_links import FetcherLinks
 from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import Partition
@@ -203,3 +203,81 @@ def test_an_idle_partition_takes_the_short_path_only_while_its_fetch_can_change_
     effects, _ = leader.fetch_at_log_end(2, caught_up, pair.now)  # out of the ISR: it may join it
     (proposal,) = effects
     assert isinstance(proposal, ProposeIsr) and 2 in proposal.isr
+
+
+def _settle(pair: Pair) -> None:
+    """Rounds until every partition of the session rests (the full serve of the first fetch passed)."""
+    for _ in range(3):
+        pair.round()
+    assert all(cached.resting is not None for cached in pair.sessions._by_replica[2].partitions.values())
+
+
+def _count_serves(pair: Pair) -> list[int]:
+    """The partitions each incremental fetch serves from here (each goes through `fetch_at_log_end` first)."""
+    served: list[int] = []
+    for index, leader in pair.leaders.items():
+        def spy(*args, _real=leader.fetch_at_log_end, _index=index):
+            served.append(_index)
+            return _real(*args)
+        leader.fetch_at_log_end = spy
+    return served
+
+
+def test_a_settled_partition_rests_until_it_changes(tmp_path):
+    """A partition a fetch found settled is left out of the next fetches (only the follower's
+    fetch times move) until its change count moves: an append, a new leader epoch."""
+    pair = Pair(tmp_path)
+    _settle(pair)
+    served = _count_serves(pair)
+    request, response = pair.round()
+    assert served == [] and named(request) == [] and named(response) == []
+    assert pair.leaders[0].remote[2].last_fetch_ms == pair.now == pair.leaders[0].remote[2].last_caught_up_ms
+    pair.leaders[1].append_as_leader(batch(2), pair.now, 1)
+    _, response = pair.round()
+    assert served == [1] and named(response) == [1] and pair.followers[1].log.log_end_offset == 2
+    pair.round()  # the follower's next position moves the high watermark: answered, not resting yet
+    served.clear()
+    pair.round()
+    pair.round()
+    assert served == [1] and pair.leaders[1].high_watermark == 2  # settled again, then resting
+    served.clear()
+    pair.round()
+    assert served == []
+    pair.leaders[2].apply_registration(PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=1, leader_epoch=2,
+                                                             partition_epoch=2), pair.now)
+    _, response = pair.round()
+    assert served == [2] and [p.error_code for t in response.responses for p in t.partitions] == [
+        ErrorCode.FENCED_LEADER_EPOCH]
+
+
+def test_a_long_rest_does_not_put_the_follower_out_of_sync(tmp_path):
+    """The fetches that leave a resting partition out keep its follower caught up: the first
+    append after a rest longer than replica.lag.time.max.ms shrinks no ISR."""
+    pair = Pair(tmp_path)
+    _settle(pair)
+    session = pair.sessions._by_replica[2]
+    session.next_full_serve_ms = 10**12  # only resting fetches from here
+    pair.now += ReplicationConfig().replica_lag_time_max_ms + 5_000
+    pair.round()
+    leader = pair.leaders[0]
+    leader.append_as_leader(batch(1), pair.now, 1)
+    deadline = leader.next_deadline(pair.now)
+    assert deadline is not None and deadline > pair.now
+    assert leader.tick(pair.now) == [] and leader.isr == [1, 2]
+
+
+def test_every_partition_is_served_in_full_within_the_full_serve_interval(tmp_path):
+    """A change the count does not see (the log start moved by the log itself, as retention
+    does) reaches the follower with the next full serve."""
+    pair = Pair(tmp_path)
+    pair.leaders[0].append_as_leader(batch(2), pair.now, 1)
+    _settle(pair)
+    _settle(pair)
+    pair.leaders[0].log.delete_records_before(1)
+    _, response = pair.round()
+    assert named(response) == []
+    for _ in range(FULL_SERVE_INTERVAL_MS // 10):
+        _, response = pair.round()
+        if named(response):
+            break
+    assert named(response) == [0] and response.responses[0].partitions[0].log_start_offset == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -92,6 +93,17 @@ def _console(config: BrokerConfig) -> EmbeddedConsole | None:
     return EmbeddedConsole(config)
 
 
+def _freeze_startup_heap() -> None:
+    """Collect once, then leave what startup made (modules, configs, the metadata image, the
+    hosted logs) out of every later garbage collection. A full collection walks every tracked
+    object and stops the event loop meanwhile: with the ~50,000 objects of a started broker,
+    35-70 ms on 2 cores, which every request waiting in that loop pays (the p99 of acks=all
+    produce at 10,000 msg/s). Frozen objects are never collected; what startup leaves as cyclic
+    garbage later stays, once."""
+    gc.collect()
+    gc.freeze()
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, parse_overrides(args.override))
@@ -117,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> None:
         broker, exporter = _node(config)
         await broker.start()
+        _freeze_startup_heap()
         if exporter is not None:
             port = await exporter.listen(config.metrics_host, config.get("metrics.port"))
             logging.getLogger("gregor.metrics").info("Prometheus metrics at http://%s:%d/metrics",

@@ -11,7 +11,8 @@ import textwrap
 from tools.ports import free_port
 
 # Runs the real entry point in the main thread (it installs signal handlers); a thread waits until
-# the broker answers on its port, reports the interpreter's frozen object count, and stops it.
+# the broker answers on its port and its heap is frozen (a minute at most), reports the
+# interpreter's frozen object count, and stops it.
 _DRIVER = textwrap.dedent("""
     import gc, os, signal, socket, sys, threading, time
     from gregor.cli.main import main
@@ -24,7 +25,8 @@ _DRIVER = textwrap.dedent("""
                 break
             except OSError:
                 time.sleep(0.1)
-        time.sleep(0.5)
+        while gc.get_freeze_count() == 0 and time.monotonic() < deadline:  # the port opens before start() returns
+            time.sleep(0.05)
         print("frozen", gc.get_freeze_count(), flush=True)
         os.kill(os.getpid(), signal.SIGTERM)
 

@@ -161,7 +161,7 @@ class HostedPartitions:
 
     def _high_watermark_moved(self, partition: Partition) -> None:
         """Consumers' fetches parked on the partition that now have enough bytes are due."""
-        self.consumer_fetches.check((partition.topic, partition.index))
+        self.consumer_fetches.check(partition.key)
 
     # -- PartitionHost
 
@@ -177,7 +177,7 @@ class HostedPartitions:
         effects and take the partition's new deadline (its followers are measured against the
         new log end) in one step."""
         if partition.remote:
-            self.replica_fetches.check((partition.topic, partition.index))
+            self.replica_fetches.check(partition.key)
         if effects is not None:
             self.replicas.apply(partition, effects)
         elif partition.remote:

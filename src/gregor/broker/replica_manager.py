@@ -210,7 +210,7 @@ class ReplicaManager:
 
     def current(self, partition: Partition) -> bool:
         """Whether `partition` is still the one hosted (not deleted or re-created meanwhile)."""
-        return self._hosted.get((partition.topic, partition.index)) is partition
+        return self._hosted.get(partition.key) is partition
 
     async def _propose_loop(self) -> None:
         while True:

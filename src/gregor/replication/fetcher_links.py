@@ -97,7 +97,7 @@ class FetcherLinks:
 
     def add(self, partition: Partition, effect: SendFetch | SendOffsetsForLeaderEpoch) -> None:
         link = self._links.setdefault(effect.leader_id, _Link())
-        key = (partition.topic, partition.index)
+        key = partition.key
         if isinstance(effect, SendFetch):
             link.fetches[key] = (partition, effect)
         else:

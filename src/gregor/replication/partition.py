@@ -70,6 +70,7 @@ class Partition:
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
+        self.key = (topic, index)  # as hosts and purgatories name it; built once, not per use
         self.log = log
         self.broker_id = broker_id
         self.config = config or ReplicationConfig()

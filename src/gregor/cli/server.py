@@ -129,7 +129,6 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> None:
         broker, exporter = _node(config)
         await broker.start()
-        _freeze_startup_heap()
         if exporter is not None:
             port = await exporter.listen(config.metrics_host, config.get("metrics.port"))
             logging.getLogger("gregor.metrics").info("Prometheus metrics at http://%s:%d/metrics",
@@ -143,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        _freeze_startup_heap()  # last: every port is open and a signal meanwhile stops it gracefully
         await stop.wait()
         if console is not None:
             await console.stop()

@@ -120,7 +120,7 @@ class ReplicaManager:
             elif isinstance(effect, ProposeIsr):
                 log.info("%s-%d: leader %d proposes ISR %s (was %s)", partition.topic, partition.index,
                          self.metadata.node_id, list(effect.isr), partition.isr)
-                self._proposals[(partition.topic, partition.index)] = (partition, effect)
+                self._proposals[partition.key] = (partition, effect)
                 self._proposals_ready.set()
 
     def reschedule(self, partition: Partition) -> None:

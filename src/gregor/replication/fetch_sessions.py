@@ -79,12 +79,12 @@ class SessionPartition:
     request: FetchRequest.FetchPartition
     answered: tuple[int, int, int] | None = None  # high watermark, last stable offset, log start offset
     #: While the partition rests (see the module's doc): the partition, its change count when it
-    #: came to rest, the fetching follower as the partition knows it, and its (topic name, index)
-    resting: tuple[Partition, int, RemoteReplica, tuple[str, int]] | None = None
+    #: came to rest, and the fetching follower as the partition knows it
+    resting: tuple[Partition, int, RemoteReplica] | None = None
 
-    def rest(self, partition: Partition, follower: RemoteReplica, key: tuple[str, int]) -> None:
+    def rest(self, partition: Partition, follower: RemoteReplica) -> None:
         """The partition is settled for the follower: leave it out of fetches until it changes."""
-        self.resting = (partition, partition.changes, follower, key)
+        self.resting = (partition, partition.changes, follower)
 
     def knows(self, offsets: tuple[int, int, int]) -> bool:
         """Whether the last answer told the follower these offsets (high watermark, last stable

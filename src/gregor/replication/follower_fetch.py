@@ -94,10 +94,10 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
         partitions = []
         for fetch_partition, cached in fetch_partitions:
             if skip_resting and cached is not None and cached.resting is not None:
-                resting, since, follower, key = cached.resting
+                resting, since, follower = cached.resting
                 if resting.changes == since:
                     follower.fetched_again_at_end(now_ms)
-                    served.keys.append(key)
+                    served.keys.append(resting.key)
                     continue
             if not named:
                 name = topic_name(topic_key) if isinstance(topic_key, uuid.UUID) else topic_key
@@ -117,12 +117,11 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                     effects, offsets = at_end
                     if effects is not None:
                         served.effects.append((partition, effects))
-                    key = (name, fetch_partition.partition)
-                    served.keys.append(key)
+                    served.keys.append(partition.key)
                     if cached is None or not cached.knows(offsets):
                         partitions.append(partition.answer_at_log_end())
                     elif effects is None and partition.settled_for(replica_id):
-                        cached.rest(partition, partition.remote[replica_id], key)
+                        cached.rest(partition, partition.remote[replica_id])
                     continue
             known = partition.remote.get(replica_id)
             idle = known is not None and known.log_end_offset == fetch_partition.fetch_offset == partition.log.log_end_offset
@@ -131,7 +130,7 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
             if effects or not idle or partition.high_watermark != high_watermark:
                 served.effects.append((partition, effects))
             partitions.append(data)
-            served.keys.append((name, fetch_partition.partition))
+            served.keys.append(partition.key)
             served.bytes += len(data.records) if data.records else 0
             served.urgent = served.urgent or data.error_code != ErrorCode.NONE or data.diverging_epoch.epoch >= 0
         if incremental and not partitions:

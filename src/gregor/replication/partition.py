@@ -395,8 +395,8 @@ class Partition:
         same checks and state changes. Returns the effects for the host to carry out (None when
         there is nothing to: no effect and the high watermark did not move) and the high
         watermark, last stable offset and log start offset the answer would carry; None when the
-        fetch is not that one (serve it in full). Its commonest case, an in-sync follower while
-        the log end is the high watermark and no produce waits here, takes a few comparisons."""
+        fetch is not that one (serve it in full). Its commonest case, a partition `settled_for` the
+        follower, takes a few comparisons."""
         log = self.log
         leader_end = log.log_end_offset
         follower = self.remote.get(replica_id)
@@ -409,7 +409,7 @@ class Partition:
         follower.update_fetch_state(leader_end, leader_end, now_ms)
         high_watermark = log.high_watermark
         effects: list[Effect] | None = None
-        if high_watermark != leader_end or self.delayed or replica_id not in self.isr_state.committed:
+        if not self.settled_for(replica_id):
             effects = self._maybe_expand_isr(follower, now_ms)
             effects.extend(self._update_high_watermark(now_ms))
             if not effects and log.high_watermark == high_watermark:

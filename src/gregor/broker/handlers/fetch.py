@@ -102,7 +102,7 @@ class _FetchPlan:
                                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                     any_error = True
                     continue
-                self.keys.append((name, fetch_partition.partition))
+                self.keys.append(partition.key)
                 response.high_watermark = partition.high_watermark
                 response.last_stable_offset = partition.last_stable_offset
                 response.log_start_offset = partition.log_start_offset

@@ -461,11 +461,8 @@ class GroupCoordinator:
         group = self._manager.groups.get(group_id) or self._manager.create_group(group_id, now_ms)
         if group.state is GroupState.DEAD:
             return reject(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if consumer_group is None and not (generation_id < 0 and group.state is GroupState.EMPTY) \
-                and (generation_id >= 0 or member_id or group_instance_id is not None):
-            error = group.member_error(member_id, group_instance_id)
-            if error is None and generation_id != group.generation_id:
-                error = ErrorCode.ILLEGAL_GENERATION
+        if consumer_group is None:
+            error = _classic_txn_commit_error(group, generation_id, member_id, group_instance_id)
             if error is not None:
                 return reject(error)
         max_bytes = self.config.offset_metadata_max_bytes
@@ -724,3 +721,17 @@ class GroupCoordinator:
         Empty classic group without a protocol type (one offsets table for every group id)."""
         group = self._manager.groups.get(group_id)
         return group if group is not None else self._manager.create_group(group_id, now_ms)
+
+
+def _classic_txn_commit_error(group: Group, generation_id: int, member_id: str,
+                              group_instance_id: str | None) -> ErrorCode | None:
+    """Kafka's ClassicGroup.validateOffsetCommit for a transaction: nothing to check when the
+    commit names no member or generation, nor for an Empty group without a generation (its members
+    left; the producer's offsets still count); else the member must be known at the group's
+    generation."""
+    if generation_id < 0 and (group.state is GroupState.EMPTY or not (member_id or group_instance_id is not None)):
+        return None
+    error = group.member_error(member_id, group_instance_id)
+    if error is None and generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    return error

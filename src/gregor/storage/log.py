@@ -278,9 +278,9 @@ class Log:
             segment = self.segments[index]
             if segment.file is last.file:
                 end = last.position + last.length
-                following = next(segment.batches(end), None) if end < segment.size else None
+                following = segment.base_offset_at(end) if end < segment.size else None
                 if following is not None:
-                    return following[1].base_offset
+                    return following
                 return self.segments[index + 1].base_offset if index + 1 < len(self.segments) else self.log_end_offset
         return self.log_end_offset
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import os
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Iterator, NamedTuple, Sequence
 
 from gregor.records.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, parse_header, verify_crc
@@ -81,10 +81,12 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.rolling_base_timestamp = -1
         self._bytes_since_index = 0
-        # Every batch appended since the last offset-index entry (base offsets, positions): a
-        # read near the log end, which is what followers and caught-up consumers ask for, finds
-        # its batch here instead of walking the headers after the sparse index's last entry.
+        # Every batch appended since the last offset-index entry (base offsets, last offsets,
+        # positions; the batches run to the end of the file): a read near the log end, which is
+        # what followers and caught-up consumers ask for, finds its batch here instead of reading
+        # the headers after the sparse index's last entry.
         self._tail_offsets: list[int] = []
+        self._tail_last_offsets: list[int] = []
         self._tail_positions: list[int] = []
         self.deleted_at_ms: int | None = None
 
@@ -116,9 +118,9 @@ class LogSegment:
             self.offset_index.append(base_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index = 0
-            self._tail_offsets.clear()
-            self._tail_positions.clear()
+            self._forget_tail()
         self._tail_offsets.append(base_offset)
+        self._tail_last_offsets.append(last_offset)
         self._tail_positions.append(position)
         self._bytes_since_index += size
         self.next_offset = last_offset + 1
@@ -169,11 +171,36 @@ class LogSegment:
                 return position, header
         return None
 
+    def locate(self, offset: int) -> tuple[int, int] | None:
+        """(position, size) of the first batch whose last offset is >= `offset`, as `find`, but
+        without reading the file when the batch is in the tail."""
+        tail = self._tail_offsets
+        if not tail or offset < tail[0]:
+            found = self.find(offset)
+            return None if found is None else (found[0], found[1].size)
+        index = bisect_right(tail, offset) - 1
+        if self._tail_last_offsets[index] < offset:  # past that batch (a gap, or the end): the next
+            index += 1
+            if index == len(tail):
+                return None
+        positions = self._tail_positions
+        end = positions[index + 1] if index + 1 < len(positions) else self.size
+        return positions[index], end - positions[index]
+
+    def base_offset_at(self, position: int) -> int | None:
+        """The base offset of the batch that starts at `position` (None past the last one)."""
+        positions = self._tail_positions
+        if positions and position >= positions[0]:
+            index = bisect_left(positions, position)
+            return self._tail_offsets[index] if index < len(positions) and positions[index] == position else None
+        following = next(self.batches(position), None)
+        return None if following is None else following[1].base_offset
+
     def position_bound(self, max_offset: int) -> int:
         """The position of the first batch reaching `max_offset` (reads must stop before it)."""
         if max_offset >= self.next_offset:
             return self.size
-        found = self.find(max_offset)
+        found = self.locate(max_offset)
         return self.size if found is None else found[0]
 
     def read(self, start_offset: int, max_bytes: int, max_position: int, min_one_batch: bool
@@ -182,10 +209,10 @@ class LogSegment:
 
         At most `max_bytes`, except that `min_one_batch` lets a first batch larger than that through.
         """
-        found = self.find(start_offset)
+        found = self.locate(start_offset)
         if found is None:
             return None
-        start, header = found
+        start, first_size = found
         limit = min(self.size, max_position)
         if start >= limit:
             return None
@@ -199,7 +226,7 @@ class LogSegment:
                     break
                 end = position + batch.size
             if end == start and min_one_batch:
-                end = start + header.size
+                end = start + first_size
         if end <= start:
             return None
         return FileSlice(self.file, start, end - start)
@@ -284,6 +311,7 @@ class LogSegment:
                     self.offset_of_max_timestamp = header.last_offset
                 self.next_offset = header.last_offset + 1
                 self._tail_offsets.append(header.base_offset)
+                self._tail_last_offsets.append(header.last_offset)
                 self._tail_positions.append(position)
                 end = position + header.size
         except RecordsError:
@@ -339,6 +367,7 @@ class LogSegment:
     def _forget_tail(self) -> None:
         """Drop the tail's positions (reads walk from the index again until the next appends)."""
         self._tail_offsets.clear()
+        self._tail_last_offsets.clear()
         self._tail_positions.clear()
 
     def truncate_to(self, offset: int) -> int:

@@ -14,11 +14,14 @@ from tests.unit.storage.helpers import NOW, batch, records_of
 
 
 def fill(segment: LogSegment, count: int, records_per_batch: int = 3, value_size: int = 100,
-         timestamp_step: int = 10) -> list[tuple[int, int]]:
-    """Append `count` batches one by one; returns (base offset, position) of each."""
+         timestamp_step: int = 10, gaps: random.Random | None = None) -> list[tuple[int, int]]:
+    """Append `count` batches one by one; returns (base offset, position) of each. With `gaps`,
+    some batches start a few offsets after the previous one ends, as in a compacted log."""
     starts = []
     offset = segment.next_offset
     for i in range(count):
+        if gaps is not None and gaps.random() < 0.3:
+            offset += gaps.randint(1, 3)
         data = bytearray(batch(records_per_batch, NOW + i * timestamp_step, value_size))
         set_base_offset(data, 0, offset)
         header = parse_header(data)
@@ -116,25 +119,32 @@ def test_load_trusts_sane_indexes_and_rejects_ones_past_the_log(tmp_path):
 def _walked(segment: LogSegment, offset: int):
     """find() as the sparse index and a header walk alone answer it (the reference)."""
     _, position = segment.offset_index.lookup(offset)
-    return next(((p, h.base_offset) for p, h in segment.batches(position) if h.last_offset >= offset), None)
+    return next(((p, h.base_offset, h.size) for p, h in segment.batches(position) if h.last_offset >= offset), None)
 
 
 @pytest.mark.parametrize("index_interval", [700, 1 << 16])
 @pytest.mark.parametrize("seed", range(3))
 def test_find_near_the_log_end_agrees_with_the_index_walk_through_appends_truncation_and_reload(
         tmp_path, index_interval, seed):
-    """Reads near the end take the positions of the batches appended since the last index entry;
-    they must answer exactly what the index and a walk answer, whatever happened to the segment."""
+    """Reads near the end take the positions of the batches appended since the last index entry,
+    from the file (find) or from memory alone (locate, base_offset_at); they must answer exactly
+    what the index and a walk answer, whatever happened to the segment, gaps between batches too."""
     rng = random.Random(seed)
     segment = LogSegment(str(tmp_path), 0, index_interval, 1 << 20, NOW)
 
     def check() -> None:
         for offset in range(0, segment.next_offset + 2):
+            walked = _walked(segment, offset)
             found = segment.find(offset)
-            assert (None if found is None else (found[0], found[1].base_offset)) == _walked(segment, offset), offset
+            assert (None if found is None else (found[0], found[1].base_offset, found[1].size)) == walked, offset
+            assert segment.locate(offset) == (None if walked is None else (walked[0], walked[2])), offset
+        for position, header in segment.batches():
+            assert segment.base_offset_at(position) == header.base_offset, position
+        assert segment.base_offset_at(segment.size) is None
 
     for step in range(12):
-        fill(segment, rng.randint(1, 15), records_per_batch=rng.randint(1, 4), value_size=rng.randint(10, 200))
+        fill(segment, rng.randint(1, 15), records_per_batch=rng.randint(1, 4), value_size=rng.randint(10, 200),
+             gaps=rng)
         check()
         if step % 3 == 1:
             segment.truncate_to(rng.randrange(segment.next_offset))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gregor.records.batch import set_base_offset
 from gregor.storage.log import Log, LogConfig
-from gregor.storage.recent_appends import RecentAppends
+from gregor.storage.recent_appends import MAX_BYTES, RecentAppends
 
 from tests.unit.storage.helpers import NOW, batch
 
@@ -45,3 +45,14 @@ def test_what_is_written_after_the_appends_makes_them_stale(tmp_path):
     set_base_offset(replicated, 0, log.log_end_offset)
     log.append_as_follower(replicated, NOW)  # this replica follows now
     assert log.read(bases[2], 1 << 20).data is None and same_as_disk(log, bases[2])
+
+
+def test_past_max_bytes_the_oldest_appends_go_and_the_latest_still_answer(tmp_path):
+    log = Log(str(tmp_path / "t-0"), LogConfig(), NOW)
+    bases = [log.append_as_leader(batch(1, value_size=10_000, tag=b"a%d" % i), 0, NOW).first_offset
+             for i in range(300)]  # about three times what is kept
+    kept = [base for base in bases if log.read(base, 1 << 30).data is not None]
+    assert kept == bases[-len(kept):] and len(kept) > 50  # the latest ones, without a hole
+    assert log.segments[-1].size - log.read(kept[0], 1 << 30).slices[0].position <= MAX_BYTES
+    for base in bases[::23] + kept[:2]:
+        assert same_as_disk(log, base, max_bytes=1 << 30)

@@ -50,6 +50,7 @@ TRANSACTION_SIZE = 500
 KILL_EVERY_S, DOWN_S, KILLS = 4.0, 1.0, 4
 QUIET = {"log_level": 2}  # the connection errors of every kill are expected
 HUNG_AFTER_S = 20  # past a call's own timeout, the call is taken for hung
+STALLED_S = 20  # without a record while the input is not copied yet: the timeline says where things stand
 
 
 class Hung(Exception):
@@ -99,8 +100,11 @@ class Copier:
         self.transactional_id = f"copier-{uuid.uuid4().hex[:6]}"
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                                   "isolation.level": "read_committed", "auto.offset.reset": "earliest", **QUIET})
-        self.assignment = [TopicPartition(INPUT, p, 0) for p in range(PARTITIONS)]
-        self.consumer.assign(self.assignment)
+        self.consumer.assign([TopicPartition(INPUT, p, 0) for p in range(PARTITIONS)])
+        #: the next offset to copy of each input partition, as the copier itself knows it: after a
+        #: seek librdkafka's position() is unknown (-1001) until a record comes, and none ever
+        #: comes for a partition rewound to its end (a CI-loaded run spun there till its deadline)
+        self.positions = {p: 0 for p in range(PARTITIONS)}
         self.committed = self.aborted = self.new_producers = self.hung = 0
         self.began, self.deadline = time.monotonic(), math.inf
         #: (seconds since the copier began, what happened): the errors met, and calls that took long
@@ -123,13 +127,26 @@ class Copier:
         return producer
 
     def _rewind(self) -> None:
-        """Back to the offsets the last committed transaction stored for the group."""
-        for tp in self.consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], self._timeout(60)):
-            self.consumer.seek(TopicPartition(INPUT, tp.partition, max(tp.offset, 0)))
+        """Back to the offsets the last committed transaction stored for the group (asked again
+        after an error, until the deadline)."""
+        while True:
+            try:
+                committed = self.consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)],
+                                                    self._timeout(60))
+                failed = [tp.error for tp in committed if tp.error is not None]
+            except KafkaException as exception:
+                failed = [exception.args[0]]
+            if not failed:
+                break
+            self.note(f"committed offsets not read: {failed[0]}")
+            assert time.monotonic() < self.deadline, f"the copier did not finish in time: {self.summary()}"
+            time.sleep(1)
+        for tp in committed:
+            self.positions[tp.partition] = max(tp.offset, 0)
+            self.consumer.seek(TopicPartition(INPUT, tp.partition, self.positions[tp.partition]))
 
     def _done(self, ends: dict[int, int]) -> bool:
-        positions = self.consumer.position([TopicPartition(INPUT, p) for p in range(PARTITIONS)])
-        return all(tp.offset >= ends[tp.partition] for tp in positions)
+        return all(self.positions[p] >= end for p, end in ends.items())
 
     def run(self, ends: dict[int, int], deadline: float) -> None:
         """Copy until the input's ends; every call's timeout ends by `deadline`, so that a stall
@@ -145,20 +162,30 @@ class Copier:
                 f"producers ({self.hung} for a hung call); {self.timeline()}")
 
     def _copy(self, ends: dict[int, int]) -> None:
+        progressed = time.monotonic()
         while not self._done(ends):
             assert time.monotonic() < self.deadline, f"the copier did not finish in time: {self.summary()}"
-            messages = [m for m in self.consumer.consume(TRANSACTION_SIZE, 1.0) if not m.error()]
+            consumed = self.consumer.consume(TRANSACTION_SIZE, 1.0)
+            for error in {str(m.error()) for m in consumed if m.error()}:
+                self.note(f"consumer: {error}")
+            messages = [m for m in consumed if not m.error()]
             if not messages:
+                if time.monotonic() - progressed > STALLED_S:
+                    self._note_stall(ends)
+                    progressed = time.monotonic()
                 continue
+            progressed = time.monotonic()
+            for message in messages:
+                self.positions[message.partition()] = message.offset() + 1
             try:
                 self.producer.begin_transaction()
                 for message in messages:
                     self.producer.produce(OUTPUT, message.value(), partition=message.partition())
-                offsets = self.consumer.position(self.consumer.assignment())
+                offsets = [TopicPartition(INPUT, p, offset) for p, offset in self.positions.items()]
                 group = self.consumer.consumer_group_metadata()
                 producer = self.producer
                 self._timed("send_offsets_to_transaction", lambda timeout: bounded(
-                    lambda bound: producer.send_offsets_to_transaction(offsets, group, bound), timeout))
+                    lambda bound: producer.send_offsets_to_transaction(offsets, group, bound), timeout), 30)
                 self._commit()
                 self.committed += 1
             except KafkaException as exception:
@@ -168,6 +195,17 @@ class Copier:
                 self.note("send_offsets_to_transaction hung: a new producer takes over")
                 self.hung += 1
                 self._replace_producer()
+
+    def _note_stall(self, ends: dict[int, int]) -> None:
+        """Where the copier stands, and what each partition's leader says it may read."""
+        watermarks = {}
+        for p in range(PARTITIONS):
+            try:
+                watermarks[p] = self.consumer.get_watermark_offsets(TopicPartition(INPUT, p), 5, cached=False)
+            except KafkaException as exception:
+                watermarks[p] = exception.args[0].name()
+        self.note(f"no records for {STALLED_S} s: positions {self.positions}, ends {ends}, "
+                  f"watermarks {watermarks}")
 
     def _timeout(self, most: float) -> float:
         return max(1.0, min(most, self.deadline - time.monotonic()))

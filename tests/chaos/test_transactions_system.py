@@ -19,6 +19,7 @@ change that may never come when the coordinator it cached was killed (librdkafka
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -183,9 +184,8 @@ class Copier:
                     self.producer.produce(OUTPUT, message.value(), partition=message.partition())
                 offsets = [TopicPartition(INPUT, p, offset) for p, offset in self.positions.items()]
                 group = self.consumer.consumer_group_metadata()
-                producer = self.producer
-                self._timed("send_offsets_to_transaction", lambda timeout: bounded(
-                    lambda bound: producer.send_offsets_to_transaction(offsets, group, bound), timeout), 30)
+                self._timed("send_offsets_to_transaction", functools.partial(
+                    bounded, functools.partial(self.producer.send_offsets_to_transaction, offsets, group)), 30)
                 self._commit()
                 self.committed += 1
             except KafkaException as exception:

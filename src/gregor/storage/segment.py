@@ -163,9 +163,9 @@ class LogSegment:
         """Position and header of the first batch whose last offset is >= `offset`."""
         tail = self._tail_offsets
         if tail and offset >= tail[0]:
-            position = self._tail_positions[bisect_right(tail, offset) - 1]
-        else:
-            _, position = self.offset_index.lookup(offset)
+            located = self._locate_in_tail(offset)
+            return None if located is None else next(self.batches(located[0]), None)
+        _, position = self.offset_index.lookup(offset)
         for position, header in self.batches(position):
             if header.last_offset >= offset:
                 return position, header
@@ -175,9 +175,14 @@ class LogSegment:
         """(position, size) of the first batch whose last offset is >= `offset`, as `find`, but
         without reading the file when the batch is in the tail."""
         tail = self._tail_offsets
-        if not tail or offset < tail[0]:
-            found = self.find(offset)
-            return None if found is None else (found[0], found[1].size)
+        if tail and offset >= tail[0]:
+            return self._locate_in_tail(offset)
+        found = self.find(offset)
+        return None if found is None else (found[0], found[1].size)
+
+    def _locate_in_tail(self, offset: int) -> tuple[int, int] | None:
+        """`locate` for an offset at or after the tail's first batch, from memory."""
+        tail = self._tail_offsets
         index = bisect_right(tail, offset) - 1
         if self._tail_last_offsets[index] < offset:  # past that batch (a gap, or the end): the next
             index += 1

@@ -38,13 +38,21 @@ class Dispatcher(Generic[C]):
 
     def __init__(self, handlers: Mapping[int, Handler[C]], new_context: ContextFactory[C], clock: Clock,
                  on_request: Callable[[int, float], None] | None = None,
-                 after_handler: AfterHandler[C] | None = None) -> None:
-        """`clock`: the time each request is handled at (its context's `now_ms`)."""
+                 after_handler: AfterHandler[C] | None = None, step_done: Callable[[], None] | None = None) -> None:
+        """`clock`: the time each request is handled at (its context's `now_ms`). `step_done`
+        carries out what handlers that gather left for the end of a connection's step (the
+        broker's acks=all appends, `GatheredAppends.flush`): it runs then, and before a request
+        whose handler does not gather, so that no request finds the log behind its order."""
         self._handlers = handlers
         self._new_context = new_context
         self._clock = clock
         self._on_request = on_request
         self._after_handler = after_handler
+        self._step_done = step_done
+
+    def step_done(self) -> None:
+        if self._step_done is not None:
+            self._step_done()
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
         view = memoryview(frame)
@@ -57,6 +65,8 @@ class Dispatcher(Generic[C]):
         handler = self._handlers.get(api_key)
         if handler is None:
             raise CloseConnection(f"unsupported API key {api_key}")
+        if not handler.gathers and self._step_done is not None:
+            self._step_done()
         if not handler.min_version <= version <= handler.max_version:
             if handler.unsupported_version_response is not None:
                 return self._encode(header, handler.unsupported_version_response(), 0)

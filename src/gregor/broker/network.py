@@ -104,6 +104,10 @@ class Dispatcher(Protocol):
         `CloseConnection` when the protocol has no way to answer.
         """
 
+    def step_done(self) -> None:
+        """The connection dispatched what it could for now: carry out the work its requests
+        left for the end of the step (the broker's gathered acks=all appends)."""
+
 
 class Pipelined:
     """An answer that only waits: the request's effects are done, so the connection may dispatch
@@ -431,27 +435,30 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._securing:
             return
         ready: list[bytes | bytearray | memoryview] = []  # answers given at once, written together
-        while (self._queue and self._transport is not None and self._blocking is None
-               and self._muted is None and len(self._answers) < _MAX_PIPELINED):
-            frame = self._queue.popleft()
-            try:
-                result = self._unthrottled(self._dispatcher.dispatch(frame, self.info))
-            except CloseConnection as reason:
-                log.info("closing connection from %s: %s", self.info.peer, reason)
-                self._write(ready)
-                self._close_after(reason)
-                return
-            if isinstance(result, Pipelined):
-                self._expect(asyncio.ensure_future(result.awaitable))
-            elif inspect.isawaitable(result):
-                self._blocking = asyncio.ensure_future(result)
-                self._expect(self._blocking)
-            elif self._answers or self._sending is not None:
-                answered = asyncio.get_running_loop().create_future()
-                answered.set_result(result)
-                self._answers.append(answered)
-            else:
-                self._out(result, ready)
+        try:
+            while (self._queue and self._transport is not None and self._blocking is None
+                   and self._muted is None and len(self._answers) < _MAX_PIPELINED):
+                frame = self._queue.popleft()
+                try:
+                    result = self._unthrottled(self._dispatcher.dispatch(frame, self.info))
+                except CloseConnection as reason:
+                    log.info("closing connection from %s: %s", self.info.peer, reason)
+                    self._write(ready)
+                    self._close_after(reason)
+                    return
+                if isinstance(result, Pipelined):
+                    self._expect(asyncio.ensure_future(result.awaitable))
+                elif inspect.isawaitable(result):
+                    self._blocking = asyncio.ensure_future(result)
+                    self._expect(self._blocking)
+                elif self._answers or self._sending is not None:
+                    answered = asyncio.get_running_loop().create_future()
+                    answered.set_result(result)
+                    self._answers.append(answered)
+                else:
+                    self._out(result, ready)
+        finally:
+            self._dispatcher.step_done()
         self._write(ready)
         if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
             self._reading_paused = False

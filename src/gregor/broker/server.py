@@ -51,6 +51,7 @@ from gregor.broker.controller_channel import ControllerChannel, LocalConnection
 from gregor.broker.controller_client import ControllerClient
 from gregor.broker.controller_server import ControllerServer
 from gregor.broker.dispatcher import Dispatcher
+from gregor.broker.gathered_appends import GatheredAppends
 from gregor.broker.events import BrokerEvents
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.share_runtime import ShareRuntime
@@ -129,14 +130,16 @@ class Broker:
             raise
 
     async def _start(self) -> None:
+        appends = GatheredAppends(self.partitions)
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
                                   groups=self.groups, metrics=self.events, shares=self.shares,
                                   authorizer=self.authorizer, quotas=self.quotas, transactions=self.transactions,
                                   transaction_completed=self.groups.transaction_completed,
-                                  listener_tls=self.listener_tls)
+                                  listener_tls=self.listener_tls, appends=appends)
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
-                       on_request=self.events.request_done, after_handler=apply_request_quota),
+                       on_request=self.events.request_done, after_handler=apply_request_quota,
+                       step_done=appends.flush),
             self.config.get("socket.request.max.bytes"), self.config.connection_limits(),
             lambda listener, ip: self.connection_rates.admit(listener, ip, self.clock()),
             on_closed=lambda info: self.shares.connection_closed(info.connection_id))

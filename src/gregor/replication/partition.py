@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from typing import Callable
+from typing import Callable, Sequence
 
 from gregor.metadata.image import PartitionRegistration
 from gregor.protocol.error_codes import ErrorCode
@@ -201,6 +201,32 @@ class Partition:
         Raises NOT_LEADER_OR_FOLLOWER on a follower and NOT_ENOUGH_REPLICAS for acks=all while the
         committed ISR is below min.insync.replicas (nothing is appended), besides the log's errors.
         """
+        self._check_appendable(required_acks)
+        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True, from_client=from_client)
+        self.changes += 1
+        if not info.duplicate:
+            self._maybe_increment_high_watermark(now_ms)
+        return info
+
+    def append_many_as_leader(self, record_sets: Sequence[memoryview | bytes], now_ms: int, required_acks: int = 1,
+                              from_client: bool = False) -> list[AppendInfo | Exception]:
+        """`append_as_leader` for several produce requests in order, each with its own outcome
+        (its AppendInfo or the error `append_as_leader` would raise), written together
+        (`Log.append_many_as_leader`) and the high watermark checked once."""
+        try:
+            self._check_appendable(required_acks)
+        except KafkaError as error:
+            return [error] * len(record_sets)
+        outcomes = self.log.append_many_as_leader(record_sets, self.leader_epoch, now_ms, check_keys=True,
+                                                  from_client=from_client)
+        self.changes += 1
+        if any(isinstance(outcome, AppendInfo) and not outcome.duplicate for outcome in outcomes):
+            self._maybe_increment_high_watermark(now_ms)
+        return outcomes
+
+    def _check_appendable(self, required_acks: int) -> None:
+        """A client's records go to the leader only, and acks=all ones only while the committed
+        ISR holds min.insync.replicas (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS)."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              f"broker {self.broker_id} is not the leader of {self.topic}-{self.index}")
@@ -208,11 +234,6 @@ class Partition:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"the ISR {list(self.isr_state.committed)} of {self.topic}-{self.index} is smaller than "
                              f"min.insync.replicas {self.min_insync_replicas}")
-        info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True, from_client=from_client)
-        self.changes += 1
-        if not info.duplicate:
-            self._maybe_increment_high_watermark(now_ms)
-        return info
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                           now_ms: int) -> AppendInfo:

@@ -43,7 +43,7 @@ import os
 import shutil
 from bisect import bisect_right
 from operator import attrgetter
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence, cast
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.records.batch import (
@@ -56,7 +56,7 @@ from gregor.storage.file_slice import FetchDataInfo, FileSlice
 from gregor.storage.recent_appends import RecentAppends
 from gregor.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from gregor.storage.log_config import LogConfig
-from gregor.storage.producer_state import CompletedTxn, ProducerStateManager, TxnMarker
+from gregor.storage.producer_state import CompletedTxn, ProducerAppend, ProducerStateManager, TxnMarker
 from gregor.storage.segment import (
     DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment,
     OffsetPosition,
@@ -82,6 +82,18 @@ class AppendInfo(NamedTuple):
     log_start_offset: int
     record_count: int
     duplicate: bool = False
+
+
+class _Checked(NamedTuple):
+    """A produce request's batches, validated and numbered, about to be written."""
+
+    data: bytearray
+    described: list[tuple[int, int, int, int]]
+    first_offset: int
+    last_offset: int
+    record_count: int
+    max_timestamp: int
+    producers: ProducerAppend | None
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -323,6 +335,70 @@ class Log:
         KAFKA_STORAGE_ERROR (the write failed).
         """
         self._now_ms = now_ms
+        checked = self._checked(records, self.log_end_offset, leader_epoch, now_ms, check_keys, from_client)
+        if isinstance(checked, AppendInfo):
+            return checked
+        return self._write_checked([checked], leader_epoch, now_ms)[0]
+
+    def append_many_as_leader(self, record_sets: Sequence[bytes | bytearray | memoryview], leader_epoch: int,
+                              now_ms: int, check_keys: bool = False,
+                              from_client: bool = False) -> list[AppendInfo | Exception]:
+        """`append_as_leader` for several produce requests in order, each with its own outcome
+        (its AppendInfo, or the error `append_as_leader` would raise), in as few writes as the
+        records allow: a leader that many small requests reach at once (clients with
+        `linger.ms=0`) pays one write, one roll check and one cache update for them all.
+
+        A run of sets written together ends at a set with producer ids (the next set's sequence
+        checks must see its producer state) and before a set that would take it past
+        `segment.bytes`; a failed write fails its run and every set after it."""
+        self._now_ms = now_ms
+        outcomes: list[AppendInfo | Exception | None] = [None] * len(record_sets)
+        run: list[tuple[int, _Checked]] = []
+        run_bytes = 0
+        next_offset = self.log_end_offset
+        failed: StorageError | None = None
+        for index, records in enumerate(record_sets):
+            if run and run_bytes + len(records) > self.config.segment_bytes:
+                failed = self._write_run(run, leader_epoch, now_ms, outcomes)
+                run, run_bytes = [], 0
+            if failed is not None:
+                outcomes[index] = failed
+                continue
+            try:
+                checked = self._checked(records, next_offset, leader_epoch, now_ms, check_keys, from_client)
+            except Exception as error:  # noqa: BLE001 - the set's own outcome, what append_as_leader raises
+                outcomes[index] = error
+                continue
+            if isinstance(checked, AppendInfo):
+                outcomes[index] = checked
+                continue
+            run.append((index, checked))
+            run_bytes += len(checked.data)
+            next_offset = checked.last_offset + 1
+            if checked.producers is not None:
+                failed = self._write_run(run, leader_epoch, now_ms, outcomes)
+                run, run_bytes = [], 0
+        if run:
+            self._write_run(run, leader_epoch, now_ms, outcomes)
+        return cast("list[AppendInfo | Exception]", outcomes)  # every set got its outcome above
+
+    def _write_run(self, run: list[tuple[int, _Checked]], leader_epoch: int, now_ms: int,
+                   outcomes: list[AppendInfo | Exception | None]) -> StorageError | None:
+        """Write checked sets together, their outcomes into `outcomes`; the error of a failed write."""
+        try:
+            infos = self._write_checked([checked for _, checked in run], leader_epoch, now_ms)
+        except StorageError as error:
+            for index, _ in run:
+                outcomes[index] = error
+            return error
+        for (index, _), info in zip(run, infos):
+            outcomes[index] = info
+        return None
+
+    def _checked(self, records: bytes | bytearray | memoryview, first_offset: int, leader_epoch: int, now_ms: int,
+                 check_keys: bool, from_client: bool) -> _Checked | AppendInfo:
+        """A produce request's batches validated and numbered from `first_offset`, not yet
+        written; the original's AppendInfo for a producer's duplicate."""
         data = bytearray(records)
         config = self.config
         if len(data) > config.segment_bytes:
@@ -335,7 +411,7 @@ class Log:
         log_append_time = config.log_append_time
         compacted = check_keys and config.compacts
         producers = None
-        first_offset = offset = self.log_end_offset
+        offset = first_offset
         described = []
         record_count = 0
         max_timestamp = -1
@@ -379,19 +455,31 @@ class Log:
             record_count += header.records_count
             if timestamp > max_timestamp:
                 max_timestamp = timestamp
-        last_offset = offset - 1
-        segment = self._maybe_roll(len(data), last_offset, max_timestamp, now_ms)
+        return _Checked(data, described, first_offset, offset - 1, record_count, max_timestamp, producers)
+
+    def _write_checked(self, run: list[_Checked], leader_epoch: int, now_ms: int) -> list[AppendInfo]:
+        """Write checked sets, numbered on from the log end, in one write."""
+        first = run[0]
+        if len(run) == 1:
+            data, described, max_timestamp = first.data, first.described, first.max_timestamp
+        else:
+            data = bytearray().join([checked.data for checked in run])
+            described = [entry for checked in run for entry in checked.described]
+            max_timestamp = max(checked.max_timestamp for checked in run)
+        segment = self._maybe_roll(len(data), run[-1].last_offset, max_timestamp, now_ms)
         _write(segment, data, described, now_ms)
-        self._recent.record(segment, self.truncations, first_offset, segment.size - len(data), data)
-        if producers is not None:
-            for txn in producers.commit():
-                self._complete_txn(txn, segment)
+        self._recent.record(segment, self.truncations, first.first_offset, segment.size - len(data), data)
+        for checked in run:
+            if checked.producers is not None:
+                for txn in checked.producers.commit():
+                    self._complete_txn(txn, segment)
         if leader_epoch >= 0:
-            self.leader_epoch_cache.assign(leader_epoch, first_offset)
-        if self.log_end_offset - self.recovery_point >= config.flush_messages:
+            self.leader_epoch_cache.assign(leader_epoch, first.first_offset)
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(now_ms)
-        return AppendInfo(first_offset, last_offset, now_ms if log_append_time else -1,
-                          self.log_start_offset, record_count)
+        append_time = now_ms if self.config.log_append_time else -1
+        return [AppendInfo(checked.first_offset, checked.last_offset, append_time, self.log_start_offset,
+                           checked.record_count) for checked in run]
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                           leader_epoch: int, now_ms: int) -> AppendInfo:

@@ -45,6 +45,9 @@ class Echo:
         self.frames: list[bytes] = []
         self.hold: asyncio.Future | None = None
 
+    def step_done(self) -> None:
+        pass  # nothing is left for the end of a step
+
     def dispatch(self, frame, info):
         self.frames.append(bytes(frame))
         answer = struct.pack(">i", len(frame)) + bytes(frame)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from gregor.broker.network import _MAX_PIPELINED, KafkaConnection, Pipelined
+from gregor.broker.network import _MAX_PIPELINED, CloseConnection, KafkaConnection, Pipelined
 
 
 class Transport:
@@ -43,6 +43,10 @@ class Dispatcher:
         self.dispatched: list[bytes] = []
         self.pending: dict[bytes, asyncio.Future] = {}
         self.kinds: dict[bytes, str] = {}
+        self.steps: list[int] = []  # how many requests were dispatched when each step ended
+
+    def step_done(self) -> None:
+        self.steps.append(len(self.dispatched))
 
     def dispatch(self, frame, info):
         name = bytes(frame)
@@ -50,6 +54,8 @@ class Dispatcher:
         kind = self.kinds.get(name, "now")
         if kind == "now":
             return b"answer " + name
+        if kind == "close":
+            raise CloseConnection("refused")
         future = self.pending[name] = asyncio.get_running_loop().create_future()
 
         async def later():
@@ -160,4 +166,22 @@ def test_answers_given_at_once_to_requests_read_together_go_out_in_one_write():
         connection, transport, dispatcher = connect()
         receive(connection, b"m1", b"m2", b"m3")
         assert transport.written == [b"answer m1answer m2answer m3"]
+    asyncio.run(run())
+
+
+def test_each_step_of_dispatching_ends_with_step_done_even_when_the_connection_closes():
+    """The dispatcher's gathered work (acks=all appends) is carried out when the connection has
+    dispatched what it can: after a read's requests, after a blocking answer releases the next
+    ones, and before a refused request closes the connection."""
+    async def run():
+        connection, transport, dispatcher = connect()
+        dispatcher.kinds = {b"p1": "pipelined", b"f2": "blocking", b"x4": "close"}
+        receive(connection, b"p1", b"f2", b"m3")
+        assert dispatcher.steps == [2]  # p1 and f2 dispatched, m3 waits for f2's answer
+        dispatcher.pending[b"p1"].set_result(b"p1")
+        dispatcher.pending[b"f2"].set_result(b"f2")
+        await settle()
+        assert dispatcher.dispatched == [b"p1", b"f2", b"m3"] and dispatcher.steps[-1] == 3
+        receive(connection, b"x4", b"m5")
+        assert dispatcher.dispatched[-1] == b"x4" and dispatcher.steps[-1] == 4
     asyncio.run(run())

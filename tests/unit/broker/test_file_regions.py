@@ -26,6 +26,9 @@ class Dispatcher:
     def __init__(self, file, size: int) -> None:
         self.file, self.size = file, size
 
+    def step_done(self) -> None:
+        pass  # nothing is left for the end of a step
+
     def dispatch(self, frame, info):
         header = struct.pack(">i", 4 + self.size) + bytes(frame)
         return [header, FileRegion([FileSlice(self.file, 0, self.size // 2),

@@ -25,6 +25,9 @@ class _Broker:
     def __init__(self) -> None:
         self.seen: list[int] = []
 
+    def step_done(self) -> None:
+        pass  # nothing is left for the end of a step
+
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
         self.seen.append(int.from_bytes(frame[:2], "big"))
         return b"answered"

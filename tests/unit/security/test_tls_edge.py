@@ -29,6 +29,9 @@ def run(request):
 class _Echo:
     """Answers every frame with the connection's principal."""
 
+    def step_done(self) -> None:
+        pass  # nothing is left for the end of a step
+
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
         text = info.principal.encode()
         return struct.pack(">i", len(text)) + text

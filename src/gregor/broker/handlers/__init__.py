@@ -14,6 +14,7 @@ from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 from gregor.broker.authorization import OPEN, BrokerAuthorizer
 from gregor.broker.client_quotas import UNLIMITED_QUOTAS, ClientQuotas
 from gregor.broker.events import BrokerEvents
+from gregor.broker.gathered_appends import GatheredAppends
 from gregor.broker.group_runtime import GroupRuntime
 from gregor.broker.network import CloseConnection, ConnectionInfo
 from gregor.broker.security.listener_tls import ListenerTls
@@ -65,13 +66,14 @@ class BrokerServices:
     transaction_completed: TransactionCompleted | None = None
     transactions: TransactionRuntime | None = None
     listener_tls: ListenerTls | None = None  # the TLS listeners' reloadable stores
+    appends: GatheredAppends | None = None  # acks=all appends left to the end of a step (None: at once)
 
 
 class BrokerContext(RequestContext):
     """A request on a broker's client listener, with the broker's services."""
 
     __slots__ = ("partitions", "metadata", "controller", "groups", "metrics", "shares", "authorizer", "quotas",
-                 "_transactions", "transaction_completed", "listener_tls")
+                 "_transactions", "transaction_completed", "listener_tls", "appends")
 
     def __init__(self, services: BrokerServices, header: RequestHeader, connection: ConnectionInfo,
                  handlers: Mapping[int, Handler[Any]], now_ms: int) -> None:
@@ -87,6 +89,7 @@ class BrokerContext(RequestContext):
         self._transactions = services.transactions
         self.transaction_completed = services.transaction_completed
         self.listener_tls = services.listener_tls
+        self.appends = services.appends
 
     @property
     def transactions(self) -> TransactionRuntime:
@@ -123,13 +126,15 @@ C = TypeVar("C", bound=RequestContext, contravariant=True)
 class Handler(Generic[C]):
     """One API as a listener serves it; `C` is the context its handle function needs. A request
     at a version outside the range closes the connection, unless `unsupported_version_response`
-    answers it (ApiVersions, so that a client learns the versions)."""
+    answers it (ApiVersions, so that a client learns the versions). `gathers`: the handler may
+    leave work for the end of the connection's step (`Dispatcher.step_done`), as Produce does."""
 
     api_key: int
     min_version: int
     max_version: int
     handle: Callable[[C, Any], object]
     unsupported_version_response: Callable[[], Message] | None = None
+    gathers: bool = False
 
 
 def quorum_partition(request: Any) -> Any:

@@ -67,7 +67,7 @@ def handle(context: BrokerContext, request: ProduceRequest):
         unverified = needing_verification(context, request, adding)
         if unverified is not None:
             return _verified_then_appended(context, request, *unverified, adding)
-    return _appended_all(context, request, {})
+    return _appended_all(context, request, {}, gather=True)
 
 
 async def _verified_then_appended(context: BrokerContext, request: ProduceRequest, producer_id: int,
@@ -79,8 +79,11 @@ async def _verified_then_appended(context: BrokerContext, request: ProduceReques
     return await answer.awaitable if isinstance(answer, Pipelined) else answer
 
 
-def _appended_all(context: BrokerContext, request: ProduceRequest, refused: dict[tuple[str, int], ErrorCode]):
-    """Append every partition's records but those `refused` (which get their error)."""
+def _appended_all(context: BrokerContext, request: ProduceRequest, refused: dict[tuple[str, int], ErrorCode],
+                  gather: bool = False):
+    """Append every partition's records but those `refused` (which get their error); acks=all
+    appends are left to the end of the step (`GatheredAppends`) when `gather` (the handler is
+    running in its step, not after an await)."""
     acks = request.acks
     topics = []
     waiting: list[tuple[_PartitionResponse, _Replication]] = []
@@ -106,7 +109,8 @@ def _appended_all(context: BrokerContext, request: ProduceRequest, refused: dict
                 message = "Partition was not added to the transaction" if error == ErrorCode.INVALID_TXN_STATE else None
                 partitions.append(_failed(partition_data.index, error, message))
                 continue
-            partitions.append(_append(context, topic_data.name, partition_data, acks, request.timeout_ms, waiting))
+            partitions.append(_append(context, topic_data.name, partition_data, acks, request.timeout_ms, waiting,
+                                      gather))
         topics.append(_TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
                                      partition_responses=partitions))
     throttle_ms = context.quotas.record_produce(context.connection.principal, context.header.client_id, nbytes,
@@ -175,7 +179,7 @@ def _when_replicated(response: ProduceResponse, waiting: list[tuple[_PartitionRe
 
 
 def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeout_ms: int,
-            waiting: list[tuple[_PartitionResponse, _Replication]]) -> _PartitionResponse:
+            waiting: list[tuple[_PartitionResponse, _Replication]], gather: bool) -> _PartitionResponse:
     partitions = context.partitions
     index = partition_data.index
     # Kafka's ReplicaManager lets no producer but its own admin utilities append to an internal
@@ -194,6 +198,16 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
                 return _failed(index, ErrorCode.INVALID_RECORD,
                                "produce v3+ requires record batches of magic 2")
             records = memoryview(upconvert_to_v2(records, partitions.max_uncompressed_bytes))
+        gathered = context.appends
+        if gathered is not None:
+            if acks == -1 and gather:
+                answer = _appended(index, _NOT_YET_APPENDED)
+                replication = _Replication()
+                gathered.add(partition, records, context.now_ms, timeout_ms, replication,
+                             functools.partial(_gathered_outcome, context, topic, len(records), answer, replication))
+                waiting.append((answer, replication))
+                return answer
+            gathered.flush()  # the appends gathered before this one come first
         info = partition.append_as_leader(records, context.now_ms, acks, from_client=True)
     except Exception as error:  # noqa: BLE001 - every failure becomes a partition error code
         code, message = error_code_of(error)
@@ -211,6 +225,24 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
     return _appended(index, info) if replication.error == ErrorCode.NONE else _failed(index, replication.error)
 
 
+def _gathered_outcome(context: BrokerContext, topic: str, size: int, answer: _PartitionResponse,
+                      replication: _Replication, outcome: AppendInfo | Exception) -> None:
+    """A gathered append was made (its offsets go into the answer) or failed (the answer gets
+    the error, as an append made at once would have)."""
+    if isinstance(outcome, AppendInfo):
+        context.metrics.produced(topic, size, outcome.record_count)
+        answer.base_offset = outcome.first_offset
+        answer.log_append_time_ms = outcome.log_append_time
+        answer.log_start_offset = outcome.log_start_offset
+        return
+    code, message = error_code_of(outcome)
+    answer.error_message = message
+    replication(code)
+
+
+_NOT_YET_APPENDED = AppendInfo(-1, -1, -1, -1, 0)
+
+
 def _appended(index: int, info: AppendInfo) -> _PartitionResponse:
     return _PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                               log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
@@ -221,4 +253,4 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> _Partiti
                               log_start_offset=-1, error_message=message)
 
 
-HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle)]
+HANDLERS = [Handler(API_KEY, MIN_VERSION, MAX_VERSION, handle, gathers=True)]

@@ -83,6 +83,9 @@ class SaslAuthenticator:
         self._session_end_ms: int | None = None  # with re-authentication: when the session ends
         self._reauthenticating = False
 
+    def step_done(self) -> None:
+        self._dispatcher.step_done()
+
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
         if self.authenticated and not self._reauthenticating:
             if self._session_end_ms is None:

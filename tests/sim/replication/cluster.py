@@ -156,6 +156,7 @@ class SimBroker:
     recovery_point_checkpoint: int = 0
     tick_at: int | None = None  # the tick scheduled at the partition's next deadline
     view: LogView = field(default_factory=LogView)
+    gathered: list[tuple[int, bytes]] = field(default_factory=list)  # acks=all produces not appended yet
 
     @property
     def alive(self) -> bool:
@@ -302,6 +303,7 @@ class Cluster:
         if self.now < broker.paused_until:
             self._arm(broker)
             return
+        self._flush_gathered_first(broker)
         effects = broker.partition.tick(self.now)
         deadline = broker.partition.next_deadline(self.now)
         if deadline is not None and deadline <= self.now:
@@ -360,6 +362,7 @@ class Cluster:
         broker.links = broker.parked = broker.sessions = None
         broker.incarnation += 1
         broker.paused_until = -1
+        broker.gathered = []  # requests the process held, never appended: their producers time out
         broker.recovery_point_checkpoint = log.recovery_point
         crash_log(log, lose_unflushed, torn, self.rng)
         self.at(self.now + downtime_ms, lambda: self.restart(broker_id))
@@ -398,8 +401,10 @@ class Cluster:
             self.at(self.now + self.rng.randint(1, faults.max_delay_ms), deliver)
 
     def _to_broker(self, broker_id: int, incarnation: int | None,
-                   handle: Callable[[SimBroker], None]) -> Callable[[], None]:
-        """A delivery to the broker: any incarnation for requests, the sender's for responses."""
+                   handle: Callable[[SimBroker], None], gathers: bool = False) -> Callable[[], None]:
+        """A delivery to the broker: any incarnation for requests, the sender's for responses.
+        Anything but an acks=all produce (`gathers`) first appends the gathered ones, as the
+        broker's dispatcher does before a request of another API and after each step."""
         broker = self.brokers[broker_id]
 
         def deliver() -> None:
@@ -408,6 +413,8 @@ class Cluster:
             if self.now < broker.paused_until:
                 self.at(broker.paused_until, deliver)
                 return
+            if not gathers:
+                self._flush_gathered_first(broker)
             handle(broker)
         return deliver
 
@@ -595,10 +602,19 @@ class Cluster:
         crc = scan_batches(records)[0][0][0].crc
         self.sent[token] = (acks, crc)
         self.sent_at[token] = self.now
-        self._send(PRODUCER, leader, self._to_broker(leader, None, lambda b: self._on_produce(b, token, records, acks)))
+        self._send(PRODUCER, leader, self._to_broker(leader, None, lambda b: self._on_produce(b, token, records, acks),
+                                                     gathers=acks == -1))
         return token
 
     def _on_produce(self, broker: SimBroker, token: int, records: bytes, acks: int) -> None:
+        """acks=all produces are gathered until the end of the step (the broker's
+        `GatheredAppends`): every produce arriving at this instant joins them."""
+        if acks == -1:
+            broker.gathered.append((token, records))
+            if len(broker.gathered) == 1:
+                incarnation = broker.incarnation
+                self.at(self.now, lambda: self._flush_gathered(broker) if broker.incarnation == incarnation else None)
+            return
         partition = broker.partition
         try:
             info = partition.append_as_leader(records, self.now, acks)
@@ -608,11 +624,38 @@ class Cluster:
         self.log_event(f"{broker.broker_id} appended token {token} at {info.first_offset} (acks={acks})")
         self._wake_fetches(broker)
         self._arm(broker)
-        if acks != -1:
-            self._answer_produce(broker.broker_id, token, ErrorCode.NONE, info.first_offset)
+        self._answer_produce(broker.broker_id, token, ErrorCode.NONE, info.first_offset)
+
+    def _flush_gathered_first(self, broker: SimBroker) -> None:
+        """The gathered produces are appended in a step of their own (the end of their
+        connection's), checked as every step is, before the event that follows them."""
+        if broker.gathered:
+            self._flush_gathered(broker)
+            self.check()
+
+    def _flush_gathered(self, broker: SimBroker) -> None:
+        """Append the gathered acks=all produces together (`Partition.append_many_as_leader`)."""
+        if not broker.gathered or not broker.alive:
             return
-        self._effects(broker, partition.await_replication(info, (token, info.first_offset), self.now,
-                                                          PRODUCE_TIMEOUT_MS))
+        gathered, broker.gathered = broker.gathered, []
+        partition = broker.partition
+        outcomes = partition.append_many_as_leader([records for _, records in gathered], self.now, -1)
+        effects = []
+        for (token, _), outcome in zip(gathered, outcomes):
+            if isinstance(outcome, KafkaError):
+                self._answer_produce(broker.broker_id, token, ErrorCode(outcome.code), -1)
+                continue
+            if isinstance(outcome, Exception):
+                raise outcome
+            self.log_event(f"{broker.broker_id} appended token {token} at {outcome.first_offset} (acks=-1, "
+                           f"{len(gathered)} gathered)")
+            effects += partition.await_replication(outcome, (token, outcome.first_offset), self.now, PRODUCE_TIMEOUT_MS)
+        self.stats["gathered appends"] += 1
+        self.stats["gathered produces"] += len(gathered)
+        if any(not isinstance(outcome, Exception) for outcome in outcomes):
+            self._wake_fetches(broker)
+            self._arm(broker)
+        self._effects(broker, effects)
 
     def _answer_produce(self, broker_id: int, token: int, error: ErrorCode, offset: int) -> None:
         def at_producer() -> None:

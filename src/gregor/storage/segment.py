@@ -81,13 +81,16 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.rolling_base_timestamp = -1
         self._bytes_since_index = 0
-        # Every batch appended since the last offset-index entry (base offsets, last offsets,
-        # positions; the batches run to the end of the file): a read near the log end, which is
-        # what followers and caught-up consumers ask for, finds its batch here instead of reading
-        # the headers after the sparse index's last entry.
+        # Every batch appended since the offset-index entry before the last one (base offsets,
+        # last offsets, positions; the batches run to the end of the file): a read near the log
+        # end, which is what followers and caught-up consumers ask for, finds its batch here
+        # instead of reading the headers after a sparse index entry, also just after an entry
+        # was added (the batches before it stay until the next one). `_tail_interval` is where
+        # the batches after the last entry begin in the lists.
         self._tail_offsets: list[int] = []
         self._tail_last_offsets: list[int] = []
         self._tail_positions: list[int] = []
+        self._tail_interval = 0
         self.deleted_at_ms: int | None = None
 
     # -- appending
@@ -118,7 +121,7 @@ class LogSegment:
             self.offset_index.append(base_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index = 0
-            self._forget_tail()
+            self._next_tail_interval()
         self._tail_offsets.append(base_offset)
         self._tail_last_offsets.append(last_offset)
         self._tail_positions.append(position)
@@ -374,6 +377,13 @@ class LogSegment:
         self._tail_offsets.clear()
         self._tail_last_offsets.clear()
         self._tail_positions.clear()
+        self._tail_interval = 0
+
+    def _next_tail_interval(self) -> None:
+        """An index entry was added: keep the batches since the one before it, drop the older."""
+        dropped = self._tail_interval
+        del self._tail_offsets[:dropped], self._tail_last_offsets[:dropped], self._tail_positions[:dropped]
+        self._tail_interval = len(self._tail_offsets)
 
     def truncate_to(self, offset: int) -> int:
         """Remove the batch holding `offset` and every later one; returns bytes removed.

@@ -155,3 +155,19 @@ def test_find_near_the_log_end_agrees_with_the_index_walk_through_appends_trunca
             assert segment.load() or segment.recover() == 0
             check()
     assert segment._tail_offsets, "the last appends are remembered"
+
+
+def test_batches_just_before_the_last_index_entry_are_located_without_reading_the_file(tmp_path, monkeypatch):
+    """A caught-up consumer reads from where the followers were a moment ago: an index entry
+    added meanwhile must not send its read back to walking headers from the entry before."""
+    segment = LogSegment(str(tmp_path), 0, 1000, 1 << 20, NOW)
+    starts = fill(segment, 40, records_per_batch=1, value_size=100)
+    last_entry = segment.offset_index.offsets[-1]
+    before = [(offset, position) for offset, position in starts if offset < last_entry][-5:]
+
+    def no_reads(*args):
+        raise AssertionError("read the file")
+    monkeypatch.setattr(os, "pread", no_reads)
+    for offset, position in before:
+        assert segment.locate(offset)[0] == position
+        assert segment.base_offset_at(position) == offset

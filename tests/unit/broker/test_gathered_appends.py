@@ -5,7 +5,6 @@ an append answered at once first appends what was gathered before it."""
 from __future__ import annotations
 
 import asyncio
-import os
 
 from gregor.broker.gathered_appends import GatheredAppends
 from gregor.broker.handlers import BrokerContext, BrokerServices, produce
@@ -13,10 +12,9 @@ from gregor.broker.network import Pipelined
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from gregor.replication.effects import ProduceCompleted
-from gregor.storage import segment as segment_module
 
 from tests.unit.replication.helpers import Replica
-from tests.unit.storage.helpers import NOW, batch
+from tests.unit.storage.helpers import NOW, batch, count_writes
 
 
 class _Events:
@@ -67,22 +65,11 @@ def _corrupt(records: bytes) -> bytes:
     return records[:70] + bytes([records[70] ^ 1]) + records[71:]
 
 
-def _count_writes(monkeypatch) -> list[int]:
-    sizes: list[int] = []
-    pwrite = os.pwrite
-
-    def counted(fd: int, data, offset: int) -> int:
-        sizes.append(len(data))
-        return pwrite(fd, data, offset)
-    monkeypatch.setattr(segment_module.os, "pwrite", counted)
-    return sizes
-
-
 def test_a_steps_acks_all_requests_are_appended_at_its_end_in_one_write(tmp_path, monkeypatch):
     async def run():
         host = _Host(tmp_path)
         appends = GatheredAppends(host)
-        writes = _count_writes(monkeypatch)
+        writes = count_writes(monkeypatch)
         results = [_produce(host, appends, records) for records in
                    (batch(1, tag=b"a"), batch(2, tag=b"b"), _corrupt(batch(1)), batch(1, tag=b"d"))]
         assert all(isinstance(result, Pipelined) for result in results)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from gregor.records.batch import scan_batches
 from gregor.records.record import BatchBuilder, decode_records
 from gregor.storage.log import Log
@@ -40,3 +42,17 @@ def index_is_consistent(log: Log) -> None:
         offsets = {h.last_offset for h in starts.values()}
         for offset in segment.time_index.offsets:
             assert offset in offsets
+
+
+def count_writes(monkeypatch) -> list[int]:
+    """The size of every segment write from now on (`os.pwrite` as the segments call it)."""
+    from gregor.storage import segment as segment_module
+
+    sizes: list[int] = []
+    pwrite = os.pwrite
+
+    def counted(fd: int, data, offset: int) -> int:
+        sizes.append(len(data))
+        return pwrite(fd, data, offset)
+    monkeypatch.setattr(segment_module.os, "pwrite", counted)
+    return sizes

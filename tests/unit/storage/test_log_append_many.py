@@ -13,7 +13,7 @@ from gregor.protocol.exceptions import KafkaError
 from gregor.storage import segment as segment_module
 from gregor.storage.log import AppendInfo, Log, LogConfig
 
-from tests.unit.storage.helpers import NOW, batch, index_is_consistent, records_of
+from tests.unit.storage.helpers import NOW, batch, count_writes, index_is_consistent, records_of
 
 
 def open_log(tmp_path, name: str = "topic-0", **config) -> Log:
@@ -23,14 +23,7 @@ def open_log(tmp_path, name: str = "topic-0", **config) -> Log:
 @pytest.fixture
 def writes(monkeypatch) -> list[int]:
     """The size of every segment write."""
-    sizes: list[int] = []
-    pwrite = os.pwrite
-
-    def counted(fd: int, data, offset: int) -> int:
-        sizes.append(len(data))
-        return pwrite(fd, data, offset)
-    monkeypatch.setattr(segment_module.os, "pwrite", counted)
-    return sizes
+    return count_writes(monkeypatch)
 
 
 def corrupt(records: bytes) -> bytes:

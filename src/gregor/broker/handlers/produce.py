@@ -23,7 +23,10 @@ watermark has passed the batch, i.e. every ISR member has it (a delayed produce,
 REQUEST_TIMED_OUT after the request's timeout, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR
 shrank below min.insync.replicas meanwhile). With one replica the high watermark moves with the
 append, so the answer is immediate. A delayed produce is `Pipelined`: its records are appended,
-so the connection's next requests are dispatched while it waits (answers still in order).
+so the connection's next requests are dispatched while it waits (answers still in order). Its
+append itself waits for the end of the connection's step (`GatheredAppends`), so that the acks=all
+requests a busy leader reads together are appended together; the dispatcher appends them before
+any request of another API, and `_append` before an append it answers at once.
 
 Authorization (Kafka's KafkaApis): a transactional producer needs WRITE on its transactional id
 (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), and each topic WRITE (else

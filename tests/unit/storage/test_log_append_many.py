@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -94,3 +97,41 @@ def test_a_failed_write_fails_its_run_and_every_set_after_it_and_the_log_carries
     monkeypatch.undo()
     assert log.append_many_as_leader([batch(1, producer_id=3, producer_epoch=0, base_sequence=0)], 0, NOW) == [
         AppendInfo(1, 1, -1, 0, 1)]  # the failed write left no producer state behind
+
+
+def _record_set(kind: str, producer: int, sequence: int, count: int) -> bytes:
+    if kind == "plain":
+        return batch(count, tag=b"p")
+    if kind == "corrupt":
+        return corrupt(batch(count))
+    if kind == "large":
+        return batch(1, value_size=700)
+    return batch(count, producer_id=producer, producer_epoch=0, base_sequence=sequence, tag=b"i")
+
+
+_sets = st.lists(st.tuples(st.sampled_from(["plain", "plain", "idempotent", "idempotent", "corrupt", "large"]),
+                           st.integers(1, 2), st.integers(0, 6), st.integers(1, 3)), min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(_sets)
+def test_any_mix_of_sets_has_the_outcomes_and_the_log_of_appending_them_one_by_one(tmp_path, drawn):
+    """Plain, idempotent (in sequence, duplicated, out of order), corrupt and oversized sets, over
+    small segments: the same outcomes and the same bytes as append_as_leader one set at a time."""
+    sets = [_record_set(kind, producer, sequence, count) for kind, producer, sequence, count in drawn]
+    config = {"segment_bytes": 900, "index_interval_bytes": 200, "max_message_bytes": 600}
+    root = tempfile.mkdtemp(dir=tmp_path)
+    alone = Log(os.path.join(root, "alone-0"), LogConfig(**config), NOW)
+    together = Log(os.path.join(root, "together-0"), LogConfig(**config), NOW)
+    expected: list[object] = []
+    for records in sets:
+        try:
+            expected.append(alone.append_as_leader(records, 0, NOW))
+        except KafkaError as error:
+            expected.append(ErrorCode(error.code))
+    outcomes = together.append_many_as_leader(sets, 0, NOW)
+    assert [ErrorCode(o.code) if isinstance(o, KafkaError) else o for o in outcomes] == expected
+    assert together.read_bytes(0, 1 << 20) == alone.read_bytes(0, 1 << 20)
+    assert [s.base_offset for s in together.segments] == [s.base_offset for s in alone.segments]
+    index_is_consistent(together)

@@ -15,6 +15,7 @@ request finds the log behind its order.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable, NamedTuple
 
 from gregor.broker.services import PartitionHost
@@ -26,6 +27,9 @@ log = logging.getLogger("gregor.produce")
 
 #: Told the outcome of a gathered append: its AppendInfo, or the error the append raised.
 Outcome = Callable[[AppendInfo | Exception], None]
+#: Told a request's share of the time its partition's flush took (seconds) and the time (ms), for
+#: the request-time quota, which no longer sees that work in the handler's time.
+Charge = Callable[[float, int], object]
 
 
 class _Gathered(NamedTuple):
@@ -34,6 +38,7 @@ class _Gathered(NamedTuple):
     timeout_ms: int
     token: object
     outcome: Outcome
+    charge: Charge | None
 
 
 class GatheredAppends:
@@ -44,11 +49,11 @@ class GatheredAppends:
         self._pending: dict[Partition, list[_Gathered]] = {}
 
     def add(self, partition: Partition, records: memoryview | bytes, now_ms: int, timeout_ms: int,
-            token: object, outcome: Outcome) -> None:
+            token: object, outcome: Outcome, charge: Charge | None = None) -> None:
         """Append `records` as leader at the end of the step; `outcome` is told how that went
         first, then `token` (as `Partition.await_replication`'s) once the high watermark passes
-        the records or the wait fails."""
-        entry = _Gathered(records, now_ms, timeout_ms, token, outcome)
+        the records or the wait fails; `charge`, the request's share of the append's time."""
+        entry = _Gathered(records, now_ms, timeout_ms, token, outcome, charge)
         pending = self._pending.get(partition)
         if pending is None:
             self._pending[partition] = [entry]
@@ -62,6 +67,7 @@ class GatheredAppends:
         pending, self._pending = self._pending, {}
         for partition, entries in pending.items():
             now_ms = entries[-1].now_ms
+            started = time.perf_counter()
             try:
                 outcomes = partition.append_many_as_leader([entry.records for entry in entries], now_ms,
                                                            required_acks=-1, from_client=True)
@@ -78,3 +84,7 @@ class GatheredAppends:
                     effects.extend(partition.await_replication(outcome, entry.token, entry.now_ms, entry.timeout_ms))
             if appended:
                 self._host.on_leader_append(partition, effects)
+            share = (time.perf_counter() - started) / len(entries)
+            for entry in entries:
+                if entry.charge is not None:
+                    entry.charge(share, now_ms)

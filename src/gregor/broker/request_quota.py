@@ -6,7 +6,9 @@ connection muted. A follower's fetch is exempt, as Kafka exempts broker traffic.
 
 An answer that is still to come (a parked fetch, an acks=all produce) cannot carry the throttle
 time any more: the connection is muted all the same, and the client learns the time from its next
-answer's throttle.
+answer's throttle. An acks=all append runs after the handler, at the end of the connection's step
+(`GatheredAppends`): each request is charged its share of that append's time then, which counts
+towards the client's next throttle.
 """
 
 from __future__ import annotations

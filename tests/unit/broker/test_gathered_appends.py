@@ -106,3 +106,21 @@ def test_gathered_requests_to_a_partition_no_longer_led_here_get_not_leader(tmp_
         assert [await _answer(result) for result in results] == [(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)] * 2
         assert host.replica.log.log_end_offset == 0 and host.woken == 0
     asyncio.run(run())
+
+
+def test_each_gathered_request_is_charged_its_share_of_the_append_for_the_request_quota(tmp_path):
+    """The request-time quota counts a handler's time; a gathered append runs after the handler,
+    so each request is told its share of its partition's flush."""
+    async def run():
+        host = _Host(tmp_path)
+        appends = GatheredAppends(host)
+        charged: list[tuple[str, float, int]] = []
+        for name in ("a", "b", "c"):
+            appends.add(host.replica.partition, batch(1), NOW, 5_000, lambda error: None, lambda outcome: None,
+                        lambda seconds, now_ms, name=name: charged.append((name, seconds, now_ms)))
+        appends.add(host.replica.partition, batch(1), NOW, 5_000, lambda error: None, lambda outcome: None)
+        appends.flush()
+        assert [name for name, _, _ in charged] == ["a", "b", "c"]
+        assert len({seconds for _, seconds, _ in charged}) == 1 and charged[0][1] > 0
+        assert {now_ms for _, _, now_ms in charged} == {NOW}
+    asyncio.run(run())

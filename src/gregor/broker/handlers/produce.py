@@ -206,8 +206,12 @@ def _append(context: BrokerContext, topic: str, partition_data, acks: int, timeo
             if acks == -1 and gather:
                 answer = _appended(index, _NOT_YET_APPENDED)
                 replication = _Replication()
+                quotas = context.quotas
+                charge = functools.partial(quotas.record_request_time, context.connection.principal,
+                                           context.header.client_id) if quotas.enabled else None
                 gathered.add(partition, records, context.now_ms, timeout_ms, replication,
-                             functools.partial(_gathered_outcome, context, topic, len(records), answer, replication))
+                             functools.partial(_gathered_outcome, context, topic, len(records), answer, replication),
+                             charge)
                 waiting.append((answer, replication))
                 return answer
             gathered.flush()  # the appends gathered before this one come first

@@ -16,25 +16,26 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.replication.effects import ProduceCompleted
 
 
-@dataclass(order=True)
+@dataclass
 class _Waiter:
     required_offset: int
     sequence: int
-    leader_epoch: int = field(compare=False)
-    deadline_ms: int = field(compare=False)
-    token: object = field(compare=False)
-    done: bool = field(default=False, compare=False)
+    leader_epoch: int
+    deadline_ms: int
+    token: object
+    done: bool = False
 
 
 class DelayedProduces:
     def __init__(self) -> None:
-        self._by_offset: list[_Waiter] = []
+        # (key, sequence, waiter): tuples compare in C, and the unique sequence settles every tie
+        self._by_offset: list[tuple[int, int, _Waiter]] = []
         self._by_deadline: list[tuple[int, int, _Waiter]] = []
         self._epochs: dict[int, int] = {}  # leader epoch -> waiters of it
         self._count = 0
@@ -45,7 +46,7 @@ class DelayedProduces:
 
     def add(self, required_offset: int, leader_epoch: int, deadline_ms: int, token: object) -> None:
         waiter = _Waiter(required_offset, next(self._sequence), leader_epoch, deadline_ms, token)
-        heapq.heappush(self._by_offset, waiter)
+        heapq.heappush(self._by_offset, (required_offset, waiter.sequence, waiter))
         heapq.heappush(self._by_deadline, (deadline_ms, waiter.sequence, waiter))
         self._epochs[leader_epoch] = self._epochs.get(leader_epoch, 0) + 1
         self._count += 1
@@ -57,9 +58,9 @@ class DelayedProduces:
 
     def first_required(self) -> int | None:
         """The smallest offset a waiter still waits for the high watermark to reach."""
-        while self._by_offset and self._by_offset[0].done:
+        while self._by_offset and self._by_offset[0][2].done:
             heapq.heappop(self._by_offset)
-        return self._by_offset[0].required_offset if self._by_offset else None
+        return self._by_offset[0][0] if self._by_offset else None
 
     def complete(self, high_watermark: int, leader_epoch: int | None, isr_size: int, min_isr: int,
                  now_ms: int) -> list[ProduceCompleted]:
@@ -70,8 +71,8 @@ class DelayedProduces:
             done = self._sweep_other_epochs(leader_epoch)
         else:
             done = []
-        while self._by_offset and (self._by_offset[0].done or self._by_offset[0].required_offset <= high_watermark):
-            waiter = heapq.heappop(self._by_offset)
+        while self._by_offset and (self._by_offset[0][2].done or self._by_offset[0][0] <= high_watermark):
+            _, _, waiter = heapq.heappop(self._by_offset)
             if not waiter.done:  # reached: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND below min.insync
                 done.append(self._answer(waiter, ErrorCode.NONE if isr_size >= min_isr
                                          else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND))
@@ -83,7 +84,7 @@ class DelayedProduces:
 
     def _sweep_other_epochs(self, leader_epoch: int | None) -> list[ProduceCompleted]:
         """Answer, in the order they came, the waiters of any epoch but `leader_epoch`."""
-        stale = sorted((w for w in self._by_offset if not w.done and w.leader_epoch != leader_epoch),
+        stale = sorted((w for _, _, w in self._by_offset if not w.done and w.leader_epoch != leader_epoch),
                        key=lambda w: w.sequence)
         return [self._answer(waiter, ErrorCode.NOT_LEADER_OR_FOLLOWER) for waiter in stale]
 

@@ -18,7 +18,6 @@ import logging
 import time
 from typing import Callable, NamedTuple
 
-from gregor.broker.services import PartitionHost
 from gregor.replication.effects import Effect
 from gregor.replication.partition import Partition
 from gregor.storage.log import AppendInfo
@@ -42,11 +41,18 @@ class _Gathered(NamedTuple):
 
 
 class GatheredAppends:
-    """Acks=all appends waiting for the end of their step, per partition in arrival order."""
+    """Acks=all appends waiting for the end of their step, per partition in arrival order;
+    `on_leader_append` (`PartitionHost.on_leader_append`) wakes what waits for a partition's new
+    records and carries out the effects of its waiting appends."""
 
-    def __init__(self, host: PartitionHost) -> None:
-        self._host = host
+    def __init__(self, on_leader_append: Callable[[Partition, list[Effect]], None]) -> None:
+        self._on_leader_append = on_leader_append
         self._pending: dict[Partition, list[_Gathered]] = {}
+
+    @property
+    def pending(self) -> bool:
+        """Whether appends wait for `flush`."""
+        return bool(self._pending)
 
     def add(self, partition: Partition, records: memoryview | bytes, now_ms: int, timeout_ms: int,
             token: object, outcome: Outcome, charge: Charge | None = None) -> None:
@@ -83,7 +89,7 @@ class GatheredAppends:
                     appended = True
                     effects.extend(partition.await_replication(outcome, entry.token, entry.now_ms, entry.timeout_ms))
             if appended:
-                self._host.on_leader_append(partition, effects)
+                self._on_leader_append(partition, effects)
             share = (time.perf_counter() - started) / len(entries)
             for entry in entries:
                 if entry.charge is not None:

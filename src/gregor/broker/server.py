@@ -130,7 +130,7 @@ class Broker:
             raise
 
     async def _start(self) -> None:
-        appends = GatheredAppends(self.partitions)
+        appends = GatheredAppends(self.partitions.on_leader_append)
         services = BrokerServices(partitions=self.partitions, metadata=self.metadata, controller=self.controller,
                                   groups=self.groups, metrics=self.events, shares=self.shares,
                                   authorizer=self.authorizer, quotas=self.quotas, transactions=self.transactions,

@@ -38,6 +38,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from gregor.broker.gathered_appends import GatheredAppends
 from gregor.metadata.image import PartitionRegistration
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.exceptions import KafkaError
@@ -51,7 +52,7 @@ from gregor.replication.fetcher_links import FetcherLinks, Outgoing
 from gregor.replication.fetch_sessions import FetchSessions, SessionFetch
 from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import NO_LEADER, Partition
-from gregor.storage.log import Log, LogConfig
+from gregor.storage.log import AppendInfo, Log, LogConfig
 
 from tests.sim.replication.controller import ControllerStub
 from tests.sim.replication.disk import crash_log
@@ -156,7 +157,7 @@ class SimBroker:
     recovery_point_checkpoint: int = 0
     tick_at: int | None = None  # the tick scheduled at the partition's next deadline
     view: LogView = field(default_factory=LogView)
-    gathered: list[tuple[int, bytes]] = field(default_factory=list)  # acks=all produces not appended yet
+    gathered: GatheredAppends | None = None  # its acks=all produces not appended yet
 
     @property
     def alive(self) -> bool:
@@ -260,6 +261,7 @@ class Cluster:
                                     lambda partition: partition is broker.partition)
         broker.parked = DelayedFetches()
         broker.sessions = FetchSessions()
+        broker.gathered = GatheredAppends(lambda partition, effects: self._on_leader_append(broker, effects))
         # one version per incarnation, as a broker negotiates it once: a fetch session's topics are
         # named one way (a change between fetches is refused with FETCH_SESSION_TOPIC_ID_ERROR)
         broker.fetch_version = self.rng.randint(*FETCH_VERSIONS[self.truncation])
@@ -362,7 +364,7 @@ class Cluster:
         broker.links = broker.parked = broker.sessions = None
         broker.incarnation += 1
         broker.paused_until = -1
-        broker.gathered = []  # requests the process held, never appended: their producers time out
+        broker.gathered = None  # requests the process held, never appended: their producers time out
         broker.recovery_point_checkpoint = log.recovery_point
         crash_log(log, lose_unflushed, torn, self.rng)
         self.at(self.now + downtime_ms, lambda: self.restart(broker_id))
@@ -610,10 +612,13 @@ class Cluster:
         """acks=all produces are gathered until the end of the step (the broker's
         `GatheredAppends`): every produce arriving at this instant joins them."""
         if acks == -1:
-            broker.gathered.append((token, records))
-            if len(broker.gathered) == 1:
-                incarnation = broker.incarnation
-                self.at(self.now, lambda: self._flush_gathered(broker) if broker.incarnation == incarnation else None)
+            gathered = broker.gathered
+            if not gathered.pending:
+                self.at(self.now, lambda: gathered.flush() if broker.gathered is gathered else None)
+            answer = [token, -1]  # the token of its wait, and the offset the append gives it
+            gathered.add(broker.partition, records, self.now, PRODUCE_TIMEOUT_MS, answer,
+                         lambda outcome: self._gathered_appended(broker, answer, outcome))
+            self.stats["gathered produces"] += 1
             return
         partition = broker.partition
         try:
@@ -629,32 +634,26 @@ class Cluster:
     def _flush_gathered_first(self, broker: SimBroker) -> None:
         """The gathered produces are appended in a step of their own (the end of their
         connection's), checked as every step is, before the event that follows them."""
-        if broker.gathered:
-            self._flush_gathered(broker)
+        if broker.gathered is not None and broker.gathered.pending:
+            broker.gathered.flush()
             self.check()
 
-    def _flush_gathered(self, broker: SimBroker) -> None:
-        """Append the gathered acks=all produces together (`Partition.append_many_as_leader`)."""
-        if not broker.gathered or not broker.alive:
+    def _gathered_appended(self, broker: SimBroker, answer: list, outcome: AppendInfo | Exception) -> None:
+        """A gathered produce was appended (its offset goes to its answer) or refused."""
+        token = answer[0]
+        if isinstance(outcome, KafkaError):
+            self._answer_produce(broker.broker_id, token, ErrorCode(outcome.code), -1)
             return
-        gathered, broker.gathered = broker.gathered, []
-        partition = broker.partition
-        outcomes = partition.append_many_as_leader([records for _, records in gathered], self.now, -1)
-        effects = []
-        for (token, _), outcome in zip(gathered, outcomes):
-            if isinstance(outcome, KafkaError):
-                self._answer_produce(broker.broker_id, token, ErrorCode(outcome.code), -1)
-                continue
-            if isinstance(outcome, Exception):
-                raise outcome
-            self.log_event(f"{broker.broker_id} appended token {token} at {outcome.first_offset} (acks=-1, "
-                           f"{len(gathered)} gathered)")
-            effects += partition.await_replication(outcome, (token, outcome.first_offset), self.now, PRODUCE_TIMEOUT_MS)
+        if isinstance(outcome, Exception):
+            raise outcome
+        answer[1] = outcome.first_offset
+        self.log_event(f"{broker.broker_id} appended token {token} at {outcome.first_offset} (acks=-1, gathered)")
+
+    def _on_leader_append(self, broker: SimBroker, effects: list) -> None:
+        """`GatheredAppends` appended records: what `HostedPartitions.on_leader_append` does."""
         self.stats["gathered appends"] += 1
-        self.stats["gathered produces"] += len(gathered)
-        if any(not isinstance(outcome, Exception) for outcome in outcomes):
-            self._wake_fetches(broker)
-            self._arm(broker)
+        self._wake_fetches(broker)
+        self._arm(broker)
         self._effects(broker, effects)
 
     def _answer_produce(self, broker_id: int, token: int, error: ErrorCode, offset: int) -> None:

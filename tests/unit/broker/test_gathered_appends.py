@@ -68,7 +68,7 @@ def _corrupt(records: bytes) -> bytes:
 def test_a_steps_acks_all_requests_are_appended_at_its_end_in_one_write(tmp_path, monkeypatch):
     async def run():
         host = _Host(tmp_path)
-        appends = GatheredAppends(host)
+        appends = GatheredAppends(host.on_leader_append)
         writes = count_writes(monkeypatch)
         results = [_produce(host, appends, records) for records in
                    (batch(1, tag=b"a"), batch(2, tag=b"b"), _corrupt(batch(1)), batch(1, tag=b"d"))]
@@ -87,7 +87,7 @@ def test_a_steps_acks_all_requests_are_appended_at_its_end_in_one_write(tmp_path
 def test_an_append_answered_at_once_comes_after_the_gathered_ones(tmp_path):
     async def run():
         host = _Host(tmp_path)
-        appends = GatheredAppends(host)
+        appends = GatheredAppends(host.on_leader_append)
         gathered = _produce(host, appends, batch(1, tag=b"a"))
         at_once = _produce(host, appends, batch(1, tag=b"b"), acks=1)
         assert await _answer(at_once) == (ErrorCode.NONE, 1)
@@ -99,7 +99,7 @@ def test_an_append_answered_at_once_comes_after_the_gathered_ones(tmp_path):
 def test_gathered_requests_to_a_partition_no_longer_led_here_get_not_leader(tmp_path):
     async def run():
         host = _Host(tmp_path)
-        appends = GatheredAppends(host)
+        appends = GatheredAppends(host.on_leader_append)
         results = [_produce(host, appends, batch(1)) for _ in range(2)]
         host.replica.apply(2, 1, (1,), 1)  # leadership moved before the step ended
         appends.flush()
@@ -113,7 +113,7 @@ def test_each_gathered_request_is_charged_its_share_of_the_append_for_the_reques
     so each request is told its share of its partition's flush."""
     async def run():
         host = _Host(tmp_path)
-        appends = GatheredAppends(host)
+        appends = GatheredAppends(host.on_leader_append)
         charged: list[tuple[str, float, int]] = []
         for name in ("a", "b", "c"):
             appends.add(host.replica.partition, batch(1), NOW, 5_000, lambda error: None, lambda outcome: None,

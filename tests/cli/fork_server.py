@@ -1,6 +1,6 @@
 """A fork server for tests that need many fresh `gregor` processes: it imports the command line
 once, then forks a child per request, so each child is a new process (its own main thread,
-signal handlers and interpreter exit) that starts in milliseconds instead of a second.
+signal handlers and interpreter exit) that starts in milliseconds instead of half a second.
 
 Protocol (one line each way, JSON): the test writes `[stdout_path, stderr_path, [args...]]`;
 the server answers `["started", pid]`, and later `["exited", pid, returncode, monotonic_time]`
@@ -17,7 +17,7 @@ import select
 import sys
 import time
 
-from gregor.cli.main import main
+from gregor.cli.main import build_parser, main
 
 
 def _report(*fields: object) -> None:
@@ -68,6 +68,7 @@ def serve() -> list[str] | None:
 
 
 if __name__ == "__main__":
+    build_parser()  # imports every tool's module once, before the forks (a run imports only its own)
     arguments = serve()
     if arguments is not None:
         sys.exit(main(arguments))

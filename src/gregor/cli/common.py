@@ -13,14 +13,14 @@ import functools
 import json
 import re
 import sys
-from typing import Any, Callable, Iterable, Mapping, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
-from gregor.broker.config import ConfigError as PropertiesError
-from gregor.broker.config import read_properties
-from gregor.client import AdminClient
 from gregor.client.config import ConfigError as ClientConfigError
 from gregor.client.errors import ClientErrorCode, KafkaException
 from gregor.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from gregor.client.admin import AdminClient
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -131,6 +131,8 @@ def read_properties_file(path: str | None) -> dict[str, str]:
     """A Java-style properties file as a dict; a missing or malformed file is a ToolError."""
     if path is None:
         return {}
+    # imported here: the broker's configuration module is large, and most tool runs read no file
+    from gregor.broker.config import ConfigError as PropertiesError, read_properties
     try:
         return read_properties(path)
     except OSError as error:
@@ -324,6 +326,7 @@ def fail(message: str) -> NoReturn:
 
 def open_admin(args: argparse.Namespace) -> AdminClient:
     """An AdminClient for --bootstrap-server and --command-config, bounded by --timeout."""
+    from gregor.client.admin import AdminClient  # imported by the tools that connect, not by every tool
     return AdminClient(client_config(args))
 
 

@@ -28,13 +28,14 @@ from typing import Sequence
 
 from gregor.client.consumer.record_decoder import read_varint
 from gregor.client.consumer.records import ConsumerRecord
-from gregor.protocol.primitives import uvarint_bytes
+from gregor.protocol.primitives import uvarint_bytes, uvarint_table
 from gregor.records.batch import BatchHeader
 
-_VARINTS = {uvarint_bytes(raw): (raw >> 1) ^ -(raw & 1) for raw in chain(range(1 << 14), range(1 << 14, 1 << 15, 2))}
+_ENCODED = uvarint_table(1 << 15)  # the unsigned varints of 0 .. 32767
+_VARINTS = {_ENCODED[raw]: (raw >> 1) ^ -(raw & 1) for raw in chain(range(1 << 14), range(1 << 14, 1 << 15, 2))}
 """Zigzag-decoded value of every canonical varint of one or two bytes, and of the three-byte ones
 of 8192 to 16383 (the offset deltas of a batch of up to 16384 records), by its bytes."""
-_SEQUENTIAL = [uvarint_bytes(delta << 1) for delta in range(1 << 14)]
+_SEQUENTIAL = list(_ENCODED[0:1 << 15:2])
 """The offset-delta varints of a batch without gaps, whose record i has the offset delta i."""
 _MIN_RECORDS = 8  # below this the general loop is as fast
 _MAX_TIMESTAMP_BYTES, _MAX_OFFSET_BYTES = 10, 5  # a 64-bit delta, and a 32-bit one (offset deltas are ints)

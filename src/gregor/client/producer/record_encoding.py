@@ -17,9 +17,10 @@ from __future__ import annotations
 from itertools import groupby, repeat
 from typing import Iterable, Iterator, Sequence
 
-from gregor.protocol.primitives import uvarint_bytes
+from gregor.protocol.primitives import uvarint_bytes, uvarint_table
 
-_SMALL = tuple(uvarint_bytes(value) for value in range(1 << 14))
+_VARINTS = uvarint_table(1 << 15)  # the unsigned varints of 0 .. 32767
+_SMALL = _VARINTS[:1 << 14]
 
 
 def zigzag_varint(value: int) -> bytes:
@@ -33,7 +34,7 @@ NO_HEADERS = b"\x00"  # the encoded headers of a record without any
 _ATTRIBUTES = b"\x00"
 _LENGTH_AND_ATTRIBUTES = tuple(_SMALL[length << 1] + _ATTRIBUTES for length in range(8192))
 """A record's length (below 8192) as a varint, followed by its attributes byte (always 0)."""
-_OFFSETS = _SMALL[0:16384:2] + tuple(uvarint_bytes(delta << 1) for delta in range(8192, 16384))
+_OFFSETS = _VARINTS[0:1 << 15:2]
 """The varint of each offset delta below 16384 (zigzag: twice the delta)."""
 _UNIFORM_MIN = 16  # records below which the general loop is as fast
 _CHUNK = 1024  # records encoded into one chunk of bytes

@@ -113,7 +113,12 @@ Batch = tuple[int, int, int, int]  # base offset, last offset, leader epoch, crc
 
 
 class LogView:
-    """The batches of one replica's log as (base, last, epoch, crc), re-read only where it changed."""
+    """The batches of one replica's log as (base, last, epoch, crc), re-read only where it changed.
+
+    Between two resets (a truncation, a new incarnation's log) a view only grows, so what an
+    invariant compared in it stays compared: `generation` tells the checks when to start again,
+    and `committed_checked` is how many of its first batches `Cluster._check_committed` found
+    equal to the committed ones (each check compares only what is new, not the whole log)."""
 
     def __init__(self) -> None:
         self.log: Log | None = None
@@ -121,11 +126,15 @@ class LogView:
         self.batches: list[Batch] = []
         self.bases: list[int] = []
         self.end = 0
+        self.generation = 0
+        self.committed_checked = 0
 
     def refresh(self, log: Log) -> LogView:
         if log is not self.log or log.truncations != self.truncations or log.log_end_offset < self.end:
             self.log, self.truncations = log, log.truncations
             self.batches, self.bases, self.end = [], [], log.log_start_offset
+            self.generation += 1
+            self.committed_checked = 0
         if log.log_end_offset > self.end:
             data = log.read_bytes(self.end, 1 << 30)
             for header, _ in scan_batches(data)[0]:
@@ -133,9 +142,6 @@ class LogView:
                 self.bases.append(header.base_offset)
             self.end = log.log_end_offset
         return self
-
-    def below(self, offset: int) -> list[Batch]:
-        return self.batches[:bisect_left(self.bases, offset)]
 
 
 @dataclass
@@ -188,6 +194,10 @@ class Cluster:
         self.brokers = {b: SimBroker(b, os.path.join(self.root, str(b), f"{TOPIC}-0")) for b in BROKERS}
         self.last_heartbeat = {b: 0 for b in BROKERS}
         self.committed: list[Batch] = []
+        self.committed_bases: list[int] = []
+        #: (leader, ISR member) -> the generations of their views and how many of their first
+        #: batches `_check_isr_holds_high_watermark` found equal
+        self.isr_checked: dict[tuple[int, int], tuple[int, int, int]] = {}
         self.acked: dict[tuple[int, int], int] = {}
         self.answers: dict[int, ErrorCode] = {}
         self.sent: dict[int, tuple[int, int]] = {}
@@ -755,32 +765,44 @@ class Cluster:
             self._check_isr_holds_high_watermark(leader)
 
     def _check_isr_holds_high_watermark(self, leader: SimBroker) -> None:
+        """Every live ISR member holds the leader's batches below its high watermark, as they are."""
         high_watermark = leader.partition.high_watermark
-        expected = leader.view.refresh(leader.log).below(high_watermark)
+        expected = leader.view.refresh(leader.log)
+        count = bisect_left(expected.bases, high_watermark)
         for member in self.controller.state.isr:
             broker = self.brokers[member]
             if member == leader.broker_id or not broker.alive:
                 continue
             view = broker.view.refresh(broker.log)
-            if view.end < high_watermark or view.below(high_watermark) != expected:
+            pair = (leader.broker_id, member)
+            generations = (expected.generation, view.generation)
+            checked = self.isr_checked.get(pair)
+            start = checked[2] if checked is not None and checked[:2] == generations else 0
+            if view.end < high_watermark or bisect_left(view.bases, high_watermark) != count \
+                    or view.batches[start:count] != expected.batches[start:count]:
                 self.fail(f"the high watermark {high_watermark} of leader {leader.broker_id} passes records that ISR "
                           f"member {member} does not hold (its log ends at {view.end})")
+            self.isr_checked[pair] = (*generations, max(start, count))
 
     def _check_committed(self, broker: SimBroker) -> None:
         """What a leader exposes below its high watermark agrees with everything ever exposed."""
-        exposed = broker.view.refresh(broker.log).below(broker.partition.high_watermark)
-        known = len(self.committed)
-        if exposed[:known] != self.committed[:len(exposed)]:
-            first = next(i for i, (a, b) in enumerate(zip(exposed, self.committed)) if a != b)
-            self.fail(f"committed batch {self.committed[first]} was replaced by {exposed[first]} below the high "
+        view = broker.view.refresh(broker.log)
+        count = bisect_left(view.bases, broker.partition.high_watermark)
+        start, known = view.committed_checked, len(self.committed)
+        end = min(count, known)
+        if view.batches[start:end] != self.committed[start:end]:
+            first = next(i for i in range(start, end) if view.batches[i] != self.committed[i])
+            self.fail(f"committed batch {self.committed[first]} was replaced by {view.batches[first]} below the high "
                       f"watermark {broker.partition.high_watermark} of leader {broker.broker_id}")
-        if len(exposed) > known:
-            self.committed.extend(exposed[known:])
+        if count > known:
+            self.committed.extend(view.batches[known:count])
+            self.committed_bases.extend(view.bases[known:count])
+        view.committed_checked = max(start, count)
 
     def _check_acknowledged(self, token: int, offset: int, crc: int) -> None:
         if not self.checks_history:
             return
-        index = bisect_left([batch[0] for batch in self.committed], offset)
+        index = bisect_left(self.committed_bases, offset)
         if index >= len(self.committed) or self.committed[index][0] != offset or self.committed[index][3] != crc:
             self.fail(f"acks=all produce {token} was answered at offset {offset} but is not committed there")
 

@@ -230,7 +230,8 @@ class Producer(ProducerBase):
             except KafkaException as error:
                 if not error.retriable:
                     raise
-                last_error, cause = str(error), error
+                if cause is None or cause.code < 0:  # a broker's answer says more than a later request cut off by the deadline
+                    last_error, cause = str(error), error
                 metadata, code = None, None
             answer = self._metadata_answer(topic, partition, metadata, code)
             if isinstance(answer, Route):

@@ -201,7 +201,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--event-loops", nargs="+", choices=["default", "uvloop", "asyncio"], default=["default"],
                         help="run Gregor once per event loop (GREGOR_EVENT_LOOP), each on a fresh cluster "
                              "(default: the nodes' default, uvloop where installed)")
+    parser.add_argument("--cores", type=_cores, default=None, metavar="0,1",
+                        help="run every process of the benchmark (the nodes or tansu, producer, consumer) on these "
+                             "CPUs only, as a smaller machine would: child processes inherit the affinity (Linux)")
     return parser.parse_args()
+
+
+def _cores(text: str) -> set[int]:
+    try:
+        cores = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of CPU numbers") from None
+    if not cores:
+        raise argparse.ArgumentTypeError("no CPU given")
+    return cores
 
 
 def main() -> None:
@@ -210,6 +223,8 @@ def main() -> None:
         consume(bootstrap, topic, int(expected), float(timeout_s), ready, out)
         return
     args = parse_args()
+    if args.cores is not None:
+        os.sched_setaffinity(0, args.cores)
     processes = Processes()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="gregor-latency-") as root:

@@ -212,8 +212,8 @@ def _cores(text: str) -> set[int]:
         cores = {int(part) for part in text.split(",") if part.strip()}
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of CPU numbers") from None
-    if not cores:
-        raise argparse.ArgumentTypeError("no CPU given")
+    if not cores or min(cores) < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' names no CPU, or a negative one")
     return cores
 
 
@@ -224,7 +224,11 @@ def main() -> None:
         return
     args = parse_args()
     if args.cores is not None:
-        os.sched_setaffinity(0, args.cores)
+        try:
+            os.sched_setaffinity(0, args.cores)
+        except OSError as error:
+            sys.exit(f"e2e_latency.py: --cores {','.join(map(str, sorted(args.cores)))}: {error.strerror} "
+                     f"(this machine has CPUs {','.join(map(str, sorted(os.sched_getaffinity(0))))})")
     processes = Processes()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="gregor-latency-") as root:

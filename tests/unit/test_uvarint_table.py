@@ -16,10 +16,12 @@ def test_every_value_is_encoded_as_uvarint_bytes_does_and_reads_back() -> None:
     assert all(table[value] == uvarint_bytes(value) for value in checked)
     for value in (0, 127, 128, 16383, 16384, (1 << 21) - 1):
         assert Reader(table[value]).uvarint() == value
+    uvarint_table.cache_clear()  # not kept for the rest of the worker's tests: two million objects
 
 
 def test_a_shorter_table_is_a_prefix_and_a_longer_one_is_refused() -> None:
     assert uvarint_table(300) == uvarint_table(1 << 15)[:300]
+    assert uvarint_table(1 << 15) is uvarint_table(1 << 15)  # built once, shared by its users
     assert uvarint_table(0) == ()
     with pytest.raises(ValueError):
         uvarint_table((1 << 21) + 1)

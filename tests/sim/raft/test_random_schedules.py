@@ -3,7 +3,9 @@ after every step (see cluster.py), then a healed network that must elect and com
 
 A failure names its seed; replay it alone with
     RAFT_SIM_SEED=<seed> RAFT_SIM_VOTERS=<n> RAFT_SIM_CHAOS_MS=<ms> pytest tests/sim/raft -k replay
-and explore other seeds with RAFT_SIM_SEED_BASE=<offset>.
+and explore other seeds with RAFT_SIM_SEED_BASE=<offset>. The suite runs 1,100 short and 200 long
+schedules, what its time on a 2-core machine allows; a change to raft deserves a few other bases
+run by hand.
 """
 
 from __future__ import annotations
@@ -32,18 +34,18 @@ def test_replay():
                  int(os.environ.get("RAFT_SIM_CHAOS_MS", str(CHAOS_MS))))
 
 
-@pytest.mark.parametrize("chunk", range(12))
+@pytest.mark.parametrize("chunk", range(8))
 def test_three_voters(chunk):
     run_chunk(3, SEED_BASE + chunk * CHUNK, CHAOS_MS)
 
 
-@pytest.mark.parametrize("chunk", range(4))
+@pytest.mark.parametrize("chunk", range(3))
 def test_five_voters(chunk):
     run_chunk(5, SEED_BASE + 100_000 + chunk * CHUNK, CHAOS_MS)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chunk", range(2))
+@pytest.mark.parametrize("chunk", range(1))
 def test_three_voters_long(chunk):
     run_chunk(3, SEED_BASE + 200_000 + chunk * CHUNK, LONG_CHAOS_MS)
 

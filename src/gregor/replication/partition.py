@@ -582,8 +582,9 @@ class Partition:
         A leader's timers: the moment each follower off the log end stops counting as caught up
         (replica.lag.time.max.ms after it last was: the ISR shrinks, and a follower outside the
         ISR stops holding the high watermark back), an unanswered ISR proposal to resend, and the
-        earliest acks=all timeout; now, when an append moved the high watermark (a follower
-        outside the ISR stopped holding it back meanwhile) past acks=all produces still waiting."""
+        earliest acks=all timeout; now, when the high watermark may move (that moment for a follower
+        outside the ISR has passed since it was last computed) or an append moved it past acks=all
+        produces still waiting."""
         if self.fetcher is not None:
             return self.fetcher.next_deadline()
         if not self.is_leader:
@@ -598,14 +599,23 @@ class Partition:
         for replica_id in isr.committed:
             if replica_id != self.broker_id and replica_id not in self.remote and may_shrink_at is not None:
                 due.append(may_shrink_at)
+        maximal = isr.maximal
+        high_watermark = leader_end  # what `_maybe_increment_high_watermark` would make it now
         for replica_id, follower in self.remote.items():
-            if follower.log_end_offset == leader_end:
+            end = follower.log_end_offset
+            if end == leader_end:
                 continue
             caught_up = follower.last_caught_up_ms
+            holds = replica_id in maximal
             if caught_up is not None and caught_up + lag >= now_ms:
                 due.append(caught_up + lag + 1)
+                holds = True
             elif may_shrink_at is not None and replica_id in isr.committed:
                 due.append(may_shrink_at)  # out of sync already: the ISR shrinks at the next tick
+            if holds and end < high_watermark:
+                high_watermark = end
+        if high_watermark > self.high_watermark:
+            due.append(now_ms)  # a follower outside the ISR stopped holding it back since it was last moved
         produce_timeout = self.delayed.next_deadline()
         if produce_timeout is not None:
             due.append(produce_timeout)

@@ -67,6 +67,25 @@ def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back(tmp_
     assert leader.partition.high_watermark == 3
 
 
+def test_a_follower_outside_the_isr_that_stopped_holding_the_high_watermark_leaves_it_due(tmp_path):
+    """Asked after that moment has passed and before any tick, the partition is due at once: the
+    drive contract (a tick before the next deadline does nothing) must hold whenever it is asked."""
+    leader = leader_of_three(tmp_path, isr=(1, 2))
+    leader.partition.isr_state.pending = IsrProposal(99, (1, 2), 10**9)  # no expansion, no resend due
+    leader.produce(b"a", acks=1)
+    leader.produce(b"b", acks=1)
+    fetch(leader, 3, 2)
+    leader.produce(b"c", acks=1)
+    fetch(leader, 2, 3)
+    assert leader.partition.high_watermark == 2
+    assert leader.partition.next_deadline(leader.now) == LAG + 1
+    leader.now += LAG + 5
+    assert leader.partition.next_deadline(leader.now) == leader.now
+    leader.outbox += leader.partition.tick(leader.now)
+    assert leader.partition.high_watermark == 3
+    assert leader.partition.next_deadline(leader.now) == 10**9
+
+
 def test_acks_all_is_answered_when_the_high_watermark_passes_the_batch(tmp_path):
     leader = leader_of_three(tmp_path, isr=(1, 2), min_insync_replicas=2)
     assert leader.produce(b"a") == []

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/e2e_latency.py                        # rates 1000 5000 10000, RF=3, RF=1, tansu
     .venv/bin/python benchmarks/e2e_latency.py --rates 5000 --seconds 20 --peer none
+    .venv/bin/python benchmarks/e2e_latency.py --rates 1000 --rounds 3 --peer none   # medians, RF=3/RF=1 ratios
 
 `linger.ms=0` with `acks=all` is what kafka-python, aiokafka and Java clients before 4.0 send by
 default: every record goes out as soon as the connection may carry it, so the broker sees many
@@ -27,6 +28,10 @@ latency in milliseconds, and the CPU time the broker's processes used during the
 controller and the three brokers for Gregor). The producer is librdkafka (confluent-kafka) with its
 defaults besides `linger.ms=0` and `acks=all` (not idempotent, as kafka-python's and aiokafka's
 defaults). `--event-loops asyncio uvloop` runs Gregor once per event loop, each on a new cluster.
+`--rounds N` runs Gregor's rows N times in turn, so that RF=3 and RF=1 alternate and a slow moment
+of a shared machine weighs on both, and prints each row's median and the RF=3 / RF=1 p99 ratio of
+each round: one 10 s row's p99 rests on its 100 slowest records, and the ratio of two such rows
+swung from 2.5 to 6.3 over invocations of the same code.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import struct
 import subprocess
 import sys
@@ -188,6 +194,32 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
               f"{row.p999:.1f} | {row.cpu_s:.1f} |")
 
 
+def summarize(rows: list[Row]) -> None:
+    """With several rounds: each row's median over the rounds, and the ratio of RF=3 to RF=1 p99
+    of each round (rows of one round ran one after the other, so a slow moment of a shared machine
+    weighs on both) with its median."""
+    groups: dict[tuple[str, str, int], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((row.broker, row.configuration, row.rate), []).append(row)
+    if all(len(group) < 2 for group in groups.values()):
+        return
+    print("\nMedians over the rounds:\n")
+    print("| broker | topic | rate (msg/s) | rounds | p50 (ms) | p99 (ms) | p99.9 (ms) | broker CPU (s) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for (broker, configuration, rate), group in groups.items():
+        described = "RF=3, min.insync=2" if configuration == "rf3" else "RF=1"
+        medians = [statistics.median(getattr(row, field) for row in group) for field in ("p50", "p99", "p999", "cpu_s")]
+        print(f"| {broker} | {described} | {rate:,} | {len(group)} | " + " | ".join(f"{m:.1f}" for m in medians) + " |")
+    for (broker, configuration, rate), group in groups.items():
+        single = groups.get((broker, "rf1", rate))
+        if configuration != "rf3" or not single:
+            continue
+        ratios = [rf3.p99 / rf1.p99 for rf3, rf1 in zip(group, single) if rf1.p99 > 0]
+        if ratios:
+            print(f"\n{broker}, {rate:,} msg/s: RF=3 / RF=1 p99 per round " + ", ".join(f"{r:.1f}" for r in ratios)
+                  + f" (median {statistics.median(ratios):.1f})")
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", type=int, nargs="+", default=[1000, 5000, 10000])
@@ -196,6 +228,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--drain-seconds", type=float, default=60.0,
                         help="how long after sending the producer and consumer may take to finish (default 60); a "
                              "broker that falls behind shows as records not received")
+    parser.add_argument("--rounds", type=_positive, default=1,
+                        help="run Gregor's rows this many times, in turn (RF=3 and RF=1 alternate), and print their "
+                             "medians and the RF=3 / RF=1 p99 ratio of each round (default 1)")
     parser.add_argument("--peer", choices=["tansu", "none"], default="tansu" if tansu_binary() else "none")
     parser.add_argument("--configurations", nargs="+", choices=["rf3", "rf1"], default=["rf3", "rf1"])
     parser.add_argument("--event-loops", nargs="+", choices=["default", "uvloop", "asyncio"], default=["default"],
@@ -205,6 +240,16 @@ def parse_args() -> argparse.Namespace:
                         help="run every process of the benchmark (the nodes or tansu, producer, consumer) on these "
                              "CPUs only, as a smaller machine would: child processes inherit the affinity (Linux)")
     return parser.parse_args()
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
 
 
 def _cores(text: str) -> set[int]:
@@ -240,10 +285,11 @@ def main() -> None:
                                         event_loop=None if loop == "default" else loop)
                 cluster.start()
                 warm_up(cluster.bootstrap, args, processes, root, cluster.pids)
-                for configuration in chosen:
-                    for rate in args.rates:
-                        rows.append(run_rate(name, cluster.bootstrap, configuration, rate, args, processes, root,
-                                             cluster.pids))
+                for _ in range(args.rounds):
+                    for configuration in chosen:
+                        for rate in args.rates:
+                            rows.append(run_rate(name, cluster.bootstrap, configuration, rate, args, processes, root,
+                                                 cluster.pids))
                 processes.stop_all()
             if args.peer == "tansu":
                 tansu = Tansu(processes, root, tansu_binary())
@@ -254,6 +300,7 @@ def main() -> None:
         finally:
             processes.stop_all()
     report(rows, args)
+    summarize(rows)
 
 
 if __name__ == "__main__":

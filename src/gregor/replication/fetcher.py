@@ -20,7 +20,8 @@ truncate there, as Kafka does with ListOffsets; that question is asked here as
 OffsetsForLeaderEpoch for the leader's own epoch, which the leader answers with its log end.
 
 One request is in flight at a time; an answer that does not match it is ignored, and one overdue
-by `replica.socket.timeout.ms` is given up and the request sent again.
+by `replica.socket.timeout.ms` is given up and the request sent again (a fetch riding in its
+link's fetch session is the link's to time out).
 """
 
 from __future__ import annotations
@@ -50,12 +51,12 @@ class _Ask(Enum):
 
 
 class _InFlight:
-    """The request out; `sent_ms` moves on while the fetch rides in the link's next requests
-    (`still_fetching`: every idle partition of a link, on every answer)."""
+    """The request out, and when it was sent; None once the fetch rides with its link in a fetch
+    session (`still_fetching`), whose requests the link times out for every partition riding."""
 
     __slots__ = ("request_id", "ask", "sent_ms")
 
-    def __init__(self, request_id: int, ask: _Ask, sent_ms: int) -> None:
+    def __init__(self, request_id: int, ask: _Ask, sent_ms: int | None) -> None:
         self.request_id = request_id
         self.ask = ask
         self.sent_ms = sent_ms
@@ -90,7 +91,8 @@ class FollowerFetcher:
     def poll(self, now_ms: int) -> list[Effect]:
         """The next request when one is due."""
         in_flight = self._in_flight
-        if in_flight is not None and now_ms - in_flight.sent_ms >= self.config.replica_socket_timeout_ms:
+        if in_flight is not None and in_flight.sent_ms is not None \
+                and now_ms - in_flight.sent_ms >= self.config.replica_socket_timeout_ms:
             self._in_flight = in_flight = None
         if in_flight is not None or self.state is FetchState.FENCED or now_ms < self._next_send_ms:
             return []
@@ -110,19 +112,22 @@ class FollowerFetcher:
             partition_max_bytes=self.config.replica_fetch_max_bytes))]
 
     def next_deadline(self) -> int | None:
-        """When `poll` next sends: the backoff's end, or giving up on the request in flight."""
+        """When `poll` next sends: the backoff's end, or giving up on the request in flight (none
+        while the fetch rides with its link)."""
         if self._in_flight is not None:
-            return self._in_flight.sent_ms + self.config.replica_socket_timeout_ms
+            sent_ms = self._in_flight.sent_ms
+            return None if sent_ms is None else sent_ms + self.config.replica_socket_timeout_ms
         return None if self.state is FetchState.FENCED else self._next_send_ms
 
     def still_fetching(self, request_id: int, now_ms: int) -> bool:
         """An incremental fetch session's answer left this partition out (nothing new): its fetch
-        `request_id` stays in flight, as sent now, and rides in the link's next request; False
-        when that is not the fetch in flight (the answer must then go through `on_fetch_response`)."""
+        `request_id` stays in flight and rides with the link, which answers for it from then on
+        (a lost request of the link fails it, `on_fetch_response`); False when that is not the
+        fetch in flight (the answer must then go through `on_fetch_response`)."""
         in_flight = self._in_flight
         if in_flight is None or in_flight.request_id != request_id or in_flight.ask is not _Ask.FETCH:
             return False
-        in_flight.sent_ms = now_ms
+        in_flight.sent_ms = None
         return True
 
     def _accept(self, request_id: int, asks: tuple[_Ask, ...]) -> _Ask | None:

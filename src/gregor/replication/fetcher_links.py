@@ -16,8 +16,12 @@ reassigned) is skipped when its answer comes.
 A link fetches in an incremental fetch session with its leader (KIP-227, `fetch_sessions`): the
 first fetch asks for one, and the next ones name only the partitions whose fetch position
 changed and those no longer fetched. A partition the answer leaves out has nothing new: its fetch
-stays in flight (`Partition.still_fetching`) and rides in the next request, with no effects; the
-session's errors make every partition the fetch carried ask again at once, in a new session.
+stays in flight (`Partition.still_fetching`) and rides with the link, in every request of the
+session, until an answer names it: an answer costs the partitions it names, not those riding,
+so a follower of many idle partitions pays for the few that move. A link with partitions riding
+always has a request out (the session's long poll). The session's errors and a lost request make
+every partition the link fetches ask again, in a new session. The host says when a partition
+stops following (`drop`: it leads now, or is gone), since one riding is otherwise not looked at.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class _Session:
     sent: dict[Key, FetchRequest.FetchPartition] = field(default_factory=dict)  # named by the request in flight
     forgotten: list[Key] = field(default_factory=list)  # forgotten by the request in flight
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # of the topics named, for forgetting them
+    names: dict[int, str] = field(default_factory=dict)  # the topics named, by id (as an int)
     strays: list[tuple[Union[uuid.UUID, str], int]] = field(default_factory=list)
     """Partitions the leader's session answered that this follower does not fetch (a topic deleted
     and created again under its name between two fetches leaves the old id there): the next
@@ -72,14 +77,17 @@ class _Session:
     def reset(self) -> None:
         self.session_id, self.next_epoch = INVALID_SESSION_ID, INITIAL_EPOCH
         self.positions, self.sent, self.forgotten, self.strays = {}, {}, [], []
+        self.topic_ids, self.names = {}, {}
 
 
 @dataclass
 class _Link:
-    fetches: _Carried = field(default_factory=dict)
+    fetches: _Carried = field(default_factory=dict)  # to name in the next fetch (asked again)
     asks: _Carried = field(default_factory=dict)
     in_flight: int | None = None  # request id
-    carried: _Carried = field(default_factory=dict)  # what the request in flight asks
+    carried: _Carried = field(default_factory=dict)  # what the request in flight names
+    riding: _Carried = field(default_factory=dict)  # fetches in flight in the session, named by no request
+    released: set[Key] = field(default_factory=set)  # left the fetches since the last request: maybe to forget
     session: _Session = field(default_factory=_Session)
 
 
@@ -93,41 +101,69 @@ class FetcherLinks:
         self.response_max_bytes = response_max_bytes
         self._is_current = is_current
         self._links: dict[int, _Link] = {}
+        self._riding_with: dict[Key, int] = {}  # the leader whose link a partition rides with
         self._request_ids: Iterator[int] = itertools.count(1)
 
     def add(self, partition: Partition, effect: SendFetch | SendOffsetsForLeaderEpoch) -> None:
-        link = self._links.setdefault(effect.leader_id, _Link())
         key = partition.key
+        self._stop_riding(key)
+        link = self._links.setdefault(effect.leader_id, _Link())
         if isinstance(effect, SendFetch):
             link.fetches[key] = (partition, effect)
         else:
             link.asks[key] = (partition, effect)
 
+    def drop(self, partition: Partition) -> None:
+        """The partition no longer follows (it leads, or is no longer hosted): a fetch of it that
+        rides stops, and the next request forgets it."""
+        leader_id = self._riding_with.get(partition.key)
+        if leader_id is not None and self._links[leader_id].riding[partition.key][0] is partition:
+            self._stop_riding(partition.key)
+
+    def _stop_riding(self, key: Key) -> None:
+        leader_id = self._riding_with.pop(key, None)
+        if leader_id is not None:
+            link = self._links[leader_id]
+            del link.riding[key]
+            link.released.add(key)
+
+    def _ride(self, leader_id: int, link: _Link, key: Key,
+              carried: tuple[Partition, Union[SendFetch, SendOffsetsForLeaderEpoch]]) -> None:
+        link.riding[key] = carried
+        self._riding_with[key] = leader_id
+
     def has_ready(self) -> bool:
         """Whether `ready()` has a request to give."""
-        return any(link.in_flight is None and (link.asks or link.fetches) for link in self._links.values())
+        return any(link.in_flight is None and (link.asks or link.fetches or link.riding)
+                   for link in self._links.values())
 
     def ready(self) -> list[Outgoing]:
-        """The requests to send now: one per leader with questions waiting and none in flight."""
+        """The requests to send now: one per leader with questions waiting, or fetches riding,
+        and none in flight."""
         outgoing = []
         for leader_id, link in self._links.items():
-            if link.in_flight is not None or not (link.asks or link.fetches):
+            if link.in_flight is not None or not (link.asks or link.fetches or link.riding):
                 continue
             request_id = next(self._request_ids)
             link.in_flight = request_id
             if link.asks:
-                link.carried, link.asks = dict(link.asks), {}
+                link.carried, link.asks = link.asks, {}
                 outgoing.append(Outgoing(leader_id, request_id, self._epoch_request(link.carried)))
             else:
-                link.carried, link.fetches = dict(link.fetches), {}
-                outgoing.append(Outgoing(leader_id, request_id, self._fetch_request(link.carried, link.session)))
+                outgoing.append(Outgoing(leader_id, request_id, self._fetch_request(link)))
         return outgoing
 
-    def _fetch_request(self, fetches: _Carried, session: _Session) -> FetchRequest:
+    def _fetch_request(self, link: _Link) -> FetchRequest:
         """A full fetch that asks for a new session, or an incremental one in the session: only
         the partitions whose fetch position changed, and those no longer fetched to forget."""
+        session = link.session
         by_topic: dict[tuple[uuid.UUID, str], list[FetchRequest.FetchPartition]] = {}
         incremental = session.session_id != INVALID_SESSION_ID
+        if not incremental and link.riding:  # a new session names every partition (riding ones were reset)
+            for key in list(link.riding):
+                link.fetches[key] = link.riding[key]
+                self._stop_riding(key)
+        fetches, link.carried, link.fetches = link.fetches, link.fetches, {}
         session.sent = {}
         for key, (partition, effect) in fetches.items():
             assert isinstance(effect, SendFetch)
@@ -139,9 +175,13 @@ class FetcherLinks:
                     session.positions[key] = effect.partition  # an equal position: the next check is by identity
                     continue
             session.sent[key] = effect.partition
-            session.topic_ids[partition.topic] = partition.topic_id
+            if session.topic_ids.get(partition.topic) != partition.topic_id:
+                session.topic_ids[partition.topic] = partition.topic_id
+                session.names[partition.topic_id.int] = partition.topic
             by_topic.setdefault((partition.topic_id, partition.topic), []).append(effect.partition)
-        session.forgotten = [key for key in session.positions if key not in fetches] if incremental else []
+        session.forgotten = [key for key in link.released if key in session.positions and key not in fetches
+                             and key not in link.riding] if incremental else []
+        link.released = set()
         forgotten: dict[tuple[str, uuid.UUID], list[int]] = {}
         for topic, index in session.forgotten:
             forgotten.setdefault((topic, session.topic_ids.get(topic, ZERO_UUID)), []).append(index)
@@ -184,19 +224,27 @@ class FetcherLinks:
         if isinstance(response, FetchResponse):
             link = self._links[leader_id]
             incremental = link.session.session_id != INVALID_SESSION_ID
+            answers, strays = _answers(response, carried, link)  # by the session the request was sent in
             unchanged = self._session_answered(link.session, response)
-            answers, strays = _answers(response, carried)
             rides = incremental and unchanged and response.error_code == ErrorCode.NONE
             if rides:
                 link.session.strays = strays
+                for key in answers:  # a partition riding that the answer names leaves the ride
+                    if key in link.riding:
+                        carried[key] = link.riding[key]
+                        self._stop_riding(key)
+            else:  # no session goes on: every partition riding is answered too
+                for key in list(link.riding):
+                    carried[key] = link.riding[key]
+                    self._stop_riding(key)
             results = []
-            fetches = link.fetches
             for key, (partition, effect) in carried.items():
                 data = answers.get(key)
                 if data is None and rides and self._is_current(partition) \
                         and partition.still_fetching(effect.request_id, now_ms):
-                    fetches[key] = (partition, effect)  # nothing new: its fetch rides in the next request
+                    self._ride(leader_id, link, key, (partition, effect))  # nothing new: its fetch rides on
                     continue
+                link.released.add(key)
                 if data is None:
                     data = _unchanged(partition) if unchanged else FetchResponse.PartitionData(
                         partition_index=partition.index, error_code=response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -241,7 +289,16 @@ class FetcherLinks:
         carried = self._take(leader_id, request_id)
         if carried is None:
             return []
-        self._links[leader_id].session.reset()  # the answer may be lost: the next fetch starts a new session
+        link = self._links[leader_id]
+        link.session.reset()  # the answer may be lost: the next fetch starts a new session
+        fetch_lost = not carried or isinstance(next(iter(carried.values()))[1], SendFetch)
+        for key in list(link.riding):  # what rode with a lost fetch is lost with it; else it asks anew
+            if fetch_lost:
+                carried[key] = link.riding[key]
+            else:
+                link.fetches[key] = link.riding[key]
+            self._stop_riding(key)
+        link.released.clear()
         results = []
         for partition, effect in carried.values():
             if not self._is_current(partition):
@@ -256,27 +313,30 @@ class FetcherLinks:
         return results
 
 
-def _answers(response: FetchResponse, carried: _Carried
+def _answers(response: FetchResponse, carried: _Carried, link: _Link
              ) -> tuple[dict[Key, FetchResponse.PartitionData], list[tuple[Union[uuid.UUID, str], int]]]:
-    """The answer's partitions by the key of the fetch that carried them, and those it answers
-    that the fetch did not carry (topics come back by id from v13, by name before; an id is
-    matched through the carried partitions' ids, compared as ints: a UUID hashes in Python)."""
+    """The answer's partitions by the key of the fetch they answer (carried by the request, or
+    riding), and those it answers that the link does not fetch, to forget (topics come back by id
+    from v13, by name before; an id is matched through the ids the session named, compared as
+    ints: a UUID hashes in Python; a topic deleted and created again under its name has a new
+    one). A partition that asked again meanwhile, or stopped riding, is neither: that answer is
+    dropped (its next fetch is answered, or the next request forgets it)."""
     answers: dict[Key, FetchResponse.PartitionData] = {}
     strays: list[tuple[Union[uuid.UUID, str], int]] = []
-    names: dict[int, str] | None = None
+    names = link.session.names
     for topic in response.responses:
-        if topic.topic_id.int:
-            if names is None:
-                names = {partition.topic_id.int: partition.topic for partition, _ in carried.values()}
-            name = names.get(topic.topic_id.int)
-        else:
-            name = topic.topic
+        topic_id = topic.topic_id.int
+        name = names.get(topic_id) if topic_id else topic.topic
         for data in topic.partitions:
-            key = (name, data.partition_index) if name is not None else None
-            if key is not None and key in carried:
-                answers[key] = data
-            else:
-                strays.append((topic.topic_id if topic.topic_id.int else topic.topic, data.partition_index))
+            if name is not None:
+                key = (name, data.partition_index)
+                fetched = carried.get(key) or link.riding.get(key)
+                if fetched is not None and (not topic_id or fetched[0].topic_id.int == topic_id):
+                    answers[key] = data
+                    continue
+                if fetched is None and (key in link.fetches or key in link.asks or key in link.released):
+                    continue
+            strays.append((topic.topic_id if topic_id else topic.topic, data.partition_index))
     return answers, strays
 
 

@@ -53,6 +53,10 @@ class Pair:
         """The follower's next fetch reaches the leader, and its answer comes back."""
         self.now += 10
         (outgoing,) = self.links.ready()
+        return self.serve(outgoing)
+
+    def serve(self, outgoing) -> tuple[FetchRequest, FetchResponse]:
+        """A fetch of the follower's reaches leader 1, and its answer comes back."""
         request = wire(outgoing.request, FetchRequest)
         opened = self.sessions.open(request, 2, True) if self.sessions is not None else None
         if isinstance(opened, FetchResponse):
@@ -281,3 +285,107 @@ def test_every_partition_is_served_in_full_within_the_full_serve_interval(tmp_pa
         if named(response):
             break
     assert named(response) == [0] and response.responses[0].partitions[0].log_start_offset == 1
+
+
+def _count_follower_answers(pair: Pair) -> list[int]:
+    """The follower partitions each answer reaches from here (riding ones are not looked at)."""
+    reached: list[int] = []
+    for index, follower in pair.followers.items():
+        def spy(*args, _real=follower.still_fetching, _index=index):
+            reached.append(_index)
+            return _real(*args)
+        follower.still_fetching = spy
+        def answered(*args, _real=follower.on_fetch_response, _index=index):
+            reached.append(_index)
+            return _real(*args)
+        follower.on_fetch_response = answered
+    return reached
+
+
+def test_an_answer_costs_the_follower_the_partitions_it_names_not_those_riding(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.round()  # nothing new: the three fetches ride with the link from here
+    link = pair.links._links[1]
+    assert sorted(link.riding) == [(TOPIC, i) for i in range(PARTITIONS)]
+    assert all(pair.followers[i].fetcher.next_deadline() is None for i in range(PARTITIONS))  # the link's to time out
+    reached = _count_follower_answers(pair)
+    for _ in range(3):
+        request, response = pair.round()
+        assert named(request) == [] and named(response) == []
+    assert reached == []
+    pair.leaders[1].append_as_leader(batch(2), pair.now, 1)
+    request, response = pair.round()
+    assert named(response) == [1] and reached == [1] and pair.followers[1].log.log_end_offset == 2
+    request, response = pair.round()  # its next position moves the leader's high watermark
+    assert named(request) == [1] and pair.leaders[1].high_watermark == 2
+    assert sorted(link.riding) == [(TOPIC, 0), (TOPIC, 2)]
+
+
+def test_a_riding_partition_that_stops_following_is_forgotten(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.round()
+    follower = pair.followers[2]
+    pair.carry_out(follower, follower.apply_registration(PartitionRegistration(  # broker 2 leads it now
+        replicas=(1, 2), isr=(1, 2), leader=2, leader_epoch=2, partition_epoch=2), pair.now))
+    assert follower.fetcher is None and (TOPIC, 2) in pair.links._links[1].riding
+    pair.links.drop(follower)  # as the host does for a partition that no longer follows
+    request, _ = pair.round()
+    assert [(t.topic_id, t.partitions) for t in request.forgotten_topics_data] == [(TOPIC_ID, [2])]
+    assert sorted(pair.links._links[1].riding) == [(TOPIC, 0), (TOPIC, 1)]
+    assert (TOPIC, 2) not in pair.sessions._by_replica[2].partitions
+
+
+def test_a_riding_partition_that_follows_another_leader_leaves_the_old_link(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.round()
+    follower = pair.followers[1]
+    effects = follower.apply_registration(PartitionRegistration(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=3, leader_epoch=2, partition_epoch=2), pair.now)
+    pair.carry_out(follower, effects)
+    links = pair.links._links
+    assert (TOPIC, 1) not in links[1].riding and list(links[3].fetches) == [(TOPIC, 1)]
+    outgoing = {o.leader_id: o.request for o in pair.links.ready()}
+    assert named(outgoing[3]) == [1] and outgoing[3].session_epoch == 0  # a new session with leader 3
+    assert named(outgoing[1]) == [] and [(t.topic_id, t.partitions) for t in outgoing[1].forgotten_topics_data] == [
+        (TOPIC_ID, [1])]
+
+
+def test_a_lost_request_fails_the_fetches_riding_with_it(tmp_path):
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.round()
+    (outgoing,) = pair.links.ready()
+    results = pair.links.on_failure(1, outgoing.request_id, pair.now)
+    assert sorted(partition.index for partition, _ in results) == [0, 1, 2] and not pair.links._links[1].riding
+    assert all(pair.followers[i].fetcher.next_deadline() == pair.now + ReplicationConfig().replica_fetch_backoff_ms
+               for i in range(PARTITIONS))
+    assert not pair.links.has_ready()
+
+
+def test_an_answer_for_a_partition_that_left_the_link_meanwhile_is_dropped_not_forgotten(tmp_path):
+    """It left while the request was out (another leader); back with this leader, its next fetch
+    names it, and nothing forgets it (the answer once made it a stray: named and forgotten at once,
+    the leader dropped it from the session and the follower never fetched it again)."""
+    pair = Pair(tmp_path)
+    pair.round()
+    pair.round()
+    (outgoing,) = pair.links.ready()  # the long poll of the three riding fetches
+    pair.leaders[1].append_as_leader(batch(2), pair.now, 1)
+    follower = pair.followers[1]
+    for leader, epoch in ((3, 2), (1, 3)):
+        registration = PartitionRegistration(replicas=(1, 2, 3), isr=(1, 2, 3), leader=leader, leader_epoch=epoch,
+                                             partition_epoch=epoch)
+        if leader == 3:
+            pair.carry_out(follower, follower.apply_registration(registration, pair.now))
+            _, response = pair.serve(outgoing)  # leader 1 still answers with the records
+            assert named(response) == [1] and follower.log.log_end_offset == 0
+        else:
+            pair.leaders[1].apply_registration(registration, pair.now)
+            pair.carry_out(follower, follower.apply_registration(registration, pair.now))
+    outgoing = {o.leader_id: o for o in pair.links.ready()}
+    request, response = pair.serve(outgoing[1])
+    assert named(request) == [1] and request.forgotten_topics_data == []
+    assert named(response) == [1] and follower.log.log_end_offset == 2

@@ -216,15 +216,21 @@ def _settle(pair: Pair) -> None:
     assert all(cached.resting is not None for cached in pair.sessions._by_replica[2].partitions.values())
 
 
+def _spy(partitions: dict[int, Partition], *methods: str) -> list[int]:
+    """The indexes of the partitions whose `methods` are called from here, in the order called."""
+    calls: list[int] = []
+    for index, partition in partitions.items():
+        for method in methods:
+            def spy(*args, _real=getattr(partition, method), _index=index):
+                calls.append(_index)
+                return _real(*args)
+            setattr(partition, method, spy)
+    return calls
+
+
 def _count_serves(pair: Pair) -> list[int]:
     """The partitions each incremental fetch serves from here (each goes through `fetch_at_log_end` first)."""
-    served: list[int] = []
-    for index, leader in pair.leaders.items():
-        def spy(*args, _real=leader.fetch_at_log_end, _index=index):
-            served.append(_index)
-            return _real(*args)
-        leader.fetch_at_log_end = spy
-    return served
+    return _spy(pair.leaders, "fetch_at_log_end")
 
 
 def test_a_settled_partition_rests_until_it_changes(tmp_path):
@@ -289,17 +295,7 @@ def test_every_partition_is_served_in_full_within_the_full_serve_interval(tmp_pa
 
 def _count_follower_answers(pair: Pair) -> list[int]:
     """The follower partitions each answer reaches from here (riding ones are not looked at)."""
-    reached: list[int] = []
-    for index, follower in pair.followers.items():
-        def spy(*args, _real=follower.still_fetching, _index=index):
-            reached.append(_index)
-            return _real(*args)
-        follower.still_fetching = spy
-        def answered(*args, _real=follower.on_fetch_response, _index=index):
-            reached.append(_index)
-            return _real(*args)
-        follower.on_fetch_response = answered
-    return reached
+    return _spy(pair.followers, "still_fetching", "on_fetch_response")
 
 
 def test_an_answer_costs_the_follower_the_partitions_it_names_not_those_riding(tmp_path):

@@ -52,15 +52,22 @@ def test_the_high_watermark_is_the_smallest_log_end_offset_of_the_isr(tmp_path):
     assert leader.partition.high_watermark == 3
 
 
-def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back(tmp_path):
+def held_back_by_three(tmp_path, resend_ms: int) -> Replica:
+    """A leader whose high watermark (2) follower 3, caught up but outside the ISR, holds back
+    from the log end (3); a pending proposal (resent at `resend_ms`) keeps 3 from joining."""
     leader = leader_of_three(tmp_path, isr=(1, 2))
-    leader.partition.isr_state.pending = IsrProposal(99, (1, 2), 30_000)
+    leader.partition.isr_state.pending = IsrProposal(99, (1, 2), resend_ms)
     leader.produce(b"a", acks=1)
     leader.produce(b"b", acks=1)
     fetch(leader, 3, 2)
     leader.produce(b"c", acks=1)
     fetch(leader, 2, 3)
     assert leader.partition.high_watermark == 2
+    return leader
+
+
+def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back(tmp_path):
+    leader = held_back_by_three(tmp_path, 30_000)
     assert leader.proposed_isrs() == []
     leader.now += LAG + 1
     leader.outbox += leader.partition.tick(leader.now)
@@ -70,14 +77,7 @@ def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back(tmp_
 def test_a_follower_outside_the_isr_that_stopped_holding_the_high_watermark_leaves_it_due(tmp_path):
     """Asked after that moment has passed and before any tick, the partition is due at once: the
     drive contract (a tick before the next deadline does nothing) must hold whenever it is asked."""
-    leader = leader_of_three(tmp_path, isr=(1, 2))
-    leader.partition.isr_state.pending = IsrProposal(99, (1, 2), 10**9)  # no expansion, no resend due
-    leader.produce(b"a", acks=1)
-    leader.produce(b"b", acks=1)
-    fetch(leader, 3, 2)
-    leader.produce(b"c", acks=1)
-    fetch(leader, 2, 3)
-    assert leader.partition.high_watermark == 2
+    leader = held_back_by_three(tmp_path, 10**9)  # no resend due meanwhile
     assert leader.partition.next_deadline(leader.now) == LAG + 1
     leader.now += LAG + 5
     assert leader.partition.next_deadline(leader.now) == leader.now

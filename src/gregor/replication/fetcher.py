@@ -119,7 +119,7 @@ class FollowerFetcher:
             return None if sent_ms is None else sent_ms + self.config.replica_socket_timeout_ms
         return None if self.state is FetchState.FENCED else self._next_send_ms
 
-    def still_fetching(self, request_id: int, now_ms: int) -> bool:
+    def still_fetching(self, request_id: int) -> bool:
         """An incremental fetch session's answer left this partition out (nothing new): its fetch
         `request_id` stays in flight and rides with the link, which answers for it from then on
         (a lost request of the link fails it, `on_fetch_response`); False when that is not the

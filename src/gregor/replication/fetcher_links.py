@@ -241,7 +241,7 @@ class FetcherLinks:
             for key, (partition, effect) in carried.items():
                 data = answers.get(key)
                 if data is None and rides and self._is_current(partition) \
-                        and partition.still_fetching(effect.request_id, now_ms):
+                        and partition.still_fetching(effect.request_id):
                     self._ride(leader_id, link, key, (partition, effect))  # nothing new: its fetch rides on
                     continue
                 link.released.add(key)

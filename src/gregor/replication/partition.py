@@ -561,9 +561,9 @@ class Partition:
         self.fetcher.on_fetch_response(request_id, data, now_ms)
         return self.fetcher.poll(now_ms)
 
-    def still_fetching(self, request_id: int, now_ms: int) -> bool:
+    def still_fetching(self, request_id: int) -> bool:
         """Fetch `request_id` goes on unanswered in the follower's fetch session (`FollowerFetcher.still_fetching`)."""
-        return self.fetcher is not None and self.fetcher.still_fetching(request_id, now_ms)
+        return self.fetcher is not None and self.fetcher.still_fetching(request_id)
 
     def on_offsets_for_leader_epoch_response(self, request_id: int, data: _EpochEndOffset,
                                              now_ms: int) -> list[Effect]:

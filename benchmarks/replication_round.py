@@ -7,7 +7,8 @@ A leader and a follower of one partition (replicas 1 and 2, both in the ISR), ea
 log in a temporary directory, exchange Fetch v13 requests and responses as bytes, through the
 code a broker runs: the follower's `FetcherLinks` (fetch session, next request), `Partition`
 and `Log.append_as_follower`; the leader's request header parsing, `FetchSessions.open`,
-`serve_follower_fetch` and response encoding. Each round is the steady state of
+`serve_follower_fetch`, the purgatory (`DelayedFetches`: parked under the session's partitions,
+woken by the append) and response encoding. Each round is the steady state of
 `benchmarks/e2e_latency.py`'s RF=3 rows: the follower's fetch arrives with nothing new and
 parks (its offset moves the high watermark), one record of 100 B is appended as the leader, the
 parked fetch is served again and answered, and the follower appends the record and makes its
@@ -44,6 +45,7 @@ from gregor.protocol.messages import FetchRequest, FetchResponse  # noqa: E402
 from gregor.protocol.primitives import Reader  # noqa: E402
 from gregor.records.record import BatchBuilder  # noqa: E402
 from gregor.replication.config import ReplicationConfig  # noqa: E402
+from gregor.replication.delayed_fetch import DelayedFetches  # noqa: E402
 from gregor.replication.effects import SendFetch  # noqa: E402
 from gregor.replication.fetch_sessions import FetchSessions  # noqa: E402
 from gregor.replication.fetcher_links import FetcherLinks, Outgoing  # noqa: E402
@@ -56,7 +58,7 @@ VERSION = 13
 LEADER, FOLLOWER = 1, 2
 WARMUP = 500
 CHUNK = 500
-STAGES = ("leader: fetch parked", "leader: served and encoded", "follower: decode",
+STAGES = ("leader: fetch parked", "leader: woken, served, encoded", "follower: decode",
           "follower: answer and append", "follower: next request", "follower: encode")
 
 
@@ -83,6 +85,7 @@ class Round:
                     self._add(partition, effects)
         self.written = self.leaders[("records", 0)]
         self.sessions = FetchSessions()
+        self.parked: DelayedFetches[int] = DelayedFetches()  # the leader's purgatory of follower fetches
         self.correlation_id = 0
         self.chunks: list[list[float]] = []  # seconds per stage, per CHUNK rounds
 
@@ -112,13 +115,18 @@ class Round:
             assert not isinstance(session, FetchResponse)
             served = serve_follower_fetch(request, FOLLOWER, True, self.partition, self.names.get,
                                           self.now, session)
+            waits = served.must_wait(request)
+            if waits:
+                self.parked.park(served.keys, self.now + request.max_wait_ms, number)
             t1 = clock()
-            if served.must_wait(request):
+            if waits:
                 self.now += 1
                 builder = BatchBuilder()
                 builder.append(self.now, None, b"x" * 100)
                 self.written.append_as_leader(builder.build(), self.now, required_acks=-1)
             t2 = clock()
+            if waits:
+                assert self.parked.check(self.written.key) == [number], "the append did not wake the fetch"
             served = serve_follower_fetch(request, FOLLOWER, True, self.partition, self.names.get,
                                           self.now, session)
             parts = encode_response(header.correlation_id, served.response(), FETCH, VERSION)

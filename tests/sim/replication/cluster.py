@@ -404,11 +404,11 @@ class Cluster:
             self.log_event("network healed")
         self.blocked = set()
 
-    def _send(self, source: int, destination: int, deliver: Callable[[], None]) -> None:
+    def _send(self, source: int, destination: int, deliver: Callable[[], None], duplicable: bool = True) -> None:
         faults = self.faults
         if frozenset((source, destination)) in self.blocked or self.rng.random() < faults.loss:
             return
-        copies = 2 if self.rng.random() < faults.duplication else 1
+        copies = 2 if self.rng.random() < faults.duplication and duplicable else 1
         for _ in range(copies):
             self.at(self.now + self.rng.randint(1, faults.max_delay_ms), deliver)
 
@@ -557,7 +557,12 @@ class Cluster:
                 broker_id, incarnation, lambda b: self._effects(b, b.partition.on_alter_partition_response(
                     effect.request_id, error, state.leader_epoch, state.partition_epoch, state.isr, self.now))))
 
-        self._send(broker_id, CONTROLLER, at_controller)
+        # Delivered at most once, as over the controller channel's TCP connection: a leader takes
+        # INELIGIBLE_REPLICA as the controller's word that the proposal was not applied and will
+        # not be (Kafka's Partition.handleAlterPartitionError reasons the same way), and moves its
+        # high watermark without the replica; a second copy accepted later would put a replica
+        # behind that high watermark into the ISR (seed 2400146, when this copy was duplicated).
+        self._send(broker_id, CONTROLLER, at_controller, duplicable=False)
 
     # -- controller
 

@@ -182,13 +182,17 @@ def warm_up(bootstrap: str, args: argparse.Namespace, processes: Processes, root
     run_rate("warmup", bootstrap, RF1, min(args.rates), warm, processes, root, pids)
 
 
+def _described(configuration: str) -> str:
+    return "RF=3, min.insync=2" if configuration == "rf3" else "RF=1"
+
+
 def report(rows: list[Row], args: argparse.Namespace) -> None:
     print(f"\nEnd-to-end latency, one producer (librdkafka, linger.ms=0, acks=all) at a fixed rate for "
           f"{args.seconds:g} s, records of {args.size} B, one partition, consumer in another process:\n")
     print("| broker | topic | rate (msg/s) | received | p50 (ms) | p99 (ms) | p99.9 (ms) | broker CPU (s) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
-        described = "RF=3, min.insync=2" if row.configuration == "rf3" else "RF=1"
+        described = _described(row.configuration)
         received = f"{row.received:,}/{row.sent:,}" + (f" ({row.errors} errors)" if row.errors else "")
         print(f"| {row.broker} | {described} | {row.rate:,} | {received} | {row.p50:.1f} | {row.p99:.1f} | "
               f"{row.p999:.1f} | {row.cpu_s:.1f} |")
@@ -207,7 +211,7 @@ def summarize(rows: list[Row]) -> None:
     print("| broker | topic | rate (msg/s) | rounds | p50 (ms) | p99 (ms) | p99.9 (ms) | broker CPU (s) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for (broker, configuration, rate), group in groups.items():
-        described = "RF=3, min.insync=2" if configuration == "rf3" else "RF=1"
+        described = _described(configuration)
         medians = [statistics.median(getattr(row, field) for row in group) for field in ("p50", "p99", "p999", "cpu_s")]
         print(f"| {broker} | {described} | {rate:,} | {len(group)} | " + " | ".join(f"{m:.1f}" for m in medians) + " |")
     for (broker, configuration, rate), group in groups.items():

@@ -103,8 +103,7 @@ class ReplicaManager:
     def apply(self, partition: Partition, effects: Iterable[Effect]) -> None:
         """Carry out what `partition` asked for."""
         self._carry_out(partition, effects)
-        if partition.fetcher is None or not self.current(partition):
-            self._links.drop(partition)  # it leads now, or is gone: a fetch of it riding stops
+        self._links.check_following(partition)
         self._schedule_send()
         self.reschedule(partition)
 

@@ -20,8 +20,9 @@ stays in flight (`Partition.still_fetching`) and rides with the link, in every r
 session, until an answer names it: an answer costs the partitions it names, not those riding,
 so a follower of many idle partitions pays for the few that move. A link with partitions riding
 always has a request out (the session's long poll). The session's errors and a lost request make
-every partition the link fetches ask again, in a new session. The host says when a partition
-stops following (`drop`: it leads now, or is gone), since one riding is otherwise not looked at.
+every partition the link fetches ask again, in a new session. The host passes every event on a
+partition to `check_following`, since a fetch riding is otherwise not looked at: one that
+stops following (it leads now, or is gone) stops riding there.
 """
 
 from __future__ import annotations
@@ -113,11 +114,13 @@ class FetcherLinks:
         else:
             link.asks[key] = (partition, effect)
 
-    def drop(self, partition: Partition) -> None:
-        """The partition no longer follows (it leads, or is no longer hosted): a fetch of it that
-        rides stops, and the next request forgets it."""
+    def check_following(self, partition: Partition) -> None:
+        """After an event on `partition`: if a fetch of it rides and it no longer follows (it leads
+        now, or is no longer hosted), the fetch stops riding and the next request forgets it."""
         leader_id = self._riding_with.get(partition.key)
-        if leader_id is not None and self._links[leader_id].riding[partition.key][0] is partition:
+        if leader_id is None or self._links[leader_id].riding[partition.key][0] is not partition:
+            return
+        if partition.fetcher is None or not self._is_current(partition):
             self._stop_riding(partition.key)
 
     def _stop_riding(self, key: Key) -> None:

@@ -438,8 +438,7 @@ class Cluster:
     # -- effects and requests
 
     def _effects(self, broker: SimBroker, effects: list, send: bool = True) -> None:
-        if broker.partition.fetcher is None:
-            broker.links.drop(broker.partition)  # it leads now, as the replica manager's apply does
+        broker.links.check_following(broker.partition)  # as the replica manager's apply does
         for effect in effects:
             if isinstance(effect, (SendFetch, SendOffsetsForLeaderEpoch)):
                 broker.links.add(broker.partition, effect)

@@ -60,6 +60,34 @@ class ProducerRecord(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
+class RouteWait:
+    """What a send waiting for its topic's metadata (up to max.block.ms) has heard: the error its
+    timeout reports and chains. A broker's answer (a Kafka error code) stays the cause over a
+    later request that got no answer (a client-side code, below 0), which says less."""
+
+    __slots__ = ("topic", "max_block_s", "last_error", "cause")
+
+    def __init__(self, topic: str, max_block_s: float) -> None:
+        self.topic = topic
+        self.max_block_s = max_block_s
+        self.last_error = "no answer yet"
+        self.cause: KafkaException | None = None
+
+    def request_failed(self, error: KafkaException) -> None:
+        """A metadata request failed, retriably."""
+        if self.cause is None or self.cause.code < 0:
+            self.last_error, self.cause = str(error), error
+
+    def answered(self, error: KafkaException) -> None:
+        """The broker answered the topic with a retriable error."""
+        self.last_error, self.cause = error.name, error
+
+    def timed_out(self) -> KafkaTimeoutError:
+        """The timeout to raise (from `cause`)."""
+        return KafkaTimeoutError(ClientErrorCode._TIMED_OUT, f"topic {self.topic!r} not present in metadata after "
+                                 f"{self.max_block_s * 1000:.0f} ms (max.block.ms): {self.last_error}")
+
+
 class Route:
     """What a send needs of a topic, rebuilt when its metadata changes.
 

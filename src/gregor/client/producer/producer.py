@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from gregor.client.errors import ClientErrorCode, KafkaException, KafkaTimeoutError
 from gregor.client.group_metadata import ConsumerGroupMetadata
 from gregor.client.network import NetworkThread, PartitionMetadata, TopicPartition
-from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, header_items
+from gregor.client.producer.base import HeadersArg, ProducerBase, ProducerRecord, Route, RouteWait, header_items
 from gregor.client.producer.future import Callback, ColumnsFuture, RecordFuture
 
 log = logging.getLogger(__name__)
@@ -123,27 +123,24 @@ class Producer(ProducerBase):
         self._sender.wakeup_threadsafe()
 
     def _wait_for_route(self, topic: str, partition: int | None, deadline: float) -> Route:
-        last_error = "no answer yet"
-        cause: KafkaException | None = None  # the last answer, chained to the timeout for callers to inspect
+        wait = RouteWait(topic, self._max_block_s)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise KafkaTimeoutError(ClientErrorCode._TIMED_OUT, f"topic {topic!r} not present in metadata after "
-                                        f"{self._max_block_s * 1000:.0f} ms (max.block.ms): {last_error}") from cause
+                raise wait.timed_out() from wait.cause  # the last answer, for callers to inspect
             try:
                 metadata, code = self._thread.run(self._fetch_metadata(topic, remaining * 1000),
                                                   remaining + _GRACE_SECONDS)
             except KafkaException as error:
                 if not error.retriable:
                     raise
-                if cause is None or cause.code < 0:  # a broker's answer says more than a later request cut off by the deadline
-                    last_error, cause = str(error), error
+                wait.request_failed(error)
                 metadata, code = None, None
             answer = self._metadata_answer(topic, partition, metadata, code)
             if isinstance(answer, Route):
                 return answer
             if answer is not None:
-                last_error, cause = answer.name, answer
+                wait.answered(answer)
             time.sleep(min(self._network.settings.retry_backoff_ms / 1000, max(deadline - time.monotonic(), 0)))
 
     # -- the rest of the API --

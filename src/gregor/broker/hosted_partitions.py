@@ -159,6 +159,12 @@ class HostedPartitions:
         self.consumer_fetches.wake(key)
         self.replica_fetches.wake(key)
 
+    def answer_due_fetches(self) -> None:
+        """Serve the fetches the step that just ended made due (the dispatcher's `step_done`),
+        followers' first: an acks=all produce waits for their next fetch."""
+        while self.replica_fetches.answer_due() | self.consumer_fetches.answer_due():
+            pass
+
     def _high_watermark_moved(self, partition: Partition) -> None:
         """Consumers' fetches parked on the partition that now have enough bytes are due."""
         self.consumer_fetches.check(partition.key)

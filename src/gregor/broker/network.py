@@ -122,9 +122,11 @@ class Pipelined:
 class LaterAnswer(asyncio.Future):
     """A handler's answer that comes later, encoded the moment it is given: the dispatcher sets
     `encode` when the handler returns it, so the connection's done-callback, the only one
-    scheduled, finds the bytes ready (each future chained to another costs a loop iteration)."""
+    scheduled, finds the bytes ready (each future chained to another costs a loop iteration).
+    `given`, set by the connection waiting for it, is told at once."""
 
     encode: Callable[[Any], Any] | None = None
+    given: Callable[[], None] | None = None
 
     def set_result(self, result: Any) -> None:
         if self.encode is not None:
@@ -134,6 +136,24 @@ class LaterAnswer(asyncio.Future):
                 super().set_exception(error)
                 return
         super().set_result(result)
+        if self.given is not None:
+            self.given()
+
+
+#: Connections given a later answer during the current step of some connection: written when
+#: that step ends (`_write_given`), not a loop iteration later, after other connections' reads
+_given: dict["KafkaConnection", None] = {}
+
+
+def _write_given() -> None:
+    """Write the later answers given during the step that just ended (an append woke a follower's
+    fetch; a follower's fetch moved a high watermark and completed a produce and a consumer's
+    fetch): one write per connection for all of them."""
+    while _given:
+        connections = list(_given)
+        _given.clear()
+        for connection in connections:
+            connection._flush()
 
 
 class Throttled:
@@ -368,6 +388,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._transport is None:
             return
         self._transport = None
+        _given.pop(self, None)
         self._queue.clear()
         for answer in self._answers:
             answer.cancel()
@@ -460,6 +481,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         finally:
             self._dispatcher.step_done()
         self._write(ready)
+        _write_given()
         if self._reading_paused and not self._queue and self._transport is not None and not self._stopping:
             self._reading_paused = False
             self._transport.resume_reading()
@@ -481,8 +503,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _expect(self, answer: asyncio.Future) -> None:
         self._answers.append(answer)
         answer.add_done_callback(self._answered)
+        if isinstance(answer, LaterAnswer):
+            answer.given = self._given
+
+    def _given(self) -> None:
+        _given[self] = None
 
     def _answered(self, _answer: asyncio.Future) -> None:
+        _given.pop(self, None)
         self._flush()
         self._drain()
 

@@ -79,6 +79,13 @@ SHUTDOWN_GRACE_S = 5.0  # requests already read get this long to be answered at 
 CONTROLLED_SHUTDOWN_S = 30.0
 
 
+def _end_step(appends: GatheredAppends, partitions: HostedPartitions) -> None:
+    """What a connection's step leaves for its end: the gathered acks=all appends, then the
+    fetches they and the step's other requests made due."""
+    appends.flush()
+    partitions.answer_due_fetches()
+
+
 class Broker:
     """One broker node. `events` receives what the broker reports as it serves (the metrics, when
     they are on); `scrape_state` is what they read at a scrape."""
@@ -139,7 +146,7 @@ class Broker:
         server = self._server = self.scrape_state.server = KafkaServer(
             Dispatcher(client_handlers(), partial(BrokerContext, services), self.clock,
                        on_request=self.events.request_done, after_handler=apply_request_quota,
-                       step_done=appends.flush),
+                       step_done=partial(_end_step, appends, self.partitions)),
             self.config.get("socket.request.max.bytes"), self.config.connection_limits(),
             lambda listener, ip: self.connection_rates.admit(listener, ip, self.clock()),
             on_closed=lambda info: self.shares.connection_closed(info.connection_id))

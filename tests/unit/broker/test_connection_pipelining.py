@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from typing import Callable
 
-from gregor.broker.network import _MAX_PIPELINED, CloseConnection, KafkaConnection, Pipelined
+from gregor.broker.network import _MAX_PIPELINED, CloseConnection, KafkaConnection, LaterAnswer, Pipelined
 
 
 class Transport:
@@ -44,9 +45,12 @@ class Dispatcher:
         self.pending: dict[bytes, asyncio.Future] = {}
         self.kinds: dict[bytes, str] = {}
         self.steps: list[int] = []  # how many requests were dispatched when each step ended
+        self.at_step_end: Callable[[], None] | None = None
 
     def step_done(self) -> None:
         self.steps.append(len(self.dispatched))
+        if self.at_step_end is not None:
+            self.at_step_end()
 
     def dispatch(self, frame, info):
         name = bytes(frame)
@@ -56,6 +60,9 @@ class Dispatcher:
             return b"answer " + name
         if kind == "close":
             raise CloseConnection("refused")
+        if kind == "later":
+            answer = self.pending[name] = LaterAnswer()
+            return answer
         future = self.pending[name] = asyncio.get_running_loop().create_future()
 
         async def later():
@@ -184,4 +191,34 @@ def test_each_step_of_dispatching_ends_with_step_done_even_when_the_connection_c
         assert dispatcher.dispatched == [b"p1", b"f2", b"m3"] and dispatcher.steps[-1] == 3
         receive(connection, b"x4", b"m5")
         assert dispatcher.dispatched[-1] == b"x4" and dispatcher.steps[-1] == 4
+    asyncio.run(run())
+
+
+def test_a_later_answer_given_during_another_connections_step_goes_out_when_that_step_ends():
+    """An append wakes a follower's parked fetch (a produce connection's step gives the answer of a
+    follower's connection): it is written before the loop reads any other connection, not a
+    loop iteration later."""
+    async def run():
+        follower, follower_transport, follower_dispatcher = connect()
+        follower_dispatcher.kinds = {b"fetch": "later"}
+        receive(follower, b"fetch")
+        producer, producer_transport, producer_dispatcher = connect()
+        producer_dispatcher.at_step_end = lambda: follower_dispatcher.pending[b"fetch"].set_result(b"records")
+        receive(producer, b"produce")
+        assert follower_transport.written == [b"records"], "written as the producer's step ended"
+        assert producer_transport.written == [b"answer produce"]
+        await settle()
+        assert follower_transport.written == [b"records"], "and only once"
+    asyncio.run(run())
+
+
+def test_a_later_answer_given_outside_any_step_goes_out_in_the_next_loop_iteration():
+    async def run():
+        connection, transport, dispatcher = connect()
+        dispatcher.kinds = {b"fetch": "later"}
+        receive(connection, b"fetch")
+        dispatcher.pending[b"fetch"].set_result(b"expired")  # a timer's: no connection's step ends
+        assert transport.written == []
+        await asyncio.sleep(0)
+        assert transport.written == [b"expired"]
     asyncio.run(run())

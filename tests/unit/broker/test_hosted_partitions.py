@@ -41,6 +41,7 @@ def test_a_leader_change_answers_every_fetch_parked_on_the_partition(tmp_path):
         elsewhere = node.partitions.consumer_fetches.park([("a", 1)], far)
         node.publish(PartitionChangeRecord(partition_id=0, topic_id=A, leader=2, replicas=[1, 2], isr=[1, 2]))
         assert node.hosted()[("a", 0)] == "follower of 2"
+        await asyncio.sleep(0)  # the fetches a change made due are answered in the next loop iteration
         assert consumer.done() and follower.done() and not elsewhere.done()
         assert node.groups.calls[-1] == ("sync_leadership",)
         await node.partitions.close()
@@ -53,6 +54,7 @@ def test_a_deleted_topic_stops_its_partitions_deletes_their_logs_and_forgets_its
         node.start()
         parked = node.partitions.consumer_fetches.park([("a", 1)], node.partitions.consumer_fetches.now_ms() + 60_000)
         node.publish(RemoveTopicRecord(topic_id=A))
+        await asyncio.sleep(0)
         assert node.hosted() == {} and node.on_disk() == set() and parked.done()
         assert node.groups.calls[1:] == [("forget", [("a", 0), ("a", 1)]), ("sync_leadership",)]
         await node.partitions.close()
@@ -90,16 +92,48 @@ def test_an_append_wakes_followers_fetches_and_a_high_watermark_move_consumers(t
         consumer = host.consumer_fetches.park([("a", 0)], far)
         follower = host.replica_fetches.park([("a", 0)], far)
         leader.append_as_leader(batch(1), 0)  # one replica: the high watermark follows the append
+        assert not consumer.done(), "served when the step that made it due ends"
+        host.answer_due_fetches()  # the dispatcher's step end
         assert consumer.done() and not follower.done()
         host.on_leader_append(leader)
+        host.answer_due_fetches()
         assert not follower.done(), "no follower to wake: the partition has one replica"
         node.publish(PartitionChangeRecord(partition_id=0, topic_id=A, replicas=[1, 2], isr=[1]))
         follower = host.replica_fetches.park([("a", 0)], far)
         host.on_leader_append(leader)
+        host.answer_due_fetches()
         assert follower.done()
         await host.close()
     asyncio.run(run())
 
+
+
+def test_a_step_end_serves_the_followers_fetches_first_then_consumers_until_none_is_due(tmp_path):
+    """A follower's fetch is on the path of every acks=all produce: served before consumers'; one
+    whose serving makes a consumer's fetch due (its effects moved a high watermark) leaves none
+    behind for a later iteration."""
+    async def run() -> None:
+        node = Node(tmp_path)
+        node.start()
+        host = node.partitions
+        far = host.consumer_fetches.now_ms() + 60_000
+        served: list[str] = []
+        host.consumer_fetches.park_callback([("a", 0)], far, lambda: served.append("consumer"))
+        host.replica_fetches.park_callback([("a", 0)], far, lambda: served.append("follower"))
+        host.consumer_fetches.park_callback([("a", 1)], far, lambda: served.append("consumer of a-1"))
+
+        def follower_moving_a_high_watermark() -> None:
+            served.append("follower of a-1")
+            host.consumer_fetches.check(("a", 1))
+
+        host.replica_fetches.park_callback([("a", 1)], far, follower_moving_a_high_watermark)
+        host.consumer_fetches.check(("a", 0))
+        host.replica_fetches.check(("a", 0))
+        host.replica_fetches.check(("a", 1))
+        host.answer_due_fetches()
+        assert served == ["follower", "follower of a-1", "consumer", "consumer of a-1"]
+        await host.close()
+    asyncio.run(run())
 
 def test_the_metadata_view_answers_from_the_current_image(tmp_path):
     async def run() -> None:

@@ -27,11 +27,8 @@ muted for that long, as Kafka's throttled fetch response.
 
 from __future__ import annotations
 
-import asyncio
-
 from gregor.broker.client_quotas import throttled
 from gregor.broker.errors import error_code_of
-from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext, Handler
 from gregor.broker.handlers.replica_fetch import handle_replica_fetch, replica_id_of
 from gregor.broker.network import FileRegion, LaterAnswer
@@ -158,19 +155,20 @@ def handle(context: BrokerContext, request: FetchRequest):
     topics, total, any_error = plan.read()
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
         return _response(plan, topics)
-    purgatory = context.partitions.consumer_fetches
-    return _when_due(plan, purgatory.park(plan.keys, purgatory.now_ms() + request.max_wait_ms, plan.enough_bytes()))
+    return _when_due(plan, request.max_wait_ms)
 
 
-def _when_due(plan: _FetchPlan, due: asyncio.Future[None]) -> LaterAnswer:
-    """The answer, read once the fetch is due. It parked in the same step as the read that found
+def _when_due(plan: _FetchPlan, max_wait_ms: int) -> LaterAnswer:
+    """The answer, read once the fetch is due. It parks in the same step as the read that found
     too little, so no move of a high watermark falls in between."""
+    purgatory = plan.context.partitions.consumer_fetches
+
     def read() -> object:
-        plan.context.now_ms = plan.context.partitions.consumer_fetches.now_ms()
+        plan.context.now_ms = purgatory.now_ms()
         topics, _, _ = plan.read()
         return _response(plan, topics)
 
-    return answer_when_due(due, read)
+    return purgatory.answer_when_due(plan.keys, purgatory.now_ms() + max_wait_ms, read, plan.enough_bytes())
 
 
 def _response(plan: _FetchPlan, topics: list[_Topic]) -> object:

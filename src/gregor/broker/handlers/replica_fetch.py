@@ -27,9 +27,6 @@ they share Kafka's.
 
 from __future__ import annotations
 
-import asyncio
-
-from gregor.broker.fetch_purgatory import answer_when_due
 from gregor.broker.handlers import BrokerContext
 from gregor.broker.network import LaterAnswer
 from gregor.metadata.acls import AclOperation
@@ -70,18 +67,18 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
     served = _serve(context, request, replica_id, session)
     if not served.must_wait(request):
         return served.response()
-    purgatory = context.partitions.replica_fetches
-    due = purgatory.park(served.keys, purgatory.now_ms() + request.max_wait_ms)
-    return _when_due(context, request, replica_id, session, due)
+    return _when_due(context, request, replica_id, session, served.keys)
 
 
 def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int, session: SessionFetch | None,
-              due: asyncio.Future[None]) -> LaterAnswer:
+              keys: list[tuple[str, int]]) -> LaterAnswer:
+    purgatory = context.partitions.replica_fetches
+
     def serve() -> FetchResponse:
-        context.now_ms = context.partitions.replica_fetches.now_ms()
+        context.now_ms = purgatory.now_ms()
         return _serve(context, request, replica_id, session).response()
 
-    return answer_when_due(due, serve)
+    return purgatory.answer_when_due(keys, purgatory.now_ms() + request.max_wait_ms, serve)
 
 
 def _not_authorized(request: FetchRequest, by_id: bool) -> FetchResponse:

@@ -126,7 +126,10 @@ class Round:
                 self.written.append_as_leader(builder.build(), self.now, required_acks=-1)
             t2 = clock()
             if waits:
-                assert self.parked.check(self.written.key) == [number], "the append did not wake the fetch"
+                due = self.parked.check(self.written.key)
+                for key in self.written.take_woken_sessions():  # as `HostedPartitions.on_leader_append`
+                    due += self.parked.check(key)
+                assert due == [number], "the append did not wake the fetch"
             served = serve_follower_fetch(request, FOLLOWER, True, self.partition, self.names.get,
                                           self.now, session)
             parts = encode_response(header.correlation_id, served.response(), FETCH, VERSION)

@@ -123,7 +123,7 @@ class HostedPartitions:
                      "leader" if partition.is_leader else f"follower of {partition.leader_id}",
                      partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
                      list(registration.isr))
-            self._wake_fetches((name, index))
+            self._wake_fetches((name, index), partition)
 
     def remove_topic(self, name: str, now_ms: int) -> None:
         """A deleted topic: its partitions stop and their logs go."""
@@ -137,7 +137,7 @@ class HostedPartitions:
         gone = self.partitions.pop(key, None)
         if gone is not None:
             self.replicas.apply(gone, gone.stop(now_ms))
-            self._wake_fetches(key)
+            self._wake_fetches(key, gone)
         self._loaded_logs().delete_log(*key)
 
     def update_log_configs(self, changed: Collection[tuple[int, str]]) -> None:
@@ -154,10 +154,13 @@ class HostedPartitions:
 
     # -- wake-ups
 
-    def _wake_fetches(self, key: Key) -> None:
-        """The partition changed leader or went: every fetch parked on it is answered again."""
+    def _wake_fetches(self, key: Key, partition: Partition) -> None:
+        """The partition changed leader or went: every fetch parked on it is answered again,
+        followers' in the fetch sessions it rested in too."""
         self.consumer_fetches.wake(key)
         self.replica_fetches.wake(key)
+        for session_key in partition.take_woken_sessions():
+            self.replica_fetches.wake(session_key)
 
     def answer_due_fetches(self) -> None:
         """Serve the fetches the step that just ended made due (the dispatcher's `step_done`),
@@ -184,6 +187,8 @@ class HostedPartitions:
         new log end) in one step."""
         if partition.remote:
             self.replica_fetches.check(partition.key)
+            for session_key in partition.take_woken_sessions():
+                self.replica_fetches.check(session_key)
         if effects is not None:
             self.replicas.apply(partition, effects)
         elif partition.remote:

@@ -12,11 +12,18 @@ is parked under every partition of the session, so that an append to any of them
 Most partitions of a session are idle most of the time (the `__consumer_offsets` partitions a
 broker follows), and serving each of them on every fetch was a tenth of a busy leader's time. A
 partition a fetch found settled (the follower in sync at the log end, the high watermark there,
-nothing waiting, the answer telling nothing new: `Partition.settled_for`) rests: the next fetches
-only move the follower's fetch times until the partition's change count (`Partition.changes`)
-moves, when it is served in full again. Every partition is served in full at least every
-`FULL_SERVE_INTERVAL_MS` besides, which bounds the delay of a change the count does not see (a
-log start moved by retention, which the follower learns from the next answer).
+nothing waiting, the answer telling nothing new: `Partition.settled_for`) rests: the session's
+fetches leave it out, so that a fetch costs the partitions that are not resting, until the
+partition changes (`Partition.rest`: any change of what a follower's fetch could be told or could
+move). The change tells the session, which serves the partition again from its next fetch and
+gives the follower, as the partition knows it, the session's last fetch time: every fetch of the
+session was a fetch of the partition at its log end, and the follower's lag is measured from the
+last of them once the log end moves. A fetch parked while partitions rest waits under the
+session's key (`SessionWakeKey`) besides the keys of the partitions it served, and an append to a
+resting partition wakes it through that key (`Partition.take_woken_sessions`). Every partition
+is served in full at least every `FULL_SERVE_INTERVAL_MS` besides, which bounds the delay of a
+change the partition does not see (a log start moved by retention, which the follower learns from
+the next answer).
 
 Request metadata (Kafka's FetchMetadata): session id 0 with epoch 0 creates a session and is a
 full fetch, answered in full with the new session's id; session id 0 with epoch -1 is a full
@@ -38,6 +45,7 @@ fetches use sessions: consumers' fetches are answered sessionless (`handlers/fet
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from dataclasses import dataclass, field
@@ -71,20 +79,22 @@ TopicKey = Union[uuid.UUID, str]
 SessionKey = tuple[TopicKey, int]
 
 
-@dataclass
+@dataclass(frozen=True)
+class SessionWakeKey:
+    """What a session's parked fetch waits under besides its partitions' keys, for the appends to
+    the partitions resting in it (no partition key is of this type)."""
+
+    session_id: int
+
+
+@dataclass(eq=False)
 class SessionPartition:
     """A partition of a session: the fetch position the follower last named, and what the last
     answer said of the partition (None before it was answered in this session)."""
 
     request: FetchRequest.FetchPartition
     answered: tuple[int, int, int] | None = None  # high watermark, last stable offset, log start offset
-    #: While the partition rests (see the module's doc): the partition, its change count when it
-    #: came to rest, and the fetching follower as the partition knows it
-    resting: tuple[Partition, int, RemoteReplica] | None = None
-
-    def rest(self, partition: Partition, follower: RemoteReplica) -> None:
-        """The partition is settled for the follower: leave it out of fetches until it changes."""
-        self.resting = (partition, partition.changes, follower)
+    resting: bool = False  # see the module's doc
 
     def knows(self, offsets: tuple[int, int, int]) -> bool:
         """Whether the last answer told the follower these offsets (high watermark, last stable
@@ -93,15 +103,22 @@ class SessionPartition:
         return self.answered == offsets
 
 
-@dataclass
+@dataclass(eq=False)
 class FetchSession:
     session_id: int
     replica_id: int
     by_id: bool  # its topics are named by id (Fetch v13+), else by name
     next_epoch: int = 1
     partitions: dict[SessionKey, SessionPartition] = field(default_factory=dict)
-    _by_topic: dict[TopicKey, list[SessionPartition]] | None = None
+    active: dict[SessionKey, SessionPartition] = field(default_factory=dict)  # those not resting
+    last_fetch_ms: int = 0  # when a fetch of the session was last served
     next_full_serve_ms: int = 0
+    closed: bool = False  # replaced by the follower's next session, or closed by it
+    _by_topic: dict[TopicKey, list[SessionPartition]] | None = None
+    _active_by_topic: dict[TopicKey, list[SessionPartition]] | None = None
+
+    def __post_init__(self) -> None:
+        self.wake_key = SessionWakeKey(self.session_id)
 
     def full_serve_due(self, now_ms: int) -> bool:
         """Whether this fetch serves resting partitions too (every `FULL_SERVE_INTERVAL_MS`)."""
@@ -110,19 +127,65 @@ class FetchSession:
         self.next_full_serve_ms = now_ms + FULL_SERVE_INTERVAL_MS
         return True
 
-    def by_topic(self) -> dict[TopicKey, list[SessionPartition]]:
-        """The partitions grouped by topic, kept until the session's partitions change (every
-        fetch of the session serves them all)."""
-        if self._by_topic is None:
-            grouped: dict[TopicKey, list[SessionPartition]] = {}
-            for (topic_key, _), cached in self.partitions.items():
-                grouped.setdefault(topic_key, []).append(cached)
-            self._by_topic = grouped
-        return self._by_topic
+    @property
+    def resting(self) -> bool:
+        """Whether some partitions rest (a parked fetch then waits under `wake_key` too)."""
+        return len(self.active) < len(self.partitions)
 
-    def changed(self) -> None:
-        """Partitions were added or forgotten."""
-        self._by_topic = None
+    def by_topic(self, resting_too: bool) -> dict[TopicKey, list[SessionPartition]]:
+        """The partitions a fetch serves, grouped by topic: those not resting, or all; kept until
+        the session's partitions change or one rests or wakes."""
+        if resting_too:
+            if self._by_topic is None:
+                self._by_topic = _grouped(self.partitions)
+            return self._by_topic
+        if self._active_by_topic is None:
+            self._active_by_topic = _grouped(self.active)
+        return self._active_by_topic
+
+    def add(self, key: SessionKey, request: FetchRequest.FetchPartition) -> None:
+        self.partitions[key] = self.active[key] = SessionPartition(request)
+        self._by_topic = self._active_by_topic = None
+
+    def forget(self, key: SessionKey) -> None:
+        if self.partitions.pop(key, None) is not None:
+            self.active.pop(key, None)
+            self._by_topic = self._active_by_topic = None
+
+    def rest(self, key: SessionKey, cached: SessionPartition, partition: Partition, follower: RemoteReplica) -> None:
+        """The partition is settled for the follower: leave it out of fetches until it changes."""
+        cached.resting = True
+        del self.active[key]
+        self._active_by_topic = None
+        partition.rest(self.replica_id, functools.partial(self._changed, key, cached, follower))
+
+    def wake(self, key: SessionKey, cached: SessionPartition) -> None:
+        """Serve a resting partition again (the follower named it, or a full serve is due: its
+        fetch times move with that serve)."""
+        if cached.resting:
+            cached.resting = False
+            self.active[key] = cached
+            self._active_by_topic = None
+
+    def wake_all(self) -> None:
+        for key, cached in self.partitions.items():
+            self.wake(key, cached)
+
+    def _changed(self, key: SessionKey, cached: SessionPartition, follower: RemoteReplica) -> SessionWakeKey | None:
+        """A resting partition changed: serve it from the next fetch, the follower caught up as
+        of the session's last fetch."""
+        if self.closed or not cached.resting or self.partitions.get(key) is not cached:
+            return None
+        follower.fetched_again_at_end(self.last_fetch_ms)
+        self.wake(key, cached)
+        return self.wake_key
+
+
+def _grouped(partitions: dict[SessionKey, SessionPartition]) -> dict[TopicKey, list[SessionPartition]]:
+    grouped: dict[TopicKey, list[SessionPartition]] = {}
+    for (topic_key, _), cached in partitions.items():
+        grouped.setdefault(topic_key, []).append(cached)
+    return grouped
 
 
 @dataclass
@@ -168,7 +231,7 @@ class FetchSessions:
         current = self._by_replica.get(replica_id)
         if epoch == FINAL_EPOCH:
             if current is not None and current.session_id == session_id:
-                del self._by_replica[replica_id]
+                self._close(replica_id)
             return None
         if epoch == INITIAL_EPOCH:
             if current is None and len(self._by_replica) >= self._max_sessions:
@@ -176,7 +239,8 @@ class FetchSessions:
             session = FetchSession(next(self._ids), replica_id, by_id)
             for topic in request.topics:
                 for partition in topic.partitions:
-                    session.partitions[(_key(topic, by_id), partition.partition)] = SessionPartition(partition)
+                    session.add((_key(topic, by_id), partition.partition), partition)
+            self._close(replica_id)
             self._by_replica[replica_id] = session
             return SessionFetch(session, full=True)
         if current is None or current.session_id != session_id:
@@ -184,7 +248,7 @@ class FetchSessions:
         if epoch != current.next_epoch:
             return _error(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         if by_id != current.by_id:  # a session's topics are named one way (Kafka's answer to a mix)
-            del self._by_replica[replica_id]
+            self._close(replica_id)
             return _error(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
         current.next_epoch = next_epoch(current.next_epoch)
         partitions = current.partitions
@@ -193,17 +257,20 @@ class FetchSessions:
             for partition in topic.partitions:
                 cached = partitions.get((key, partition.partition))
                 if cached is None:
-                    partitions[(key, partition.partition)] = SessionPartition(partition)
-                    current.changed()
+                    current.add((key, partition.partition), partition)
                 else:
                     cached.request = partition
-                    cached.resting = None  # its fetch position moved: served in full
+                    current.wake((key, partition.partition), cached)  # its fetch position moved: served in full
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if by_id else forgotten.topic
             for index in forgotten.partitions:
-                if partitions.pop((key, index), None) is not None:
-                    current.changed()
+                current.forget((key, index))
         return SessionFetch(current, full=False)
+
+    def _close(self, replica_id: int) -> None:
+        session = self._by_replica.pop(replica_id, None)
+        if session is not None:
+            session.closed = True
 
 
 def _error(code: ErrorCode) -> FetchResponse:

@@ -11,8 +11,8 @@ changed that the host must carry out, and its next deadline can only have moved 
 follower is caught up again), which the host takes when that deadline comes.
 
 In a fetch session (`fetch_sessions`, KIP-227) every partition of the session is served but those
-resting (settled, unchanged since: only the follower's fetch times move), and the answer carries
-only those with something new for the follower.
+resting (settled, unchanged since), and the answer carries only those with something new for the
+follower. The parked fetch of a session with resting partitions waits under the session's key too.
 
 With nothing to send and no error, the answer may wait (`FollowerFetch.must_wait`): the host parks
 it in `DelayedFetches` until records are appended to one of its partitions or its max wait ends,
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Hashable, Iterator
 
 from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
@@ -34,7 +34,6 @@ from gregor.replication.partition import Partition
 
 _Topic = FetchResponse.FetchableTopicResponse
 _Partition = FetchResponse.PartitionData
-Key = tuple[str, int]
 
 
 @dataclass
@@ -43,7 +42,7 @@ class FollowerFetch:
     effects of the partitions (acks=all completions, ISR proposals) for the host to carry out."""
 
     topics: list[_Topic] = field(default_factory=list)
-    keys: list[Key] = field(default_factory=list)
+    keys: list[Hashable] = field(default_factory=list)  # what a parked fetch waits under
     effects: list[tuple[Partition, list[Effect]]] = field(default_factory=list)
     bytes: int = 0
     urgent: bool = False
@@ -67,15 +66,15 @@ class FollowerFetch:
                              responses=topics)
 
 
-def _requested(request: FetchRequest, by_id: bool, session: SessionFetch | None
+def _requested(request: FetchRequest, by_id: bool, session: SessionFetch | None, resting_too: bool
                ) -> Iterator[tuple[TopicKey, list[tuple[FetchRequest.FetchPartition, SessionPartition | None]]]]:
-    """The partitions to serve by topic, with their place in the session: the request's, or
-    every partition of its session."""
+    """The partitions to serve by topic, with their place in the session: the request's, or the
+    partitions of its session (all of them, or those not resting)."""
     if session is None:
         for fetch_topic in request.topics:
             yield (fetch_topic.topic_id if by_id else fetch_topic.topic), [(p, None) for p in fetch_topic.partitions]
         return
-    for topic_key, cached in session.session.by_topic().items():
+    for topic_key, cached in session.session.by_topic(resting_too).items():
         yield topic_key, [(entry.request, entry) for entry in cached]
 
 
@@ -87,18 +86,18 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
     with `session` (`FetchSessions.open`) every partition of the fetch session."""
     served = FollowerFetch(session=session)
     incremental = session is not None and not session.full
-    skip_resting = incremental and session is not None and not session.session.full_serve_due(now_ms)
-    for topic_key, fetch_partitions in _requested(request, by_id, session):
+    resting_too = True
+    if session is not None:
+        session.session.last_fetch_ms = now_ms
+        if incremental and not session.session.full_serve_due(now_ms):
+            resting_too = False
+        else:
+            session.session.wake_all()
+    for topic_key, fetch_partitions in _requested(request, by_id, session, resting_too):
         name: str | None = None
         named = False
         partitions = []
         for fetch_partition, cached in fetch_partitions:
-            if skip_resting and cached is not None and cached.resting is not None:
-                resting, since, follower = cached.resting
-                if resting.changes == since:
-                    follower.fetched_again_at_end(now_ms)
-                    served.keys.append(resting.key)
-                    continue
             if not named:
                 name = topic_name(topic_key) if isinstance(topic_key, uuid.UUID) else topic_key
                 named = True
@@ -120,8 +119,9 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
                     served.keys.append(partition.key)
                     if cached is None or not cached.knows(offsets):
                         partitions.append(partition.answer_at_log_end())
-                    elif effects is None and partition.settled_for(replica_id):
-                        cached.rest(partition, partition.remote[replica_id])
+                    elif effects is None and session is not None and partition.settled_for(replica_id):
+                        session.session.rest((topic_key, fetch_partition.partition), cached, partition,
+                                             partition.remote[replica_id])
                     continue
             known = partition.remote.get(replica_id)
             idle = known is not None and known.log_end_offset == fetch_partition.fetch_offset == partition.log.log_end_offset
@@ -141,4 +141,6 @@ def serve_follower_fetch(request: FetchRequest, replica_id: int, by_id: bool,
             topic.topic_id = topic_key
         served.topics.append(topic)
         served.topic_keys.append(topic_key)
+    if session is not None and session.session.resting:
+        served.keys.append(session.session.wake_key)
     return served

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Sequence
 
 from gregor.metadata.image import PartitionRegistration
 from gregor.protocol.error_codes import ErrorCode
@@ -86,9 +86,12 @@ class Partition:
         self._on_high_watermark = on_high_watermark
         self._request_ids = itertools.count(1)
         #: Counts the changes of what a follower's fetch could be told or could move (log end, high
-        #: watermark, log start, leadership, ISR, waiting produces): a fetch session leaves out a
-        #: partition it found settled while this stays the same (`fetch_sessions`).
+        #: watermark, log start, leadership, ISR, waiting produces).
         self.changes = 0
+        #: The fetch sessions this partition rests in (`fetch_sessions`), by follower: told of the
+        #: next change, when the partition must be served again
+        self._resting: dict[int, Callable[[], Hashable | None]] = {}
+        self._woken: dict[int, Hashable] = {}
         # set even without a checkpoint: the producer state learns which replayed markers are stable
         log.high_watermark = max(min(log.log_end_offset if high_watermark is None else high_watermark,
                                      log.log_end_offset), log.log_start_offset)
@@ -97,6 +100,32 @@ class Partition:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
         return (f"Partition({self.topic}-{self.index} on {self.broker_id}, {role}, epoch={self.leader_epoch}, "
                 f"leo={self.log.log_end_offset}, hw={self.high_watermark}, {self.isr_state})")
+
+    # -- fetch sessions
+
+    def rest(self, replica_id: int, changed: Callable[[], Hashable | None]) -> None:
+        """A fetch session of follower `replica_id` leaves this settled partition out of its
+        fetches: `changed()` is called at the next change (before anything reads the follower's
+        fetch times) and returns the key its parked fetches wait under, or None."""
+        self._resting[replica_id] = changed
+
+    def take_woken_sessions(self) -> list[Hashable]:
+        """The keys of the parked fetches of the sessions this partition rested in when it last
+        changed: an append to it must wake them (they wait under their session's key, not this
+        partition's)."""
+        if not self._woken:
+            return []
+        woken, self._woken = self._woken, {}
+        return list(woken.values())
+
+    def _changed(self) -> None:
+        self.changes += 1
+        if self._resting:
+            resting, self._resting = self._resting, {}
+            for replica_id, changed in resting.items():
+                key = changed()
+                if key is not None:
+                    self._woken[replica_id] = key
 
     # -- state
 
@@ -135,7 +164,7 @@ class Partition:
                 registration.leader_epoch == self.leader_epoch
                 and registration.partition_epoch <= self.isr_state.partition_epoch):
             return []
-        self.changes += 1
+        self._changed()
         self.replicas = list(registration.replicas)
         self._propose_not_before = 0  # a refused ISR change may be proposed again against the new state
         same_epoch = registration.leader_epoch == self.leader_epoch and registration.leader == self.leader_id
@@ -188,7 +217,7 @@ class Partition:
     def stop(self, now_ms: int) -> list[Effect]:
         """This broker stops hosting the partition (reassigned away): produce requests waiting
         for replication are answered NOT_LEADER_OR_FOLLOWER, which clients retry elsewhere."""
-        self.changes += 1
+        self._changed()
         return list(self.delayed.complete(self.high_watermark, None, 0, 0, now_ms))
 
     # -- leader: produce
@@ -203,7 +232,7 @@ class Partition:
         """
         self._check_appendable(required_acks)
         info = self.log.append_as_leader(records, self.leader_epoch, now_ms, check_keys=True, from_client=from_client)
-        self.changes += 1
+        self._changed()
         if not info.duplicate:
             self._maybe_increment_high_watermark(now_ms)
         return info
@@ -219,7 +248,7 @@ class Partition:
             return [error] * len(record_sets)
         outcomes = self.log.append_many_as_leader(record_sets, self.leader_epoch, now_ms, check_keys=True,
                                                   from_client=from_client)
-        self.changes += 1
+        self._changed()
         if any(isinstance(outcome, AppendInfo) and not outcome.duplicate for outcome in outcomes):
             self._maybe_increment_high_watermark(now_ms)
         return outcomes
@@ -252,7 +281,7 @@ class Partition:
                              f"min.insync.replicas {self.min_insync_replicas}")
         info = self.log.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
                                           self.leader_epoch, now_ms)
-        self.changes += 1
+        self._changed()
         self._maybe_increment_high_watermark(now_ms)
         return info
 
@@ -265,7 +294,7 @@ class Partition:
                                  self.min_insync_replicas)
         if error is not None:
             return [ProduceCompleted(token, error)]
-        self.changes += 1
+        self._changed()
         self.delayed.add(required, self.leader_epoch, now_ms + timeout_ms, token)
         return []
 
@@ -352,7 +381,7 @@ class Partition:
         """DeleteRecords on the leader: the log start moves to `offset` (-1: the high watermark),
         never past the high watermark (OFFSET_OUT_OF_RANGE); the new log start offset."""
         self._leader_for(-1)
-        self.changes += 1
+        self._changed()
         return self.log.delete_records_before(self.high_watermark if offset == -1 else offset)
 
     # -- leader: requests from followers
@@ -484,7 +513,7 @@ class Partition:
 
     def _propose(self, isr: tuple[int, ...], now_ms: int) -> ProposeIsr:
         request_id = next(self._request_ids)
-        self.changes += 1
+        self._changed()
         self.isr_state.pending = IsrProposal(request_id, isr, now_ms + self.config.replica_socket_timeout_ms)
         return ProposeIsr(request_id, self.leader_epoch, self.isr_state.partition_epoch, isr)
 
@@ -499,7 +528,7 @@ class Partition:
         """The controller's answer to proposal `request_id`: on success the state it committed."""
         if not self.is_leader:
             return []
-        self.changes += 1
+        self._changed()
         pending = self.isr_state.pending
         if error == ErrorCode.NONE and leader_epoch == self.leader_epoch:
             if not self.isr_state.commit(tuple(isr), partition_epoch):
@@ -537,7 +566,7 @@ class Partition:
         if new_high_watermark <= log.high_watermark:
             return False
         log.high_watermark = new_high_watermark
-        self.changes += 1
+        self._changed()
         if self._on_high_watermark is not None:
             self._on_high_watermark(self)
         return True

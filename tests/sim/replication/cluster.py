@@ -521,9 +521,12 @@ class Cluster:
             serve()
 
     def _wake_fetches(self, broker: SimBroker) -> None:
-        """Records appended or the partition's state changed: the parked fetches are served again."""
-        for serve in broker.parked.complete((TOPIC, 0)):
-            serve()
+        """Records appended or the partition's state changed: the parked fetches are served again,
+        those of the fetch sessions it rested in too (as `HostedPartitions.on_leader_append`)."""
+        woken = broker.partition.take_woken_sessions() if broker.partition is not None else []
+        for key in [(TOPIC, 0), *woken]:
+            for serve in broker.parked.complete(key):
+                serve()
 
     def _send_epoch_request(self, broker: SimBroker, outgoing: Outgoing) -> None:
         follower, incarnation = broker.broker_id, broker.incarnation

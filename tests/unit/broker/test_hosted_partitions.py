@@ -10,6 +10,7 @@ import uuid
 from gregor.broker.broker_metadata import log_config
 from gregor.metadata.image import TOPIC_RESOURCE
 from gregor.protocol.messages import ConfigRecord, PartitionChangeRecord, RemoveTopicRecord
+from gregor.replication.fetch_sessions import SessionWakeKey
 from gregor.storage.log import Log, LogConfig
 
 from tests.unit.broker.hosted_node import A, Node, broker_record
@@ -132,6 +133,31 @@ def test_a_step_end_serves_the_followers_fetches_first_then_consumers_until_none
         host.replica_fetches.check(("a", 1))
         host.answer_due_fetches()
         assert served == ["follower", "follower of a-1", "consumer", "consumer of a-1"]
+        await host.close()
+    asyncio.run(run())
+
+
+def test_an_append_or_a_leader_change_wakes_the_follower_fetches_parked_in_sessions_the_partition_rested_in(tmp_path):
+    async def run() -> None:
+        node = Node(tmp_path)
+        node.start()
+        host = node.partitions
+        far = host.replica_fetches.now_ms() + 60_000
+        node.publish(PartitionChangeRecord(partition_id=0, topic_id=A, replicas=[1, 2], isr=[1, 2]))
+        leader = host.partition("a", 0)
+        served: list[str] = []
+        for number, event in enumerate(("appended", "new leader")):
+            key = SessionWakeKey(number)
+            host.replica_fetches.park_callback([key], far, lambda event=event: served.append(event))
+            leader.rest(2, lambda key=key: key)
+            if event == "appended":
+                leader.append_as_leader(batch(1), 0)
+                host.on_leader_append(leader)
+            else:
+                node.publish(PartitionChangeRecord(partition_id=0, topic_id=A, leader=2, replicas=[1, 2], isr=[1, 2]))
+            host.answer_due_fetches()
+            assert served == [event]
+            served.clear()
         await host.close()
     asyncio.run(run())
 

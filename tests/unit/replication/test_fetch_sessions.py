@@ -9,8 +9,9 @@ from gregor.protocol.error_codes import ErrorCode
 from gregor.protocol.messages import FetchRequest, FetchResponse
 from gregor.protocol.primitives import Writer
 from gregor.replication.config import ReplicationConfig
+from gregor.replication.delayed_fetch import DelayedFetches
 from gregor.replication.effects import ProposeIsr, SendFetch
-from gregor.replication.fetch_sessions import FULL_SERVE_INTERVAL_MS, FetchSessions, SessionPartition, next_epoch
+from gregor.replication.fetch_sessions import FULL_SERVE_INTERVAL_MS, FetchSessions, next_epoch
 from gregor.replication.fetcher_links import FetcherLinks
 from gregor.replication.follower_fetch import serve_follower_fetch
 from gregor.replication.partition import Partition
@@ -173,8 +174,7 @@ def test_a_partition_the_leader_answers_but_the_follower_does_not_fetch_is_forgo
     pair.round()
     old_id = uuid.uuid4()
     session = pair.sessions._by_replica[2]
-    session.partitions[(old_id, 0)] = SessionPartition(FetchRequest.FetchPartition(partition=0))
-    session.changed()
+    session.add((old_id, 0), FetchRequest.FetchPartition(partition=0))
     _, response = pair.round()
     assert [(t.topic_id, p.error_code) for t in response.responses for p in t.partitions] == [
         (old_id, ErrorCode.UNKNOWN_TOPIC_ID)]
@@ -213,7 +213,7 @@ def _settle(pair: Pair) -> None:
     """Rounds until every partition of the session rests (the full serve of the first fetch passed)."""
     for _ in range(3):
         pair.round()
-    assert all(cached.resting is not None for cached in pair.sessions._by_replica[2].partitions.values())
+    assert all(cached.resting for cached in pair.sessions._by_replica[2].partitions.values())
 
 
 def _spy(partitions: dict[int, Partition], *methods: str) -> list[int]:
@@ -234,14 +234,22 @@ def _count_serves(pair: Pair) -> list[int]:
 
 
 def test_a_settled_partition_rests_until_it_changes(tmp_path):
-    """A partition a fetch found settled is left out of the next fetches (only the follower's
-    fetch times move) until its change count moves: an append, a new leader epoch."""
+    """A partition a fetch found settled is left out of the next fetches until it changes: an
+    append, a new leader epoch. The change gives the follower the session's last fetch time."""
     pair = Pair(tmp_path)
     _settle(pair)
     served = _count_serves(pair)
     request, response = pair.round()
     assert served == [] and named(request) == [] and named(response) == []
+    assert pair.leaders[0].remote[2].last_fetch_ms < pair.now, "nothing looks at a resting partition"
+    pair.leaders[0].append_as_leader(batch(1), pair.now + 5, 1)
     assert pair.leaders[0].remote[2].last_fetch_ms == pair.now == pair.leaders[0].remote[2].last_caught_up_ms
+    served.clear()
+    pair.round()
+    assert served == [0]
+    pair.round()
+    _settle(pair)
+    served.clear()
     pair.leaders[1].append_as_leader(batch(2), pair.now, 1)
     _, response = pair.round()
     assert served == [1] and named(response) == [1] and pair.followers[1].log.log_end_offset == 2
@@ -385,3 +393,57 @@ def test_an_answer_for_a_partition_that_left_the_link_meanwhile_is_dropped_not_f
     request, response = pair.serve(outgoing[1])
     assert named(request) == [1] and request.forgotten_topics_data == []
     assert named(response) == [1] and follower.log.log_end_offset == 2
+
+
+def _serve_parked(pair: Pair, parked: DelayedFetches) -> FetchRequest:
+    """The follower's next fetch reaches the leader, finds nothing new and parks, as the broker's
+    handler parks it (under `served.keys`)."""
+    pair.now += 10
+    (outgoing,) = pair.links.ready()
+    request = wire(outgoing.request, FetchRequest)
+    session = pair.sessions.open(request, 2, True)
+    served = serve_follower_fetch(request, 2, True, lambda name, index: pair.leaders.get(index),
+                                  lambda topic_id: TOPIC if topic_id == TOPIC_ID else None, pair.now, session)
+    assert served.must_wait(request)
+    parked.park(served.keys, pair.now + 500, "parked fetch")
+    return request
+
+
+def test_a_fetch_parked_while_partitions_rest_is_woken_by_an_append_or_a_leader_change(tmp_path):
+    """A fetch parked while partitions rest waits under its session's key, not under each resting
+    partition's: an append to one of them or a new leader epoch reaches it through
+    `take_woken_sessions`, as the broker's `on_leader_append` and `_wake_fetches` pass it on."""
+    pair = Pair(tmp_path / "append")
+    _settle(pair)
+    parked: DelayedFetches[str] = DelayedFetches()
+    _serve_parked(pair, parked)
+    session = pair.sessions._by_replica[2]
+    assert parked.check(pair.leaders[1].key) == [], "not parked under each resting partition"
+    assert pair.leaders[1].take_woken_sessions() == []
+    pair.leaders[1].append_as_leader(batch(1), pair.now, 1)
+    assert pair.leaders[1].take_woken_sessions() == [session.wake_key]
+    assert parked.check(session.wake_key) == ["parked fetch"]
+    assert pair.leaders[1].take_woken_sessions() == [], "taken once"
+    pair = Pair(tmp_path / "leader")
+    _settle(pair)
+    _serve_parked(pair, parked)
+    pair.leaders[2].apply_registration(PartitionRegistration(replicas=(1, 2), isr=(1, 2), leader=1, leader_epoch=2,
+                                                             partition_epoch=2), pair.now)
+    (woken,) = pair.leaders[2].take_woken_sessions()
+    assert parked.complete(woken) == ["parked fetch"]
+
+
+def test_a_resting_partition_of_a_session_the_follower_replaced_leaves_the_follower_alone(tmp_path):
+    """The change of a partition that rested in a session the follower has since replaced (it
+    started a new one) neither moves the follower's fetch times nor wakes anything."""
+    pair = Pair(tmp_path)
+    _settle(pair)
+    old = pair.sessions._by_replica[2]
+    pair.sessions.open(FetchRequest(replica_id=2, session_id=old.session_id, session_epoch=0), 2, True)
+    assert pair.sessions._by_replica[2] is not old and old.closed
+    follower = pair.leaders[0].remote[2]
+    times = (follower.last_fetch_ms, follower.last_caught_up_ms)
+    old.last_fetch_ms = pair.now + 1_000
+    pair.leaders[0].append_as_leader(batch(1), pair.now, 1)
+    assert (follower.last_fetch_ms, follower.last_caught_up_ms) == times
+    assert pair.leaders[0].take_woken_sessions() == []

@@ -27,6 +27,8 @@ they share Kafka's.
 
 from __future__ import annotations
 
+from typing import Hashable
+
 from gregor.broker.handlers import BrokerContext
 from gregor.broker.network import LaterAnswer
 from gregor.metadata.acls import AclOperation
@@ -71,7 +73,7 @@ def handle_replica_fetch(context: BrokerContext, request: FetchRequest,
 
 
 def _when_due(context: BrokerContext, request: FetchRequest, replica_id: int, session: SessionFetch | None,
-              keys: list[tuple[str, int]]) -> LaterAnswer:
+              keys: list[Hashable]) -> LaterAnswer:
     purgatory = context.partitions.replica_fetches
 
     def serve() -> FetchResponse:

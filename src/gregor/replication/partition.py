@@ -85,11 +85,9 @@ class Partition:
         self._propose_not_before = 0  # after the controller refused an ISR change
         self._on_high_watermark = on_high_watermark
         self._request_ids = itertools.count(1)
-        #: Counts the changes of what a follower's fetch could be told or could move (log end, high
-        #: watermark, log start, leadership, ISR, waiting produces).
-        self.changes = 0
         #: The fetch sessions this partition rests in (`fetch_sessions`), by follower: told of the
-        #: next change, when the partition must be served again
+        #: next change of what a follower's fetch could be told or could move (log end, high
+        #: watermark, log start, leadership, ISR, waiting produces), when it must be served again
         self._resting: dict[int, Callable[[], Hashable | None]] = {}
         self._woken: dict[int, Hashable] = {}
         # set even without a checkpoint: the producer state learns which replayed markers are stable
@@ -119,7 +117,6 @@ class Partition:
         return list(woken.values())
 
     def _changed(self) -> None:
-        self.changes += 1
         if self._resting:
             resting, self._resting = self._resting, {}
             for replica_id, changed in resting.items():

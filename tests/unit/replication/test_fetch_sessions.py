@@ -395,7 +395,7 @@ def test_an_answer_for_a_partition_that_left_the_link_meanwhile_is_dropped_not_f
     assert named(response) == [1] and follower.log.log_end_offset == 2
 
 
-def _serve_parked(pair: Pair, parked: DelayedFetches) -> FetchRequest:
+def _serve_parked(pair: Pair, parked: DelayedFetches) -> None:
     """The follower's next fetch reaches the leader, finds nothing new and parks, as the broker's
     handler parks it (under `served.keys`)."""
     pair.now += 10
@@ -406,7 +406,6 @@ def _serve_parked(pair: Pair, parked: DelayedFetches) -> FetchRequest:
                                   lambda topic_id: TOPIC if topic_id == TOPIC_ID else None, pair.now, session)
     assert served.must_wait(request)
     parked.park(served.keys, pair.now + 500, "parked fetch")
-    return request
 
 
 def test_a_fetch_parked_while_partitions_rest_is_woken_by_an_append_or_a_leader_change(tmp_path):

@@ -232,7 +232,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--drain-seconds", type=float, default=60.0,
                         help="how long after sending the producer and consumer may take to finish (default 60); a "
                              "broker that falls behind shows as records not received")
-    parser.add_argument("--rounds", type=_positive, default=1,
+    parser.add_argument("--rounds", type=positive_int, default=1,
                         help="run Gregor's rows this many times, in turn (RF=3 and RF=1 alternate), and print their "
                              "medians and the RF=3 / RF=1 p99 ratio of each round (default 1)")
     parser.add_argument("--peer", choices=["tansu", "none"], default="tansu" if tansu_binary() else "none")
@@ -246,7 +246,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:

@@ -195,12 +195,12 @@ def _median_gap(writes: list[int], reads: list[tuple[int, int]]) -> float:
     return gaps[len(gaps) // 2] if gaps else float("inf")
 
 
-def _percentile(values: list[int], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(len(ordered) * fraction), len(ordered) - 1)] / 1000
-
-
 def report(durations: dict[str, list[int]], gaps: list[int]) -> None:
+    from e2e_latency import percentile  # not at the top: each traced broker imports this module
+
+    def _percentile(values: list[int], fraction: float) -> float:  # microseconds
+        return percentile(sorted(values), fraction) / 1000
+
     print("| hop | records | p50 µs | p90 µs | p99 µs |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for hop, values in durations.items():
@@ -244,20 +244,12 @@ def _brokers(root: int) -> list[int]:
     return brokers
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} is not positive")
-    return value
-
-
 def main() -> None:
+    from e2e_latency import positive_int
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rate", type=_positive, default=1000, help="records per second (default 1000)")
-    parser.add_argument("--seconds", type=_positive, default=4, help="how long to trace (default 4)")
+    parser.add_argument("--rate", type=positive_int, default=1000, help="records per second (default 1000)")
+    parser.add_argument("--seconds", type=positive_int, default=4, help="how long to trace (default 4)")
     parser.add_argument("--cores", help="passed on to e2e_latency.py (CPU numbers, e.g. 0,1)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gregor-hops-") as directory:

@@ -114,7 +114,8 @@ class FetchPurgatory:
         self._timer.arm(self._delayed.next_deadline())
 
     def _expire(self, now_ms: int) -> None:
-        self._release(self._delayed.expire(now_ms))
+        """A timer's callback ends no connection's step: the expired fetches are answered here."""
+        self._due += self._delayed.expire(now_ms)
         self._arm()
         self.answer_due()
 

@@ -123,7 +123,7 @@ class HostedPartitions:
                      "leader" if partition.is_leader else f"follower of {partition.leader_id}",
                      partition.leader_epoch, partition_state(registration).value, list(registration.replicas),
                      list(registration.isr))
-            self._wake_fetches((name, index), partition)
+            self._wake_fetches(partition)
 
     def remove_topic(self, name: str, now_ms: int) -> None:
         """A deleted topic: its partitions stop and their logs go."""
@@ -137,7 +137,7 @@ class HostedPartitions:
         gone = self.partitions.pop(key, None)
         if gone is not None:
             self.replicas.apply(gone, gone.stop(now_ms))
-            self._wake_fetches(key, gone)
+            self._wake_fetches(gone)
         self._loaded_logs().delete_log(*key)
 
     def update_log_configs(self, changed: Collection[tuple[int, str]]) -> None:
@@ -154,11 +154,11 @@ class HostedPartitions:
 
     # -- wake-ups
 
-    def _wake_fetches(self, key: Key, partition: Partition) -> None:
+    def _wake_fetches(self, partition: Partition) -> None:
         """The partition changed leader or went: every fetch parked on it is answered again,
         followers' in the fetch sessions it rested in too."""
-        self.consumer_fetches.wake(key)
-        self.replica_fetches.wake(key)
+        self.consumer_fetches.wake(partition.key)
+        self.replica_fetches.wake(partition.key)
         for session_key in partition.take_woken_sessions():
             self.replica_fetches.wake(session_key)
 

@@ -550,16 +550,22 @@ class Partition:
                                                  now_ms + self.config.replica_fetch_backoff_ms)
         return self._update_high_watermark(now_ms)
 
-    def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
-        log = self.log
-        leader_end = log.log_end_offset
-        new_high_watermark = leader_end
+    def _high_watermark_now(self, now_ms: int) -> int:
+        """The smallest log end of the replicas that hold the high watermark back now: the maximal
+        ISR's and those of followers still caught up (within replica.lag.time.max.ms)."""
+        leader_end = self.log.log_end_offset
+        high_watermark = leader_end
         maximal = self.isr_state.maximal
         lag = self.config.replica_lag_time_max_ms
         for replica_id, follower in self.remote.items():
-            if follower.log_end_offset < new_high_watermark and (
+            if follower.log_end_offset < high_watermark and (
                     replica_id in maximal or follower.is_caught_up(leader_end, now_ms, lag)):
-                new_high_watermark = follower.log_end_offset
+                high_watermark = follower.log_end_offset
+        return high_watermark
+
+    def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        log = self.log
+        new_high_watermark = self._high_watermark_now(now_ms)
         if new_high_watermark <= log.high_watermark:
             return False
         log.high_watermark = new_high_watermark
@@ -625,22 +631,15 @@ class Partition:
         for replica_id in isr.committed:
             if replica_id != self.broker_id and replica_id not in self.remote and may_shrink_at is not None:
                 due.append(may_shrink_at)
-        maximal = isr.maximal
-        high_watermark = leader_end  # what `_maybe_increment_high_watermark` would make it now
         for replica_id, follower in self.remote.items():
-            end = follower.log_end_offset
-            if end == leader_end:
+            if follower.log_end_offset == leader_end:
                 continue
             caught_up = follower.last_caught_up_ms
-            holds = replica_id in maximal
             if caught_up is not None and caught_up + lag >= now_ms:
                 due.append(caught_up + lag + 1)
-                holds = True
             elif may_shrink_at is not None and replica_id in isr.committed:
                 due.append(may_shrink_at)  # out of sync already: the ISR shrinks at the next tick
-            if holds and end < high_watermark:
-                high_watermark = end
-        if high_watermark > self.high_watermark:
+        if self._high_watermark_now(now_ms) > self.high_watermark:
             due.append(now_ms)  # a follower outside the ISR stopped holding it back since it was last moved
         produce_timeout = self.delayed.next_deadline()
         if produce_timeout is not None:

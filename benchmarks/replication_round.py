@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/replication_round.py
     .venv/bin/python benchmarks/replication_round.py --rounds 20000 --idle-partitions 0 16
+    .venv/bin/python benchmarks/replication_round.py --idle-partitions 16 --evict-mb 16   # cold caches
 
 A leader and a follower of one partition (replicas 1 and 2, both in the ISR), each with a real
 log in a temporary directory, exchange Fetch v13 requests and responses as bytes, through the
@@ -16,12 +17,16 @@ next fetch. `--idle-partitions N` adds N partitions led by the same leader that 
 the `__consumer_offsets` partitions in a follower's fetch session (about 16 per leader on a
 3-broker cluster).
 
-Printed per round, in microseconds of this process (warm caches, one core; each stage's median
+Printed per round, in microseconds of this process (warm caches unless `--evict-mb`, one core; each stage's median
 over chunks of 500 rounds, so that a moment of a busy machine does not count): the leader's side
 (the fetch as it arrives, parked; served again after the append and encoded) and the follower's
 (decode, the answer handled with its append, the next request made and encoded). What a cluster
 spends on top of this — system calls, the event loop, wake-ups, caches gone cold between
 records — is what e2e_latency.py's CPU column and latencies show beside it (docs/latency.md).
+`--evict-mb N` puts back the cold caches: before each stage that in a cluster follows another
+process (the follower's fetch arriving, the produce that wakes it, the follower's read of the
+answer) it copies N MB, so that the stage starts with this process's code and objects pushed out
+of the CPU caches, as on a machine whose cores five processes share.
 """
 
 from __future__ import annotations
@@ -62,11 +67,26 @@ STAGES = ("leader: fetch parked", "leader: woken, served, encoded", "follower: d
           "follower: answer and append", "follower: next request", "follower: encode")
 
 
+class _Evictor:
+    """Called between the stages that run in different processes, or after other processes in a
+    cluster: copies `megabytes` MB, which pushes this process's code and objects out of the CPU
+    caches as the other processes sharing a core do (0: does nothing, warm caches)."""
+
+    def __init__(self, megabytes: int) -> None:
+        self._source = bytes(megabytes << 20)
+        self._target = bytearray(megabytes << 20)
+
+    def __call__(self) -> None:
+        if self._source:
+            self._target[:] = self._source
+
+
 class Round:
     """A leader and a follower of `1 + idle` partitions, the first one written to."""
 
-    def __init__(self, root: str, idle: int) -> None:
+    def __init__(self, root: str, idle: int, evict_mb: int = 0) -> None:
         self.now = 1_000_000
+        self.evict = _Evictor(evict_mb)
         config = ReplicationConfig()
         registration = PartitionRegistration(replicas=(LEADER, FOLLOWER), isr=(LEADER, FOLLOWER), leader=LEADER,
                                              leader_epoch=1, partition_epoch=1)
@@ -106,7 +126,9 @@ class Round:
         outgoing, frame = self._request()
         clock = time.perf_counter
         times = [0.0] * len(STAGES)
+        evict = self.evict
         for number in range(rounds):
+            evict()
             t0 = clock()
             view = memoryview(frame)[4:]
             header, body = parse_request_header(view)
@@ -119,6 +141,7 @@ class Round:
             if waits:
                 self.parked.park(served.keys, self.now + request.max_wait_ms, number)
             t1 = clock()
+            evict()  # the produce that wakes the fetch comes later, after other processes ran
             if waits:
                 self.now += 1
                 builder = BatchBuilder()
@@ -135,6 +158,7 @@ class Round:
             parts = encode_response(header.correlation_id, served.response(), FETCH, VERSION)
             t3 = clock()
             answer = b"".join(bytes(part) for part in parts)[4:]
+            evict()  # the follower is another process
             t4 = clock()
             _, response = decode_response(memoryview(answer), FETCH, VERSION)
             t5 = clock()
@@ -167,15 +191,18 @@ def main() -> None:
                         help=f"rounds measured, in chunks of {CHUNK} (after {WARMUP} to warm up)")
     parser.add_argument("--idle-partitions", type=int, nargs="+", default=[0, 16, 48], metavar="N",
                         help="partitions of the follower's fetch session that never change")
+    parser.add_argument("--evict-mb", type=int, default=0, metavar="MB",
+                        help="copy MB megabytes before each stage that another process would precede "
+                             "(caches gone cold, as in a cluster sharing its cores); 0: warm caches")
     args = parser.parse_args()
-    if args.rounds < CHUNK or any(idle < 0 for idle in args.idle_partitions):
-        parser.error(f"--rounds must be at least {CHUNK} and --idle-partitions not negative")
+    if args.rounds < CHUNK or any(idle < 0 for idle in args.idle_partitions) or args.evict_mb < 0:
+        parser.error(f"--rounds must be at least {CHUNK}, --idle-partitions and --evict-mb not negative")
     print("| idle partitions | " + " | ".join(STAGES) + " | leader | follower |")
     print("| ---: |" + " ---: |" * (len(STAGES) + 2))
     for idle in args.idle_partitions:
         root = tempfile.mkdtemp(prefix="gregor-round-")
         try:
-            bench = Round(root, idle)
+            bench = Round(root, idle, args.evict_mb)
             bench.run(args.rounds + WARMUP)
             assert bench.written.high_watermark == bench.written.log.log_end_offset - 1, "the follower fell behind"
         finally:

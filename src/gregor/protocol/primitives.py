@@ -102,6 +102,15 @@ class Reader:
 
     def uvarint(self) -> int:
         """Unsigned varint of at most 5 bytes (an int32 on the wire)."""
+        pos = self.pos
+        if pos < self.end:
+            byte = self.buf[pos]
+            if byte < 0x80:  # one byte: array lengths, string sizes, tag counts
+                self.pos = pos + 1
+                return byte
+        return self._long_uvarint()
+
+    def _long_uvarint(self) -> int:
         result = 0
         shift = 0
         buf = self.buf
@@ -259,6 +268,10 @@ class Reader:
         return unknown
 
     def skip_tagged_fields(self) -> list[tuple[int, builtins.bytes]] | None:
+        pos = self.pos
+        if pos < self.end and self.buf[pos] == 0:  # no tagged field, as `tagged_fields` without a call
+            self.pos = pos + 1
+            return None
         return self.tagged_fields(_unknown_tag)
 
     def expect_end(self) -> None:

@@ -17,12 +17,13 @@ next fetch. `--idle-partitions N` adds N partitions led by the same leader that 
 the `__consumer_offsets` partitions in a follower's fetch session (about 16 per leader on a
 3-broker cluster).
 
-Printed per round, in microseconds of this process (warm caches unless `--evict-mb`, one core; each stage's median
-over chunks of 500 rounds, so that a moment of a busy machine does not count): the leader's side
-(the fetch as it arrives, parked; served again after the append and encoded) and the follower's
-(decode, the answer handled with its append, the next request made and encoded). What a cluster
-spends on top of this — system calls, the event loop, wake-ups, caches gone cold between
-records — is what e2e_latency.py's CPU column and latencies show beside it (docs/latency.md).
+Printed per round, in microseconds of this process (warm caches unless `--evict-mb`, one core;
+each stage's median over chunks of 500 rounds, so that a moment of a busy machine does not count):
+the leader's side (the fetch as it arrives, parked; served again after the append and encoded)
+and the follower's (decode, the answer handled with its append, the next request made and
+encoded). What a cluster spends on top of this — system calls, the event loop, wake-ups, caches
+gone cold between records — is what e2e_latency.py's CPU column and latencies show beside it
+(docs/latency.md).
 `--evict-mb N` puts back the cold caches: before each stage that in a cluster follows another
 process (the follower's fetch arriving, the produce that wakes it, the follower's read of the
 answer) it copies N MB, so that the stage starts with this process's code and objects pushed out

@@ -320,6 +320,18 @@ class Partition:
             return info._replace(aborted_transactions=())
         return info._replace(aborted_transactions=tuple(log.aborted_transactions(fetch_offset, log.end_of_read(info))))
 
+    def consumer_read_is_empty(self, fetch_offset: int, current_leader_epoch: int = -1,
+                               isolation_level: int = READ_UNCOMMITTED) -> bool:
+        """Whether `read_records` from `fetch_offset` would return no batch and raise nothing: this
+        replica leads in the epoch asked for and the offset is where consumers' reads stop (the
+        high watermark; the last stable offset for READ_COMMITTED). A caught-up consumer's fetch,
+        the commonest one, parks on this without an empty read first."""
+        if self._check_epoch(current_leader_epoch) != ErrorCode.NONE:
+            return False
+        log = self.log
+        limit = log.last_stable_offset if isolation_level == READ_COMMITTED else log.high_watermark
+        return fetch_offset == limit and log.log_start_offset <= fetch_offset <= log.log_end_offset
+
     def read_position(self, fetch_offset: int) -> OffsetPosition:
         """Where `read_records` from `fetch_offset` starts in the log, for `bytes_available`."""
         return self.log.offset_position(fetch_offset)

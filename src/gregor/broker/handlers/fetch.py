@@ -136,6 +136,29 @@ class _FetchPlan:
             topics.append(topic)
         return topics, total, any_error
 
+    def caught_up(self) -> bool:
+        """Whether every partition the fetch names has nothing to read and no error to report
+        (`Partition.consumer_read_is_empty`): then it parks at once, without building the empty
+        answer `read` would, and reads when it is due. Else nothing is kept: `read` decides."""
+        host = self.context.partitions
+        version = self.context.version
+        keys: list[tuple[str, int]] = []
+        reads: list[tuple[Partition, FetchRequest.FetchPartition]] = []
+        for fetch_topic in self.request.topics:
+            name = self.context.metadata.topic_name(fetch_topic.topic_id) if self.by_id else fetch_topic.topic
+            if not name or name not in self.readable:
+                return False
+            for fetch_partition in fetch_topic.partitions:
+                partition = host.partition(name, fetch_partition.partition)
+                if partition is None or not partition.consumer_read_is_empty(
+                        fetch_partition.fetch_offset, fetch_partition.current_leader_epoch if version >= 9 else -1,
+                        self.isolation_level):
+                    return False
+                keys.append(partition.key)
+                reads.append((partition, fetch_partition))
+        self.keys, self._read = keys, reads
+        return bool(keys)
+
     def enough_bytes(self) -> EnoughBytes:
         """When the fetch parks: the condition that makes it due, over the partitions just read."""
         condition = EnoughBytes(self.request.min_bytes)
@@ -152,6 +175,8 @@ def handle(context: BrokerContext, request: FetchRequest):
     if context.version >= 7 and request.session_id != 0:
         return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
     plan = _FetchPlan(context, request)
+    if request.max_wait_ms > 0 and request.min_bytes > 0 and plan.caught_up():
+        return _when_due(plan, request.max_wait_ms)
     topics, total, any_error = plan.read()
     if any_error or total >= request.min_bytes or request.max_wait_ms <= 0 or not plan.keys:
         return _response(plan, topics)

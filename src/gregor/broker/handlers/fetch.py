@@ -5,7 +5,8 @@ fetch purgatory (`fetch_purgatory`, over the replication layer's `DelayedFetches
 `max_wait_ms`, as Kafka's DelayedFetch: each time the high watermark of a partition it reads
 moves, `EnoughBytes` counts the bytes now below it from log positions, without reading them, and
 the fetch stays parked while they are short of `min_bytes`. Its partitions are read once more
-when it is due (enough bytes, its max wait, a partition that changed leader or went). Fetch
+when it is due (enough bytes, its max wait, a partition that changed leader or went); a fetch
+whose every partition is caught up (`_FetchPlan.caught_up`) parks without a read first. Fetch
 sessions (KIP-227) are answered sessionless: a full fetch gets session id 0, which tells the
 client that no session was created, and an incremental fetch for an unknown session gets
 FETCH_SESSION_ID_NOT_FOUND so the client falls back to full fetches. v13+ name topics by id.

@@ -15,7 +15,7 @@ partition changes leader or goes.
 from __future__ import annotations
 
 import logging
-from typing import Collection, Iterable, Mapping, Sequence
+from typing import Collection, Hashable, Iterable, Mapping, Sequence
 
 from gregor.broker.broker_metadata import log_config
 from gregor.broker.clock import Clock, wall_clock_ms
@@ -158,9 +158,8 @@ class HostedPartitions:
         """The partition changed leader or went: every fetch parked on it is answered again,
         followers' in the fetch sessions it rested in too."""
         self.consumer_fetches.wake(partition.key)
-        self.replica_fetches.wake(partition.key)
-        for session_key in partition.take_woken_sessions():
-            self.replica_fetches.wake(session_key)
+        for key in _follower_keys(partition):
+            self.replica_fetches.wake(key)
 
     def answer_due_fetches(self) -> None:
         """Serve the fetches the step that just ended made due (the dispatcher's `step_done`),
@@ -186,9 +185,8 @@ class HostedPartitions:
         effects and take the partition's new deadline (its followers are measured against the
         new log end) in one step."""
         if partition.remote:
-            self.replica_fetches.check(partition.key)
-            for session_key in partition.take_woken_sessions():
-                self.replica_fetches.check(session_key)
+            for key in _follower_keys(partition):
+                self.replica_fetches.check(key)
         if effects is not None:
             self.replicas.apply(partition, effects)
         elif partition.remote:
@@ -199,3 +197,9 @@ class HostedPartitions:
 
     def logs_in(self, directory: str) -> Mapping[Key, Log]:
         return self.logs.logs_in(directory) if self.logs is not None else {}
+
+
+def _follower_keys(partition: Partition) -> list[Hashable]:
+    """What followers' fetches parked on the partition wait under: its key, and the keys of the
+    fetch sessions it rested in when it last changed (`Partition.take_woken_sessions`)."""
+    return [partition.key, *partition.take_woken_sessions()]

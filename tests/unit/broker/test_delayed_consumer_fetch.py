@@ -154,7 +154,7 @@ def test_a_fetch_with_records_below_the_high_watermark_or_an_error_is_answered_a
         leader.append_as_leader(batch(1, tag=b"r0"), NOW)
         assert _values(_fetch(node, min_bytes=1, max_wait_ms=60_000)) == [b"r0"]
         for offset, epoch, code in ((1, leader.leader_epoch + 1, ErrorCode.UNKNOWN_LEADER_EPOCH),
-                                    (5, -1, ErrorCode.OFFSET_OUT_OF_RANGE)):
+                                    (5, -1, ErrorCode.OFFSET_OUT_OF_RANGE), (-1, -1, ErrorCode.OFFSET_OUT_OF_RANGE)):
             answer = _fetch(node, min_bytes=1, max_wait_ms=60_000, offset=offset, leader_epoch=epoch)
             assert not asyncio.isfuture(answer), f"offset {offset}, epoch {epoch}: answered, not parked"
             assert answer.responses[0].partitions[0].error_code == code

@@ -62,8 +62,15 @@ class _FetchPlan:
         self.bytes_by_topic: dict[str, int] = {}
         self._read: list[tuple[Partition, FetchRequest.FetchPartition]] = []
         self.readable = context.allowed_names(AclOperation.READ, ResourceType.TOPIC, {
-            name for topic in request.topics
-            if (name := context.metadata.topic_name(topic.topic_id) if self.by_id else topic.topic)})
+            name for topic in request.topics if (name := self._name(topic))})
+
+    def _name(self, fetch_topic: FetchRequest.FetchTopic) -> str | None:
+        """The topic's name: by id from v13 (None for an unknown id)."""
+        return self.context.metadata.topic_name(fetch_topic.topic_id) if self.by_id else fetch_topic.topic
+
+    def _leader_epoch(self, fetch_partition: FetchRequest.FetchPartition) -> int:
+        """The leader epoch the consumer names (v9+), -1 for none."""
+        return fetch_partition.current_leader_epoch if self.context.version >= 9 else -1
 
     def read(self) -> tuple[list[_Topic], int, bool]:
         host = self.context.partitions
@@ -81,10 +88,7 @@ class _FetchPlan:
         self.bytes_by_topic = {}
         self._read = []
         for fetch_topic in request.topics:
-            if self.by_id:
-                name = self.context.metadata.topic_name(fetch_topic.topic_id)
-            else:
-                name = fetch_topic.topic
+            name = self._name(fetch_topic)
             partitions = []
             for fetch_partition in fetch_topic.partitions:
                 response = _Partition(partition_index=fetch_partition.partition, high_watermark=-1,
@@ -109,8 +113,7 @@ class _FetchPlan:
                 try:
                     info = partition.read_records(
                         fetch_partition.fetch_offset, max(limit, 0),
-                        fetch_partition.current_leader_epoch if version >= 9 else -1, self.isolation_level,
-                        total == 0)
+                        self._leader_epoch(fetch_partition), self.isolation_level, total == 0)
                     if version <= 3:
                         data = downconvert(info.read_bytes(), 1 if version >= 2 else 0,
                                            host.max_uncompressed_bytes) if info.slices else b""
@@ -142,18 +145,16 @@ class _FetchPlan:
         (`Partition.consumer_read_is_empty`): then it parks at once, without building the empty
         answer `read` would, and reads when it is due. Else nothing is kept: `read` decides."""
         host = self.context.partitions
-        version = self.context.version
         keys: list[tuple[str, int]] = []
         reads: list[tuple[Partition, FetchRequest.FetchPartition]] = []
         for fetch_topic in self.request.topics:
-            name = self.context.metadata.topic_name(fetch_topic.topic_id) if self.by_id else fetch_topic.topic
+            name = self._name(fetch_topic)
             if not name or name not in self.readable:
                 return False
             for fetch_partition in fetch_topic.partitions:
                 partition = host.partition(name, fetch_partition.partition)
                 if partition is None or not partition.consumer_read_is_empty(
-                        fetch_partition.fetch_offset, fetch_partition.current_leader_epoch if version >= 9 else -1,
-                        self.isolation_level):
+                        fetch_partition.fetch_offset, self._leader_epoch(fetch_partition), self.isolation_level):
                     return False
                 keys.append(partition.key)
                 reads.append((partition, fetch_partition))

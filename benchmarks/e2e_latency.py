@@ -31,7 +31,9 @@ defaults). `--event-loops asyncio uvloop` runs Gregor once per event loop, each 
 `--rounds N` runs Gregor's rows N times in turn, so that RF=3 and RF=1 alternate and a slow moment
 of a shared machine weighs on both, and prints each row's median and the RF=3 / RF=1 p99 ratio of
 each round: one 10 s row's p99 rests on its 100 slowest records, and the ratio of two such rows
-swung from 2.5 to 6.3 over invocations of the same code.
+swung from 2.5 to 6.3 over invocations of the same code. The last line says how fast the machine
+was (`machine_speed.py`: a reference Python workload timed before and after, and the CPU time the
+hypervisor stole meanwhile): figures of a shared virtual machine are comparable where it is.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from machine_speed import StealMeter, describe, reference_us  # noqa: E402
 from replicated_produce import Configuration, GregorCluster, Processes, Tansu, create_topic  # noqa: E402
 from throughput import tansu_binary  # noqa: E402
 
@@ -278,6 +281,8 @@ def main() -> None:
         except OSError as error:
             sys.exit(f"e2e_latency.py: --cores {','.join(map(str, sorted(args.cores)))}: {error.strerror} "
                      f"(this machine has CPUs {','.join(map(str, sorted(os.sched_getaffinity(0))))})")
+    steal = StealMeter()
+    speed_before = reference_us()
     processes = Processes()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="gregor-latency-") as root:
@@ -305,6 +310,7 @@ def main() -> None:
             processes.stop_all()
     report(rows, args)
     summarize(rows)
+    print(describe(speed_before, reference_us(), steal.share()))
 
 
 if __name__ == "__main__":

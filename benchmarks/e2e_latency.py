@@ -243,6 +243,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--event-loops", nargs="+", choices=["default", "uvloop", "asyncio"], default=["default"],
                         help="run Gregor once per event loop (GREGOR_EVENT_LOOP), each on a fresh cluster "
                              "(default: the nodes' default, uvloop where installed)")
+    parser.add_argument("--broker-config", type=_key_value, nargs="+", default=[], metavar="KEY=VALUE",
+                        help="set on every Gregor broker (--override), e.g. socket.receive.buffer.bytes=102400")
     parser.add_argument("--cores", type=_cores, default=None, metavar="0,1",
                         help="run every process of the benchmark (the nodes or tansu, producer, consumer) on these "
                              "CPUs only, as a smaller machine would: child processes inherit the affinity (Linux)")
@@ -257,6 +259,13 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not positive")
     return value
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
 
 
 def _cores(text: str) -> set[int]:
@@ -291,6 +300,7 @@ def main() -> None:
             for loop in args.event_loops:
                 name = "gregor" if loop == "default" else f"gregor ({loop})"
                 cluster = GregorCluster(processes, os.path.join(root, f"gregor-{loop}"),
+                                        broker_config=dict(args.broker_config),
                                         event_loop=None if loop == "default" else loop)
                 cluster.start()
                 warm_up(cluster.bootstrap, args, processes, root, cluster.pids)

@@ -5,8 +5,8 @@ A shared virtual machine's speed changes by the hour, and every figure of a late
 moves with it (the ratio of two rows of one invocation less so). `reference_us` times a fixed
 pure-Python workload of the kind a broker runs (calls, attribute reads, small objects, dict
 lookups, struct packing); `StealMeter` reads the share of CPU time the hypervisor gave to other
-guests (Linux /proc/stat's steal column). Benchmarks print both beside their tables: figures are
-comparable where the reference time is.
+guests (Linux /proc/stat's steal column). `e2e_latency.py` prints both after its tables: figures
+are comparable where the reference time is.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import statistics
 import struct
 import time
+from typing import Callable
 
 _PACK = struct.Struct(">iqh")
 
@@ -75,7 +76,7 @@ def _read_stat() -> str | None:
 class StealMeter:
     """The share of CPU time stolen by the hypervisor between its start and `share()`."""
 
-    def __init__(self, read=_read_stat) -> None:
+    def __init__(self, read: Callable[[], str | None] = _read_stat) -> None:
         self._read = read
         text = read()
         self._start = _cpu_ticks(text) if text is not None else None

@@ -108,7 +108,9 @@ class FetcherLinks:
     def add(self, partition: Partition, effect: SendFetch | SendOffsetsForLeaderEpoch) -> None:
         key = partition.key
         self._stop_riding(key)
-        link = self._links.setdefault(effect.leader_id, _Link())
+        link = self._links.get(effect.leader_id)
+        if link is None:  # not setdefault: a link and its session are made once, not on every fetch
+            link = self._links[effect.leader_id] = _Link()
         if isinstance(effect, SendFetch):
             link.fetches[key] = (partition, effect)
         else:

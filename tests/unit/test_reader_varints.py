@@ -1,5 +1,6 @@
-"""`Reader.uvarint` and `Reader.skip_tagged_fields` answer their common case (one byte; no tagged
-field) without their general loop: both paths must give the same values, positions and errors."""
+"""`Reader.uvarint` and `Reader.skip_tagged_fields` answer their common cases (one or two bytes; no
+tagged field) without their general loop: every path must give the same values, positions and
+errors."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ def test_a_varint_reads_back_and_leaves_the_reader_after_it(value: int) -> None:
     assert reader.uvarint() == 9
 
 
+@pytest.mark.parametrize("value", [5, 300, 16383, 16384])
+def test_a_varint_ending_the_reader_reads_back(value: int) -> None:
+    encoded = uvarint_bytes(value)
+    reader = Reader(b"\x07" + encoded, 1)
+    assert reader.uvarint() == value
+    assert reader.pos == reader.end
+
+
 def test_a_varint_past_the_end_of_the_reader_is_refused() -> None:
+    with pytest.raises(DecodeError, match="truncated varint"):
+        Reader(b"\xac\x02", 0, 1).uvarint()  # 300's second byte is there, outside the reader's end
     with pytest.raises(DecodeError, match="truncated varint"):
         Reader(b"").uvarint()
     with pytest.raises(DecodeError, match="truncated varint"):

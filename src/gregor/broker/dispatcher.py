@@ -19,7 +19,7 @@ from gregor.broker.clock import Clock
 from gregor.broker.handlers import Handler, RequestContext
 from gregor.broker.network import CloseConnection, ConnectionInfo, LaterAnswer, Pipelined, Throttled
 from gregor.protocol.exceptions import DecodeError
-from gregor.protocol.headers import encode_response, parse_request_header
+from gregor.protocol.headers import encode_response, read_request_header
 from gregor.protocol.messages import REQUESTS, RequestHeader
 from gregor.protocol.primitives import Reader
 
@@ -55,9 +55,9 @@ class Dispatcher(Generic[C]):
             self._step_done()
 
     def dispatch(self, frame: bytearray, info: ConnectionInfo) -> object:
-        view = memoryview(frame)
+        reader = Reader(memoryview(frame))
         try:
-            header, body_offset = parse_request_header(view)
+            header = read_request_header(reader)
         except DecodeError as error:
             raise CloseConnection(f"unreadable request header: {error}") from None
         api_key = header.request_api_key
@@ -73,7 +73,7 @@ class Dispatcher(Generic[C]):
             raise CloseConnection(f"unsupported version {version} of API key {api_key}")
         request_class = REQUESTS[api_key]
         try:
-            request = request_class.decode(Reader(view, body_offset), version)
+            request = request_class.decode(reader, version)
         except DecodeError as error:
             log.info("closing connection from %s: malformed %s v%d: %s",
                      info.peer, request_class.__name__, version, error)

@@ -24,7 +24,7 @@ from typing import Any, Callable, cast
 from gregor.broker.reconnect_backoff import ReconnectBackoff
 from gregor.broker.security.listener_security import OutboundSecurity
 from gregor.protocol.exceptions import DecodeError
-from gregor.protocol.headers import decode_response_header, encode_request
+from gregor.protocol.headers import encode_request, read_response_header
 from gregor.protocol.messages import RESPONSES, SaslHandshakeRequest
 from gregor.protocol.primitives import Reader
 from gregor.protocol.sasl_login import AUTHENTICATE_VERSIONS, HANDSHAKE_VERSION, SaslLogin, SaslLoginError
@@ -49,8 +49,9 @@ async def read_response_frame(reader: asyncio.StreamReader) -> memoryview:
 
 def decode_response(frame: memoryview, api_key: int, version: int) -> tuple[int, Any]:
     """(correlation id, response) of a frame answering `api_key` at `version`."""
-    header, body = decode_response_header(frame, api_key, version)
-    return header.correlation_id, RESPONSES[api_key].decode(Reader(frame, body), version)
+    reader = Reader(frame)
+    header = read_response_header(reader, api_key, version)
+    return header.correlation_id, RESPONSES[api_key].decode(reader, version)
 
 
 PLAINTEXT = OutboundSecurity()

@@ -27,12 +27,17 @@ def request_header_version(api_key: int, api_version: int) -> int:
 
 def parse_request_header(frame: memoryview) -> tuple[Any, int]:
     """Decode the header of a request frame; returns the header and where the body starts."""
-    if len(frame) < 4:
-        raise DecodeError("request shorter than its api key and version")
-    api_key, api_version = _KEY_AND_VERSION.unpack_from(frame, 0)
     reader = Reader(frame)
-    header = RequestHeader.decode(reader, request_header_version(api_key, api_version))
-    return header, reader.pos
+    return read_request_header(reader), reader.pos
+
+
+def read_request_header(reader: Reader) -> Any:
+    """The header of the request frame `reader` starts at; the reader is left at the body (one
+    reader for a whole request: the broker's dispatch)."""
+    if reader.remaining() < 4:
+        raise DecodeError("request shorter than its api key and version")
+    api_key, api_version = _KEY_AND_VERSION.unpack_from(reader.buf, reader.pos)
+    return RequestHeader.decode(reader, request_header_version(api_key, api_version))
 
 
 def encode_request(correlation_id: int, client_id: str | None, request: Any, version: int) -> bytes:
@@ -72,5 +77,10 @@ def encode_response(correlation_id: int, response: Any, api_key: int, version: i
 
 def decode_response_header(frame: memoryview, api_key: int, version: int) -> tuple[Any, int]:
     reader = Reader(frame)
-    header = ResponseHeader.decode(reader, RESPONSES[api_key].header_version(version))
-    return header, reader.pos
+    return read_response_header(reader, api_key, version), reader.pos
+
+
+def read_response_header(reader: Reader, api_key: int, version: int) -> Any:
+    """The header of the response frame `reader` starts at (answering `api_key` at `version`);
+    the reader is left at the body."""
+    return ResponseHeader.decode(reader, RESPONSES[api_key].header_version(version))

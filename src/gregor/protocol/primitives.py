@@ -103,21 +103,16 @@ class Reader:
     def uvarint(self) -> int:
         """Unsigned varint of at most 5 bytes (an int32 on the wire)."""
         pos = self.pos
-        if pos + 1 < self.end:
-            buf = self.buf
-            byte = buf[pos]
+        if pos < self.end:
+            byte = self.buf[pos]
             if byte < 0x80:  # one byte: array lengths, string sizes, tag counts
                 self.pos = pos + 1
                 return byte
-            second = buf[pos + 1]
-            if second < 0x80:  # two bytes: the size of a records field of 128 B to 16 KB
-                self.pos = pos + 2
-                return (byte & 0x7F) | (second << 7)
-        elif pos < self.end:
-            byte = self.buf[pos]
-            if byte < 0x80:
-                self.pos = pos + 1
-                return byte
+            if pos + 1 < self.end:
+                second = self.buf[pos + 1]
+                if second < 0x80:  # two bytes: the size of a records field of 128 B to 16 KB
+                    self.pos = pos + 2
+                    return (byte & 0x7F) | (second << 7)
         return self._long_uvarint()
 
     def _long_uvarint(self) -> int:

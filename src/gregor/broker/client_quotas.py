@@ -183,13 +183,20 @@ class ClientQuotas:
     """The broker's produce and fetch byte-rate, request-time and controller mutation quotas."""
 
     def __init__(self, images: ImageSource | None, samples: int = 11, window_ms: int = 1000) -> None:
-        self.enabled = images is not None
+        self._images = images
         source: ImageSource = images if images is not None else _NoQuotas()
         self.produce = QuotaManager(PRODUCER_BYTE_RATE, source, samples, window_ms)
         self.fetch = QuotaManager(CONSUMER_BYTE_RATE, source, samples, window_ms)
         self.request = QuotaManager(REQUEST_PERCENTAGE, source, samples, window_ms)
         self.controller_mutation = ControllerMutationQuota(
             QuotaManager(CONTROLLER_MUTATION_RATE, source, samples, window_ms), samples * window_ms / 1000)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any client quota is configured. Without one nothing is measured, as Kafka's
+        ClientQuotaManager records only while quotas are enabled: a broker with no quota spends
+        nothing per request on the lookups (a quota set later is measured from then on)."""
+        return self._images is not None and bool(self._images.image.client_quotas)
 
     def record_produce(self, principal: str, client_id: str | None, nbytes: int, now_ms: int) -> int:
         """Count a produce request's record bytes; the client's throttle time in ms."""

@@ -106,3 +106,15 @@ def test_request_time_over_request_percentage_throttles_and_sets_the_answers_thr
     assert apply_request_quota(_context(quotas, "idle"), MetadataRequest(), other, 0.5) is other
     follower = FetchRequest(replica_id=2)
     assert apply_request_quota(_context(quotas, "busy"), follower, other, 5.0) is other
+
+
+def test_quotas_are_measured_only_while_one_is_configured():
+    """Kafka's ClientQuotaManager records nothing while no quota is enabled; neither does Gregor,
+    so a broker without quotas makes no lookup per request. A quota set later applies at once."""
+    images = Images({})
+    quotas = ClientQuotas(images)
+    assert not quotas.enabled
+    assert not ClientQuotas(None).enabled
+    images.image = Images({(("client-id", "fast"),): {"producer_byte_rate": 1000.0}}).image
+    assert quotas.enabled
+    assert quotas.record_produce("User:alice", "fast", 50_000, 0) > 0

@@ -93,14 +93,16 @@ def test_a_job_killed_mid_run_resumes_from_its_checkpoint(spark, broker_factory,
     demo = Demo(broker_factory().bootstrap, str(tmp_path / "work"))
     run_demo(demo_command("generate", demo))
     job = demo_command("job", demo, "--max-offsets-per-trigger", str(PER_TRIGGER))
-    first = subprocess.Popen(job, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    log_path = tmp_path / "first-job.log"
+    with open(log_path, "wb") as log:
+        first = subprocess.Popen(job, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         for _ in range(1200):
             if first.poll() is not None or committed_batches(demo, "topic") >= 2:
                 break
             time.sleep(0.1)
-        assert first.poll() is None, "the job finished before it could be killed"
+        assert first.poll() is None, \
+            f"the job ended (exit {first.returncode}) before it could be killed:\n{log_path.read_text()[-3000:]}"
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the driver and its JVM: a crash, not a stop
         first.wait()

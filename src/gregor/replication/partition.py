@@ -312,10 +312,10 @@ class Partition:
         to the last stable offset and carries the aborted transactions that overlap the batches it
         returns, so that the consumer can drop their records."""
         self._leader_for(current_leader_epoch)
-        if isolation_level != READ_COMMITTED:
-            return self.log.read(fetch_offset, max_bytes, self.high_watermark, min_one_batch)
         log = self.log
-        info = log.read(fetch_offset, max_bytes, self.last_stable_offset, min_one_batch)
+        info = log.read(fetch_offset, max_bytes, self.read_limit(isolation_level), min_one_batch)
+        if isolation_level != READ_COMMITTED:
+            return info
         if not info.slices:
             return info._replace(aborted_transactions=())
         return info._replace(aborted_transactions=tuple(log.aborted_transactions(fetch_offset, log.end_of_read(info))))
@@ -329,8 +329,12 @@ class Partition:
         if self._check_epoch(current_leader_epoch) != ErrorCode.NONE:
             return False
         log = self.log
-        limit = log.last_stable_offset if isolation_level == READ_COMMITTED else log.high_watermark
-        return fetch_offset == limit and log.log_start_offset <= fetch_offset <= log.log_end_offset
+        return fetch_offset == self.read_limit(isolation_level) and \
+            log.log_start_offset <= fetch_offset <= log.log_end_offset
+
+    def read_limit(self, isolation_level: int) -> int:
+        """Where consumers' reads stop: the high watermark, the last stable offset for READ_COMMITTED."""
+        return self.log.last_stable_offset if isolation_level == READ_COMMITTED else self.log.high_watermark
 
     def read_position(self, fetch_offset: int) -> OffsetPosition:
         """Where `read_records` from `fetch_offset` starts in the log, for `bytes_available`."""
@@ -344,8 +348,7 @@ class Partition:
         longer the leader of `leader_epoch`, or the log changed under `start`."""
         if not self.is_leader or self.leader_epoch != leader_epoch:
             return None
-        end = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
-        return self.log.bytes_between(start, end)
+        return self.log.bytes_between(start, self.read_limit(isolation_level))
 
     def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
         """Whether the producer's transaction is open here in this epoch: its first write was
@@ -371,7 +374,7 @@ class Partition:
         if timestamp == LATEST_TIERED_TIMESTAMP:
             return None
         if timestamp == LATEST_TIMESTAMP:
-            return (self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark), -1
+            return self.read_limit(isolation_level), -1
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return log.log_start_offset, -1
         if timestamp == MAX_TIMESTAMP:

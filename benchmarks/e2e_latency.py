@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from gregor.cli.common import key_value  # noqa: E402
 from machine_speed import StealMeter, describe, reference_us  # noqa: E402
 from replicated_produce import Configuration, GregorCluster, Processes, Tansu, create_topic  # noqa: E402
 from throughput import tansu_binary  # noqa: E402
@@ -243,7 +244,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--event-loops", nargs="+", choices=["default", "uvloop", "asyncio"], default=["default"],
                         help="run Gregor once per event loop (GREGOR_EVENT_LOOP), each on a fresh cluster "
                              "(default: the nodes' default, uvloop where installed)")
-    parser.add_argument("--broker-config", type=_key_value, nargs="+", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--broker-config", type=key_value, nargs="+", default=[], metavar="KEY=VALUE",
                         help="set on every Gregor broker (--override), e.g. socket.receive.buffer.bytes=102400")
     parser.add_argument("--cores", type=_cores, default=None, metavar="0,1",
                         help="run every process of the benchmark (the nodes or tansu, producer, consumer) on these "
@@ -259,13 +260,6 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not positive")
     return value
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, equals, value = text.partition("=")
-    if not equals or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
-    return key, value
 
 
 def _cores(text: str) -> set[int]:
